@@ -1,0 +1,49 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "attach-fetch",
+    products: [
+        .library(name: "AttachFetch", targets: ["AttachFetch"]),
+        .executable(name: "attach-fetch", targets: ["attach-fetch"]),
+        // A small HTTP/1.1 server for loopback tests, the demo and the benchmarks.
+        .library(name: "LoopbackHTTPServer", targets: ["LoopbackHTTPServer"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // System libraries, found through pkg-config, installed from Debian's -dev packages.
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CMagic", pkgConfig: "libmagic", providers: [.apt(["libmagic-dev"])]),
+        .systemLibrary(name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
+        .systemLibrary(name: "CLibcrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // Non-variadic wrappers around the variadic C calls Swift cannot make. No logic.
+        .target(name: "CAttachFetchShims", dependencies: ["CCurl", "CVips"]),
+
+        .target(
+            name: "AttachFetch",
+            dependencies: [
+                "CCurl", "CMagic", "CVips", "CLibcrypto", "CAttachFetchShims",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "attach-fetch",
+            dependencies: [
+                "AttachFetch",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(name: "LoopbackHTTPServer"),
+        // Serves TestMedia/ on a loopback port for the README's demo.
+        .executableTarget(name: "loopback-media-server", dependencies: ["LoopbackHTTPServer"]),
+        .testTarget(
+            name: "AttachFetchTests",
+            dependencies: ["AttachFetch", "LoopbackHTTPServer", "CVips"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

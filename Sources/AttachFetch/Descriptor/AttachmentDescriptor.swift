@@ -1,0 +1,80 @@
+/// What happened to one input URL. Encoded as JSON, this is a public contract: fields are only
+/// ever added. Optional fields are omitted from the JSON when they are not known.
+public struct AttachmentDescriptor: Codable, Sendable, Equatable {
+    public enum Status: String, Codable, Sendable {
+        case ready, rejected, failed, timedOut
+    }
+
+    public enum Kind: String, Codable, Sendable {
+        case image, audio, video
+    }
+
+    public struct Reason: Codable, Sendable, Equatable {
+        public var code: ReasonCode
+        public var message: String
+        public init(code: ReasonCode, message: String) {
+            self.code = code
+            self.message = message
+        }
+    }
+
+    public struct Thumbnail: Codable, Sendable, Equatable {
+        /// Absolute path of the thumbnail file (JPEG, or PNG when the source has alpha).
+        public var file: String
+        public var width: Int
+        public var height: Int
+    }
+
+    /// Milliseconds. `total` is measured from the start of the batch; the others are known
+    /// only when that step ran.
+    public struct Timings: Codable, Sendable, Equatable {
+        public var total: Int
+        public var connect: Int?
+        public var firstByte: Int?
+        public var download: Int?
+        public var thumbnail: Int?
+    }
+
+    /// The caller's identifier, or `attachment-<index>`.
+    public var identifier: String
+    /// The URL exactly as given.
+    public var url: String
+    /// The URL after redirects, when a request was made.
+    public var finalUrl: String?
+    public var status: Status
+    /// Absent when `status` is `ready`.
+    public var reason: Reason?
+    /// Absolute path of the saved attachment; only when `ready`.
+    public var file: String?
+    /// The type decided from the bytes (canonical form), never from the URL or headers.
+    public var mimeType: String?
+    /// The server's Content-Type, kept for diagnosis only.
+    public var declaredMimeType: String?
+    public var kind: Kind?
+    public var uti: String?
+    public var fileExtension: String?
+    public var bytes: Int64?
+    /// Lower-case hex SHA-256 of the saved bytes.
+    public var sha256: String?
+    /// Pixel size of the original image as displayed (EXIF orientation applied).
+    public var width: Int?
+    public var height: Int?
+    public var thumbnail: Thumbnail?
+    public var timings: Timings
+
+    public init(identifier: String, url: String, status: Status, reason: Reason? = nil, timings: Timings) {
+        self.identifier = identifier
+        self.url = url
+        self.status = status
+        self.reason = reason
+        self.timings = timings
+    }
+
+    /// A descriptor for an attachment that is not ready; the status follows from the code.
+    static func failure(identifier: String, url: String, code: ReasonCode, message: String,
+                        totalMilliseconds: Int) -> AttachmentDescriptor {
+        AttachmentDescriptor(identifier: identifier, url: url, status: code.status,
+                             reason: Reason(code: code, message: message),
+                             timings: Timings(total: totalMilliseconds))
+    }
+}

@@ -1,0 +1,58 @@
+/// Why an attachment is not `ready`. The raw values are part of the public JSON contract:
+/// codes are only ever added, never renamed or removed. A struct rather than an enum so that
+/// adding a code is not a source-breaking change for callers that switch over codes.
+public struct ReasonCode: RawRepresentable, Hashable, Codable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    public static let invalidURL = ReasonCode(rawValue: "invalidURL")
+    public static let unsupportedScheme = ReasonCode(rawValue: "unsupportedScheme")
+    public static let forbiddenAddress = ReasonCode(rawValue: "forbiddenAddress")
+    public static let connectFailed = ReasonCode(rawValue: "connectFailed")
+    /// The server answered with a status that is not 2xx; the message names it.
+    public static let httpStatus = ReasonCode(rawValue: "httpStatus")
+    public static let tooManyRedirects = ReasonCode(rawValue: "tooManyRedirects")
+    /// Reset, short body, protocol error.
+    public static let transferFailed = ReasonCode(rawValue: "transferFailed")
+    /// A per-request timeout: connect, total, or no bytes for the stall interval.
+    public static let timeout = ReasonCode(rawValue: "timeout")
+    /// The batch deadline came first.
+    public static let deadlineExceeded = ReasonCode(rawValue: "deadlineExceeded")
+    public static let sizeLimitExceeded = ReasonCode(rawValue: "sizeLimitExceeded")
+    public static let unsupportedType = ReasonCode(rawValue: "unsupportedType")
+    public static let corruptMedia = ReasonCode(rawValue: "corruptMedia")
+    public static let emptyBody = ReasonCode(rawValue: "emptyBody")
+    public static let pixelLimitExceeded = ReasonCode(rawValue: "pixelLimitExceeded")
+    public static let cancelled = ReasonCode(rawValue: "cancelled")
+    public static let ioError = ReasonCode(rawValue: "ioError")
+
+    /// Every code this version knows, in contract order.
+    public static let allKnown: [ReasonCode] = [
+        .invalidURL, .unsupportedScheme, .forbiddenAddress, .connectFailed, .httpStatus,
+        .tooManyRedirects, .transferFailed, .timeout, .deadlineExceeded, .sizeLimitExceeded,
+        .unsupportedType, .corruptMedia, .emptyBody, .pixelLimitExceeded, .cancelled, .ioError,
+    ]
+
+    /// The descriptor status a code implies (fixed by the contract).
+    public var status: AttachmentDescriptor.Status {
+        switch self {
+        case .invalidURL, .unsupportedScheme, .forbiddenAddress, .sizeLimitExceeded,
+             .unsupportedType, .corruptMedia, .emptyBody, .pixelLimitExceeded:
+            return .rejected
+        case .timeout, .deadlineExceeded:
+            return .timedOut
+        default:
+            return .failed
+        }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        self.init(rawValue: try decoder.singleValueContainer().decode(String.self))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+}

@@ -1,0 +1,269 @@
+import CCurl
+import CAttachFetchShims
+import Glibc
+
+/// One running download: owns its curl easy handle, the body file's descriptor and the
+/// running hash. Lives on the engine thread only (libcurl calls its callbacks there), so it is
+/// deliberately not Sendable.
+final class EasyTransfer {
+    let job: TransferJob
+    let handle: UnsafeMutableRawPointer
+    let startedAt: ContinuousClock.Instant
+    private let sniffer: MagicSniffer
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+    private var fileDescriptor: Int32 = -1
+    private var sniffBuffer: [UInt8] = []
+    private let digest = SHA256Digest()
+
+    private(set) var mediaType: MediaType?
+    private(set) var bytesWritten: Int64 = 0
+    /// Set by a callback or the engine when it stops the transfer on purpose; wins over
+    /// libcurl's own error code, which then only says "aborted".
+    private(set) var abortReason: AttachmentDescriptor.Reason?
+    /// Last time any response byte (header or body) arrived; stall detection counts from here.
+    var lastActivity: ContinuousClock.Instant
+    /// Stall detection starts once the connection is up (connecting has its own timeout).
+    var stallArmed = false
+    /// True when the per-request timeout was shortened to fit the batch deadline, so a
+    /// timeout is reported as `deadlineExceeded`.
+    private(set) var timeoutClippedByDeadline = false
+    private var firstByteAt: ContinuousClock.Instant?
+
+    /// Bytes libmagic sees before deciding. The first chunk normally holds them all.
+    static let sniffWindow = 4_096
+
+    init(job: TransferJob, sniffer: MagicSniffer) throws(AttachFetchError) {
+        guard let handle = curl_easy_init() else { throw .libraryInitialisation("curl_easy_init failed") }
+        self.job = job
+        self.handle = handle
+        self.sniffer = sniffer
+        self.startedAt = .now
+        self.lastActivity = .now
+        self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+    }
+
+    deinit {
+        curl_easy_cleanup(handle)
+        errorBuffer.deallocate()
+        if fileDescriptor >= 0 { close(fileDescriptor) }
+    }
+
+    /// Opens the body file and sets every option. Returns a failure to report instead of
+    /// starting, or nil when the handle is ready to add to the multi handle.
+    func prepare() -> AttachmentDescriptor.Reason? {
+        let spec = job.spec
+        let remaining = spec.deadline - .now
+        guard remaining > .milliseconds(1) else {
+            return .init(code: .deadlineExceeded, message: "the batch deadline passed before the request could start")
+        }
+        fileDescriptor = open(spec.bodyPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fileDescriptor >= 0 else {
+            return .init(code: .ioError, message: "cannot create \(spec.bodyPath): \(String(cString: strerror(errno)))")
+        }
+        let totalTimeout = min(spec.timeout.request, remaining)
+        timeoutClippedByDeadline = remaining < spec.timeout.request
+        let connectTimeout = min(spec.timeout.connect, remaining)
+        let me = Unmanaged.passUnretained(self).toOpaque()
+
+        var codes: [CURLcode] = [
+            CurlOption.set(handle, CURLOPT_URL, spec.url),
+            CurlOption.set(handle, CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer)),
+            // Threads: never let libcurl use signals for timeouts.
+            CurlOption.set(handle, CURLOPT_NOSIGNAL, 1),
+            CurlOption.set(handle, CURLOPT_PROTOCOLS_STR, "http,https"),
+            CurlOption.set(handle, CURLOPT_REDIR_PROTOCOLS_STR, "http,https"),
+            CurlOption.set(handle, CURLOPT_FOLLOWLOCATION, 1),
+            CurlOption.set(handle, CURLOPT_MAXREDIRS, spec.maxRedirects),
+            // Status >= 400 ends the transfer before any body is written.
+            CurlOption.set(handle, CURLOPT_FAILONERROR, 1),
+            CurlOption.set(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(max(1, connectTimeout.milliseconds))),
+            CurlOption.set(handle, CURLOPT_TIMEOUT_MS, Int(max(1, totalTimeout.milliseconds))),
+            // A declared length above every limit is refused before the body is read.
+            CurlOption.set(handle, CURLOPT_MAXFILESIZE_LARGE, offset: spec.sizeLimits.largest),
+            CurlOption.set(handle, CURLOPT_USERAGENT, "attach-fetch/0.1"),
+            CurlOption.set(handle, CURLOPT_WRITEDATA, pointer: me),
+            CurlOption.set(handle, CURLOPT_HEADERDATA, pointer: me),
+            CurlOption.set(handle, CURLOPT_OPENSOCKETDATA, pointer: me),
+        ]
+        // No CURLOPT_ACCEPT_ENCODING: compressed bodies are never requested nor decoded, so a
+        // body's bytes on disk are the bytes counted against the limit.
+        codes.append(af_curl_easy_setopt_write_function(handle, CURLOPT_WRITEFUNCTION) { data, size, count, me in
+            EasyTransfer.from(me).receiveBody(UnsafeRawBufferPointer(start: data, count: size * count))
+        })
+        codes.append(af_curl_easy_setopt_write_function(handle, CURLOPT_HEADERFUNCTION) { _, size, count, me in
+            EasyTransfer.from(me).lastActivity = .now
+            return size * count
+        })
+        codes.append(af_curl_easy_setopt_opensocket_function(handle) { me, _, address in
+            EasyTransfer.from(me).openSocket(address!)
+        })
+        if let failed = codes.first(where: { $0 != CURLE_OK }) {
+            return .init(code: .invalidURL, message: "curl rejected an option: \(failed.curlMessage)")
+        }
+        return nil
+    }
+
+    private static func from(_ pointer: UnsafeMutableRawPointer?) -> EasyTransfer {
+        Unmanaged<EasyTransfer>.fromOpaque(pointer!).takeUnretainedValue()
+    }
+
+    /// Stops the transfer on purpose; the engine removes the handle and reports `reason`.
+    func abort(_ code: ReasonCode, _ message: String) {
+        if abortReason == nil { abortReason = .init(code: code, message: message) }
+    }
+
+    // MARK: Callbacks (engine thread)
+
+    /// CURLOPT_OPENSOCKETFUNCTION sees every resolved address before libcurl connects to it,
+    /// so names that resolve to, or redirects that lead to, a forbidden address are caught.
+    private func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
+        let family = address.pointee.family
+        if !job.spec.allowPrivateNetwork {
+            let sockaddrPointer = UnsafeRawPointer(address) + MemoryLayout<curl_sockaddr>.offset(of: \curl_sockaddr.addr)!
+            guard let (addressClass, text) = AddressClassifier.classify(sockaddr: sockaddrPointer, family: family) else {
+                abort(.forbiddenAddress, "address family \(family) is not IPv4 or IPv6")
+                return CURL_SOCKET_BAD
+            }
+            if addressClass != .global {
+                abort(.forbiddenAddress, "\(text) is \(addressClass.phrase); private destinations are refused unless allowed")
+                return CURL_SOCKET_BAD
+            }
+        }
+        return socket(family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
+    }
+
+    private func receiveBody(_ chunk: UnsafeRawBufferPointer) -> Int {
+        let now = ContinuousClock.now
+        lastActivity = now
+        if firstByteAt == nil {
+            firstByteAt = now
+            // FAILONERROR stops >= 400; a body of any other non-2xx answer is not media.
+            if let status = CurlOption.long(handle, CURLINFO_RESPONSE_CODE), !(200..<300).contains(status) {
+                abort(.httpStatus, "the server answered HTTP \(status)")
+                return 0
+            }
+        }
+        if mediaType == nil {
+            sniffBuffer.append(contentsOf: chunk)
+            if sniffBuffer.count < Self.sniffWindow { return chunk.count }
+            guard decideType() else { return 0 }
+            let buffered = sniffBuffer
+            sniffBuffer = []
+            return buffered.withUnsafeBytes { store($0) } ? chunk.count : 0
+        }
+        return store(chunk) ? chunk.count : 0
+    }
+
+    /// Sniffs the buffered prefix and applies the table and the kind's limit.
+    /// Returns false (with `abortReason` set) when the transfer must stop.
+    private func decideType() -> Bool {
+        let sniffed: String
+        switch sniffBuffer.withUnsafeBytes({ sniffer.mimeType(of: $0) }) {
+        case .success(let mime): sniffed = mime
+        case .failure(let error):
+            abort(.unsupportedType, error.message)
+            return false
+        }
+        guard let type = MediaType.forSniffedMIME(sniffed) else {
+            abort(.unsupportedType, "the bytes are \(sniffed), which is not an attachment type iOS accepts")
+            return false
+        }
+        mediaType = type
+        let limit = job.spec.sizeLimits.limit(for: type.kind)
+        if let declared = CurlOption.offset(handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T), declared > limit {
+            abort(.sizeLimitExceeded, "Content-Length \(declared) exceeds the \(type.kind.rawValue) limit of \(limit) bytes")
+            return false
+        }
+        return true
+    }
+
+    /// Appends to the body file and the hash, enforcing the kind's limit as bytes arrive.
+    private func store(_ chunk: UnsafeRawBufferPointer) -> Bool {
+        guard let type = mediaType else { return false }
+        let limit = job.spec.sizeLimits.limit(for: type.kind)
+        if bytesWritten + Int64(chunk.count) > limit {
+            abort(.sizeLimitExceeded, "the body grew past the \(type.kind.rawValue) limit of \(limit) bytes")
+            return false
+        }
+        var offset = 0
+        while offset < chunk.count {
+            let written = write(fileDescriptor, chunk.baseAddress! + offset, chunk.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                abort(.ioError, "cannot write \(job.spec.bodyPath): \(String(cString: strerror(errno)))")
+                return false
+            }
+            offset += written
+        }
+        digest.update(chunk)
+        bytesWritten += Int64(chunk.count)
+        return true
+    }
+
+    // MARK: Completion
+
+    /// Turns libcurl's result into an outcome, closes the file, and removes it on failure.
+    func complete(curlCode: CURLcode?) -> TransferOutcome {
+        if let curlCode, curlCode == CURLE_OK, abortReason == nil {
+            if bytesWritten == 0 && sniffBuffer.isEmpty {
+                abort(.emptyBody, "the server sent no body")
+            } else if mediaType == nil, decideType() {
+                let buffered = sniffBuffer
+                sniffBuffer = []
+                _ = buffered.withUnsafeBytes { store($0) }
+            }
+        }
+        var outcome = TransferOutcome()
+        outcome.failure = abortReason ?? curlCode.flatMap(reason(for:))
+        outcome.declaredMIME = CurlOption.string(handle, CURLINFO_CONTENT_TYPE)
+        outcome.finalURL = CurlOption.string(handle, CURLINFO_EFFECTIVE_URL)
+        if let connect = CurlOption.offset(handle, CURLINFO_CONNECT_TIME_T), connect > 0 {
+            outcome.connectMilliseconds = Int(connect / 1000)
+        }
+        if let firstByte = CurlOption.offset(handle, CURLINFO_STARTTRANSFER_TIME_T), firstByte > 0 {
+            outcome.firstByteMilliseconds = Int(firstByte / 1000)
+        }
+        outcome.downloadMilliseconds = startedAt.millisecondsElapsed
+        close(fileDescriptor)
+        fileDescriptor = -1
+        if outcome.failure == nil {
+            outcome.mediaType = mediaType
+            outcome.bytes = bytesWritten
+            outcome.sha256 = digest.finalizeHex()
+        } else {
+            unlink(job.spec.bodyPath)
+        }
+        return outcome
+    }
+
+    private func reason(for code: CURLcode) -> AttachmentDescriptor.Reason? {
+        let detail = errorBuffer.pointee != 0 ? String(cString: errorBuffer) : code.curlMessage
+        switch code {
+        case CURLE_OK:
+            return nil
+        case CURLE_HTTP_RETURNED_ERROR:
+            let status = CurlOption.long(handle, CURLINFO_RESPONSE_CODE) ?? 0
+            return .init(code: .httpStatus, message: "the server answered HTTP \(status)")
+        case CURLE_OPERATION_TIMEDOUT:
+            return timeoutClippedByDeadline
+                ? .init(code: .deadlineExceeded, message: "the batch deadline passed: \(detail)")
+                : .init(code: .timeout, message: detail)
+        case CURLE_TOO_MANY_REDIRECTS:
+            return .init(code: .tooManyRedirects, message: detail)
+        case CURLE_UNSUPPORTED_PROTOCOL:
+            return .init(code: .unsupportedScheme, message: detail)
+        case CURLE_URL_MALFORMAT:
+            return .init(code: .invalidURL, message: detail)
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_PROXY,
+             CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION:
+            return .init(code: .connectFailed, message: detail)
+        case CURLE_FILESIZE_EXCEEDED:
+            let declared = CurlOption.offset(handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T) ?? -1
+            return .init(code: .sizeLimitExceeded,
+                         message: "Content-Length \(declared) exceeds the largest limit of \(job.spec.sizeLimits.largest) bytes")
+        default:
+            return .init(code: .transferFailed, message: detail)
+        }
+    }
+}

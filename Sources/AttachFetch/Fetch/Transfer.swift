@@ -1,0 +1,75 @@
+/// What one download must do. Built by the pipeline, carried out by the `TransferEngine`.
+struct TransferSpec: Sendable {
+    let url: String
+    /// Where the body is streamed; created with O_EXCL and mode 0600.
+    let bodyPath: String
+    /// The batch deadline: no part of the transfer may run past it.
+    let deadline: ContinuousClock.Instant
+    let timeout: AttachFetchConfiguration.Timeout
+    let sizeLimits: AttachFetchConfiguration.SizeLimits
+    let maxRedirects: Int
+    let allowPrivateNetwork: Bool
+}
+
+/// What a download produced. On failure the body file has already been removed.
+struct TransferOutcome: Sendable {
+    var failure: AttachmentDescriptor.Reason?
+    var mediaType: MediaType?
+    var declaredMIME: String?
+    var finalURL: String?
+    var bytes: Int64 = 0
+    var sha256: String?
+    var connectMilliseconds: Int?
+    var firstByteMilliseconds: Int?
+    var downloadMilliseconds: Int?
+
+    static func failed(_ code: ReasonCode, _ message: String) -> TransferOutcome {
+        TransferOutcome(failure: .init(code: code, message: message))
+    }
+}
+
+import Synchronization
+
+/// One queued or running download, shared between the task that awaits it and the engine
+/// thread. The engine finishes every job exactly once, also when it is cancelled, so the
+/// awaiting task learns only after the engine has removed any partial file.
+final class TransferJob: Sendable {
+    let spec: TransferSpec
+
+    private struct State {
+        var continuation: CheckedContinuation<TransferOutcome, Never>?
+        var outcome: TransferOutcome?
+        var cancelRequested = false
+    }
+
+    private let state = Mutex(State())
+
+    init(spec: TransferSpec) { self.spec = spec }
+
+    var isCancelRequested: Bool { state.withLock { $0.cancelRequested } }
+
+    func requestCancel() { state.withLock { $0.cancelRequested = true } }
+
+    /// Engine side: called exactly once.
+    func finish(_ outcome: TransferOutcome) {
+        let continuation = state.withLock { state -> CheckedContinuation<TransferOutcome, Never>? in
+            precondition(state.outcome == nil, "a transfer job finishes once")
+            state.outcome = outcome
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume(returning: outcome)
+    }
+
+    /// Awaiting side.
+    func outcome() async -> TransferOutcome {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> TransferOutcome? in
+                if let outcome = state.outcome { return outcome }
+                state.continuation = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+}

@@ -1,0 +1,179 @@
+import CCurl
+import Foundation
+import Logging
+import Synchronization
+
+/// Runs every download of one pipeline on one dedicated thread with libcurl's multi interface.
+///
+/// Jobs wait in a Swift queue and get a curl handle only when one of `maxConcurrent` slots is
+/// free, so time spent waiting never counts against a request's own timeouts. The queue is
+/// first-come first-served across all batches that share the pipeline.
+final class TransferEngine: @unchecked Sendable {
+    // @unchecked Sendable: `shared` is behind a Mutex; `multi`, `sniffer` and `active` are used
+    // only by the engine thread (after `init` hands them over), except `multi.wakeup()`, which
+    // libcurl documents as safe to call from any thread.
+    private struct Shared {
+        var queue: [TransferJob] = []
+        var stopping = false
+    }
+
+    private let shared = Mutex(Shared())
+    private let multi: CurlMulti
+    private let sniffer: MagicSniffer
+    private let maxConcurrent: Int
+    private let logger: Logger
+    private var active: [UnsafeMutableRawPointer: EasyTransfer] = [:]
+    private let stopped = DispatchSemaphore(value: 0)
+
+    init(maxConcurrent: Int, logger: Logger) throws(AttachFetchError) {
+        self.multi = try CurlMulti()
+        self.sniffer = try MagicSniffer()
+        self.maxConcurrent = maxConcurrent
+        self.logger = logger
+        let thread = Thread { [self] in self.run() }
+        thread.name = "attach-fetch.curl"
+        thread.start()
+    }
+
+    /// Downloads one body. Cancelling the calling task stops the transfer; the outcome is then
+    /// `cancelled`, delivered after any partial file is gone.
+    func fetch(_ spec: TransferSpec) async -> TransferOutcome {
+        let job = TransferJob(spec: spec)
+        return await withTaskCancellationHandler {
+            shared.withLock { $0.queue.append(job) }
+            multi.wakeup()
+            return await job.outcome()
+        } onCancel: {
+            job.requestCancel()
+            multi.wakeup()
+        }
+    }
+
+    /// Stops the thread after finishing every job as cancelled. Blocks until it has.
+    func shutdown() {
+        shared.withLock { $0.stopping = true }
+        multi.wakeup()
+        stopped.wait()
+    }
+
+    // MARK: Engine thread
+
+    private func run() {
+        while true {
+            let freeSlots = maxConcurrent - active.count
+            let (starting, expired, stopping) = shared.withLock { shared -> ([TransferJob], [TransferJob], Bool) in
+                if shared.stopping {
+                    defer { shared.queue = [] }
+                    return ([], shared.queue, true)
+                }
+                let now = ContinuousClock.now
+                var expired: [TransferJob] = []
+                shared.queue.removeAll { job in
+                    let gone = job.isCancelRequested || job.spec.deadline <= now
+                    if gone { expired.append(job) }
+                    return gone
+                }
+                let count = min(freeSlots, shared.queue.count)
+                let starting = Array(shared.queue.prefix(count))
+                shared.queue.removeFirst(count)
+                return (starting, expired, false)
+            }
+            for job in expired {
+                job.finish(job.isCancelRequested || stopping
+                    ? .failed(.cancelled, "cancelled before the request started")
+                    : .failed(.deadlineExceeded, "the batch deadline passed while the request was queued"))
+            }
+            if stopping {
+                for transfer in active.values { transfer.abort(.cancelled, "the pipeline was shut down") }
+                for key in Array(active.keys) { finish(key, curlCode: nil) }
+                stopped.signal()
+                return
+            }
+            for job in starting { start(job) }
+
+            var running: Int32 = 0
+            curl_multi_perform(multi.handle, &running)
+            var pending: Int32 = 0
+            while let message = curl_multi_info_read(multi.handle, &pending) {
+                if message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle {
+                    finish(easy, curlCode: message.pointee.data.result)
+                }
+            }
+            let wait = enforceLimits()
+            var curlTimeout = -1
+            curl_multi_timeout(multi.handle, &curlTimeout)
+            let timeoutMs = curlTimeout >= 0 ? min(curlTimeout, wait) : wait
+            curl_multi_poll(multi.handle, nil, 0, Int32(max(0, timeoutMs)), nil)
+        }
+    }
+
+    private func start(_ job: TransferJob) {
+        let transfer: EasyTransfer
+        do {
+            transfer = try EasyTransfer(job: job, sniffer: sniffer)
+        } catch {
+            job.finish(.failed(.ioError, error.message))
+            return
+        }
+        if let failure = transfer.prepare() {
+            var outcome = transfer.complete(curlCode: nil)
+            outcome.failure = failure
+            job.finish(outcome)
+            return
+        }
+        active[transfer.handle] = transfer
+        curl_multi_add_handle(multi.handle, transfer.handle)
+        logger.trace("transfer started", metadata: ["url": "\(job.spec.url)"])
+    }
+
+    private func finish(_ handle: UnsafeMutableRawPointer, curlCode: CURLcode?) {
+        guard let transfer = active.removeValue(forKey: handle) else { return }
+        curl_multi_remove_handle(multi.handle, handle)
+        let outcome = transfer.complete(curlCode: curlCode)
+        logger.trace("transfer finished", metadata: [
+            "url": "\(transfer.job.spec.url)",
+            "result": "\(outcome.failure?.code.rawValue ?? "ok")",
+        ])
+        transfer.job.finish(outcome)
+    }
+
+    /// Cancels, deadline-expires and stall-expires active transfers. Returns how many
+    /// milliseconds the loop may sleep before one of these clocks next needs looking at.
+    private func enforceLimits() -> Int {
+        let now = ContinuousClock.now
+        var wait: Duration = .seconds(1)
+        var stopping: [UnsafeMutableRawPointer] = []
+        for (handle, transfer) in active {
+            let spec = transfer.job.spec
+            if transfer.job.isCancelRequested {
+                transfer.abort(.cancelled, "the request was cancelled")
+            } else if now >= spec.deadline {
+                transfer.abort(.deadlineExceeded, "the batch deadline passed during the transfer")
+            } else {
+                wait = min(wait, spec.deadline - now)
+                if !transfer.stallArmed {
+                    if let connect = CurlOption.offset(handle, CURLINFO_CONNECT_TIME_T), connect > 0 {
+                        transfer.stallArmed = true
+                        transfer.lastActivity = max(transfer.lastActivity, now)
+                    } else {
+                        wait = min(wait, .milliseconds(20))
+                    }
+                }
+                if transfer.stallArmed {
+                    let quietUntil = transfer.lastActivity + spec.timeout.stall
+                    if now >= quietUntil {
+                        transfer.abort(.timeout, "no data arrived for \(spec.timeout.stall.milliseconds) ms")
+                    } else {
+                        wait = min(wait, quietUntil - now)
+                    }
+                }
+            }
+            if transfer.abortReason != nil { stopping.append(handle) }
+        }
+        for handle in stopping { finish(handle, curlCode: nil) }
+        let queuedDeadline = shared.withLock { $0.queue.map(\.spec.deadline).min() }
+        if let queuedDeadline { wait = min(wait, max(.zero, queuedDeadline - now)) }
+        // Round up so the loop wakes after, not just before, the instant it waits for.
+        return Int(wait.milliseconds) + 1
+    }
+}

@@ -1,0 +1,43 @@
+import CCurl
+
+/// Refuses what is not worth a request: malformed URLs and schemes other than http(s).
+/// Redirect hops are held to the same schemes by libcurl (CURLOPT_REDIR_PROTOCOLS_STR).
+enum URLCheck {
+    static func problem(with url: String) -> AttachmentDescriptor.Reason? {
+        guard !url.isEmpty else { return .init(code: .invalidURL, message: "the URL is empty") }
+        guard !url.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }) else {
+            return .init(code: .invalidURL, message: "the URL contains spaces or control characters")
+        }
+        guard let colon = url.firstIndex(of: ":"), let scheme = Optional(url[..<colon]), isScheme(scheme) else {
+            return .init(code: .invalidURL, message: "the URL has no scheme; use http:// or https://")
+        }
+        let lowered = scheme.lowercased()
+        guard lowered == "http" || lowered == "https" else {
+            return .init(code: .unsupportedScheme, message: "the scheme \(lowered) is not allowed; only http and https are")
+        }
+        // libcurl's own parser, so that what we accept is exactly what it will request.
+        guard let parsed = curl_url() else { return .init(code: .ioError, message: "curl_url: out of memory") }
+        defer { curl_url_cleanup(parsed) }
+        let code = curl_url_set(parsed, CURLUPART_URL, url, 0)
+        guard code == CURLUE_OK else {
+            return .init(code: .invalidURL, message: "the URL cannot be parsed: \(String(cString: curl_url_strerror(code)))")
+        }
+        var host: UnsafeMutablePointer<CChar>?
+        guard curl_url_get(parsed, CURLUPART_HOST, &host, 0) == CURLUE_OK, let host else {
+            return .init(code: .invalidURL, message: "the URL has no host")
+        }
+        defer { curl_free(host) }
+        guard host.pointee != 0 else { return .init(code: .invalidURL, message: "the URL has no host") }
+        return nil
+    }
+
+    /// RFC 3986: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )
+    private static func isScheme(_ text: Substring) -> Bool {
+        guard let first = text.unicodeScalars.first, first.isASCIILetter else { return false }
+        return text.unicodeScalars.allSatisfy { $0.isASCIILetter || ("0"..."9").contains($0) || $0 == "+" || $0 == "-" || $0 == "." }
+    }
+}
+
+extension Unicode.Scalar {
+    fileprivate var isASCIILetter: Bool { ("a"..."z").contains(self) || ("A"..."Z").contains(self) }
+}

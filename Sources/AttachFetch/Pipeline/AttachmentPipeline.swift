@@ -1,0 +1,233 @@
+import Foundation
+import Glibc
+import Logging
+import Synchronization
+
+/// The result of one batch.
+public struct AttachmentBatch: Sendable {
+    /// One descriptor per request, in request order.
+    public var attachments: [AttachmentDescriptor]
+    /// Time from the call to its return.
+    public var elapsed: Duration
+    /// The deadline the batch ran under.
+    public var deadline: Duration
+    /// Where ready files were kept, or nil when none were kept.
+    public var directory: String?
+}
+
+/// Downloads, sniffs, checks and thumbnails push-notification media, within a deadline.
+///
+/// One instance is meant to be shared: every batch on it shares its transfer slots
+/// (`maxConcurrentTransfers`) and thumbnail threads. It is safe to call `process` from many
+/// tasks at once.
+public final class AttachmentPipeline: Sendable {
+    public let configuration: AttachFetchConfiguration
+    private let engine: TransferEngine
+    private let thumbnailPool: WorkerPool
+    private let logger: Logger
+
+    /// A logger that discards everything: the library is silent unless given one.
+    public static let silentLogger = Logger(label: "attach-fetch", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    public init(configuration: AttachFetchConfiguration = .init(),
+                logger: Logger = AttachmentPipeline.silentLogger) throws(AttachFetchError) {
+        try configuration.validate()
+        try Vips.ensureStarted()
+        self.configuration = configuration
+        self.logger = logger
+        self.engine = try TransferEngine(maxConcurrent: configuration.maxConcurrentTransfers, logger: logger)
+        self.thumbnailPool = WorkerPool(threads: configuration.thumbnailThreads, name: "attach-fetch.thumbnail")
+    }
+
+    deinit { engine.shutdown() }
+
+    /// Processes a batch and returns exactly one descriptor per request, in order, by the
+    /// deadline (default `configuration.defaultDeadline`). Never throws: every problem,
+    /// including a directory that cannot be made, becomes a descriptor.
+    ///
+    /// - Parameters:
+    ///   - outputDirectory: where ready files go (must exist). Default: a new directory under
+    ///     `configuration.temporaryDirectory`, reported in the result. Either way the caller
+    ///     owns those files; nothing else is left behind.
+    ///   - onDescriptor: called as each attachment is finished (any order, any thread).
+    public func process(_ requests: [AttachmentRequest], deadline: Duration? = nil,
+                        outputDirectory: String? = nil,
+                        onDescriptor: (@Sendable (Int, AttachmentDescriptor) -> Void)? = nil) async -> AttachmentBatch {
+        let budget = deadline ?? configuration.defaultDeadline
+        let start = ContinuousClock.now
+        let batch: Batch
+        do {
+            let directory = try WorkingDirectory(parent: outputDirectory ?? configuration.temporaryDirectory,
+                                                 isScratch: outputDirectory != nil)
+            batch = Batch(start: start, deadline: start + budget, directory: directory,
+                          finalDirectory: outputDirectory.map { URL(fileURLWithPath: $0).standardizedFileURL.path } ?? directory.path)
+        } catch {
+            let descriptors = requests.enumerated().map { index, request in
+                AttachmentDescriptor.failure(identifier: request.identifier ?? "attachment-\(index)", url: request.url,
+                                             code: .ioError, message: error.message, totalMilliseconds: start.millisecondsElapsed)
+            }
+            for (index, descriptor) in descriptors.enumerated() { onDescriptor?(index, descriptor) }
+            return AttachmentBatch(attachments: descriptors, elapsed: .now - start, deadline: budget, directory: nil)
+        }
+        logger.debug("batch started", metadata: ["count": "\(requests.count)", "directory": "\(batch.directory.path)"])
+
+        var results = [AttachmentDescriptor?](repeating: nil, count: requests.count)
+        await withTaskGroup(of: (Int, AttachmentDescriptor)?.self) { group in
+            group.addTask {
+                // The deadline sentinel: when it fires, everything still running is cancelled.
+                try? await Task.sleep(until: batch.deadline, clock: .continuous)
+                if !Task.isCancelled { batch.deadlineFired.store(true, ordering: .sequentiallyConsistent) }
+                return nil
+            }
+            for (index, request) in requests.enumerated() {
+                group.addTask {
+                    let descriptor = await self.processOne(index: index, request: request, batch: batch)
+                    onDescriptor?(index, descriptor)
+                    return (index, descriptor)
+                }
+            }
+            var remaining = requests.count
+            if remaining == 0 { group.cancelAll() }
+            while let finished = await group.next() {
+                if let (index, descriptor) = finished {
+                    results[index] = descriptor
+                    remaining -= 1
+                    if remaining == 0 { group.cancelAll() }
+                } else {
+                    group.cancelAll()
+                }
+            }
+        }
+        batch.directory.endBatch()
+        let descriptors = results.map { $0! }
+        let kept = !batch.directory.isScratch && batch.directory.exists
+        logger.debug("batch finished", metadata: ["elapsedMs": "\(start.millisecondsElapsed)"])
+        return AttachmentBatch(attachments: descriptors, elapsed: .now - start, deadline: budget,
+                               directory: batch.directory.isScratch ? batch.finalDirectory : (kept ? batch.directory.path : nil))
+    }
+
+    // MARK: One attachment
+
+    private func processOne(index: Int, request: AttachmentRequest, batch: Batch) async -> AttachmentDescriptor {
+        let identifier = request.identifier ?? "attachment-\(index)"
+        func failure(_ reason: AttachmentDescriptor.Reason) -> AttachmentDescriptor {
+            var reason = reason
+            if reason.code == .cancelled && batch.deadlineFired.load(ordering: .sequentiallyConsistent) {
+                reason = .init(code: .deadlineExceeded, message: "the batch deadline passed before this attachment was finished")
+            }
+            return .failure(identifier: identifier, url: request.url, code: reason.code, message: reason.message,
+                            totalMilliseconds: batch.start.millisecondsElapsed)
+        }
+        if let problem = URLCheck.problem(with: request.url) { return failure(problem) }
+
+        let bodyPath = batch.directory.bodyPath(index: index)
+        let outcome = await engine.fetch(TransferSpec(
+            url: request.url, bodyPath: bodyPath, deadline: batch.deadline, timeout: configuration.timeout,
+            sizeLimits: configuration.sizeLimits, maxRedirects: configuration.maxRedirects,
+            allowPrivateNetwork: configuration.allowPrivateNetwork))
+        var descriptor = AttachmentDescriptor(identifier: identifier, url: request.url, status: .ready,
+                                              timings: .init(total: 0))
+        descriptor.finalUrl = outcome.finalURL
+        descriptor.declaredMimeType = outcome.declaredMIME
+        descriptor.timings.connect = outcome.connectMilliseconds
+        descriptor.timings.firstByte = outcome.firstByteMilliseconds
+        descriptor.timings.download = outcome.downloadMilliseconds
+        func failed(_ code: ReasonCode, _ message: String) -> AttachmentDescriptor {
+            var result = failure(.init(code: code, message: message))
+            result.finalUrl = descriptor.finalUrl
+            result.declaredMimeType = descriptor.declaredMimeType
+            result.mimeType = descriptor.mimeType
+            result.kind = descriptor.kind
+            result.timings = descriptor.timings
+            result.timings.total = batch.start.millisecondsElapsed
+            return result
+        }
+        if let reason = outcome.failure { return failed(reason.code, reason.message) }
+        guard let type = outcome.mediaType else { return failed(.ioError, "the transfer ended without a type") }
+        descriptor.mimeType = type.mimeType
+        descriptor.kind = type.kind
+        descriptor.uti = type.uti
+        descriptor.fileExtension = type.fileExtension
+        descriptor.bytes = outcome.bytes
+        descriptor.sha256 = outcome.sha256
+
+        let baseName = FileNames.sanitise(identifier)
+        var thumbnailWork: ThumbnailOutcome?
+        if type.kind == .image {
+            let started = ContinuousClock.now
+            switch await makeThumbnail(source: bodyPath, index: index, clip: request.clip ?? .whole, batch: batch) {
+            case .some(.success(let made)):
+                thumbnailWork = made
+                descriptor.width = made.sourceWidth
+                descriptor.height = made.sourceHeight
+                descriptor.timings.thumbnail = started.millisecondsElapsed
+            case .some(.failure(let problem)):
+                unlink(bodyPath)
+                return failed(problem.code, problem.message)
+            case .none:
+                // Abandoned at the deadline or on cancellation. At the deadline the attachment
+                // is still good: it degrades to "no thumbnail" rather than missing the deadline.
+                if !batch.deadlineFired.load(ordering: .sequentiallyConsistent) {
+                    unlink(bodyPath)
+                    return failed(.cancelled, "the request was cancelled")
+                }
+            }
+        }
+
+        let finalPath = "\(batch.finalDirectory)/\(baseName).\(type.fileExtension)"
+        if let problem = FileNames.moveNoReplace(bodyPath, to: finalPath) {
+            unlink(bodyPath)
+            if let thumbnailWork { unlink(thumbnailWork.file) }
+            return failed(.ioError, problem)
+        }
+        descriptor.file = finalPath
+        if let made = thumbnailWork {
+            let thumbnailPath = "\(batch.finalDirectory)/\(baseName).thumb.\((made.file as NSString).pathExtension)"
+            if let problem = FileNames.moveNoReplace(made.file, to: thumbnailPath) {
+                unlink(made.file)
+                logger.warning("thumbnail not kept", metadata: ["problem": "\(problem)"])
+            } else {
+                descriptor.thumbnail = .init(file: thumbnailPath, width: made.width, height: made.height)
+            }
+        }
+        descriptor.timings.total = batch.start.millisecondsElapsed
+        return descriptor
+    }
+
+    /// Runs the thumbnail on the worker threads. Returns nil when the task was cancelled (the
+    /// deadline or the caller) first; the late result is then discarded and its file removed.
+    private func makeThumbnail(source: String, index: Int, clip: ClippingRectangle,
+                               batch: Batch) async -> Result<ThumbnailOutcome, ThumbnailFailure>? {
+        let result = OneShot<Result<ThumbnailOutcome, ThumbnailFailure>>()
+        let destination = batch.directory.thumbnailBase(index: index)
+        let maxEdge = configuration.thumbnailMaxEdge
+        let maxPixels = configuration.maxImagePixels
+        let directory = batch.directory
+        thumbnailPool.submit {
+            let made = Thumbnailer.make(source: source, destinationBase: destination, clip: clip,
+                                        maxEdge: maxEdge, maxPixels: maxPixels)
+            if !result.deliver(made) {
+                if case .success(let thumbnail) = made { unlink(thumbnail.file) }
+                directory.lateFileRemoved()
+            }
+        }
+        return await result.wait()
+    }
+}
+
+/// Everything the items of one batch share.
+private final class Batch: Sendable {
+    let start: ContinuousClock.Instant
+    let deadline: ContinuousClock.Instant
+    let directory: WorkingDirectory
+    /// Where ready files end up: the working directory itself, or the caller's directory.
+    let finalDirectory: String
+    let deadlineFired = Atomic<Bool>(false)
+
+    init(start: ContinuousClock.Instant, deadline: ContinuousClock.Instant, directory: WorkingDirectory, finalDirectory: String) {
+        self.start = start
+        self.deadline = deadline
+        self.directory = directory
+        self.finalDirectory = finalDirectory
+    }
+}

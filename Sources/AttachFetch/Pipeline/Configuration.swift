@@ -1,0 +1,85 @@
+import Foundation
+
+/// How an `AttachmentPipeline` behaves. Every default below is the documented one.
+public struct AttachFetchConfiguration: Sendable {
+    /// Per-request timeouts. Each is clipped to what is left of the batch deadline.
+    public struct Timeout: Sendable {
+        /// Time to establish the TCP (and TLS) connection. Default 5 s.
+        public var connect: Duration = .seconds(5)
+        /// Time for the whole request, redirects included. Default 10 s.
+        public var request: Duration = .seconds(10)
+        /// Once connected, no bytes for this long counts as a timeout. Default 3 s.
+        public var stall: Duration = .seconds(3)
+
+        public init(connect: Duration = .seconds(5), request: Duration = .seconds(10), stall: Duration = .seconds(3)) {
+            self.connect = connect
+            self.request = request
+            self.stall = stall
+        }
+    }
+
+    /// Largest body accepted per kind, in bytes. Defaults are Apple's UNNotificationAttachment
+    /// limits: image 10 MiB, audio 5 MiB, video 50 MiB.
+    public struct SizeLimits: Sendable, Equatable {
+        public var image: Int64 = 10_485_760
+        public var audio: Int64 = 5_242_880
+        public var video: Int64 = 52_428_800
+
+        public init(image: Int64 = 10_485_760, audio: Int64 = 5_242_880, video: Int64 = 52_428_800) {
+            self.image = image
+            self.audio = audio
+            self.video = video
+        }
+
+        public func limit(for kind: AttachmentDescriptor.Kind) -> Int64 {
+            switch kind {
+            case .image: return image
+            case .audio: return audio
+            case .video: return video
+            }
+        }
+
+        /// A body longer than this is refused before its type is known.
+        public var largest: Int64 { max(image, audio, video) }
+    }
+
+    public var timeout = Timeout()
+    public var sizeLimits = SizeLimits()
+    /// Transfers running at once, shared by every batch on the same pipeline. Default 8.
+    public var maxConcurrentTransfers = 8
+    /// Redirects followed per request. Default 5.
+    public var maxRedirects = 5
+    /// Deadline of a batch when the caller gives none. Default 25 s (an iOS service extension
+    /// has about 30 s in all).
+    public var defaultDeadline: Duration = .seconds(25)
+    /// Longest edge of a thumbnail, in pixels. Default 320.
+    public var thumbnailMaxEdge = 320
+    /// Images with more pixels than this are refused before decoding. Default 50 megapixels.
+    public var maxImagePixels = 50_000_000
+    /// Off by default: loopback, private, link-local and similar destinations are refused
+    /// (`forbiddenAddress`). Turn on for tests and demos on one machine.
+    public var allowPrivateNetwork = false
+    /// Where batch working directories are made. Default: the system temporary directory.
+    public var temporaryDirectory: String = FileManager.default.temporaryDirectory.path
+    /// Threads that make thumbnails. Default: the number of active cores.
+    public var thumbnailThreads = max(1, ProcessInfo.processInfo.activeProcessorCount)
+
+    public init() {}
+
+    /// Checks the values for sense; the pipeline's initialiser calls it.
+    public func validate() throws(AttachFetchError) {
+        func positive(_ d: Duration) -> Bool { d > .zero }
+        guard positive(timeout.connect), positive(timeout.request), positive(timeout.stall) else {
+            throw .invalidConfiguration("timeouts must be greater than zero")
+        }
+        guard positive(defaultDeadline) else { throw .invalidConfiguration("the default deadline must be greater than zero") }
+        guard maxConcurrentTransfers >= 1 else { throw .invalidConfiguration("maxConcurrentTransfers must be at least 1") }
+        guard maxRedirects >= 0 else { throw .invalidConfiguration("maxRedirects must not be negative") }
+        guard sizeLimits.image > 0, sizeLimits.audio > 0, sizeLimits.video > 0 else {
+            throw .invalidConfiguration("size limits must be greater than zero")
+        }
+        guard thumbnailMaxEdge >= 1 else { throw .invalidConfiguration("thumbnailMaxEdge must be at least 1") }
+        guard maxImagePixels >= 1 else { throw .invalidConfiguration("maxImagePixels must be at least 1") }
+        guard thumbnailThreads >= 1 else { throw .invalidConfiguration("thumbnailThreads must be at least 1") }
+    }
+}

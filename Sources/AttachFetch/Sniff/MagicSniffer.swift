@@ -1,0 +1,37 @@
+import CMagic
+
+/// Decides a body's type from its bytes with libmagic. One `magic_t` per instance; libmagic
+/// handles are not thread-safe, so this class is not Sendable: each thread that sniffs owns one.
+final class MagicSniffer {
+    private let cookie: magic_t
+
+    init() throws(AttachFetchError) {
+        // MAGIC_MIME_TYPE: answer "image/jpeg", not prose. MAGIC_NO_CHECK_COMPRESS: never look
+        // inside compressed data (no decompression of untrusted input just to name it).
+        guard let cookie = magic_open(MAGIC_MIME_TYPE | MAGIC_NO_CHECK_COMPRESS | MAGIC_NO_CHECK_ENCODING) else {
+            throw .libraryInitialisation("magic_open failed: out of memory")
+        }
+        guard magic_load(cookie, nil) == 0 else {
+            let message = magic_error(cookie).map { String(cString: $0) } ?? "unknown error"
+            magic_close(cookie)
+            throw .libraryInitialisation("magic_load failed: \(message)")
+        }
+        self.cookie = cookie
+    }
+
+    deinit { magic_close(cookie) }
+
+    /// The MIME type libmagic gives these bytes.
+    func mimeType(of bytes: UnsafeRawBufferPointer) -> Result<String, SniffError> {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return .success("application/x-empty") }
+        guard let answer = magic_buffer(cookie, base, bytes.count) else {
+            let message = magic_error(cookie).map { String(cString: $0) } ?? "unknown error"
+            return .failure(SniffError(message: "libmagic: \(message)"))
+        }
+        return .success(String(cString: answer))
+    }
+}
+
+struct SniffError: Error {
+    let message: String
+}

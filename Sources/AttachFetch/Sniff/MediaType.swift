@@ -1,0 +1,45 @@
+/// One row of the table of formats an iOS notification attachment accepts
+/// (Apple's UNNotificationAttachment documentation). Nothing outside it is ever kept.
+public struct MediaType: Sendable, Hashable {
+    public let kind: AttachmentDescriptor.Kind
+    /// Canonical MIME type reported in descriptors.
+    public let mimeType: String
+    /// Uniform Type Identifier iOS uses for it.
+    public let uti: String
+    /// Extension of the saved file: iOS refuses attachments whose extension does not match.
+    public let fileExtension: String
+
+    public static let jpeg = MediaType(kind: .image, mimeType: "image/jpeg", uti: "public.jpeg", fileExtension: "jpg")
+    public static let png = MediaType(kind: .image, mimeType: "image/png", uti: "public.png", fileExtension: "png")
+    public static let gif = MediaType(kind: .image, mimeType: "image/gif", uti: "com.compuserve.gif", fileExtension: "gif")
+    public static let aiff = MediaType(kind: .audio, mimeType: "audio/aiff", uti: "public.aiff-audio", fileExtension: "aiff")
+    public static let wav = MediaType(kind: .audio, mimeType: "audio/wav", uti: "com.microsoft.waveform-audio", fileExtension: "wav")
+    public static let mp3 = MediaType(kind: .audio, mimeType: "audio/mpeg", uti: "public.mp3", fileExtension: "mp3")
+    public static let m4a = MediaType(kind: .audio, mimeType: "audio/mp4", uti: "public.mpeg-4-audio", fileExtension: "m4a")
+    public static let mpeg = MediaType(kind: .video, mimeType: "video/mpeg", uti: "public.mpeg", fileExtension: "mpg")
+    public static let mp4 = MediaType(kind: .video, mimeType: "video/mp4", uti: "public.mpeg-4", fileExtension: "mp4")
+    public static let m4v = MediaType(kind: .video, mimeType: "video/x-m4v", uti: "public.mpeg-4", fileExtension: "m4v")
+    public static let avi = MediaType(kind: .video, mimeType: "video/x-msvideo", uti: "public.avi", fileExtension: "avi")
+
+    public static let all: [MediaType] = [.jpeg, .png, .gif, .aiff, .wav, .mp3, .m4a, .mpeg, .mp4, .m4v, .avi]
+
+    /// libmagic's answers (it has several spellings for some formats) mapped to the table.
+    private static let byMagicMIME: [String: MediaType] = [
+        "image/jpeg": .jpeg, "image/pjpeg": .jpeg,
+        "image/png": .png,
+        "image/gif": .gif,
+        "audio/x-aiff": .aiff, "audio/aiff": .aiff,
+        "audio/x-wav": .wav, "audio/wav": .wav, "audio/vnd.wave": .wav, "audio/wave": .wav,
+        "audio/mpeg": .mp3, "audio/mp3": .mp3,
+        "audio/x-m4a": .m4a, "audio/mp4": .m4a, "audio/m4a": .m4a,
+        "video/mpeg": .mpeg, "video/mp2p": .mpeg, "video/mpv": .mpeg,
+        "video/mp4": .mp4,
+        "video/x-m4v": .m4v,
+        "video/x-msvideo": .avi, "video/avi": .avi, "video/msvideo": .avi,
+    ]
+
+    /// The table row for a MIME type as libmagic reports it, or nil when it is not allowed.
+    public static func forSniffedMIME(_ mime: String) -> MediaType? {
+        byMagicMIME[mime.lowercased()]
+    }
+}

@@ -1,0 +1,93 @@
+import CAttachFetchShims
+import CVips
+import Glibc
+
+/// What the thumbnail stage learned and made.
+struct ThumbnailOutcome: Sendable {
+    /// Width and height of the original as displayed (EXIF orientation applied).
+    var sourceWidth: Int
+    var sourceHeight: Int
+    var file: String
+    var width: Int
+    var height: Int
+}
+
+struct ThumbnailFailure: Error, Sendable {
+    let code: ReasonCode
+    let message: String
+}
+
+/// Makes clipped thumbnails with libvips. Stateless; safe to call from many threads
+/// (libvips is thread-safe once started). Blocking: call it from a worker thread.
+enum Thumbnailer {
+    /// Decodes `source` in full (so truncated or corrupt files fail), and writes a thumbnail of
+    /// the clipping rectangle, longest edge `maxEdge`, to `destinationBase` + ".jpg" (or ".png"
+    /// when the image has alpha).
+    static func make(source: String, destinationBase: String, clip: ClippingRectangle, maxEdge: Int,
+                     maxPixels: Int) -> Result<ThumbnailOutcome, ThumbnailFailure> {
+        do throws(ThumbnailFailure) {
+            return .success(try makeThrowing(source: source, destinationBase: destinationBase, clip: clip,
+                                              maxEdge: maxEdge, maxPixels: maxPixels))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private static func makeThrowing(source: String, destinationBase: String, clip: ClippingRectangle,
+                                     maxEdge: Int, maxPixels: Int) throws(ThumbnailFailure) -> ThumbnailOutcome {
+        do throws(AttachFetchError) { try Vips.ensureStarted() } catch {
+            throw ThumbnailFailure(code: .ioError, message: error.message)
+        }
+        // The header alone: size and orientation, no pixels decoded yet.
+        guard let headerPointer = af_vips_image_new_from_file(source, VIPS_FAIL_ON_ERROR) else {
+            throw ThumbnailFailure(code: .corruptMedia, message: "libvips cannot read the image: \(Vips.takeError())")
+        }
+        let header = VipsImageRef(headerPointer)
+        let rotated = (5...8).contains(header.orientation)
+        let width = rotated ? header.height : header.width
+        let height = rotated ? header.width : header.height
+        guard width > 0, height > 0 else {
+            throw ThumbnailFailure(code: .corruptMedia, message: "the image has no pixels")
+        }
+        guard width * height <= maxPixels else {
+            throw ThumbnailFailure(code: .pixelLimitExceeded,
+                                   message: "\(width)x\(height) is \(width * height) pixels, over the limit of \(maxPixels)")
+        }
+
+        // Scale so that the clipped region's longest edge becomes maxEdge (never enlarge),
+        // then let vips_thumbnail shrink on load to that size and cut the region out.
+        let clipWidth = clip.width * Double(width)
+        let clipHeight = clip.height * Double(height)
+        let scale = min(1, Double(maxEdge) / max(clipWidth, clipHeight))
+        let boxWidth = max(1, Int((Double(width) * scale).rounded(.up)))
+        let boxHeight = max(1, Int((Double(height) * scale).rounded(.up)))
+        var out: UnsafeMutablePointer<VipsImage>?
+        guard af_vips_thumbnail(source, &out, Int32(boxWidth), Int32(boxHeight), VIPS_SIZE_DOWN, VIPS_FAIL_ON_ERROR) == 0,
+              let out else {
+            throw ThumbnailFailure(code: .corruptMedia, message: "libvips cannot decode the image: \(Vips.takeError())")
+        }
+        var image = VipsImageRef(out)
+        if clip != .whole {
+            let left = min(image.width - 1, Int((clip.x * Double(image.width)).rounded()))
+            let top = min(image.height - 1, Int((clip.y * Double(image.height)).rounded()))
+            let regionWidth = max(1, min(image.width - left, Int((clip.width * Double(image.width)).rounded())))
+            let regionHeight = max(1, min(image.height - top, Int((clip.height * Double(image.height)).rounded())))
+            var region: UnsafeMutablePointer<VipsImage>?
+            guard af_vips_extract_area(image.pointer, &region, Int32(left), Int32(top),
+                                       Int32(regionWidth), Int32(regionHeight)) == 0, let region else {
+                throw ThumbnailFailure(code: .corruptMedia, message: "libvips cannot clip the image: \(Vips.takeError())")
+            }
+            image = VipsImageRef(region)
+        }
+        let file = destinationBase + (image.hasAlpha ? ".png" : ".jpg")
+        // Saving runs the whole pipeline: this is where a truncated file fails.
+        let saved = image.hasAlpha ? af_vips_pngsave(image.pointer, file) : af_vips_jpegsave(image.pointer, file, 80)
+        guard saved == 0 else {
+            let message = Vips.takeError()
+            unlink(file)
+            throw ThumbnailFailure(code: .corruptMedia, message: "libvips cannot decode the image: \(message)")
+        }
+        return ThumbnailOutcome(sourceWidth: width, sourceHeight: height, file: file,
+                                width: image.width, height: image.height)
+    }
+}

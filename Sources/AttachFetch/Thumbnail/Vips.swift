@@ -1,0 +1,61 @@
+import CAttachFetchShims
+import CVips
+
+/// libvips' process-wide set-up, done once: start it, turn its operation cache off (every
+/// file is new; a cache would only hold memory), and let only the loaders of the formats in
+/// the table run — the rest (ImageMagick, PDF, SVG, ...) must never see downloaded bytes.
+enum Vips {
+    static let startup: Result<Void, AttachFetchError> = {
+        guard vips_init("attach-fetch") == 0 else {
+            return .failure(.libraryInitialisation("vips_init failed: \(takeError())"))
+        }
+        vips_cache_set_max(0)
+        vips_block_untrusted_set(1)
+        vips_operation_block_set("VipsForeignLoad", 1)
+        for loader in ["VipsForeignLoadJpeg", "VipsForeignLoadPng", "VipsForeignLoadNsgif"] {
+            vips_operation_block_set(loader, 0)
+        }
+        return .success(())
+    }()
+
+    static func ensureStarted() throws(AttachFetchError) {
+        try startup.get()
+    }
+
+    /// libvips' error buffer as text, cleared for the next caller. The buffer is per process,
+    /// so under concurrency a message may carry another thread's line too; it is diagnosis only.
+    static func takeError() -> String {
+        let text = String(cString: vips_error_buffer()).trimmingTrailingNewlines()
+        vips_error_clear()
+        return text.isEmpty ? "unknown libvips error" : text
+    }
+}
+
+/// Owns one reference to a `VipsImage` and drops it on deinit.
+final class VipsImageRef {
+    let pointer: UnsafeMutablePointer<VipsImage>
+
+    init(_ pointer: UnsafeMutablePointer<VipsImage>) { self.pointer = pointer }
+
+    deinit { g_object_unref(UnsafeMutableRawPointer(pointer)) }
+
+    var width: Int { Int(vips_image_get_width(pointer)) }
+    var height: Int { Int(vips_image_get_height(pointer)) }
+    var hasAlpha: Bool { vips_image_hasalpha(pointer) != 0 }
+
+    /// EXIF orientation 1...8, or 1 when absent.
+    var orientation: Int {
+        var value: Int32 = 1
+        guard vips_image_get_typeof(pointer, "orientation") != 0,
+              vips_image_get_int(pointer, "orientation", &value) == 0 else { return 1 }
+        return (1...8).contains(value) ? Int(value) : 1
+    }
+}
+
+extension String {
+    func trimmingTrailingNewlines() -> String {
+        var text = self
+        while text.last == "\n" { text.removeLast() }
+        return text
+    }
+}

@@ -1,0 +1,40 @@
+// Non-variadic entry points for the variadic C calls of libcurl and libvips.
+// Swift cannot call a C function that takes `...`, so each shim fixes one argument
+// kind and forwards it unchanged. There is no logic here on purpose.
+#ifndef C_ATTACH_FETCH_SHIMS_H
+#define C_ATTACH_FETCH_SHIMS_H
+
+#include <curl/curl.h>
+#include <vips/vips.h>
+
+// MARK: curl_easy_setopt (variadic: the value's C type depends on the option)
+CURLcode af_curl_easy_setopt_long(CURL *handle, CURLoption option, long value);
+CURLcode af_curl_easy_setopt_off_t(CURL *handle, CURLoption option, curl_off_t value);
+CURLcode af_curl_easy_setopt_string(CURL *handle, CURLoption option, const char *value);
+CURLcode af_curl_easy_setopt_pointer(CURL *handle, CURLoption option, void *value);
+// CURLOPT_WRITEFUNCTION and CURLOPT_HEADERFUNCTION share this signature.
+CURLcode af_curl_easy_setopt_write_function(CURL *handle, CURLoption option, curl_write_callback callback);
+CURLcode af_curl_easy_setopt_xferinfo_function(CURL *handle, curl_xferinfo_callback callback);
+CURLcode af_curl_easy_setopt_opensocket_function(CURL *handle, curl_opensocket_callback callback);
+
+// MARK: curl_easy_getinfo (variadic: the out-parameter's type depends on the info)
+CURLcode af_curl_easy_getinfo_long(CURL *handle, CURLINFO info, long *value);
+CURLcode af_curl_easy_getinfo_off_t(CURL *handle, CURLINFO info, curl_off_t *value);
+CURLcode af_curl_easy_getinfo_string(CURL *handle, CURLINFO info, char **value);
+CURLcode af_curl_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value);
+
+// MARK: curl_multi_setopt (variadic)
+CURLMcode af_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
+
+// MARK: libvips operations (variadic: NULL-terminated name/value option lists)
+// vips_image_new_from_file: lazy open, reads the header only.
+VipsImage *af_vips_image_new_from_file(const char *filename, VipsFailOn fail_on);
+// vips_thumbnail: shrink-on-load thumbnail with EXIF auto-rotation.
+int af_vips_thumbnail(const char *filename, VipsImage **out, int width, int height,
+                      VipsSize size, VipsFailOn fail_on);
+int af_vips_extract_area(VipsImage *in, VipsImage **out, int left, int top, int width, int height);
+int af_vips_resize(VipsImage *in, VipsImage **out, double scale);
+int af_vips_jpegsave(VipsImage *in, const char *filename, int quality);
+int af_vips_pngsave(VipsImage *in, const char *filename);
+
+#endif

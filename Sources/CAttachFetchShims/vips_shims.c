@@ -1,0 +1,29 @@
+// libvips operations take NULL-terminated variadic option lists; Swift cannot call them.
+// Each function below passes a fixed set of options and forwards unchanged.
+#include "CAttachFetchShims.h"
+
+VipsImage *af_vips_image_new_from_file(const char *filename, VipsFailOn fail_on) {
+    return vips_image_new_from_file(filename, "fail_on", fail_on, NULL);
+}
+
+int af_vips_thumbnail(const char *filename, VipsImage **out, int width, int height,
+                      VipsSize size, VipsFailOn fail_on) {
+    return vips_thumbnail(filename, out, width, "height", height, "size", size,
+                          "fail_on", fail_on, NULL);
+}
+
+int af_vips_extract_area(VipsImage *in, VipsImage **out, int left, int top, int width, int height) {
+    return vips_extract_area(in, out, left, top, width, height, NULL);
+}
+
+int af_vips_resize(VipsImage *in, VipsImage **out, double scale) {
+    return vips_resize(in, out, scale, NULL);
+}
+
+int af_vips_jpegsave(VipsImage *in, const char *filename, int quality) {
+    return vips_jpegsave(in, filename, "Q", quality, "strip", TRUE, NULL);
+}
+
+int af_vips_pngsave(VipsImage *in, const char *filename) {
+    return vips_pngsave(in, filename, "strip", TRUE, NULL);
+}

@@ -1,0 +1,109 @@
+import Foundation
+import Glibc
+
+/// The routes the tests, the demo and the benchmarks use, over a directory of media files.
+///
+/// - `/media/NAME` — the file. `?type=T` sets Content-Type (default: from the extension);
+///   `?length=none` sends no Content-Length; `?tag=X` counts body bytes sent under X.
+/// - `/status/CODE` — that status with a small HTML body.
+/// - `/redirect/N/REST` — a chain of N redirects ending at `/REST`.
+/// - `/redirect-to?url=U` — one redirect to U (any scheme).
+/// - `/synth/NAME?bytes=N` — the first bytes of file NAME padded with zeros to N bytes
+///   (a large body that sniffs as NAME's type); `length=none` or `length=K` to omit or lie
+///   about Content-Length; `tag=X` counts bytes sent. Uses a small send buffer so that the
+///   count is close to what the client accepted.
+/// - `/stall/NAME` — headers and the first 1 KiB of NAME, then nothing until the client
+///   gives up.
+public struct MediaRoutes: Sendable {
+    public let directory: String
+
+    public init(directory: String) { self.directory = directory }
+
+    public static let contentTypes: [String: String] = [
+        "jpg": "image/jpeg", "png": "image/png", "gif": "image/gif", "webp": "image/webp",
+        "heic": "image/heic", "mp3": "audio/mpeg", "wav": "audio/wav", "aiff": "audio/aiff",
+        "m4a": "audio/mp4", "mp4": "video/mp4", "mpg": "video/mpeg", "avi": "video/x-msvideo",
+        "pdf": "application/pdf", "html": "text/html",
+    ]
+
+    public func handle(_ request: HTTPRequest, _ connection: HTTPConnection) {
+        let components = request.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        guard let route = components.first else { return notFound(connection) }
+        switch route {
+        case "media" where components.count == 2:
+            serveFile(components[1], request, connection)
+        case "status" where components.count == 2:
+            let code = Int(components[1]) ?? 500
+            connection.respond(status: code, reason: "Status", contentType: "text/html",
+                               body: Array("<html><body>status \(code)</body></html>".utf8))
+        case "redirect" where components.count >= 3:
+            let remaining = Int(components[1]) ?? 0
+            let rest = components[2...].joined(separator: "/")
+            let query = request.target.contains("?") ? "?" + request.target.split(separator: "?", maxSplits: 1)[1] : ""
+            let location = remaining <= 1 ? "/\(rest)\(query)" : "/redirect/\(remaining - 1)/\(rest)\(query)"
+            connection.respond(status: 302, reason: "Found", body: [], extraHeaders: [("Location", location)])
+        case "redirect-to":
+            connection.respond(status: 302, reason: "Found", body: [],
+                               extraHeaders: [("Location", request.query["url"] ?? "/")])
+        case "synth" where components.count == 2:
+            synthesise(components[1], request, connection)
+        case "stall" where components.count == 2:
+            guard let data = FileManager.default.contents(atPath: "\(directory)/\(components[1])") else {
+                return notFound(connection)
+            }
+            connection.sendHead(status: 200, contentType: type(of: components[1]), contentLength: data.count)
+            connection.send(Array(data.prefix(1024)))
+            connection.waitForPeerToClose()
+        default:
+            notFound(connection)
+        }
+    }
+
+    private func type(of name: String) -> String {
+        Self.contentTypes[(name as NSString).pathExtension.lowercased()] ?? "application/octet-stream"
+    }
+
+    private func notFound(_ connection: HTTPConnection) {
+        connection.respond(status: 404, reason: "Not Found", contentType: "text/html",
+                           body: Array("<html><body>not found</body></html>".utf8))
+    }
+
+    private func serveFile(_ name: String, _ request: HTTPRequest, _ connection: HTTPConnection) {
+        guard !name.contains(".."), let data = FileManager.default.contents(atPath: "\(directory)/\(name)") else {
+            return notFound(connection)
+        }
+        let contentType = request.query["type"] ?? type(of: name)
+        let length: Int? = request.query["length"] == "none" ? nil : data.count
+        guard connection.sendHead(status: 200, contentType: contentType, contentLength: length) else { return }
+        let ok = data.withUnsafeBytes { connection.send($0) }
+        if ok, let tag = request.query["tag"] { connection.serverForCounting.count(tag, data.count) }
+    }
+
+    private func synthesise(_ name: String, _ request: HTTPRequest, _ connection: HTTPConnection) {
+        guard !name.contains(".."), let data = FileManager.default.contents(atPath: "\(directory)/\(name)"),
+              let total = Int(request.query["bytes"] ?? "") else {
+            return notFound(connection)
+        }
+        let declared: Int?
+        switch request.query["length"] {
+        case "none": declared = nil
+        case let value?: declared = Int(value) ?? total
+        case nil: declared = total
+        }
+        connection.useSmallSendBuffer()
+        guard connection.sendHead(status: 200, contentType: request.query["type"] ?? type(of: name),
+                                  contentLength: declared) else { return }
+        let tag = request.query["tag"]
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        let header = Array(data.prefix(min(total, 4096)))
+        var sent = 0
+        while sent < total {
+            let count = min(chunk.count, total - sent)
+            for index in 0..<count { chunk[index] = sent + index < header.count ? header[sent + index] : 0 }
+            guard chunk.withUnsafeBytes({ connection.send(UnsafeRawBufferPointer(rebasing: $0[..<count])) }) else { break }
+            sent += count
+            if let tag { connection.serverForCounting.count(tag, count) }
+        }
+        if declared != total { connection.mustClose = true }
+    }
+}
