@@ -20,10 +20,10 @@ int af_vips_resize(VipsImage *in, VipsImage **out, double scale) {
     return vips_resize(in, out, scale, NULL);
 }
 
-int af_vips_jpegsave(VipsImage *in, const char *filename, int quality) {
-    return vips_jpegsave(in, filename, "Q", quality, "strip", TRUE, NULL);
+int af_vips_jpegsave_buffer(VipsImage *in, void **buffer, size_t *length, int quality) {
+    return vips_jpegsave_buffer(in, buffer, length, "Q", quality, "strip", TRUE, NULL);
 }
 
-int af_vips_pngsave(VipsImage *in, const char *filename) {
-    return vips_pngsave(in, filename, "strip", TRUE, NULL);
+int af_vips_pngsave_buffer(VipsImage *in, void **buffer, size_t *length) {
+    return vips_pngsave_buffer(in, buffer, length, "strip", TRUE, NULL);
 }

@@ -1,6 +1,5 @@
 // Serves a directory of media on a loopback port for the README's demo. Prints the base URL
-// on the first line of standard output, then serves until standard input closes or it is
-// killed. Usage: loopback-media-server [DIRECTORY]   (default: TestMedia)
+// on the first line of standard output, then serves until it is killed. Usage: loopback-media-server [DIRECTORY]   (default: TestMedia)
 import Foundation
 import LoopbackHTTPServer
 
@@ -13,6 +12,5 @@ guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirector
 let routes = MediaRoutes(directory: directory)
 let server = try LoopbackHTTPServer { request, connection in routes.handle(request, connection) }
 FileHandle.standardOutput.write(Data((server.baseURL + "\n").utf8))
-// Serve until our parent closes our standard input (or kills us).
-while let _ = readLine(strippingNewline: false) {}
-server.shutdown()
+// Serve until killed (the demo script stops it).
+while true { sleep(3600) }

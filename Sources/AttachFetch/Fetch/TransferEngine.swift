@@ -94,6 +94,7 @@ final class TransferEngine: @unchecked Sendable {
             var running: Int32 = 0
             curl_multi_perform(multi.handle, &running)
             var pending: Int32 = 0
+            let activeBefore = active.count
             while let message = curl_multi_info_read(multi.handle, &pending) {
                 if message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle {
                     finish(easy, curlCode: message.pointee.data.result)
@@ -102,7 +103,9 @@ final class TransferEngine: @unchecked Sendable {
             let wait = enforceLimits()
             var curlTimeout = -1
             curl_multi_timeout(multi.handle, &curlTimeout)
-            let timeoutMs = curlTimeout >= 0 ? min(curlTimeout, wait) : wait
+            var timeoutMs = curlTimeout >= 0 ? min(curlTimeout, wait) : wait
+            // A slot came free: go round at once to start the next queued job.
+            if active.count < activeBefore { timeoutMs = 0 }
             curl_multi_poll(multi.handle, nil, 0, Int32(max(0, timeoutMs)), nil)
         }
     }

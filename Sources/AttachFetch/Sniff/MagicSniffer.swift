@@ -8,7 +8,7 @@ final class MagicSniffer {
     init() throws(AttachFetchError) {
         // MAGIC_MIME_TYPE: answer "image/jpeg", not prose. MAGIC_NO_CHECK_COMPRESS: never look
         // inside compressed data (no decompression of untrusted input just to name it).
-        guard let cookie = magic_open(MAGIC_MIME_TYPE | MAGIC_NO_CHECK_COMPRESS | MAGIC_NO_CHECK_ENCODING) else {
+        guard let cookie = magic_open(MAGIC_MIME_TYPE | MAGIC_NO_CHECK_COMPRESS) else {
             throw .libraryInitialisation("magic_open failed: out of memory")
         }
         guard magic_load(cookie, nil) == 0 else {

@@ -80,12 +80,18 @@ enum Thumbnailer {
             image = VipsImageRef(region)
         }
         let file = destinationBase + (image.hasAlpha ? ".png" : ".jpg")
-        // Saving runs the whole pipeline: this is where a truncated file fails.
-        let saved = image.hasAlpha ? af_vips_pngsave(image.pointer, file) : af_vips_jpegsave(image.pointer, file, 80)
-        guard saved == 0 else {
-            let message = Vips.takeError()
-            unlink(file)
-            throw ThumbnailFailure(code: .corruptMedia, message: "libvips cannot decode the image: \(message)")
+        // Encoding runs the whole pipeline: this is where a truncated file fails.
+        var buffer: UnsafeMutableRawPointer?
+        var length = 0
+        let encoded = image.hasAlpha
+            ? af_vips_pngsave_buffer(image.pointer, &buffer, &length)
+            : af_vips_jpegsave_buffer(image.pointer, &buffer, &length, 80)
+        defer { g_free(buffer) }
+        guard encoded == 0, let buffer else {
+            throw ThumbnailFailure(code: .corruptMedia, message: "libvips cannot decode the image: \(Vips.takeError())")
+        }
+        if let problem = SafeFile.create(file, contents: UnsafeRawBufferPointer(start: buffer, count: length)) {
+            throw ThumbnailFailure(code: .ioError, message: problem)
         }
         return ThumbnailOutcome(sourceWidth: width, sourceHeight: height, file: file,
                                 width: image.width, height: image.height)

@@ -10,6 +10,11 @@ enum Vips {
             return .failure(.libraryInitialisation("vips_init failed: \(takeError())"))
         }
         vips_cache_set_max(0)
+        // libvips reports decoder trouble through GLib warnings on stderr as well as through
+        // the error it returns; the returned error reaches the descriptor, so the library
+        // stays silent. Only the "VIPS" domain is touched.
+        g_log_set_handler("VIPS", GLogLevelFlags(rawValue: G_LOG_LEVEL_WARNING.rawValue | G_LOG_LEVEL_MESSAGE.rawValue | G_LOG_LEVEL_INFO.rawValue),
+                          { _, _, _, _ in }, nil)
         vips_block_untrusted_set(1)
         vips_operation_block_set("VipsForeignLoad", 1)
         for loader in ["VipsForeignLoadJpeg", "VipsForeignLoadPng", "VipsForeignLoadNsgif"] {

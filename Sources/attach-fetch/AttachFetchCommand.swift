@@ -1,0 +1,246 @@
+import ArgumentParser
+import AttachFetch
+import Foundation
+import Logging
+import Synchronization
+
+@main
+struct AttachFetchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "attach-fetch",
+        abstract: "Download push-notification media, prove its type, check it against iOS's limits and make thumbnails, within a deadline.",
+        discussion: """
+        Prints one descriptor per URL, in input order. Exit status: 0 when every attachment \
+        is ready, 1 when any is not, 2 for a usage error.
+        """
+    )
+
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case json, jsonl, table
+    }
+
+    @Argument(help: "Media URLs (http or https).")
+    var urls: [String] = []
+
+    @Option(help: ArgumentHelp("Read URLs from FILE, one per line ('-' = standard input; blank lines and lines starting with # are skipped).", valueName: "FILE"))
+    var input: String?
+
+    @Option(help: ArgumentHelp("Seconds the whole batch may take.", valueName: "SECONDS"))
+    var deadline: Double = 25
+
+    @Option(help: ArgumentHelp("Seconds one request may take, redirects included.", valueName: "SECONDS"))
+    var timeout: Double = 10
+
+    @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds to connect.", valueName: "SECONDS"))
+    var connectTimeout: Double = 5
+
+    @Option(name: .customLong("stall-timeout"), help: ArgumentHelp("Seconds without any bytes before a request times out.", valueName: "SECONDS"))
+    var stallTimeout: Double = 3
+
+    @Option(name: .customLong("max-concurrency"), help: ArgumentHelp("Transfers at once.", valueName: "N"))
+    var maxConcurrency: Int = 8
+
+    @Option(help: ArgumentHelp("Existing directory where ready files are kept (default: a new directory under the system temporary directory).", valueName: "DIR"))
+    var out: String?
+
+    @Option(name: .customLong("thumbnail-size"), help: ArgumentHelp("Longest edge of thumbnails, in pixels.", valueName: "PX"))
+    var thumbnailSize: Int = 320
+
+    @Option(help: ArgumentHelp("Clipping rectangle for image thumbnails, in the unit square with the origin top-left, e.g. 0.25,0.25,0.5,0.5.", valueName: "X,Y,W,H"))
+    var clip: String?
+
+    @Option(help: "Output format: json, jsonl or table (default: table on a terminal, json otherwise).")
+    var format: Format?
+
+    @Flag(name: .customLong("allow-private-network"), help: "Allow loopback, private and link-local destinations (refused by default).")
+    var allowPrivateNetwork = false
+
+    @Flag(name: .shortAndLong, help: "Log what happens to standard error.")
+    var verbose = false
+
+    func validate() throws {
+        if urls.isEmpty && input == nil {
+            throw ValidationError("give at least one URL, or --input FILE")
+        }
+        for (name, value) in [("--deadline", deadline), ("--timeout", timeout), ("--connect-timeout", connectTimeout), ("--stall-timeout", stallTimeout)] {
+            guard value.isFinite, value > 0, value <= 3600 else {
+                throw ValidationError("\(name) must be a number of seconds greater than 0 and at most 3600, not \(value)")
+            }
+        }
+        guard (1...256).contains(maxConcurrency) else { throw ValidationError("--max-concurrency must be between 1 and 256") }
+        guard (1...4096).contains(thumbnailSize) else { throw ValidationError("--thumbnail-size must be between 1 and 4096 pixels") }
+        if clip != nil { _ = try parsedClip() }
+        if let out {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: out, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw ValidationError("--out \(out) is not an existing directory")
+            }
+            guard FileManager.default.isWritableFile(atPath: out) else {
+                throw ValidationError("--out \(out) is not writable")
+            }
+        }
+        if let input, input != "-", !FileManager.default.isReadableFile(atPath: input) {
+            throw ValidationError("--input \(input) cannot be read")
+        }
+    }
+
+    private func parsedClip() throws -> ClippingRectangle? {
+        guard let clip else { return nil }
+        let values = clip.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+        guard values.count == 4, let x = values[0], let y = values[1], let w = values[2], let h = values[3] else {
+            throw ValidationError("--clip takes four numbers X,Y,W,H, not '\(clip)'")
+        }
+        do {
+            return try ClippingRectangle(x: x, y: y, width: w, height: h)
+        } catch {
+            throw ValidationError("--clip: \(error.message)")
+        }
+    }
+
+    private func readURLs() throws -> [String] {
+        var all = urls
+        if let input {
+            let text: String
+            if input == "-" {
+                text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+            } else {
+                guard let data = FileManager.default.contents(atPath: input) else {
+                    throw ValidationError("--input \(input) cannot be read")
+                }
+                text = String(decoding: data, as: UTF8.self)
+            }
+            for line in text.split(whereSeparator: \.isNewline) {
+                let trimmed = line.trimmingCharacters(in: .whitespaces)
+                if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
+                all.append(trimmed)
+            }
+        }
+        guard !all.isEmpty else { throw ValidationError("no URLs given (the input was empty)") }
+        return all
+    }
+
+    mutating func run() async throws {
+        let urls = try readURLs()
+        let clip = try parsedClip()
+        var configuration = AttachFetchConfiguration()
+        configuration.timeout = .init(connect: .seconds(connectTimeout), request: .seconds(timeout), stall: .seconds(stallTimeout))
+        configuration.maxConcurrentTransfers = maxConcurrency
+        configuration.thumbnailMaxEdge = thumbnailSize
+        configuration.allowPrivateNetwork = allowPrivateNetwork
+        var logger = Logger(label: "attach-fetch") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = verbose ? .debug : .warning
+
+        let pipeline = try AttachmentPipeline(configuration: configuration, logger: logger)
+        let format = self.format ?? (isatty(STDOUT_FILENO) != 0 ? .table : .json)
+        let output = Output()
+        let total = urls.count
+        let showProgress = format == .table && isatty(STDERR_FILENO) != 0
+        let done = Atomic<Int>(0)
+        let requests = urls.map { AttachmentRequest(url: $0, clip: clip) }
+        let batch = await pipeline.process(requests, deadline: .seconds(deadline), outputDirectory: out) { _, descriptor in
+            let finished = done.add(1, ordering: .relaxed).newValue
+            switch format {
+            case .jsonl:
+                output.write(Output.encode(descriptor, pretty: false) + "\n")
+            case .table where showProgress:
+                output.writeError("\rattach-fetch: \(finished)/\(total) done (last: \(descriptor.identifier) \(descriptor.status.rawValue))\u{1B}[K")
+            default:
+                break
+            }
+        }
+        if showProgress { output.writeError("\r\u{1B}[K") }
+        switch format {
+        case .json:
+            let report = Report(elapsedMs: Int(batch.elapsed.components.seconds * 1000 + batch.elapsed.components.attoseconds / 1_000_000_000_000_000),
+                                deadlineMs: Int(deadline * 1000), directory: batch.directory, attachments: batch.attachments)
+            output.write(Output.encode(report, pretty: true) + "\n")
+        case .jsonl:
+            break
+        case .table:
+            output.write(Table.render(batch))
+        }
+        let allReady = batch.attachments.allSatisfy { $0.status == .ready }
+        if !allReady { throw ExitCode(1) }
+    }
+
+    /// swift-argument-parser exits 64 on usage errors; this tool's contract says 2.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            if exitCode(for: error) == .validationFailure {
+                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                Foundation.exit(2)
+            }
+            exit(withError: error)
+        }
+    }
+}
+
+/// The `--format json` document.
+struct Report: Encodable {
+    var elapsedMs: Int
+    var deadlineMs: Int
+    /// Where ready files were kept (added field; absent when nothing was kept).
+    var directory: String?
+    var attachments: [AttachmentDescriptor]
+}
+
+/// Serialises writes from the pipeline's callback threads.
+final class Output: Sendable {
+    private let lock = Mutex(())
+
+    func write(_ text: String) {
+        lock.withLock { _ in FileHandle.standardOutput.write(Data(text.utf8)) }
+    }
+
+    func writeError(_ text: String) {
+        lock.withLock { _ in FileHandle.standardError.write(Data(text.utf8)) }
+    }
+
+    static func encode<T: Encodable>(_ value: T, pretty: Bool) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = pretty ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding these plain value types cannot fail.
+        return String(decoding: (try? encoder.encode(value)) ?? Data("{}".utf8), as: UTF8.self)
+    }
+}
+
+enum Table {
+    static func render(_ batch: AttachmentBatch) -> String {
+        var rows: [[String]] = [["#", "STATUS", "KIND", "SIZE", "PIXELS", "IDENTIFIER", "REASON"]]
+        for (index, a) in batch.attachments.enumerated() {
+            rows.append([
+                "\(index + 1)", a.status.rawValue, a.kind?.rawValue ?? "-",
+                a.bytes.map(formatBytes) ?? "-",
+                (a.width != nil && a.height != nil) ? "\(a.width!)x\(a.height!)" : "-",
+                a.identifier,
+                a.reason.map { "\($0.code.rawValue): \($0.message)" } ?? "",
+            ])
+        }
+        let widths = (0..<7).map { column in rows.map { $0[column].count }.max() ?? 0 }
+        var text = ""
+        for row in rows {
+            let cells = row.enumerated().map { column, cell in
+                column == 6 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+            }
+            text += cells.joined(separator: "  ").trimmingCharacters(in: .whitespaces) + "\n"
+        }
+        let ready = batch.attachments.filter { $0.status == .ready }.count
+        let elapsed = batch.elapsed.components.seconds * 1000 + batch.elapsed.components.attoseconds / 1_000_000_000_000_000
+        text += "\n\(ready)/\(batch.attachments.count) ready in \(elapsed) ms"
+        if let directory = batch.directory { text += "; files in \(directory)" }
+        return text + "\n"
+    }
+
+    static func formatBytes(_ bytes: Int64) -> String {
+        if bytes < 1024 { return "\(bytes) B" }
+        if bytes < 1024 * 1024 { return String(format: "%.1f KiB", Double(bytes) / 1024) }
+        return String(format: "%.1f MiB", Double(bytes) / 1_048_576)
+    }
+}
