@@ -42,7 +42,7 @@ let package = Package(
         .executableTarget(name: "loopback-media-server", dependencies: ["LoopbackHTTPServer"]),
         .testTarget(
             name: "AttachFetchTests",
-            dependencies: ["AttachFetch", "LoopbackHTTPServer", "CVips"]
+            dependencies: ["AttachFetch", "LoopbackHTTPServer", "CAttachFetchShims", "CVips", "attach-fetch"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -16,8 +16,12 @@ int af_vips_extract_area(VipsImage *in, VipsImage **out, int left, int top, int 
     return vips_extract_area(in, out, left, top, width, height, NULL);
 }
 
-int af_vips_resize(VipsImage *in, VipsImage **out, double scale) {
-    return vips_resize(in, out, scale, NULL);
+int af_vips_extract_bands(VipsImage *in, VipsImage **out, int first, int count) {
+    return vips_extract_band(in, out, first, "n", count, NULL);
+}
+
+int af_vips_min(VipsImage *in, double *minimum) {
+    return vips_min(in, minimum, NULL);
 }
 
 int af_vips_jpegsave_buffer(VipsImage *in, void **buffer, size_t *length, int quality) {

@@ -23,6 +23,8 @@ public final class LoopbackHTTPServer: Sendable {
 
     private struct State {
         var connections: Set<Int32> = []
+        var peakConnections = 0
+        var acceptedConnections = 0
         var stopping = false
         var counters: [String: Int] = [:]
         var requests: [String] = []
@@ -108,6 +110,12 @@ public final class LoopbackHTTPServer: Sendable {
     /// The value of a named counter.
     public func counter(_ name: String) -> Int { state.withLock { $0.counters[name] ?? 0 } }
 
+    /// The most connections that were open at the same time.
+    public var peakConnections: Int { state.withLock { $0.peakConnections } }
+
+    /// Connections accepted so far.
+    public var acceptedConnections: Int { state.withLock { $0.acceptedConnections } }
+
     /// Every request target served so far, in arrival order.
     public var requestLog: [String] { state.withLock { $0.requests } }
 
@@ -122,6 +130,8 @@ public final class LoopbackHTTPServer: Sendable {
             let admitted = state.withLock { state -> Bool in
                 if state.stopping { return false }
                 state.connections.insert(fd)
+                state.acceptedConnections += 1
+                state.peakConnections = max(state.peakConnections, state.connections.count)
                 return true
             }
             guard admitted else {

@@ -1,5 +1,6 @@
 import CCurl
 import CAttachFetchShims
+import Foundation
 import Glibc
 
 /// One running download: owns its curl easy handle, the body file's descriptor and the
@@ -16,6 +17,9 @@ final class EasyTransfer {
     private let digest = SHA256Digest()
 
     private(set) var mediaType: MediaType?
+    private(set) var sniffedMIME: String?
+    /// Content-Length of the response being received (the last one, after redirects).
+    private var declaredLength: Int64?
     private(set) var bytesWritten: Int64 = 0
     /// Set by a callback or the engine when it stops the transfer on purpose; wins over
     /// libcurl's own error code, which then only says "aborted".
@@ -91,9 +95,8 @@ final class EasyTransfer {
         codes.append(af_curl_easy_setopt_write_function(handle, CURLOPT_WRITEFUNCTION) { data, size, count, me in
             EasyTransfer.from(me).receiveBody(UnsafeRawBufferPointer(start: data, count: size * count))
         })
-        codes.append(af_curl_easy_setopt_write_function(handle, CURLOPT_HEADERFUNCTION) { _, size, count, me in
-            EasyTransfer.from(me).lastActivity = .now
-            return size * count
+        codes.append(af_curl_easy_setopt_write_function(handle, CURLOPT_HEADERFUNCTION) { data, size, count, me in
+            EasyTransfer.from(me).receiveHeader(UnsafeRawBufferPointer(start: data, count: size * count))
         })
         codes.append(af_curl_easy_setopt_opensocket_function(handle) { me, _, address in
             EasyTransfer.from(me).openSocket(address!)
@@ -133,6 +136,19 @@ final class EasyTransfer {
         return socket(family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
     }
 
+    /// One header line. Only Content-Length is read (for the size limits and messages); the
+    /// status line of each response in a redirect chain resets it.
+    private func receiveHeader(_ line: UnsafeRawBufferPointer) -> Int {
+        lastActivity = .now
+        if line.starts(with: "HTTP/".utf8) {
+            declaredLength = nil
+        } else if line.count > 15, line.prefix(15).elementsEqual("content-length:".utf8, by: { ($0 | 0x20) == $1 | 0x20 }) {
+            let value = String(decoding: line.dropFirst(15), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            declaredLength = Int64(value)
+        }
+        return line.count
+    }
+
     private func receiveBody(_ chunk: UnsafeRawBufferPointer) -> Int {
         let now = ContinuousClock.now
         lastActivity = now
@@ -160,7 +176,9 @@ final class EasyTransfer {
     private func decideType() -> Bool {
         let sniffed: String
         switch sniffBuffer.withUnsafeBytes({ sniffer.mimeType(of: $0) }) {
-        case .success(let mime): sniffed = mime
+        case .success(let mime):
+            sniffed = mime
+            sniffedMIME = mime
         case .failure(let error):
             abort(.unsupportedType, error.message)
             return false
@@ -171,7 +189,7 @@ final class EasyTransfer {
         }
         mediaType = type
         let limit = job.spec.sizeLimits.limit(for: type.kind)
-        if let declared = CurlOption.offset(handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T), declared > limit {
+        if let declared = declaredLength, declared > limit {
             abort(.sizeLimitExceeded, "Content-Length \(declared) exceeds the \(type.kind.rawValue) limit of \(limit) bytes")
             return false
         }
@@ -225,10 +243,11 @@ final class EasyTransfer {
             outcome.firstByteMilliseconds = Int(firstByte / 1000)
         }
         outcome.downloadMilliseconds = startedAt.millisecondsElapsed
+        outcome.mediaType = mediaType
+        outcome.sniffedMIME = sniffedMIME
         close(fileDescriptor)
         fileDescriptor = -1
         if outcome.failure == nil {
-            outcome.mediaType = mediaType
             outcome.bytes = bytesWritten
             outcome.sha256 = digest.finalizeHex()
         } else {
@@ -259,7 +278,7 @@ final class EasyTransfer {
              CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION:
             return .init(code: .connectFailed, message: detail)
         case CURLE_FILESIZE_EXCEEDED:
-            let declared = CurlOption.offset(handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T) ?? -1
+            let declared = declaredLength.map(String.init) ?? "(unknown)"
             return .init(code: .sizeLimitExceeded,
                          message: "Content-Length \(declared) exceeds the largest limit of \(job.spec.sizeLimits.largest) bytes")
         default:

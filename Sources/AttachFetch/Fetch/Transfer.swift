@@ -14,7 +14,10 @@ struct TransferSpec: Sendable {
 /// What a download produced. On failure the body file has already been removed.
 struct TransferOutcome: Sendable {
     var failure: AttachmentDescriptor.Reason?
+    /// The table row, when the bytes were sniffed as an allowed type (also on failure).
     var mediaType: MediaType?
+    /// libmagic's answer, when the bytes were sniffed (also when not allowed).
+    var sniffedMIME: String?
     var declaredMIME: String?
     var finalURL: String?
     var bytes: Int64 = 0

@@ -132,6 +132,9 @@ public final class AttachmentPipeline: Sendable {
         descriptor.timings.connect = outcome.connectMilliseconds
         descriptor.timings.firstByte = outcome.firstByteMilliseconds
         descriptor.timings.download = outcome.downloadMilliseconds
+        // Known even on failure: what the bytes were (the table's name, or libmagic's).
+        descriptor.mimeType = outcome.mediaType?.mimeType ?? outcome.sniffedMIME
+        descriptor.kind = outcome.mediaType?.kind
         func failed(_ code: ReasonCode, _ message: String) -> AttachmentDescriptor {
             var result = failure(.init(code: code, message: message))
             result.finalUrl = descriptor.finalUrl
@@ -144,8 +147,6 @@ public final class AttachmentPipeline: Sendable {
         }
         if let reason = outcome.failure { return failed(reason.code, reason.message) }
         guard let type = outcome.mediaType else { return failed(.ioError, "the transfer ended without a type") }
-        descriptor.mimeType = type.mimeType
-        descriptor.kind = type.kind
         descriptor.uti = type.uti
         descriptor.fileExtension = type.fileExtension
         descriptor.bytes = outcome.bytes

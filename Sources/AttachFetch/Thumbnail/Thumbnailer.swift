@@ -79,8 +79,14 @@ enum Thumbnailer {
             }
             image = VipsImageRef(region)
         }
+        // Render once into memory (a thumbnail is small): this decodes the whole source, so a
+        // truncated or corrupt file fails here, and the checks below do not decode it again.
+        guard let rendered = vips_image_copy_memory(image.pointer) else {
+            throw ThumbnailFailure(code: .corruptMedia, message: "libvips cannot decode the image: \(Vips.takeError())")
+        }
+        image = VipsImageRef(rendered)
+        if image.hasAlpha, let opaque = try dropOpaqueAlpha(image) { image = opaque }
         let file = destinationBase + (image.hasAlpha ? ".png" : ".jpg")
-        // Encoding runs the whole pipeline: this is where a truncated file fails.
         var buffer: UnsafeMutableRawPointer?
         var length = 0
         let encoded = image.hasAlpha
@@ -95,5 +101,28 @@ enum Thumbnailer {
         }
         return ThumbnailOutcome(sourceWidth: width, sourceHeight: height, file: file,
                                 width: image.width, height: image.height)
+    }
+
+    /// An alpha channel that is opaque everywhere (common in GIFs and PNGs) is dropped, so the
+    /// thumbnail can be a JPEG; returns nil when some pixel is transparent.
+    private static func dropOpaqueAlpha(_ image: VipsImageRef) throws(ThumbnailFailure) -> VipsImageRef? {
+        let bands = Int32(vips_image_get_bands(image.pointer))
+        var alpha: UnsafeMutablePointer<VipsImage>?
+        guard af_vips_extract_bands(image.pointer, &alpha, bands - 1, 1) == 0, let alpha else {
+            throw ThumbnailFailure(code: .corruptMedia, message: "libvips: \(Vips.takeError())")
+        }
+        let alphaRef = VipsImageRef(alpha)
+        var minimum = 0.0
+        guard af_vips_min(alphaRef.pointer, &minimum) == 0 else {
+            throw ThumbnailFailure(code: .corruptMedia, message: "libvips: \(Vips.takeError())")
+        }
+        let interpretation = vips_image_get_interpretation(image.pointer)
+        let opaqueValue: Double = interpretation == VIPS_INTERPRETATION_RGB16 || interpretation == VIPS_INTERPRETATION_GREY16 ? 65535 : 255
+        guard minimum >= opaqueValue else { return nil }
+        var colour: UnsafeMutablePointer<VipsImage>?
+        guard af_vips_extract_bands(image.pointer, &colour, 0, bands - 1) == 0, let colour else {
+            throw ThumbnailFailure(code: .corruptMedia, message: "libvips: \(Vips.takeError())")
+        }
+        return VipsImageRef(colour)
     }
 }

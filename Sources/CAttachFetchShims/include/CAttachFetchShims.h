@@ -33,7 +33,8 @@ VipsImage *af_vips_image_new_from_file(const char *filename, VipsFailOn fail_on)
 int af_vips_thumbnail(const char *filename, VipsImage **out, int width, int height,
                       VipsSize size, VipsFailOn fail_on);
 int af_vips_extract_area(VipsImage *in, VipsImage **out, int left, int top, int width, int height);
-int af_vips_resize(VipsImage *in, VipsImage **out, double scale);
+int af_vips_extract_bands(VipsImage *in, VipsImage **out, int first, int count);
+int af_vips_min(VipsImage *in, double *minimum);
 // Encoders write to memory, so that the caller creates the file itself (O_EXCL, mode 0600).
 int af_vips_jpegsave_buffer(VipsImage *in, void **buffer, size_t *length, int quality);
 int af_vips_pngsave_buffer(VipsImage *in, void **buffer, size_t *length);

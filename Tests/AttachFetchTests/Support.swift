@@ -1,0 +1,84 @@
+import CAttachFetchShims
+import CVips
+import Foundation
+import LoopbackHTTPServer
+import Testing
+@testable import AttachFetch
+
+/// The repository's TestMedia directory.
+let testMediaDirectory: String = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    .appendingPathComponent("TestMedia").path
+
+/// Starts a real HTTP server on 127.0.0.1 (ephemeral port) serving TestMedia, runs `body`, and
+/// shuts the server down whatever happens.
+func withMediaServer<T>(host: LoopbackHTTPServer.Host = .ipv4,
+                        _ body: (LoopbackHTTPServer) async throws -> T) async throws -> T {
+    let routes = MediaRoutes(directory: testMediaDirectory)
+    let server = try LoopbackHTTPServer(host: host) { request, connection in routes.handle(request, connection) }
+    defer { server.shutdown() }
+    return try await body(server)
+}
+
+/// A fresh directory for one test's batches, removed afterwards.
+final class Scratch {
+    let path: String
+
+    init() {
+        var template = Array("/tmp/attach-fetch-test-XXXXXX".utf8CString)
+        path = String(cString: mkdtemp(&template)!)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    /// Every file below the directory, as paths relative to it, sorted.
+    func tree() -> [String] {
+        let enumerator = FileManager.default.enumerator(atPath: path)
+        var all: [String] = []
+        while let entry = enumerator?.nextObject() as? String { all.append(entry) }
+        return all.sorted()
+    }
+}
+
+/// A pipeline that may reach loopback (the tests' server), with its temp dir in `scratch`.
+func makePipeline(_ scratch: Scratch, _ adjust: (inout AttachFetchConfiguration) -> Void = { _ in }) throws -> AttachmentPipeline {
+    var configuration = AttachFetchConfiguration()
+    configuration.allowPrivateNetwork = true
+    configuration.temporaryDirectory = scratch.path
+    adjust(&configuration)
+    return try AttachmentPipeline(configuration: configuration)
+}
+
+/// One URL through a pipeline; returns its descriptor.
+func fetchOne(_ url: String, _ pipeline: AttachmentPipeline, clip: ClippingRectangle? = nil,
+              deadline: Duration? = nil) async -> AttachmentDescriptor {
+    await pipeline.process([AttachmentRequest(url: url, clip: clip)], deadline: deadline).attachments[0]
+}
+
+/// Pixel size of an image file, read back with libvips.
+func imageSize(_ path: String) -> (width: Int, height: Int)? {
+    guard let image = af_vips_image_new_from_file(path, VIPS_FAIL_ON_NONE) else { return nil }
+    defer { g_object_unref(UnsafeMutableRawPointer(image)) }
+    return (Int(vips_image_get_width(image)), Int(vips_image_get_height(image)))
+}
+
+/// SHA-256 of a file by coreutils' sha256sum, an implementation independent of ours.
+func sha256sum(_ path: String) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+    process.arguments = [path]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return String(String(decoding: data, as: UTF8.self).prefix(64))
+}
+
+func fileSize(_ path: String) -> Int64 {
+    ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.int64Value ?? -1
+}
+
+func fileMode(_ path: String) -> Int {
+    ((try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? NSNumber)?.intValue ?? -1
+}
