@@ -224,7 +224,9 @@ final class EasyTransfer {
     /// Turns libcurl's result into an outcome, closes the file, and removes it on failure.
     func complete(curlCode: CURLcode?) -> TransferOutcome {
         if let curlCode, curlCode == CURLE_OK, abortReason == nil {
-            if bytesWritten == 0 && sniffBuffer.isEmpty {
+            if let status = CurlOption.long(handle, CURLINFO_RESPONSE_CODE), !(200..<300).contains(status) {
+                abort(.httpStatus, "the server answered HTTP \(status)")
+            } else if bytesWritten == 0 && sniffBuffer.isEmpty {
                 abort(.emptyBody, "the server sent no body")
             } else if mediaType == nil, decideType() {
                 let buffered = sniffBuffer

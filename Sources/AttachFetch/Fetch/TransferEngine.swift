@@ -78,10 +78,12 @@ final class TransferEngine: @unchecked Sendable {
                 shared.queue.removeFirst(count)
                 return (starting, expired, false)
             }
+            let now = ContinuousClock.now
             for job in expired {
-                job.finish(job.isCancelRequested || stopping
-                    ? .failed(.cancelled, "cancelled before the request started")
-                    : .failed(.deadlineExceeded, "the batch deadline passed while the request was queued"))
+                // The deadline is checked first: the batch cancels its tasks when it fires.
+                job.finish(now >= job.spec.deadline && !stopping
+                    ? .failed(.deadlineExceeded, "the batch deadline passed while the request was queued")
+                    : .failed(.cancelled, "cancelled before the request started"))
             }
             if stopping {
                 for transfer in active.values { transfer.abort(.cancelled, "the pipeline was shut down") }
@@ -148,10 +150,10 @@ final class TransferEngine: @unchecked Sendable {
         var stopping: [UnsafeMutableRawPointer] = []
         for (handle, transfer) in active {
             let spec = transfer.job.spec
-            if transfer.job.isCancelRequested {
-                transfer.abort(.cancelled, "the request was cancelled")
-            } else if now >= spec.deadline {
+            if now >= spec.deadline {
                 transfer.abort(.deadlineExceeded, "the batch deadline passed during the transfer")
+            } else if transfer.job.isCancelRequested {
+                transfer.abort(.cancelled, "the request was cancelled")
             } else {
                 wait = min(wait, spec.deadline - now)
                 if !transfer.stallArmed {

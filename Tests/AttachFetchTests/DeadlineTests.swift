@@ -1,0 +1,136 @@
+import Foundation
+import LoopbackHTTPServer
+import Testing
+@testable import AttachFetch
+
+/// The time contract. Bounds are generous (300 ms) because CI machines are noisy; the real
+/// figures come from the benchmarks.
+@Suite struct DeadlineTests {
+    static let slack: Duration = .milliseconds(300)
+
+    @Test func batchReturnsByItsDeadlineKeepingWhatFinished() async throws {
+        let scratch = Scratch()
+        let pipeline = try makePipeline(scratch)
+        try await withMediaServer { server in
+            let requests = ["media/photo.jpg", "stall/photo.jpg", "media/tone.mp3", "stall/clip.mp4"].map {
+                AttachmentRequest(url: "\(server.baseURL)/\($0)")
+            }
+            let started = ContinuousClock.now
+            let batch = await pipeline.process(requests, deadline: .seconds(1))
+            let elapsed = ContinuousClock.now - started
+            #expect(elapsed >= .seconds(1) - .milliseconds(5))
+            #expect(elapsed < .seconds(1) + Self.slack, "took \(elapsed)")
+            #expect(batch.attachments.map(\.status) == [.ready, .timedOut, .ready, .timedOut])
+            #expect(batch.attachments[1].reason?.code == .deadlineExceeded)
+            #expect(batch.attachments[3].reason?.code == .deadlineExceeded)
+            // Partial bodies are gone; the finished ones are kept.
+            let directory = try #require(batch.directory)
+            let name = (directory as NSString).lastPathComponent
+            #expect(scratch.tree() == [name, "\(name)/attachment-0.jpg", "\(name)/attachment-0.thumb.jpg", "\(name)/attachment-2.mp3"])
+        }
+    }
+
+    @Test func stallDetectionIsAPerRequestTimeout() async throws {
+        let scratch = Scratch()
+        let pipeline = try makePipeline(scratch) { $0.timeout.stall = .milliseconds(500) }
+        try await withMediaServer { server in
+            let started = ContinuousClock.now
+            let d = await fetchOne("\(server.baseURL)/stall/photo.jpg", pipeline, deadline: .seconds(10))
+            let elapsed = ContinuousClock.now - started
+            #expect(d.status == .timedOut)
+            #expect(d.reason?.code == .timeout)
+            #expect(d.reason?.message.contains("no data") == true)
+            #expect(elapsed >= .milliseconds(500) && elapsed < .milliseconds(500) + Self.slack, "took \(elapsed)")
+            #expect(scratch.tree() == [])
+        }
+    }
+
+    @Test func totalRequestTimeoutFires() async throws {
+        let scratch = Scratch()
+        let pipeline = try makePipeline(scratch) { $0.timeout.request = .milliseconds(700) }
+        try await withMediaServer { server in
+            let started = ContinuousClock.now
+            let d = await fetchOne("\(server.baseURL)/stall/clip.mp4", pipeline, deadline: .seconds(10))
+            let elapsed = ContinuousClock.now - started
+            #expect(d.reason?.code == .timeout, "\(d.reason?.message ?? "")")
+            #expect(elapsed >= .milliseconds(690) && elapsed < .milliseconds(700) + Self.slack, "took \(elapsed)")
+        }
+    }
+
+    @Test func requestTimeoutIsClippedToTheDeadline() async throws {
+        let scratch = Scratch()
+        let pipeline = try makePipeline(scratch) // 10 s request timeout, 3 s stall
+        try await withMediaServer { server in
+            let started = ContinuousClock.now
+            let d = await fetchOne("\(server.baseURL)/stall/photo.jpg", pipeline, deadline: .milliseconds(600))
+            let elapsed = ContinuousClock.now - started
+            #expect(d.reason?.code == .deadlineExceeded)
+            #expect(elapsed < .milliseconds(600) + Self.slack, "took \(elapsed)")
+        }
+    }
+
+    @Test func cancellingTheTaskReturnsPromptlyWithCancelledDescriptors() async throws {
+        let scratch = Scratch()
+        let pipeline = try makePipeline(scratch) { $0.maxConcurrentTransfers = 2 }
+        try await withMediaServer { server in
+            let requests = (0..<4).map { AttachmentRequest(url: "\(server.baseURL)/stall/clip.mp4?n=\($0)") }
+            let task = Task { await pipeline.process(requests, deadline: .seconds(20)) }
+            try await Task.sleep(for: .milliseconds(300))
+            let cancelled = ContinuousClock.now
+            task.cancel()
+            let batch = await task.value
+            #expect(ContinuousClock.now - cancelled < Self.slack)
+            #expect(batch.attachments.count == 4)
+            #expect(batch.attachments.allSatisfy { $0.reason?.code == .cancelled && $0.status == .failed })
+            #expect(scratch.tree() == [])
+        }
+    }
+
+    @Test func queuedRequestsDoNotConnectAndExpireAtTheDeadline() async throws {
+        let scratch = Scratch()
+        let pipeline = try makePipeline(scratch) { $0.maxConcurrentTransfers = 2 }
+        try await withMediaServer { server in
+            let requests = (0..<5).map { AttachmentRequest(url: "\(server.baseURL)/stall/photo.jpg?n=\($0)") }
+            let batch = await pipeline.process(requests, deadline: .milliseconds(800))
+            #expect(batch.attachments.allSatisfy { $0.reason?.code == .deadlineExceeded })
+            #expect(batch.attachments.filter { $0.reason?.message.contains("queued") == true }.count == 3)
+            #expect(server.acceptedConnections == 2)
+        }
+    }
+
+    @Test func concurrencyLimitIsSharedByConcurrentBatches() async throws {
+        let scratch = Scratch()
+        let pipeline = try makePipeline(scratch) { $0.maxConcurrentTransfers = 3 }
+        try await withMediaServer { server in
+            await withTaskGroup(of: Void.self) { group in
+                for batchIndex in 0..<4 {
+                    group.addTask {
+                        let requests = (0..<3).map { AttachmentRequest(url: "\(server.baseURL)/stall/photo.jpg?b=\(batchIndex)&n=\($0)") }
+                        let batch = await pipeline.process(requests, deadline: .milliseconds(700))
+                        #expect(batch.attachments.allSatisfy { $0.status == .timedOut })
+                    }
+                }
+            }
+            #expect(server.peakConnections <= 3)
+            #expect(server.acceptedConnections == 3)
+        }
+    }
+
+    @Test func manyConcurrentBatchesAllGetTheirOwnResults() async throws {
+        let scratch = Scratch()
+        let pipeline = try makePipeline(scratch)
+        try await withMediaServer { server in
+            let files = ["photo.jpg", "tone.mp3", "clip.mp4", "image.webp", "alpha.png"]
+            await withTaskGroup(of: Void.self) { group in
+                for batchIndex in 0..<20 {
+                    group.addTask {
+                        let requests = files.map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)?b=\(batchIndex)") }
+                        let batch = await pipeline.process(requests)
+                        #expect(batch.attachments.map(\.url) == requests.map(\.url))
+                        #expect(batch.attachments.map(\.status) == [.ready, .ready, .ready, .rejected, .ready])
+                    }
+                }
+            }
+        }
+    }
+}
