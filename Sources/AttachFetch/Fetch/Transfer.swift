@@ -25,6 +25,8 @@ struct TransferOutcome: Sendable {
     var connectMilliseconds: Int?
     var firstByteMilliseconds: Int?
     var downloadMilliseconds: Int?
+    /// True when the job ended before it got a connection slot.
+    var endedWhileQueued = false
 
     static func failed(_ code: ReasonCode, _ message: String) -> TransferOutcome {
         TransferOutcome(failure: .init(code: code, message: message))

@@ -81,9 +81,11 @@ final class TransferEngine: @unchecked Sendable {
             let now = ContinuousClock.now
             for job in expired {
                 // The deadline is checked first: the batch cancels its tasks when it fires.
-                job.finish(now >= job.spec.deadline && !stopping
-                    ? .failed(.deadlineExceeded, "the batch deadline passed while the request was queued")
-                    : .failed(.cancelled, "cancelled before the request started"))
+                var outcome = now >= job.spec.deadline && !stopping
+                    ? TransferOutcome.failed(.deadlineExceeded, "the batch deadline passed while the request was queued")
+                    : TransferOutcome.failed(.cancelled, "cancelled while the request was queued")
+                outcome.endedWhileQueued = true
+                job.finish(outcome)
             }
             if stopping {
                 for transfer in active.values { transfer.abort(.cancelled, "the pipeline was shut down") }

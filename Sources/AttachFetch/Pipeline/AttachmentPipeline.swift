@@ -110,10 +110,13 @@ public final class AttachmentPipeline: Sendable {
 
     private func processOne(index: Int, request: AttachmentRequest, batch: Batch) async -> AttachmentDescriptor {
         let identifier = request.identifier ?? "attachment-\(index)"
-        func failure(_ reason: AttachmentDescriptor.Reason) -> AttachmentDescriptor {
+        func failure(_ reason: AttachmentDescriptor.Reason, queued: Bool = false) -> AttachmentDescriptor {
             var reason = reason
+            // The batch cancels its tasks when the deadline fires: that is a deadline, not a cancellation.
             if reason.code == .cancelled && batch.deadlineFired.load(ordering: .sequentiallyConsistent) {
-                reason = .init(code: .deadlineExceeded, message: "the batch deadline passed before this attachment was finished")
+                reason = .init(code: .deadlineExceeded, message: queued
+                    ? "the batch deadline passed while the request was queued"
+                    : "the batch deadline passed before this attachment was finished")
             }
             return .failure(identifier: identifier, url: request.url, code: reason.code, message: reason.message,
                             totalMilliseconds: batch.start.millisecondsElapsed)
@@ -136,7 +139,7 @@ public final class AttachmentPipeline: Sendable {
         descriptor.mimeType = outcome.mediaType?.mimeType ?? outcome.sniffedMIME
         descriptor.kind = outcome.mediaType?.kind
         func failed(_ code: ReasonCode, _ message: String) -> AttachmentDescriptor {
-            var result = failure(.init(code: code, message: message))
+            var result = failure(.init(code: code, message: message), queued: outcome.endedWhileQueued)
             result.finalUrl = descriptor.finalUrl
             result.declaredMimeType = descriptor.declaredMimeType
             result.mimeType = descriptor.mimeType

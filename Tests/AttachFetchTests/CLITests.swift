@@ -1,0 +1,137 @@
+import Foundation
+import LoopbackHTTPServer
+import Testing
+
+/// The `attach-fetch` executable, run as a child process against the loopback server.
+@Suite struct CLITests {
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// The built executable sits next to the test bundle in the build products directory.
+    static var executable: URL {
+        var directory = Bundle.main.bundleURL
+        while !FileManager.default.fileExists(atPath: directory.appendingPathComponent("attach-fetch").path),
+              directory.path != "/" {
+            directory.deleteLastPathComponent()
+        }
+        return directory.appendingPathComponent("attach-fetch")
+    }
+
+    static func run(_ arguments: [String], stdin: String? = nil) async throws -> Run {
+        try await offPool { try runBlocking(arguments, stdin: stdin) }
+    }
+
+    static func runBlocking(_ arguments: [String], stdin: String? = nil) throws -> Run {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe(), input = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = input
+        try process.run()
+        if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
+        try input.fileHandleForWriting.close()
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        let errData = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Run(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                   stderr: String(decoding: errData, as: UTF8.self))
+    }
+
+    @Test func usageErrorsExitTwoWithAClearMessage() async throws {
+        let cases: [([String], String)] = [
+            ([], "give at least one URL"),
+            (["--clip", "0,0,2,1", "http://127.0.0.1:1/a"], "--clip"),
+            (["--clip", "a,b", "http://127.0.0.1:1/a"], "four numbers"),
+            (["--deadline", "0", "http://127.0.0.1:1/a"], "--deadline"),
+            (["--out", "/nonexistent/dir", "http://127.0.0.1:1/a"], "--out"),
+            (["--format", "xml", "http://127.0.0.1:1/a"], "format"),
+            (["--max-concurrency", "0", "http://127.0.0.1:1/a"], "--max-concurrency"),
+            (["--input", "/nonexistent/file"], "--input"),
+        ]
+        for (arguments, message) in cases {
+            let run = try await Self.run(arguments)
+            #expect(run.status == 2, "\(arguments): \(run.status) \(run.stderr)")
+            #expect(run.stderr.contains(message), "\(arguments): \(run.stderr)")
+            #expect(run.stdout.isEmpty)
+        }
+    }
+
+    @Test func jsonOutputInInputOrderAndExitZeroWhenAllReady() async throws {
+        let out = Scratch()
+        try await withMediaServer { server in
+            let urls = ["photo.jpg", "tone.m4a", "clip.mpg"].map { "\(server.baseURL)/media/\($0)" }
+            let run = try await Self.run(["--allow-private-network", "--format", "json", "--out", out.path] + urls)
+            #expect(run.status == 0, "\(run.stderr)")
+            let object = try #require(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+            #expect(object["deadlineMs"] as? Int == 25_000)
+            #expect((object["elapsedMs"] as? Int).map { $0 >= 0 } == true)
+            let attachments = try #require(object["attachments"] as? [[String: Any]])
+            #expect(attachments.map { $0["url"] as? String } == urls)
+            #expect(attachments.map { $0["status"] as? String } == ["ready", "ready", "ready"])
+            #expect(out.tree() == ["attachment-0.jpg", "attachment-0.thumb.jpg", "attachment-1.m4a", "attachment-2.mpg"])
+        }
+    }
+
+    @Test func exitOneWhenAnyIsNotReadyAndPrivateNetworkRefusedByDefault() async throws {
+        try await withMediaServer { server in
+            let run = try await Self.run(["--format", "json", "\(server.baseURL)/media/photo.jpg"])
+            #expect(run.status == 1)
+            #expect(run.stdout.contains("\"forbiddenAddress\""))
+            #expect(server.acceptedConnections == 0)
+        }
+    }
+
+    @Test func jsonlPrintsOneDescriptorPerLineAndReadsURLsFromStdin() async throws {
+        let out = Scratch()
+        try await withMediaServer { server in
+            let input = """
+            # comment
+            \(server.baseURL)/media/photo.jpg
+
+            \(server.baseURL)/media/image.webp
+            \(server.baseURL)/media/clip.avi
+            """
+            let run = try await Self.run(["--allow-private-network", "--format", "jsonl", "--input", "-", "--out", out.path], stdin: input)
+            #expect(run.status == 1)
+            let lines = run.stdout.split(separator: "\n")
+            #expect(lines.count == 3)
+            let statuses = try lines.map { line -> String in
+                let object = try #require(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+                return "\(object["identifier"]!)=\(object["status"]!)"
+            }.sorted()
+            #expect(statuses == ["attachment-0=ready", "attachment-1=rejected", "attachment-2=ready"])
+        }
+    }
+
+    @Test func tableShowsOneRowPerAttachment() async throws {
+        let out = Scratch()
+        try await withMediaServer { server in
+            let run = try await Self.run(["--allow-private-network", "--format", "table", "--out", out.path,
+                                    "\(server.baseURL)/media/photo.jpg", "\(server.baseURL)/status/404"])
+            #expect(run.status == 1)
+            let lines = run.stdout.split(separator: "\n")
+            #expect(lines.first?.contains("STATUS") == true)
+            #expect(lines[1].contains("ready") && lines[1].contains("480x320"))
+            #expect(lines[2].contains("failed") && lines[2].contains("httpStatus"))
+            #expect(run.stdout.contains("1/2 ready"))
+        }
+    }
+
+    @Test func clipAndThumbnailSizeReachThePipeline() async throws {
+        let out = Scratch()
+        try await withMediaServer { server in
+            let run = try await Self.run(["--allow-private-network", "--format", "json", "--out", out.path,
+                                    "--thumbnail-size", "100", "--clip", "0,0,0.5,1", "\(server.baseURL)/media/photo.jpg"])
+            #expect(run.status == 0, "\(run.stderr)")
+            let object = try #require(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+            let thumbnail = try #require((object["attachments"] as? [[String: Any]])?.first?["thumbnail"] as? [String: Any])
+            #expect(thumbnail["width"] as? Int == 75)
+            #expect(thumbnail["height"] as? Int == 100)
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+@testable import AttachFetch
+
+/// The JSON descriptor and the reason codes are a public contract.
+@Suite struct DescriptorContractTests {
+    @Test func reasonCodesAreExactlyTheContractsWithTheirStatuses() {
+        let expected: [(String, AttachmentDescriptor.Status)] = [
+            ("invalidURL", .rejected), ("unsupportedScheme", .rejected), ("forbiddenAddress", .rejected),
+            ("connectFailed", .failed), ("httpStatus", .failed), ("tooManyRedirects", .failed),
+            ("transferFailed", .failed), ("timeout", .timedOut), ("deadlineExceeded", .timedOut),
+            ("sizeLimitExceeded", .rejected), ("unsupportedType", .rejected), ("corruptMedia", .rejected),
+            ("emptyBody", .rejected), ("pixelLimitExceeded", .rejected), ("cancelled", .failed), ("ioError", .failed),
+        ]
+        #expect(ReasonCode.allKnown.map(\.rawValue) == expected.map(\.0))
+        for (code, status) in expected {
+            #expect(ReasonCode(rawValue: code).status == status, "\(code)")
+        }
+    }
+
+    @Test func fieldNamesAreTheContracts() throws {
+        var d = AttachmentDescriptor(identifier: "id", url: "http://x/a.jpg", status: .ready,
+                                     timings: .init(total: 5, connect: 1, firstByte: 2, download: 3, thumbnail: 4))
+        d.finalUrl = "http://x/b.jpg"
+        d.file = "/tmp/a.jpg"
+        d.mimeType = "image/jpeg"
+        d.declaredMimeType = "text/plain"
+        d.kind = .image
+        d.uti = "public.jpeg"
+        d.fileExtension = "jpg"
+        d.bytes = 10
+        d.sha256 = "ab"
+        d.width = 4
+        d.height = 3
+        d.thumbnail = .init(file: "/tmp/a.thumb.jpg", width: 4, height: 3)
+        let object = try #require(JSONSerialization.jsonObject(with: JSONEncoder().encode(d)) as? [String: Any])
+        #expect(Set(object.keys) == ["identifier", "url", "finalUrl", "status", "file", "mimeType", "declaredMimeType",
+                                     "kind", "uti", "fileExtension", "bytes", "sha256", "width", "height", "thumbnail", "timings"])
+        #expect(Set((object["thumbnail"] as? [String: Any])?.keys ?? [:].keys) == ["file", "width", "height"])
+        #expect(Set((object["timings"] as? [String: Any])?.keys ?? [:].keys) == ["total", "connect", "firstByte", "download", "thumbnail"])
+        #expect(object["status"] as? String == "ready")
+        #expect(object["kind"] as? String == "image")
+    }
+
+    @Test func failureEncodesReasonAndOmitsUnknownFields() throws {
+        let d = AttachmentDescriptor.failure(identifier: "x", url: "ftp://a", code: .unsupportedScheme,
+                                             message: "no", totalMilliseconds: 0)
+        let object = try #require(JSONSerialization.jsonObject(with: JSONEncoder().encode(d)) as? [String: Any])
+        #expect(Set(object.keys) == ["identifier", "url", "status", "reason", "timings"])
+        #expect(object["status"] as? String == "rejected")
+        let reason = try #require(object["reason"] as? [String: Any])
+        #expect(reason["code"] as? String == "unsupportedScheme")
+        #expect(reason["message"] as? String == "no")
+        // And it round-trips.
+        let decoded = try JSONDecoder().decode(AttachmentDescriptor.self, from: JSONEncoder().encode(d))
+        #expect(decoded == d)
+    }
+
+    @Test func tableCarriesApplesFormats() {
+        #expect(MediaType.all.map(\.uti) == ["public.jpeg", "public.png", "com.compuserve.gif", "public.aiff-audio",
+                                             "com.microsoft.waveform-audio", "public.mp3", "public.mpeg-4-audio",
+                                             "public.mpeg", "public.mpeg-4", "public.mpeg-4", "public.avi"])
+        let limits = AttachFetchConfiguration.SizeLimits()
+        #expect(limits.image == 10_485_760 && limits.audio == 5_242_880 && limits.video == 52_428_800)
+        #expect(MediaType.forSniffedMIME("image/webp") == nil)
+        #expect(MediaType.forSniffedMIME("text/html") == nil)
+        #expect(MediaType.forSniffedMIME("audio/x-wav") == .wav)
+    }
+
+    @Test func defaultsAreTheDocumentedOnes() {
+        let c = AttachFetchConfiguration()
+        #expect(c.timeout.connect == .seconds(5) && c.timeout.request == .seconds(10) && c.timeout.stall == .seconds(3))
+        #expect(c.maxConcurrentTransfers == 8 && c.maxRedirects == 5 && c.defaultDeadline == .seconds(25))
+        #expect(c.thumbnailMaxEdge == 320 && c.maxImagePixels == 50_000_000 && c.allowPrivateNetwork == false)
+    }
+
+    @Test func invalidConfigurationIsRefused() {
+        var c = AttachFetchConfiguration()
+        c.maxConcurrentTransfers = 0
+        #expect(throws: AttachFetchError.self) { try AttachmentPipeline(configuration: c) }
+        c = AttachFetchConfiguration()
+        c.timeout.request = .zero
+        #expect(throws: AttachFetchError.self) { try AttachmentPipeline(configuration: c) }
+    }
+}
