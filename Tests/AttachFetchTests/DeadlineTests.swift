@@ -45,6 +45,24 @@ import Testing
         }
     }
 
+    @Test func stallDetectionWorksOnAReusedKeepAliveConnection() async throws {
+        let scratch = Scratch()
+        let pipeline = try makePipeline(scratch) {
+            $0.timeout.stall = .milliseconds(500)
+            $0.maxConcurrentTransfers = 1
+        }
+        try await withMediaServer { server in
+            let first = await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline)
+            #expect(first.status == .ready)
+            let started = ContinuousClock.now
+            let stalled = await fetchOne("\(server.baseURL)/stall/photo.jpg", pipeline, deadline: .seconds(5))
+            let elapsed = ContinuousClock.now - started
+            #expect(server.acceptedConnections == 1) // the second request reused the connection
+            #expect(stalled.reason?.code == .timeout, "\(stalled.reason?.message ?? "")")
+            #expect(elapsed < .milliseconds(500) + Self.slack, "took \(elapsed)")
+        }
+    }
+
     @Test func totalRequestTimeoutFires() async throws {
         let scratch = Scratch()
         let pipeline = try makePipeline(scratch) { $0.timeout.request = .milliseconds(700) }

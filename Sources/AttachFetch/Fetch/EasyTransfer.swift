@@ -28,6 +28,8 @@ final class EasyTransfer {
     var lastActivity: ContinuousClock.Instant
     /// Stall detection starts once the connection is up (connecting has its own timeout).
     var stallArmed = false
+    /// Any response byte has arrived (so the connection is certainly up).
+    private(set) var receivedAnything = false
     /// True when the per-request timeout was shortened to fit the batch deadline, so a
     /// timeout is reported as `deadlineExceeded`.
     private(set) var timeoutClippedByDeadline = false
@@ -140,6 +142,7 @@ final class EasyTransfer {
     /// status line of each response in a redirect chain resets it.
     private func receiveHeader(_ line: UnsafeRawBufferPointer) -> Int {
         lastActivity = .now
+        receivedAnything = true
         if line.starts(with: "HTTP/".utf8) {
             declaredLength = nil
         } else if line.count > 15, line.prefix(15).elementsEqual("content-length:".utf8, by: { ($0 | 0x20) == $1 | 0x20 }) {

@@ -159,7 +159,11 @@ final class TransferEngine: @unchecked Sendable {
             } else {
                 wait = min(wait, spec.deadline - now)
                 if !transfer.stallArmed {
-                    if let connect = CurlOption.offset(handle, CURLINFO_CONNECT_TIME_T), connect > 0 {
+                    // Armed once the request can be sent: on a fresh connection after connecting,
+                    // on a reused keep-alive connection (whose connect time stays 0) at once.
+                    if transfer.receivedAnything
+                        || (CurlOption.offset(handle, CURLINFO_PRETRANSFER_TIME_T) ?? 0) > 0
+                        || (CurlOption.offset(handle, CURLINFO_CONNECT_TIME_T) ?? 0) > 0 {
                         transfer.stallArmed = true
                         transfer.lastActivity = max(transfer.lastActivity, now)
                     } else {

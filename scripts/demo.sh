@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The README's first command: installs what is missing, builds, serves TestMedia on a loopback
+# port and runs attach-fetch against it, showing the descriptors.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+swift build
+bin="$(swift build --show-bin-path)"
+
+url_file="$(mktemp)"
+out_dir="$(mktemp -d)"
+"$bin/loopback-media-server" TestMedia > "$url_file" &
+server=$!
+trap 'kill $server 2>/dev/null; rm -f "$url_file"' EXIT
+for _ in $(seq 50); do [ -s "$url_file" ] && break; sleep 0.1; done
+base="$(head -n 1 "$url_file")"
+echo "TestMedia is served at $base (loopback only)"
+echo
+
+# Every supported type, then inputs that must be refused, each for its own reason.
+urls=()
+for f in photo.jpg rotated.jpg alpha.png animated.gif tone.mp3 tone.wav tone.aiff tone.m4a clip.mp4 clip.mpg clip.avi \
+         image.webp image.heic document.pdf truncated.jpg empty.bin; do
+  urls+=("$base/media/$f")
+done
+urls+=("$base/media/photo.jpg?type=text/plain")          # wrong Content-Type: the bytes decide
+urls+=("$base/media/error-page.html?type=image/jpeg")    # an HTML error page posing as a JPEG
+urls+=("$base/synth/photo.jpg?bytes=30000000&length=none") # 30 MB "image": cut off at 10 MiB
+urls+=("$base/status/404" "$base/redirect/9/media/photo.jpg" "ftp://example.invalid/a.jpg")
+urls+=("$base/stall/clip.mp4")                           # never finishes: timed out by the stall detector
+
+set +e
+"$bin/attach-fetch" --allow-private-network --format table --deadline 10 --out "$out_dir" "${urls[@]}"
+status=$?
+set -e
+echo
+echo "One descriptor as JSON (clipped thumbnail of the left half):"
+mkdir "$out_dir/clipped"
+"$bin/attach-fetch" --allow-private-network --format json --clip 0,0,0.5,1 --out "$out_dir/clipped" "$base/media/rotated.jpg" \
+  | sed 's/^/  /' || true
+echo
+echo "attach-fetch exited $status (1 = some attachments were not ready, as intended here). Files: $out_dir"

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages attach-fetch builds against, when any is missing.
+# Usage: scripts/install-deps.sh [--update]   (--update: always run apt-get update first)
+set -euo pipefail
+packages=(pkg-config libcurl4-openssl-dev libmagic-dev libvips-dev libssl-dev)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+if [ "${1:-}" = "--update" ] || [ ${#missing[@]} -gt 0 ]; then
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+command -v swift >/dev/null || { echo "swift is not on PATH: install the Swift 6 toolchain first" >&2; exit 1; }
