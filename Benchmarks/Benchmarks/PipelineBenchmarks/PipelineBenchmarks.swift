@@ -1,0 +1,65 @@
+import AttachFetch
+import Benchmark
+import Foundation
+import LoopbackHTTPServer
+
+/// TestMedia, found from this file's place in the repository.
+private let testMedia = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().appendingPathComponent("TestMedia").path
+
+/// One loopback server and one pipeline for the whole run (both are shared, as in a service).
+private final class Fixture: Sendable {
+    let server: LoopbackHTTPServer
+    let pipeline: AttachmentPipeline
+
+    init() throws {
+        let routes = MediaRoutes(directory: testMedia)
+        server = try LoopbackHTTPServer { request, connection in routes.handle(request, connection) }
+        var configuration = AttachFetchConfiguration()
+        configuration.allowPrivateNetwork = true // the benchmark's server is on loopback
+        pipeline = try AttachmentPipeline(configuration: configuration)
+    }
+
+    /// Runs a batch and removes the files it kept, so iterations do not accumulate.
+    func run(_ paths: [String]) async -> AttachmentBatch {
+        let batch = await pipeline.process(paths.map { AttachmentRequest(url: "\(server.baseURL)/\($0)") })
+        if let directory = batch.directory { try? FileManager.default.removeItem(atPath: directory) }
+        return batch
+    }
+}
+
+private let fixture = try! Fixture()
+
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(
+        metrics: [.wallClock, .cpuTotal, .mallocCountTotal, .peakMemoryResident, .throughput],
+        maxDuration: .seconds(5),
+        maxIterations: 200
+    )
+
+    // Many small images, each downloaded, sniffed, decoded and thumbnailed.
+    Benchmark("Pipeline: 32 small images (JPEG, PNG, GIF) with thumbnails") { benchmark in
+        let paths = (0..<32).map { ["media/photo.jpg", "media/alpha.png", "media/animated.gif", "media/rotated.jpg"][$0 % 4] + "?n=\($0)" }
+        for _ in benchmark.scaledIterations {
+            blackHole(await fixture.run(paths))
+        }
+    }
+
+    // A mixed batch: every supported type plus inputs that must be refused.
+    Benchmark("Pipeline: mixed batch of 24") { benchmark in
+        let files = ["photo.jpg", "tone.mp3", "clip.mp4", "image.webp", "tone.wav", "clip.avi", "truncated.jpg", "tone.m4a"]
+        let paths = (0..<24).map { "media/\(files[$0 % files.count])?n=\($0)" }
+        for _ in benchmark.scaledIterations {
+            blackHole(await fixture.run(paths))
+        }
+    }
+
+    // Large bodies: streamed to disk and hashed, never held in memory.
+    Benchmark("Pipeline: 8 videos of 40 MB", configuration: .init(maxDuration: .seconds(10), maxIterations: 10)) { benchmark in
+        let paths = (0..<8).map { "synth/clip.mp4?bytes=40000000&n=\($0)" }
+        for _ in benchmark.scaledIterations {
+            blackHole(await fixture.run(paths))
+        }
+    }
+}

@@ -1,0 +1,25 @@
+// swift-tools-version:6.1
+// A separate package (as swift-nio does) so that users of attach-fetch never build the
+// benchmark harness. Run from this directory: swift package benchmark
+import PackageDescription
+
+let package = Package(
+    name: "attach-fetch-benchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "attach-fetch", path: "../"),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        .executableTarget(
+            name: "PipelineBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "AttachFetch", package: "attach-fetch"),
+                .product(name: "LoopbackHTTPServer", package: "attach-fetch"),
+            ],
+            path: "Benchmarks/PipelineBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ]
+)
