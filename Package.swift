@@ -40,9 +40,11 @@ let package = Package(
         .target(name: "LoopbackHTTPServer"),
         // Serves TestMedia/ on a loopback port for the README's demo.
         .executableTarget(name: "loopback-media-server", dependencies: ["LoopbackHTTPServer"]),
+        // Test-only C wrappers for making large images at test time.
+        .target(name: "CTestSupport", dependencies: ["CVips"], path: "Tests/CTestSupport"),
         .testTarget(
             name: "AttachFetchTests",
-            dependencies: ["AttachFetch", "LoopbackHTTPServer", "CAttachFetchShims", "CVips", "attach-fetch"]
+            dependencies: ["AttachFetch", "LoopbackHTTPServer", "CAttachFetchShims", "CVips", "CTestSupport", "attach-fetch"]
         ),
     ],
     swiftLanguageModes: [.v6]

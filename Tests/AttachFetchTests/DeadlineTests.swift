@@ -152,3 +152,38 @@ import Testing
         }
     }
 }
+
+@Suite struct ThumbnailDeadlineTests {
+    @Test func thumbnailThatCannotFinishDegradesToNoThumbnailNotALateBatch() async throws {
+        let media = Scratch()
+        let scratch = Scratch()
+        // One thumbnail thread and three slow-to-decode images: the deadline comes while
+        // thumbnails are still running or queued, after every download has finished.
+        let pipeline = try makePipeline(scratch) {
+            $0.thumbnailThreads = 1
+            $0.maxImagePixels = 100_000_000
+        }
+        let mediaPath = media.path
+        try await offPool { try writeBlackJPEG(path: "\(mediaPath)/slow.jpg", width: 7000, height: 7000, progressive: true) }
+        let routes = MediaRoutes(directory: media.path)
+        let server = try LoopbackHTTPServer { request, connection in routes.handle(request, connection) }
+        let requests = (0..<3).map { AttachmentRequest(url: "\(server.baseURL)/media/slow.jpg?n=\($0)", identifier: "slow\($0)") }
+        let started = ContinuousClock.now
+        let batch = await pipeline.process(requests, deadline: .milliseconds(800))
+        let elapsed = ContinuousClock.now - started
+        try await offPool { server.shutdown() }
+        #expect(elapsed < .milliseconds(800) + DeadlineTests.slack, "took \(elapsed)")
+        // Every download fits easily; every attachment is delivered, some without a thumbnail.
+        #expect(batch.attachments.allSatisfy { $0.status == .ready }, "\(batch.attachments.map { $0.reason?.message ?? "ready" })")
+        #expect(batch.attachments.contains { $0.thumbnail == nil })
+        // Abandoned thumbnails finish (or are skipped) later; none of their output is left behind.
+        let directory = try #require(batch.directory)
+        let name = (directory as NSString).lastPathComponent
+        try await Task.sleep(for: .seconds(5))
+        let kept = Set(scratch.tree())
+        let expected = Set([name] + batch.attachments.flatMap { d -> [String] in
+            [d.file, d.thumbnail?.file].compactMap { $0.map { "\(name)/" + ($0 as NSString).lastPathComponent } }
+        })
+        #expect(kept == expected)
+    }
+}

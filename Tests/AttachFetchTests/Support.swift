@@ -1,4 +1,5 @@
 import CAttachFetchShims
+import CTestSupport
 import CVips
 import Foundation
 import LoopbackHTTPServer
@@ -95,4 +96,12 @@ func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async thro
     try await withCheckedThrowingContinuation { continuation in
         Thread { continuation.resume(with: Result { try work() }) }.start()
     }
+}
+
+/// Writes a black JPEG of the given size with libvips. Progressive JPEGs cannot be shrunk on
+/// load, so decoding a large one is slow: the tool for testing thumbnail budgets. libvips must
+/// already be started (make a pipeline first).
+func writeBlackJPEG(path: String, width: Int, height: Int, progressive: Bool) throws {
+    struct VipsFailed: Error {}
+    guard af_test_write_black_jpeg(path, Int32(width), Int32(height), progressive ? 1 : 0) == 0 else { throw VipsFailed() }
 }

@@ -208,6 +208,11 @@ public final class AttachmentPipeline: Sendable {
         let maxPixels = configuration.maxImagePixels
         let directory = batch.directory
         thumbnailPool.submit {
+            // Abandoned while queued (deadline or cancellation): do not start the decode.
+            if result.isAbandoned {
+                directory.lateFileRemoved()
+                return
+            }
             let made = Thumbnailer.make(source: source, destinationBase: destination, clip: clip,
                                         maxEdge: maxEdge, maxPixels: maxPixels)
             if !result.deliver(made) {

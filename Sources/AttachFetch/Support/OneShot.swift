@@ -34,6 +34,9 @@ final class OneShot<Value: Sendable>: Sendable {
         return state.withLock { !$0.abandoned }
     }
 
+    /// True once the waiter has left: the producer may skip work nobody will read.
+    var isAbandoned: Bool { state.withLock { $0.abandoned } }
+
     /// Waits for the value; returns nil when the task is cancelled first.
     func wait() async -> Value? {
         await withTaskCancellationHandler {
