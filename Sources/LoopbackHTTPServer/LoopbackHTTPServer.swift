@@ -290,6 +290,33 @@ public final class HTTPConnection: @unchecked Sendable {
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
     }
 
+    /// Waits up to `seconds`; returns false as soon as the peer closes the connection (or the
+    /// server shuts down), true when the time passed with the peer still there.
+    public func sleepUnlessClosed(seconds: Double) -> Bool {
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            let remaining = deadline.timeIntervalSinceNow
+            if remaining <= 0 { return true }
+            let ready = poll(&poller, 1, Int32(remaining * 1000))
+            if ready < 0 && errno == EINTR { continue }
+            if ready == 0 { return true }
+            // Readable: either more request bytes (ignored) or end of stream.
+            var byte: UInt8 = 0
+            if recv(fd, &byte, 1, Int32(MSG_DONTWAIT)) <= 0 {
+                mustClose = true
+                return false
+            }
+        }
+    }
+
+    /// Makes the coming close send a TCP reset instead of an orderly FIN.
+    public func resetOnClose() {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        mustClose = true
+    }
+
     /// Blocks until the peer closes the connection (or the server shuts down).
     public func waitForPeerToClose() {
         var byte: UInt8 = 0

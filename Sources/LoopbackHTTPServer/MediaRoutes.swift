@@ -14,6 +14,16 @@ import Glibc
 ///   count is close to what the client accepted.
 /// - `/stall/NAME` — headers and the first 1 KiB of NAME, then nothing until the client
 ///   gives up.
+///
+/// Faults, for the time-contract tests (`?name=FILE` picks the media, default photo.jpg):
+/// - `/fault/silent` — reads the request and never answers.
+/// - `/fault/drip` — headers, then one body byte per second, forever.
+/// - `/fault/endless` — no Content-Length and a body that never ends (at full speed).
+/// - `/fault/long-length` — Content-Length 1000 bytes longer than the body, then close.
+/// - `/fault/short-length` — Content-Length half the body, then the whole body.
+/// - `/fault/reset` — half the body, then a TCP reset.
+/// - `/fault/redirect-loop` — a redirect to itself.
+/// - `/fault/slow-headers` — the status line, then one header line per second, forever.
 public struct MediaRoutes: Sendable {
     public let directory: String
 
@@ -47,6 +57,8 @@ public struct MediaRoutes: Sendable {
                                extraHeaders: [("Location", request.query["url"] ?? "/")])
         case "synth" where components.count == 2:
             synthesise(components[1], request, connection)
+        case "fault" where components.count == 2:
+            fault(components[1], request, connection)
         case "stall" where components.count == 2:
             guard let data = FileManager.default.contents(atPath: "\(directory)/\(components[1])") else {
                 return notFound(connection)
@@ -105,5 +117,50 @@ public struct MediaRoutes: Sendable {
             if let tag { connection.serverForCounting.count(tag, count) }
         }
         if declared != total { connection.mustClose = true }
+    }
+
+    private func fault(_ behaviour: String, _ request: HTTPRequest, _ connection: HTTPConnection) {
+        let name = request.query["name"] ?? "photo.jpg"
+        guard !name.contains(".."), let data = FileManager.default.contents(atPath: "\(directory)/\(name)") else {
+            return notFound(connection)
+        }
+        let bytes = [UInt8](data)
+        let contentType = type(of: name)
+        switch behaviour {
+        case "silent":
+            connection.waitForPeerToClose()
+        case "drip":
+            guard connection.sendHead(status: 200, contentType: contentType, contentLength: bytes.count) else { return }
+            var index = 0
+            while connection.send([bytes[index % bytes.count]]) && connection.sleepUnlessClosed(seconds: 1) { index += 1 }
+            connection.mustClose = true
+        case "endless":
+            connection.useSmallSendBuffer()
+            guard connection.sendHead(status: 200, contentType: contentType, contentLength: nil) else { return }
+            guard connection.send(bytes) else { return }
+            let zeros = [UInt8](repeating: 0, count: 16 * 1024)
+            while connection.send(zeros) {}
+        case "long-length":
+            guard connection.sendHead(status: 200, contentType: contentType, contentLength: bytes.count + 1000) else { return }
+            connection.send(bytes)
+            connection.mustClose = true
+        case "short-length":
+            guard connection.sendHead(status: 200, contentType: contentType, contentLength: bytes.count / 2) else { return }
+            connection.send(bytes)
+            connection.mustClose = true
+        case "reset":
+            guard connection.sendHead(status: 200, contentType: contentType, contentLength: bytes.count) else { return }
+            connection.send(Array(bytes.prefix(bytes.count / 2)))
+            connection.resetOnClose()
+        case "redirect-loop":
+            connection.respond(status: 302, reason: "Found", body: [], extraHeaders: [("Location", request.target)])
+        case "slow-headers":
+            guard connection.send("HTTP/1.1 200 OK\r\n") else { return }
+            var line = 0
+            while connection.sleepUnlessClosed(seconds: 1) && connection.send("X-Slow-\(line): \(line)\r\n") { line += 1 }
+            connection.mustClose = true
+        default:
+            notFound(connection)
+        }
     }
 }

@@ -2,6 +2,7 @@ import CCurl
 import CAttachFetchShims
 import Foundation
 import Glibc
+import Synchronization
 
 /// One running download: owns its curl easy handle, the body file's descriptor and the
 /// running hash. Lives on the engine thread only (libcurl calls its callbacks there), so it is
@@ -35,6 +36,9 @@ final class EasyTransfer {
     private(set) var timeoutClippedByDeadline = false
     private var firstByteAt: ContinuousClock.Instant?
 
+    /// Easy handles alive in this process (tests check that none leak).
+    static let live = Atomic<Int>(0)
+
     /// Bytes libmagic sees before deciding. The first chunk normally holds them all.
     static let sniffWindow = 4_096
 
@@ -47,9 +51,11 @@ final class EasyTransfer {
         self.lastActivity = .now
         self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+        Self.live.add(1, ordering: .relaxed)
     }
 
     deinit {
+        Self.live.subtract(1, ordering: .relaxed)
         curl_easy_cleanup(handle)
         errorBuffer.deallocate()
         if fileDescriptor >= 0 { close(fileDescriptor) }

@@ -1,5 +1,7 @@
 /// What one download must do. Built by the pipeline, carried out by the `TransferEngine`.
 struct TransferSpec: Sendable {
+    /// The batch it belongs to, for sharing transfer slots fairly between batches.
+    let batch: Int
     let url: String
     /// Where the body is streamed; created with O_EXCL and mode 0600.
     let bodyPath: String

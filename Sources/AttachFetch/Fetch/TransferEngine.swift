@@ -6,8 +6,12 @@ import Synchronization
 /// Runs every download of one pipeline on one dedicated thread with libcurl's multi interface.
 ///
 /// Jobs wait in a Swift queue and get a curl handle only when one of `maxConcurrent` slots is
-/// free, so time spent waiting never counts against a request's own timeouts. The queue is
-/// first-come first-served across all batches that share the pipeline.
+/// free, so time spent waiting never counts against a request's own timeouts.
+///
+/// Slots are shared fairly between the batches that have waiting jobs: a free slot goes to
+/// the waiting batch with the fewest running transfers (the oldest job first among equals), so
+/// with B busy batches each gets about `maxConcurrent / B` slots as soon as slots free up. A
+/// running transfer is never pre-empted; its own timeouts bound how long it holds a slot.
 final class TransferEngine: @unchecked Sendable {
     // @unchecked Sendable: `shared` is behind a Mutex; `multi`, `sniffer` and `active` are used
     // only by the engine thread (after `init` hands them over), except `multi.wakeup()`, which
@@ -61,6 +65,8 @@ final class TransferEngine: @unchecked Sendable {
     private func run() {
         while true {
             let freeSlots = maxConcurrent - active.count
+            var runningPerBatch: [Int: Int] = [:]
+            for transfer in active.values { runningPerBatch[transfer.job.spec.batch, default: 0] += 1 }
             let (starting, expired, stopping) = shared.withLock { shared -> ([TransferJob], [TransferJob], Bool) in
                 if shared.stopping {
                     defer { shared.queue = [] }
@@ -73,9 +79,7 @@ final class TransferEngine: @unchecked Sendable {
                     if gone { expired.append(job) }
                     return gone
                 }
-                let count = min(freeSlots, shared.queue.count)
-                let starting = Array(shared.queue.prefix(count))
-                shared.queue.removeFirst(count)
+                let starting = Self.takeFairly(from: &shared.queue, slots: freeSlots, running: runningPerBatch)
                 return (starting, expired, false)
             }
             let now = ContinuousClock.now
@@ -112,6 +116,31 @@ final class TransferEngine: @unchecked Sendable {
             if active.count < activeBefore { timeoutMs = 0 }
             curl_multi_poll(multi.handle, nil, 0, Int32(max(0, timeoutMs)), nil)
         }
+    }
+
+    /// Removes up to `slots` jobs from `queue`: each goes to the batch with the fewest running
+    /// transfers, and within a batch (and between equals) the oldest job goes first.
+    static func takeFairly(from queue: inout [TransferJob], slots: Int, running: [Int: Int]) -> [TransferJob] {
+        guard slots > 0, !queue.isEmpty else { return [] }
+        var running = running
+        var taken: [TransferJob] = []
+        var takenIndices = Set<Int>()
+        while taken.count < slots {
+            var best: (index: Int, running: Int)?
+            var seen = Set<Int>()
+            for (index, job) in queue.enumerated() where !takenIndices.contains(index) {
+                let batch = job.spec.batch
+                guard seen.insert(batch).inserted else { continue } // only each batch's oldest
+                let count = running[batch, default: 0]
+                if best == nil || count < best!.running { best = (index, count) }
+            }
+            guard let best else { break }
+            takenIndices.insert(best.index)
+            taken.append(queue[best.index])
+            running[queue[best.index].spec.batch, default: 0] += 1
+        }
+        queue = queue.enumerated().filter { !takenIndices.contains($0.offset) }.map(\.element)
+        return taken
     }
 
     private func start(_ job: TransferJob) {

@@ -125,7 +125,7 @@ public final class AttachmentPipeline: Sendable {
 
         let bodyPath = batch.directory.bodyPath(index: index)
         let outcome = await engine.fetch(TransferSpec(
-            url: request.url, bodyPath: bodyPath, deadline: batch.deadline, timeout: configuration.timeout,
+            batch: batch.id, url: request.url, bodyPath: bodyPath, deadline: batch.deadline, timeout: configuration.timeout,
             sizeLimits: configuration.sizeLimits, maxRedirects: configuration.maxRedirects,
             allowPrivateNetwork: configuration.allowPrivateNetwork))
         var descriptor = AttachmentDescriptor(identifier: identifier, url: request.url, status: .ready,
@@ -226,6 +226,8 @@ public final class AttachmentPipeline: Sendable {
 
 /// Everything the items of one batch share.
 private final class Batch: Sendable {
+    private static let nextID = Atomic<Int>(0)
+    let id = Batch.nextID.add(1, ordering: .relaxed).newValue
     let start: ContinuousClock.Instant
     let deadline: ContinuousClock.Instant
     let directory: WorkingDirectory
