@@ -1,0 +1,80 @@
+import Foundation
+import LoopbackHTTPServer
+import Testing
+@testable import AttachFetch
+
+/// Nothing is left behind: files, descriptors, curl handles, threads, memory.
+@Suite struct LeakTests {
+    static func openFileDescriptors() -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+    }
+
+    static func threads() -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? -1
+    }
+
+    /// Resident set size in bytes.
+    static func residentBytes() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return -1 }
+        let pages = text.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? -1
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
+    @Test func thousandMixedBatchesLeaveNothingBehind() async throws {
+        let scratch = Scratch()
+        let paths = ["media/photo.jpg", "media/tone.mp3", "fault/reset?name=clip.avi", "fault/long-length",
+                     "fault/short-length", "fault/redirect-loop", "status/404", "media/image.webp",
+                     "synth/photo.jpg?bytes=1000000&length=none", "fault/silent", "media/truncated.jpg", "media/empty.bin"]
+        let routes = MediaRoutes(directory: testMediaDirectory)
+        let server = try LoopbackHTTPServer { request, connection in routes.handle(request, connection) }
+        var pipeline: AttachmentPipeline? = try makePipeline(scratch) {
+            $0.timeout.stall = .milliseconds(200) // fault/silent: a quick per-request timeout
+            $0.maxConcurrentTransfers = 40
+            $0.sizeLimits.image = 500_000 // the 1 MB synthetic image is cut off
+        }
+        let urls = paths.map { "\(server.baseURL)/\($0)\($0.contains("?") ? "&" : "?")" }
+        func round(_ pipeline: AttachmentPipeline, _ count: Int) async {
+            await withTaskGroup(of: Void.self) { group in
+                for index in 0..<count {
+                    group.addTask {
+                        let batch = await pipeline.process(urls.map { AttachmentRequest(url: "\($0)i=\(index)") },
+                                                           deadline: .seconds(5))
+                        #expect(batch.attachments.map(\.status) == [.ready, .ready, .failed, .failed, .rejected, .failed,
+                                                                    .failed, .rejected, .rejected, .timedOut, .rejected, .rejected])
+                        if let directory = batch.directory { try? FileManager.default.removeItem(atPath: directory) }
+                    }
+                }
+            }
+        }
+        // Warm up (caches, the connection pool, allocator arenas), then measure.
+        for _ in 0..<5 { await round(pipeline!, 20) }
+        let fds = Self.openFileDescriptors()
+        let rss = Self.residentBytes()
+        for _ in 0..<50 { await round(pipeline!, 20) } // 1,000 batches, 20 at a time
+        #expect(scratch.tree() == [])
+        #expect(EasyTransfer.live.load(ordering: .relaxed) == 0)
+        #expect(Self.openFileDescriptors() <= fds, "fds: \(fds) -> \(Self.openFileDescriptors())")
+        let grown = Self.residentBytes() - rss
+        print("leak check over 1,000 batches: fds \(fds) -> \(Self.openFileDescriptors()), resident \(rss / 1024) KiB -> \(Self.residentBytes() / 1024) KiB")
+        #expect(grown < 16 * 1_048_576, "resident memory grew by \(grown / 1024) KiB over 1,000 batches")
+
+        // Dropping the pipeline and the server ends all of their threads.
+        let threadsWithBoth = Self.threads()
+        pipeline = nil
+        try await offPool { server.shutdown() }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(Self.threads() < threadsWithBoth)
+        #expect(EasyTransfer.live.load(ordering: .relaxed) == 0)
+    }
+
+    @Test func pipelineThreadsEndWhenThePipelineIsReleased() async throws {
+        let scratch = Scratch()
+        let before = Self.threads()
+        var pipeline: AttachmentPipeline? = try makePipeline(scratch) { $0.thumbnailThreads = 3 }
+        #expect(Self.threads() == before + 4) // the curl thread and three thumbnail threads
+        _ = await pipeline!.process([AttachmentRequest(url: "http://127.0.0.1:1/x.jpg")])
+        pipeline = nil
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(Self.threads() == before)
+    }
+}
