@@ -21,5 +21,15 @@ let package = Package(
             path: "Benchmarks/PipelineBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // Deadline overshoot and timeout precision, as percentiles over many batches.
+        // swift run -c release DeadlineOvershoot
+        .executableTarget(
+            name: "DeadlineOvershoot",
+            dependencies: [
+                .product(name: "AttachFetch", package: "attach-fetch"),
+                .product(name: "LoopbackHTTPServer", package: "attach-fetch"),
+            ],
+            path: "Sources/DeadlineOvershoot"
+        ),
     ]
 )

@@ -89,8 +89,8 @@ final class EasyTransfer {
             CurlOption.set(handle, CURLOPT_MAXREDIRS, spec.maxRedirects),
             // Status >= 400 ends the transfer before any body is written.
             CurlOption.set(handle, CURLOPT_FAILONERROR, 1),
-            CurlOption.set(handle, CURLOPT_CONNECTTIMEOUT_MS, Int(max(1, connectTimeout.milliseconds))),
-            CurlOption.set(handle, CURLOPT_TIMEOUT_MS, Int(max(1, totalTimeout.milliseconds))),
+            CurlOption.set(handle, CURLOPT_CONNECTTIMEOUT_MS, connectTimeout.timeoutMilliseconds),
+            CurlOption.set(handle, CURLOPT_TIMEOUT_MS, totalTimeout.timeoutMilliseconds),
             // A declared length above every limit is refused before the body is read.
             CurlOption.set(handle, CURLOPT_MAXFILESIZE_LARGE, offset: spec.sizeLimits.largest),
             CurlOption.set(handle, CURLOPT_USERAGENT, "attach-fetch/0.1"),

@@ -6,6 +6,17 @@ extension Duration {
     }
 }
 
+extension Duration {
+    /// Whole milliseconds, rounded up, at least 1: a timeout handed to libcurl must not fire
+    /// before the instant it stands for.
+    var timeoutMilliseconds: Int {
+        let (seconds, attoseconds) = components
+        let whole = seconds * 1_000 + attoseconds / 1_000_000_000_000_000
+        let rest = attoseconds % 1_000_000_000_000_000
+        return Int(max(1, whole + (rest > 0 ? 1 : 0)))
+    }
+}
+
 extension ContinuousClock.Instant {
     /// Milliseconds from `self` to now, never negative.
     var millisecondsElapsed: Int { Int(max(0, (ContinuousClock.now - self).milliseconds)) }
