@@ -95,23 +95,19 @@ public enum AddressClassifier {
         return nil
     }
 
-    /// Classifies a socket address as libcurl hands it to the open-socket callback.
-    /// Returns the class and the address as text, or nil for families other than IPv4/IPv6.
-    static func classify(sockaddr pointer: UnsafeRawPointer, family: Int32) -> (AddressClass, String)? {
+    /// The address bytes (4 or 16) and printed form of a socket address as libcurl hands it to
+    /// the open-socket callback; nil for families other than IPv4 and IPv6.
+    static func address(sockaddr pointer: UnsafeRawPointer, family: Int32) -> (bytes: [UInt8], text: String)? {
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         switch family {
         case AF_INET:
-            let address = pointer.loadUnaligned(as: sockaddr_in.self)
-            var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
-            var raw = address.sin_addr
+            var raw = pointer.loadUnaligned(as: sockaddr_in.self).sin_addr
             inet_ntop(AF_INET, &raw, &text, socklen_t(text.count))
-            return (classify(ipv4: UInt32(bigEndian: address.sin_addr.s_addr)), text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
+            return (withUnsafeBytes(of: &raw) { Array($0) }, text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
         case AF_INET6:
-            let address = pointer.loadUnaligned(as: sockaddr_in6.self)
-            var raw = address.sin6_addr
-            var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+            var raw = pointer.loadUnaligned(as: sockaddr_in6.self).sin6_addr
             inet_ntop(AF_INET6, &raw, &text, socklen_t(text.count))
-            let bytes = withUnsafeBytes(of: &raw) { Array($0) }
-            return (classify(ipv6: bytes), text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
+            return (withUnsafeBytes(of: &raw) { Array($0) }, text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
         default:
             return nil
         }

@@ -21,6 +21,10 @@ final class EasyTransfer {
     private(set) var sniffedMIME: String?
     /// Content-Length of the response being received (the last one, after redirects).
     private var declaredLength: Int64?
+    /// Header bytes of the response being received; capped so a server cannot make us buffer
+    /// or parse an endless header block (libcurl's own cap is far larger).
+    private var headerBytes = 0
+    static let maximumHeaderBytes = 64 * 1024
     private(set) var bytesWritten: Int64 = 0
     /// Set by a callback or the engine when it stops the transfer on purpose; wins over
     /// libcurl's own error code, which then only says "aborted".
@@ -94,6 +98,9 @@ final class EasyTransfer {
             // A declared length above every limit is refused before the body is read.
             CurlOption.set(handle, CURLOPT_MAXFILESIZE_LARGE, offset: spec.sizeLimits.largest),
             CurlOption.set(handle, CURLOPT_USERAGENT, "attach-fetch/0.1"),
+            // Credentials from the URL go to the URL's own host only, never to a redirect target
+            // on another host (libcurl's default, stated so it cannot drift).
+            CurlOption.set(handle, CURLOPT_UNRESTRICTED_AUTH, 0),
             CurlOption.set(handle, CURLOPT_WRITEDATA, pointer: me),
             CurlOption.set(handle, CURLOPT_HEADERDATA, pointer: me),
             CurlOption.set(handle, CURLOPT_OPENSOCKETDATA, pointer: me),
@@ -130,16 +137,14 @@ final class EasyTransfer {
     /// so names that resolve to, or redirects that lead to, a forbidden address are caught.
     private func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
         let family = address.pointee.family
-        if !job.spec.allowPrivateNetwork {
-            let sockaddrPointer = UnsafeRawPointer(address) + MemoryLayout<curl_sockaddr>.offset(of: \curl_sockaddr.addr)!
-            guard let (addressClass, text) = AddressClassifier.classify(sockaddr: sockaddrPointer, family: family) else {
-                abort(.forbiddenAddress, "address family \(family) is not IPv4 or IPv6")
-                return CURL_SOCKET_BAD
-            }
-            if addressClass != .global {
-                abort(.forbiddenAddress, "\(text) is \(addressClass.phrase); private destinations are refused unless allowed")
-                return CURL_SOCKET_BAD
-            }
+        let sockaddrPointer = UnsafeRawPointer(address) + MemoryLayout<curl_sockaddr>.offset(of: \curl_sockaddr.addr)!
+        guard let (bytes, text) = AddressClassifier.address(sockaddr: sockaddrPointer, family: family) else {
+            abort(.forbiddenAddress, "address family \(family) is not IPv4 or IPv6")
+            return CURL_SOCKET_BAD
+        }
+        if let refusal = job.spec.addressPolicy.refusal(address: bytes, text: text) {
+            abort(.forbiddenAddress, refusal)
+            return CURL_SOCKET_BAD
         }
         return socket(family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
     }
@@ -149,7 +154,13 @@ final class EasyTransfer {
     private func receiveHeader(_ line: UnsafeRawBufferPointer) -> Int {
         lastActivity = .now
         receivedAnything = true
+        headerBytes += line.count
+        if headerBytes > Self.maximumHeaderBytes {
+            abort(.transferFailed, "the response headers exceed \(Self.maximumHeaderBytes) bytes")
+            return 0
+        }
         if line.starts(with: "HTTP/".utf8) {
+            headerBytes = line.count
             declaredLength = nil
         } else if line.count > 15, line.prefix(15).elementsEqual("content-length:".utf8, by: { ($0 | 0x20) == $1 | 0x20 }) {
             let value = String(decoding: line.dropFirst(15), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)

@@ -10,7 +10,7 @@ struct TransferSpec: Sendable {
     let timeout: AttachFetchConfiguration.Timeout
     let sizeLimits: AttachFetchConfiguration.SizeLimits
     let maxRedirects: Int
-    let allowPrivateNetwork: Bool
+    let addressPolicy: AddressPolicy
 }
 
 /// What a download produced. On failure the body file has already been removed.

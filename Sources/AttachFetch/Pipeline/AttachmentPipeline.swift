@@ -127,7 +127,7 @@ public final class AttachmentPipeline: Sendable {
         let outcome = await engine.fetch(TransferSpec(
             batch: batch.id, url: request.url, bodyPath: bodyPath, deadline: batch.deadline, timeout: configuration.timeout,
             sizeLimits: configuration.sizeLimits, maxRedirects: configuration.maxRedirects,
-            allowPrivateNetwork: configuration.allowPrivateNetwork))
+            addressPolicy: configuration.addressPolicy))
         var descriptor = AttachmentDescriptor(identifier: identifier, url: request.url, status: .ready,
                                               timings: .init(total: 0))
         descriptor.finalUrl = outcome.finalURL

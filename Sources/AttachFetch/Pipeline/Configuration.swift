@@ -59,6 +59,15 @@ public struct AttachFetchConfiguration: Sendable {
     /// Off by default: loopback, private, link-local and similar destinations are refused
     /// (`forbiddenAddress`). Turn on for tests and demos on one machine.
     public var allowPrivateNetwork = false
+    /// CIDR ranges always allowed (checked after `deniedRanges`), e.g. one internal CDN.
+    public var allowedRanges: [CIDRRange] = []
+    /// CIDR ranges always refused, even when global or otherwise allowed.
+    public var deniedRanges: [CIDRRange] = []
+
+    /// The destination rules these settings make.
+    public var addressPolicy: AddressPolicy {
+        AddressPolicy(allowPrivateNetwork: allowPrivateNetwork, allowedRanges: allowedRanges, deniedRanges: deniedRanges)
+    }
     /// Where batch working directories are made. Default: the system temporary directory.
     public var temporaryDirectory: String = FileManager.default.temporaryDirectory.path
     /// Threads that make thumbnails. Default: the number of active cores.
