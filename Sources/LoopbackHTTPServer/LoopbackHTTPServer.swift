@@ -78,10 +78,10 @@ public final class LoopbackHTTPServer: Sendable {
         self.handler = handler
         threads.enter()
         let thread = Thread { [self] in
+            Thread.current.name = "lb-http-accept"
             self.acceptLoop()
             self.threads.leave()
         }
-        thread.name = "loopback-http.accept"
         thread.start()
     }
 
@@ -140,6 +140,7 @@ public final class LoopbackHTTPServer: Sendable {
             }
             threads.enter()
             let thread = Thread { [self] in
+                Thread.current.name = "lb-http-conn"
                 self.serve(fd)
                 self.state.withLock { _ = $0.connections.remove(fd) }
                 close(fd)

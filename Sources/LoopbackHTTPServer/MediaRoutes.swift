@@ -145,7 +145,9 @@ public struct MediaRoutes: Sendable {
             connection.send(bytes)
             connection.mustClose = true
         case "short-length":
-            guard connection.sendHead(status: 200, contentType: contentType, contentLength: bytes.count / 2) else { return }
+            // "Connection: close", so that the excess bytes cannot poison a reused connection.
+            guard connection.sendHead(status: 200, contentType: contentType, contentLength: bytes.count / 2,
+                                      extraHeaders: [("Connection", "close")]) else { return }
             connection.send(bytes)
             connection.mustClose = true
         case "reset":

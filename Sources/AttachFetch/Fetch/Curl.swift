@@ -19,10 +19,13 @@ enum CurlGlobal {
 final class CurlMulti {
     let handle: UnsafeMutableRawPointer
 
-    init() throws(AttachFetchError) {
+    /// `maxIdleConnections` bounds libcurl's cache of kept-alive connections, so a pipeline
+    /// holds at most that many idle sockets.
+    init(maxIdleConnections: Int) throws(AttachFetchError) {
         try CurlGlobal.ensureInitialised()
         guard let handle = curl_multi_init() else { throw .libraryInitialisation("curl_multi_init failed") }
         self.handle = handle
+        af_curl_multi_setopt_long(handle, CURLMOPT_MAXCONNECTS, maxIdleConnections)
     }
 
     deinit { curl_multi_cleanup(handle) }

@@ -293,7 +293,13 @@ final class EasyTransfer {
         case CURLE_TOO_MANY_REDIRECTS:
             return .init(code: .tooManyRedirects, message: detail)
         case CURLE_UNSUPPORTED_PROTOCOL:
-            return .init(code: .unsupportedScheme, message: detail)
+            // Also raised for a garbled response (e.g. "HTTP/0.9"); only a redirect to another
+            // scheme is a scheme problem.
+            let target = CurlOption.string(handle, CURLINFO_REDIRECT_URL) ?? CurlOption.string(handle, CURLINFO_EFFECTIVE_URL) ?? ""
+            let scheme = target.split(separator: ":", maxSplits: 1).first.map { $0.lowercased() } ?? ""
+            return scheme == "http" || scheme == "https"
+                ? .init(code: .transferFailed, message: detail)
+                : .init(code: .unsupportedScheme, message: detail)
         case CURLE_URL_MALFORMAT:
             return .init(code: .invalidURL, message: detail)
         case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_PROXY,

@@ -30,12 +30,16 @@ final class TransferEngine: @unchecked Sendable {
     private let stopped = DispatchSemaphore(value: 0)
 
     init(maxConcurrent: Int, logger: Logger) throws(AttachFetchError) {
-        self.multi = try CurlMulti()
+        self.multi = try CurlMulti(maxIdleConnections: maxConcurrent)
         self.sniffer = try MagicSniffer()
         self.maxConcurrent = maxConcurrent
         self.logger = logger
-        let thread = Thread { [self] in self.run() }
-        thread.name = "attach-fetch.curl"
+        let thread = Thread { [self] in
+            // Named from inside the thread (that is when Foundation sets the kernel name, which
+            // keeps 15 characters); short names show in ps/top and the leak tests.
+            Thread.current.name = "af-curl"
+            self.run()
+        }
         thread.start()
     }
 

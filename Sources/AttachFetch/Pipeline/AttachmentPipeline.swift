@@ -36,7 +36,7 @@ public final class AttachmentPipeline: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.engine = try TransferEngine(maxConcurrent: configuration.maxConcurrentTransfers, logger: logger)
-        self.thumbnailPool = WorkerPool(threads: configuration.thumbnailThreads, name: "attach-fetch.thumbnail")
+        self.thumbnailPool = WorkerPool(threads: configuration.thumbnailThreads, name: "af-thumb")
     }
 
     deinit { engine.shutdown() }

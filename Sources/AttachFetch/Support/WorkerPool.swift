@@ -16,8 +16,11 @@ final class WorkerPool: Sendable {
     init(threads: Int, name: String) {
         for index in 0..<threads {
             let state = self.state
-            let thread = Thread { WorkerPool.work(state) }
-            thread.name = "\(name)-\(index)"
+            let thread = Thread {
+                // The kernel keeps 15 characters of a thread's name.
+                Thread.current.name = String("\(name)-\(index)".prefix(15))
+                WorkerPool.work(state)
+            }
             thread.start()
         }
     }

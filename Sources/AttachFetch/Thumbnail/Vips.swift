@@ -27,12 +27,15 @@ enum Vips {
         try startup.get()
     }
 
-    /// libvips' error buffer as text, cleared for the next caller. The buffer is per process,
-    /// so under concurrency a message may carry another thread's line too; it is diagnosis only.
+    /// libvips' error buffer as text, cleared for the next caller. `vips_error_buffer_copy`
+    /// copies and clears under libvips' own lock (reading `vips_error_buffer()` directly races
+    /// with other threads writing to it). The buffer is per process, so under concurrency a
+    /// message may carry another thread's line too, or none: it is for diagnosis only.
     static func takeError() -> String {
-        let text = String(cString: vips_error_buffer()).trimmingTrailingNewlines()
-        vips_error_clear()
-        return text.isEmpty ? "unknown libvips error" : text
+        guard let copy = vips_error_buffer_copy() else { return "no detail from libvips" }
+        defer { g_free(copy) }
+        let text = String(cString: copy).trimmingTrailingNewlines()
+        return text.isEmpty ? "no detail from libvips (the image is truncated or corrupt)" : text
     }
 }
 
