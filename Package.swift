@@ -37,6 +37,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // libFuzzer target for sniff -> decode -> thumbnail on arbitrary bytes (scripts/fuzz.sh);
+        // built normally it replays inputs given as files.
+        .executableTarget(name: "attach-fetch-fuzz", dependencies: ["AttachFetch"]),
         .target(name: "LoopbackHTTPServer"),
         // Serves TestMedia/ on a loopback port for the README's demo.
         .executableTarget(name: "loopback-media-server", dependencies: ["LoopbackHTTPServer"]),

@@ -1,12 +1,14 @@
 import Foundation
 import Glibc
-import Synchronization
 
 /// A small HTTP/1.1 server bound to a loopback address and an ephemeral port, one thread per
 /// connection. It exists so that tests, the demo and the benchmarks drive real libcurl
 /// transfers over real sockets, and can misbehave on purpose. It never binds anything but
 /// 127.0.0.1 or ::1.
-public final class LoopbackHTTPServer: Sendable {
+public final class LoopbackHTTPServer: @unchecked Sendable {
+    // @unchecked Sendable: the mutable `stateValue` is only touched through `state(_:)`, under
+    // `stateLock` (an NSLock: a pthread mutex, which ThreadSanitizer can see); the rest is
+    // immutable.
     public typealias Handler = @Sendable (HTTPRequest, HTTPConnection) -> Void
 
     public enum Host: String, Sendable {
@@ -18,7 +20,8 @@ public final class LoopbackHTTPServer: Sendable {
     public let host: Host
     private let listener: Int32
     private let handler: Handler
-    private let state = Mutex(State())
+    private let stateLock = NSLock()
+    private var stateValue = State()
     private let threads = DispatchGroup()
 
     private struct State {
@@ -28,6 +31,12 @@ public final class LoopbackHTTPServer: Sendable {
         var stopping = false
         var counters: [String: Int] = [:]
         var requests: [String] = []
+    }
+
+    private func withState<Result>(_ body: (inout State) -> Result) -> Result {
+        stateLock.lock()
+        defer { stateLock.unlock() }
+        return body(&stateValue)
     }
 
     /// Base URL, e.g. `http://127.0.0.1:40123`.
@@ -90,7 +99,7 @@ public final class LoopbackHTTPServer: Sendable {
     /// Stops accepting, cuts every open connection and waits for all server threads.
     /// Safe to call more than once.
     public func shutdown() {
-        let connections = state.withLock { state -> Set<Int32>? in
+        let connections = withState { state -> Set<Int32>? in
             if state.stopping { return nil }
             state.stopping = true
             return state.connections
@@ -104,20 +113,20 @@ public final class LoopbackHTTPServer: Sendable {
 
     /// Adds to a named counter (handlers count what they sent this way).
     public func count(_ name: String, _ amount: Int) {
-        state.withLock { $0.counters[name, default: 0] += amount }
+        withState { $0.counters[name, default: 0] += amount }
     }
 
     /// The value of a named counter.
-    public func counter(_ name: String) -> Int { state.withLock { $0.counters[name] ?? 0 } }
+    public func counter(_ name: String) -> Int { withState { $0.counters[name] ?? 0 } }
 
     /// The most connections that were open at the same time.
-    public var peakConnections: Int { state.withLock { $0.peakConnections } }
+    public var peakConnections: Int { withState { $0.peakConnections } }
 
     /// Connections accepted so far.
-    public var acceptedConnections: Int { state.withLock { $0.acceptedConnections } }
+    public var acceptedConnections: Int { withState { $0.acceptedConnections } }
 
     /// Every request target served so far, in arrival order.
-    public var requestLog: [String] { state.withLock { $0.requests } }
+    public var requestLog: [String] { withState { $0.requests } }
 
     private func acceptLoop() {
         while true {
@@ -127,7 +136,7 @@ public final class LoopbackHTTPServer: Sendable {
                 return
             }
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            let admitted = state.withLock { state -> Bool in
+            let admitted = withState { state -> Bool in
                 if state.stopping { return false }
                 state.connections.insert(fd)
                 state.acceptedConnections += 1
@@ -142,7 +151,7 @@ public final class LoopbackHTTPServer: Sendable {
             let thread = Thread { [self] in
                 Thread.current.name = "lb-http-conn"
                 self.serve(fd)
-                self.state.withLock { _ = $0.connections.remove(fd) }
+                withState { _ = $0.connections.remove(fd) }
                 close(fd)
                 self.threads.leave()
             }
@@ -154,7 +163,7 @@ public final class LoopbackHTTPServer: Sendable {
     private func serve(_ fd: Int32) {
         let connection = HTTPConnection(fd: fd, server: self)
         while let request = connection.readRequest() {
-            state.withLock { $0.requests.append(request.target) }
+            withState { $0.requests.append(request.target) }
             handler(request, connection)
             if connection.mustClose { return }
         }

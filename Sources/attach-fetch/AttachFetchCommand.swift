@@ -55,6 +55,12 @@ struct AttachFetchCommand: AsyncParsableCommand {
     @Flag(name: .customLong("allow-private-network"), help: "Allow loopback, private and link-local destinations (refused by default).")
     var allowPrivateNetwork = false
 
+    @Option(name: .customLong("allow-cidr"), help: ArgumentHelp("Always allow this address range (repeatable), e.g. 10.1.2.0/24.", valueName: "CIDR"))
+    var allowCIDR: [String] = []
+
+    @Option(name: .customLong("deny-cidr"), help: ArgumentHelp("Always refuse this address range (repeatable); wins over every allowance.", valueName: "CIDR"))
+    var denyCIDR: [String] = []
+
     @Flag(name: .shortAndLong, help: "Log what happens to standard error.")
     var verbose = false
 
@@ -70,6 +76,8 @@ struct AttachFetchCommand: AsyncParsableCommand {
         guard (1...256).contains(maxConcurrency) else { throw ValidationError("--max-concurrency must be between 1 and 256") }
         guard (1...4096).contains(thumbnailSize) else { throw ValidationError("--thumbnail-size must be between 1 and 4096 pixels") }
         if clip != nil { _ = try parsedClip() }
+        _ = try ranges(allowCIDR, "--allow-cidr")
+        _ = try ranges(denyCIDR, "--deny-cidr")
         if let out {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: out, isDirectory: &isDirectory), isDirectory.boolValue else {
@@ -94,6 +102,16 @@ struct AttachFetchCommand: AsyncParsableCommand {
             return try ClippingRectangle(x: x, y: y, width: w, height: h)
         } catch {
             throw ValidationError("--clip: \(error.message)")
+        }
+    }
+
+    private func ranges(_ texts: [String], _ option: String) throws -> [CIDRRange] {
+        try texts.map { text throws -> CIDRRange in
+            do throws(AttachFetchError) {
+                return try CIDRRange(text)
+            } catch {
+                throw ValidationError("\(option): \(error.message)")
+            }
         }
     }
 
@@ -127,6 +145,8 @@ struct AttachFetchCommand: AsyncParsableCommand {
         configuration.maxConcurrentTransfers = maxConcurrency
         configuration.thumbnailMaxEdge = thumbnailSize
         configuration.allowPrivateNetwork = allowPrivateNetwork
+        configuration.allowedRanges = try ranges(allowCIDR, "--allow-cidr")
+        configuration.deniedRanges = try ranges(denyCIDR, "--deny-cidr")
         var logger = Logger(label: "attach-fetch") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = verbose ? .debug : .warning
 
@@ -193,14 +213,14 @@ struct Report: Encodable {
 
 /// Serialises writes from the pipeline's callback threads.
 final class Output: Sendable {
-    private let lock = Mutex(())
+    private let lock = NSLock()
 
     func write(_ text: String) {
-        lock.withLock { _ in FileHandle.standardOutput.write(Data(text.utf8)) }
+        lock.withLock { FileHandle.standardOutput.write(Data(text.utf8)) }
     }
 
     func writeError(_ text: String) {
-        lock.withLock { _ in FileHandle.standardError.write(Data(text.utf8)) }
+        lock.withLock { FileHandle.standardError.write(Data(text.utf8)) }
     }
 
     static func encode<T: Encodable>(_ value: T, pretty: Bool) -> String {

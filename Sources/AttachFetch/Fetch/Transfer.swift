@@ -49,7 +49,7 @@ final class TransferJob: Sendable {
         var cancelRequested = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(spec: TransferSpec) { self.spec = spec }
 

@@ -13,7 +13,7 @@ import Synchronization
 /// with B busy batches each gets about `maxConcurrent / B` slots as soon as slots free up. A
 /// running transfer is never pre-empted; its own timeouts bound how long it holds a slot.
 final class TransferEngine: @unchecked Sendable {
-    // @unchecked Sendable: `shared` is behind a Mutex; `multi`, `sniffer` and `active` are used
+    // @unchecked Sendable: `shared` is behind a lock; `multi`, `sniffer` and `active` are used
     // only by the engine thread (after `init` hands them over), except `multi.wakeup()`, which
     // libcurl documents as safe to call from any thread.
     private struct Shared {
@@ -21,7 +21,7 @@ final class TransferEngine: @unchecked Sendable {
         var stopping = false
     }
 
-    private let shared = Mutex(Shared())
+    private let shared = Locked(Shared())
     private let multi: CurlMulti
     private let sniffer: MagicSniffer
     private let maxConcurrent: Int

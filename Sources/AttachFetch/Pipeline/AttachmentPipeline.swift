@@ -204,8 +204,7 @@ public final class AttachmentPipeline: Sendable {
                                batch: Batch) async -> Result<ThumbnailOutcome, ThumbnailFailure>? {
         let result = OneShot<Result<ThumbnailOutcome, ThumbnailFailure>>()
         let destination = batch.directory.thumbnailBase(index: index)
-        let maxEdge = configuration.thumbnailMaxEdge
-        let maxPixels = configuration.maxImagePixels
+        let limits = Thumbnailer.Limits(configuration)
         let directory = batch.directory
         thumbnailPool.submit {
             // Abandoned while queued (deadline or cancellation): do not start the decode.
@@ -213,8 +212,7 @@ public final class AttachmentPipeline: Sendable {
                 directory.lateFileRemoved()
                 return
             }
-            let made = Thumbnailer.make(source: source, destinationBase: destination, clip: clip,
-                                        maxEdge: maxEdge, maxPixels: maxPixels)
+            let made = Thumbnailer.make(source: source, destinationBase: destination, clip: clip, limits: limits)
             if !result.deliver(made) {
                 if case .success(let thumbnail) = made { unlink(thumbnail.file) }
                 directory.lateFileRemoved()

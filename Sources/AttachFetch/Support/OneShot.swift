@@ -12,7 +12,7 @@ final class OneShot<Value: Sendable>: Sendable {
         var delivered = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Called by the producer, exactly once. Returns false when nobody waits any more.
     @discardableResult

@@ -23,18 +23,35 @@ enum Thumbnailer {
     /// Decodes `source` in full (so truncated or corrupt files fail), and writes a thumbnail of
     /// the clipping rectangle, longest edge `maxEdge`, to `destinationBase` + ".jpg" (or ".png"
     /// when the image has alpha).
-    static func make(source: String, destinationBase: String, clip: ClippingRectangle, maxEdge: Int,
-                     maxPixels: Int) -> Result<ThumbnailOutcome, ThumbnailFailure> {
+    /// The decode budgets, from the configuration.
+    struct Limits: Sendable {
+        var maxEdge: Int
+        var maxPixels: Int
+        var maxProgressivePixels: Int
+        var maxAnimationFrames: Int
+        var maxAnimationPixels: Int
+
+        init(_ configuration: AttachFetchConfiguration) {
+            maxEdge = configuration.thumbnailMaxEdge
+            maxPixels = configuration.maxImagePixels
+            maxProgressivePixels = configuration.maxProgressivePixels
+            maxAnimationFrames = configuration.maxAnimationFrames
+            maxAnimationPixels = configuration.maxAnimationPixels
+        }
+    }
+
+    static func make(source: String, destinationBase: String, clip: ClippingRectangle,
+                     limits: Limits) -> Result<ThumbnailOutcome, ThumbnailFailure> {
         do throws(ThumbnailFailure) {
-            return .success(try makeThrowing(source: source, destinationBase: destinationBase, clip: clip,
-                                              maxEdge: maxEdge, maxPixels: maxPixels))
+            return .success(try makeThrowing(source: source, destinationBase: destinationBase, clip: clip, limits: limits))
         } catch {
             return .failure(error)
         }
     }
 
     private static func makeThrowing(source: String, destinationBase: String, clip: ClippingRectangle,
-                                     maxEdge: Int, maxPixels: Int) throws(ThumbnailFailure) -> ThumbnailOutcome {
+                                     limits: Limits) throws(ThumbnailFailure) -> ThumbnailOutcome {
+        let maxEdge = limits.maxEdge
         do throws(AttachFetchError) { try Vips.ensureStarted() } catch {
             throw ThumbnailFailure(code: .ioError, message: error.message)
         }
@@ -49,10 +66,7 @@ enum Thumbnailer {
         guard width > 0, height > 0 else {
             throw ThumbnailFailure(code: .corruptMedia, message: "the image has no pixels")
         }
-        guard width * height <= maxPixels else {
-            throw ThumbnailFailure(code: .pixelLimitExceeded,
-                                   message: "\(width)x\(height) is \(width * height) pixels, over the limit of \(maxPixels)")
-        }
+        try checkBudgets(header, width: width, height: height, limits: limits)
 
         // Scale so that the clipped region's longest edge becomes maxEdge (never enlarge),
         // then let vips_thumbnail shrink on load to that size and cut the region out.
@@ -124,5 +138,29 @@ enum Thumbnailer {
             throw ThumbnailFailure(code: .corruptMedia, message: "libvips: \(Vips.takeError())")
         }
         return VipsImageRef(colour)
+    }
+
+    /// Every size check that the header alone can answer, before any pixel is decoded.
+    private static func checkBudgets(_ header: VipsImageRef, width: Int, height: Int,
+                                     limits: Limits) throws(ThumbnailFailure) {
+        let pixels = width * height
+        guard pixels <= limits.maxPixels else {
+            throw ThumbnailFailure(code: .pixelLimitExceeded,
+                                   message: "\(width)x\(height) is \(pixels) pixels, over the limit of \(limits.maxPixels)")
+        }
+        if header.integer("interlaced") == 1, pixels > limits.maxProgressivePixels {
+            throw ThumbnailFailure(code: .pixelLimitExceeded,
+                                   message: "\(width)x\(height) progressive/interlaced image is \(pixels) pixels, over the limit of \(limits.maxProgressivePixels) for images that cannot be shrunk while loading")
+        }
+        if let frames = header.integer("n-pages"), frames > 1 {
+            guard frames <= limits.maxAnimationFrames else {
+                throw ThumbnailFailure(code: .pixelLimitExceeded,
+                                       message: "the animation has \(frames) frames, over the limit of \(limits.maxAnimationFrames)")
+            }
+            guard frames * pixels <= limits.maxAnimationPixels else {
+                throw ThumbnailFailure(code: .pixelLimitExceeded,
+                                       message: "the animation's \(frames) frames hold \(frames * pixels) pixels, over the limit of \(limits.maxAnimationPixels)")
+            }
+        }
     }
 }

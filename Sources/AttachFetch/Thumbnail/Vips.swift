@@ -10,6 +10,11 @@ enum Vips {
             return .failure(.libraryInitialisation("vips_init failed: \(takeError())"))
         }
         vips_cache_set_max(0)
+        vips_cache_set_max_mem(0)
+        // One libvips worker per operation: images are thumbnailed in parallel by the
+        // pipeline's own threads, so a batch of large images cannot multiply threads and
+        // memory per image.
+        vips_concurrency_set(1)
         // libvips reports decoder trouble through GLib warnings on stderr as well as through
         // the error it returns; the returned error reaches the descriptor, so the library
         // stays silent. Only the "VIPS" domain is touched.
@@ -50,6 +55,13 @@ final class VipsImageRef {
     var width: Int { Int(vips_image_get_width(pointer)) }
     var height: Int { Int(vips_image_get_height(pointer)) }
     var hasAlpha: Bool { vips_image_hasalpha(pointer) != 0 }
+
+    /// An integer header field, or nil when absent.
+    func integer(_ name: String) -> Int? {
+        var value: Int32 = 0
+        guard vips_image_get_typeof(pointer, name) != 0, vips_image_get_int(pointer, name, &value) == 0 else { return nil }
+        return Int(value)
+    }
 
     /// EXIF orientation 1...8, or 1 when absent.
     var orientation: Int {

@@ -1,0 +1,75 @@
+import Foundation
+import Glibc
+
+/// Runs the pipeline's checks after the download — sniff, table, size limit, pixel budgets,
+/// full decode and thumbnail — on a file already on disk. For media that arrived some other
+/// way, and for the fuzz target, which feeds it arbitrary bytes.
+///
+/// Holds a libmagic handle, which is not thread-safe: use one inspector per thread.
+public final class LocalMediaInspector {
+    private let sniffer: MagicSniffer
+    private let configuration: AttachFetchConfiguration
+
+    public init(configuration: AttachFetchConfiguration = .init()) throws(AttachFetchError) {
+        try configuration.validate()
+        try Vips.ensureStarted()
+        self.sniffer = try MagicSniffer()
+        self.configuration = configuration
+    }
+
+    /// Inspects `path`. An image's thumbnail is written to `thumbnailBase` + ".jpg" or ".png"
+    /// (never over an existing file). The descriptor's `file` is `path` when it passes.
+    public func inspect(file path: String, thumbnailBase: String, clip: ClippingRectangle = .whole) -> AttachmentDescriptor {
+        let started = ContinuousClock.now
+        var descriptor = AttachmentDescriptor(identifier: (path as NSString).lastPathComponent, url: "file://" + path,
+                                              status: .ready, timings: .init(total: 0))
+        func fail(_ code: ReasonCode, _ message: String) -> AttachmentDescriptor {
+            descriptor.status = code.status
+            descriptor.reason = .init(code: code, message: message)
+            descriptor.timings.total = started.millisecondsElapsed
+            return descriptor
+        }
+        guard let handle = FileHandle(forReadingAtPath: path) else { return fail(.ioError, "cannot read \(path)") }
+        let prefix = (try? handle.read(upToCount: EasyTransfer.sniffWindow)) ?? Data()
+        try? handle.close()
+        let size = Int64(fileSize(path))
+        guard size > 0 else { return fail(.emptyBody, "the file is empty") }
+        let sniffed: String
+        switch prefix.withUnsafeBytes({ sniffer.mimeType(of: $0) }) {
+        case .success(let mime): sniffed = mime
+        case .failure(let error): return fail(.unsupportedType, error.message)
+        }
+        descriptor.mimeType = sniffed
+        guard let type = MediaType.forSniffedMIME(sniffed) else {
+            return fail(.unsupportedType, "the bytes are \(sniffed), which is not an attachment type iOS accepts")
+        }
+        descriptor.mimeType = type.mimeType
+        descriptor.kind = type.kind
+        let limit = configuration.sizeLimits.limit(for: type.kind)
+        guard size <= limit else {
+            return fail(.sizeLimitExceeded, "\(size) bytes exceed the \(type.kind.rawValue) limit of \(limit) bytes")
+        }
+        descriptor.uti = type.uti
+        descriptor.fileExtension = type.fileExtension
+        descriptor.bytes = size
+        if type.kind == .image {
+            switch Thumbnailer.make(source: path, destinationBase: thumbnailBase, clip: clip,
+                                    limits: Thumbnailer.Limits(configuration)) {
+            case .success(let made):
+                descriptor.width = made.sourceWidth
+                descriptor.height = made.sourceHeight
+                descriptor.thumbnail = .init(file: made.file, width: made.width, height: made.height)
+            case .failure(let problem):
+                return fail(problem.code, problem.message)
+            }
+        }
+        descriptor.file = path
+        descriptor.timings.total = started.millisecondsElapsed
+        return descriptor
+    }
+
+    private func fileSize(_ path: String) -> Int {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int(info.st_size) : 0
+    }
+}

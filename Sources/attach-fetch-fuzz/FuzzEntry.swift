@@ -1,0 +1,60 @@
+// Fuzz target for the sniff -> table -> limits -> decode -> thumbnail path on arbitrary bytes.
+//
+// Built for libFuzzer (scripts/fuzz.sh), with -DFUZZING: libFuzzer supplies main() and calls
+// LLVMFuzzerTestOneInput for every input. Built normally, it is a reproducer: it runs the same
+// path once on each file named on the command line, so a crashing input can be replayed.
+import AttachFetch
+import Foundation
+
+/// One inspector (libmagic handle, libvips started) and one scratch directory per process.
+private final class FuzzState {
+    let inspector: LocalMediaInspector
+    let directory: String
+
+    init() {
+        var configuration = AttachFetchConfiguration()
+        configuration.thumbnailMaxEdge = 64
+        inspector = try! LocalMediaInspector(configuration: configuration)
+        var template = Array("/tmp/attach-fetch-fuzz-XXXXXX".utf8CString)
+        directory = String(cString: mkdtemp(&template)!)
+    }
+
+    func run(_ bytes: UnsafeRawBufferPointer) {
+        let input = "\(directory)/input"
+        let thumbnail = "\(directory)/thumb"
+        _ = FileManager.default.createFile(atPath: input, contents: Data(bytes))
+        _ = inspector.inspect(file: input, thumbnailBase: thumbnail)
+        unlink(input)
+        unlink(thumbnail + ".jpg")
+        unlink(thumbnail + ".png")
+    }
+}
+
+nonisolated(unsafe) private let state = FuzzState()
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    state.run(UnsafeRawBufferPointer(start: data, count: size))
+    return 0
+}
+
+#if !FUZZING
+@main
+struct Reproducer {
+    static func main() {
+        let paths = CommandLine.arguments.dropFirst()
+        guard !paths.isEmpty else {
+            FileHandle.standardError.write(Data("usage: attach-fetch-fuzz FILE...   (replays inputs through the fuzzed path)\n".utf8))
+            exit(2)
+        }
+        for path in paths {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                FileHandle.standardError.write(Data("cannot read \(path)\n".utf8))
+                exit(2)
+            }
+            data.withUnsafeBytes { state.run($0) }
+            print("ok \(path)")
+        }
+    }
+}
+#endif
