@@ -31,6 +31,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         var stopping = false
         var counters: [String: Int] = [:]
         var requests: [String] = []
+        var requestHeaders: [[String: String]] = []
     }
 
     private func withState<Result>(_ body: (inout State) -> Result) -> Result {
@@ -125,6 +126,9 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     /// Connections accepted so far.
     public var acceptedConnections: Int { withState { $0.acceptedConnections } }
 
+    /// The headers of every request so far (names lower-cased), in arrival order.
+    public var requestHeaderLog: [[String: String]] { withState { $0.requestHeaders } }
+
     /// Every request target served so far, in arrival order.
     public var requestLog: [String] { withState { $0.requests } }
 
@@ -163,7 +167,10 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
     private func serve(_ fd: Int32) {
         let connection = HTTPConnection(fd: fd, server: self)
         while let request = connection.readRequest() {
-            withState { $0.requests.append(request.target) }
+            withState {
+                $0.requests.append(request.target)
+                $0.requestHeaders.append(request.headers)
+            }
             handler(request, connection)
             if connection.mustClose { return }
         }

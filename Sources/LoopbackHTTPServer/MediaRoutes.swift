@@ -4,7 +4,8 @@ import Glibc
 /// The routes the tests, the demo and the benchmarks use, over a directory of media files.
 ///
 /// - `/media/NAME` — the file. `?type=T` sets Content-Type (default: from the extension);
-///   `?length=none` sends no Content-Length; `?tag=X` counts body bytes sent under X.
+///   `?length=none` sends no Content-Length; `?tag=X` counts body bytes sent under X;
+///   `?encoding=E` adds `Content-Encoding: E` (the bytes are sent as they are on disk).
 /// - `/status/CODE` — that status with a small HTML body.
 /// - `/redirect/N/REST` — a chain of N redirects ending at `/REST`.
 /// - `/redirect-to?url=U` — one redirect to U (any scheme).
@@ -24,6 +25,7 @@ import Glibc
 /// - `/fault/reset` — half the body, then a TCP reset.
 /// - `/fault/redirect-loop` — a redirect to itself.
 /// - `/fault/slow-headers` — the status line, then one header line per second, forever.
+/// - `/fault/huge-headers` — 200 KiB of header lines before the body.
 public struct MediaRoutes: Sendable {
     public let directory: String
 
@@ -86,7 +88,9 @@ public struct MediaRoutes: Sendable {
         }
         let contentType = request.query["type"] ?? type(of: name)
         let length: Int? = request.query["length"] == "none" ? nil : data.count
-        guard connection.sendHead(status: 200, contentType: contentType, contentLength: length) else { return }
+        let encoding = request.query["encoding"].map { [("Content-Encoding", $0)] } ?? []
+        guard connection.sendHead(status: 200, contentType: contentType, contentLength: length,
+                                  extraHeaders: encoding) else { return }
         let ok = data.withUnsafeBytes { connection.send($0) }
         if ok, let tag = request.query["tag"] { connection.serverForCounting.count(tag, data.count) }
     }
@@ -161,6 +165,11 @@ public struct MediaRoutes: Sendable {
             var line = 0
             while connection.sleepUnlessClosed(seconds: 1) && connection.send("X-Slow-\(line): \(line)\r\n") { line += 1 }
             connection.mustClose = true
+        case "huge-headers":
+            let filler = (0..<2000).map { ("X-Filler-\($0)", String(repeating: "a", count: 90)) }
+            guard connection.sendHead(status: 200, contentType: contentType, contentLength: bytes.count,
+                                      extraHeaders: filler) else { return }
+            connection.send(bytes)
         default:
             notFound(connection)
         }
