@@ -1,8 +1,9 @@
 // Fuzz target for the sniff -> table -> limits -> decode -> thumbnail path on arbitrary bytes.
 //
-// Built for libFuzzer (scripts/fuzz.sh), with -DFUZZING: libFuzzer supplies main() and calls
-// LLVMFuzzerTestOneInput for every input. Built normally, it is a reproducer: it runs the same
-// path once on each file named on the command line, so a crashing input can be replayed.
+// Built for libFuzzer (scripts/fuzz.sh), with -DFUZZING: main hands control to libFuzzer's
+// driver, which calls LLVMFuzzerTestOneInput for every input. Built normally, it is a
+// reproducer: it runs the same path once on each file named on the command line, so that a
+// crashing input can be replayed.
 import AttachFetch
 import Foundation
 
@@ -38,10 +39,25 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     return 0
 }
 
-#if !FUZZING
+#if FUZZING
+/// libFuzzer's entry point (clang's compiler-rt), used instead of its own main() because
+/// SwiftPM gives every executable target a Swift main.
+@_silgen_name("LLVMFuzzerRunDriver")
+func LLVMFuzzerRunDriver(
+    _ argc: UnsafeMutablePointer<Int32>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+) -> CInt
+#endif
+
 @main
-struct Reproducer {
+struct FuzzMain {
     static func main() {
+        #if FUZZING
+        var argc = CommandLine.argc
+        var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
+        exit(LLVMFuzzerRunDriver(&argc, &argv, { data, size in fuzzOneInput(data, size) }))
+        #else
         let paths = CommandLine.arguments.dropFirst()
         guard !paths.isEmpty else {
             FileHandle.standardError.write(Data("usage: attach-fetch-fuzz FILE...   (replays inputs through the fuzzed path)\n".utf8))
@@ -55,6 +71,6 @@ struct Reproducer {
             data.withUnsafeBytes { state.run($0) }
             print("ok \(path)")
         }
+        #endif
     }
 }
-#endif

@@ -93,11 +93,12 @@ import Testing
         try await Task.sleep(for: .milliseconds(300)) // an earlier test's threads may still be ending
         let before = Self.ownThreads()
         var pipeline: AttachmentPipeline? = try makePipeline(scratch) { $0.thumbnailThreads = 3 }
-        try await Task.sleep(for: .milliseconds(100)) // threads name themselves once running
+        // Threads name themselves once running: give them up to 2 s to start.
+        for _ in 0..<40 where Self.ownThreads() < before + 4 { try await Task.sleep(for: .milliseconds(50)) }
         #expect(Self.ownThreads() == before + 4) // the curl thread and three thumbnail threads
         _ = await pipeline!.process([AttachmentRequest(url: "http://127.0.0.1:1/x.jpg")])
         pipeline = nil
-        try await Task.sleep(for: .milliseconds(300))
+        for _ in 0..<40 where Self.ownThreads() > before { try await Task.sleep(for: .milliseconds(50)) }
         #expect(Self.ownThreads() == before)
     }
 }

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Fuzzes the sniff -> table -> limits -> decode -> thumbnail path (LocalMediaInspector) on
+# arbitrary bytes with libFuzzer and AddressSanitizer, seeded from TestMedia/.
+# Usage: scripts/fuzz.sh [SECONDS]   (default 300). Crashing inputs land in .fuzz/crashes/;
+# replay one with: swift run attach-fetch-fuzz .fuzz/crashes/crash-...
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-300}"
+scripts/install-deps.sh
+swift build --scratch-path .build-fuzz -c debug --product attach-fetch-fuzz \
+  -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING
+bin="$(swift build --scratch-path .build-fuzz -c debug --show-bin-path)/attach-fetch-fuzz"
+mkdir -p .fuzz/corpus .fuzz/crashes
+cp -n TestMedia/*.* .fuzz/corpus/ 2>/dev/null || true
+rm -f .fuzz/corpus/make-media.sh
+# -rss_limit_mb: libvips decoding is bounded by the pixel budgets; exceeding 2 GB is a finding.
+"$bin" .fuzz/corpus -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=262144 \
+  -artifact_prefix=.fuzz/crashes/ -print_final_stats=1 2>&1 | tee .fuzz/last-run.log | grep -E "^#|Done|ERROR|stat::" | tail -n 30
