@@ -101,6 +101,9 @@ final class EasyTransfer {
             // Credentials from the URL go to the URL's own host only, never to a redirect target
             // on another host (libcurl's default, stated so it cannot drift).
             CurlOption.set(handle, CURLOPT_UNRESTRICTED_AUTH, 0),
+            // Ignore http_proxy and friends from the environment: a proxy would make the
+            // address checked be the proxy's, and let it reach private addresses for us.
+            CurlOption.set(handle, CURLOPT_PROXY, ""),
             CurlOption.set(handle, CURLOPT_WRITEDATA, pointer: me),
             CurlOption.set(handle, CURLOPT_HEADERDATA, pointer: me),
             CurlOption.set(handle, CURLOPT_OPENSOCKETDATA, pointer: me),
