@@ -11,7 +11,8 @@ struct AttachFetchCommand: AsyncParsableCommand {
         abstract: "Download push-notification media, prove its type, check it against iOS's limits and make thumbnails, within a deadline.",
         discussion: """
         Prints one descriptor per URL, in input order. Exit status: 0 when every attachment \
-        is ready, 1 when any is not, 2 for a usage error.
+        is ready (and, with --payload, the payload has no lint error), 1 otherwise, 2 for a \
+        usage error.
         """
     )
 
@@ -24,6 +25,15 @@ struct AttachFetchCommand: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("Read URLs from FILE, one per line ('-' = standard input; blank lines and lines starting with # are skipped).", valueName: "FILE"))
     var input: String?
+
+    @Option(help: ArgumentHelp("Read a push payload (APNs, FCM, or a provider's; '-' = standard input), fetch the media it names and lint it.", valueName: "FILE"))
+    var payload: String?
+
+    @Option(name: .customLong("url-key"), help: ArgumentHelp("With --payload: also take the URL at this dot-separated key path (repeatable).", valueName: "A.B.C"))
+    var urlKeys: [String] = []
+
+    @Flag(name: .customLong("strip-failed"), help: "With --payload: print the payload back, without the media entries that are not ready (the report goes to standard error). Off by default.")
+    var stripFailed = false
 
     @Option(help: ArgumentHelp("Seconds the whole batch may take.", valueName: "SECONDS"))
     var deadline: Double = 25
@@ -65,8 +75,22 @@ struct AttachFetchCommand: AsyncParsableCommand {
     var verbose = false
 
     func validate() throws {
-        if urls.isEmpty && input == nil {
-            throw ValidationError("give at least one URL, or --input FILE")
+        if payload != nil {
+            guard urls.isEmpty && input == nil else {
+                throw ValidationError("--payload cannot be combined with URLs or --input")
+            }
+            if let payload, payload != "-", !FileManager.default.isReadableFile(atPath: payload) {
+                throw ValidationError("--payload \(payload) cannot be read")
+            }
+        } else {
+            if urls.isEmpty && input == nil {
+                throw ValidationError("give at least one URL, --input FILE or --payload FILE")
+            }
+            if stripFailed { throw ValidationError("--strip-failed needs --payload") }
+            if !urlKeys.isEmpty { throw ValidationError("--url-key needs --payload") }
+        }
+        if urlKeys.contains(where: { $0.isEmpty || $0.split(separator: ".", omittingEmptySubsequences: false).contains("") }) {
+            throw ValidationError("--url-key takes a dot-separated key path such as data.media.url")
         }
         for (name, value) in [("--deadline", deadline), ("--timeout", timeout), ("--connect-timeout", connectTimeout), ("--stall-timeout", stallTimeout)] {
             guard value.isFinite, value > 0, value <= 3600 else {
@@ -137,9 +161,42 @@ struct AttachFetchCommand: AsyncParsableCommand {
         return all
     }
 
+    /// The payload and the requests for the media it names.
+    private func readPayload() throws -> (PushPayload, [PayloadMedia]) {
+        let data: Data
+        if payload == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
+            guard let path = payload, let contents = FileManager.default.contents(atPath: path) else {
+                throw ValidationError("--payload \(payload ?? "") cannot be read")
+            }
+            data = contents
+        }
+        do throws(AttachFetchError) {
+            let parsed = try PushPayload(data: data)
+            return (parsed, parsed.media(extraKeyPaths: urlKeys))
+        } catch {
+            throw ValidationError("--payload: \(error.message)")
+        }
+    }
+
     mutating func run() async throws {
-        let urls = try readURLs()
         let clip = try parsedClip()
+        var pushPayload: PushPayload?
+        var payloadMedia: [PayloadMedia] = []
+        let requests: [AttachmentRequest]
+        if payload != nil {
+            let (parsed, media) = try readPayload()
+            pushPayload = parsed
+            payloadMedia = media
+            requests = media.map { item in
+                var request = item.request()
+                if request.clip == nil { request.clip = clip }
+                return request
+            }
+        } else {
+            requests = try readURLs().map { AttachmentRequest(url: $0, clip: clip) }
+        }
         var configuration = AttachFetchConfiguration()
         configuration.timeout = .init(connect: .seconds(connectTimeout), request: .seconds(timeout), stall: .seconds(stallTimeout))
         configuration.maxConcurrentTransfers = maxConcurrency
@@ -153,10 +210,9 @@ struct AttachFetchCommand: AsyncParsableCommand {
         let pipeline = try AttachmentPipeline(configuration: configuration, logger: logger)
         let format = self.format ?? (isatty(STDOUT_FILENO) != 0 ? .table : .json)
         let output = Output()
-        let total = urls.count
+        let total = requests.count
         let showProgress = format == .table && isatty(STDERR_FILENO) != 0
         let done = Atomic<Int>(0)
-        let requests = urls.map { AttachmentRequest(url: $0, clip: clip) }
         let batch = await pipeline.process(requests, deadline: .seconds(deadline), outputDirectory: out) { _, descriptor in
             let finished = done.add(1, ordering: .relaxed).newValue
             switch format {
@@ -169,18 +225,33 @@ struct AttachFetchCommand: AsyncParsableCommand {
             }
         }
         if showProgress { output.writeError("\r\u{1B}[K") }
+        let lint = pushPayload.map { $0.lint(media: payloadMedia) }
+        if pushPayload != nil && payloadMedia.isEmpty {
+            output.writeError("attach-fetch: no media URL found in the payload\n")
+        }
+        // With --strip-failed, standard output is the payload itself; the report moves to stderr.
+        let toStandardError = stripFailed
+        func write(_ text: String) {
+            if toStandardError { output.writeError(text) } else { output.write(text) }
+        }
         switch format {
         case .json:
             let report = Report(elapsedMs: Int(batch.elapsed.components.seconds * 1000 + batch.elapsed.components.attoseconds / 1_000_000_000_000_000),
-                                deadlineMs: Int(deadline * 1000), directory: batch.directory, attachments: batch.attachments)
-            output.write(Output.encode(report, pretty: true) + "\n")
+                                deadlineMs: Int(deadline * 1000), directory: batch.directory, attachments: batch.attachments,
+                                lint: lint)
+            write(Output.encode(report, pretty: true) + "\n")
         case .jsonl:
-            break
+            for finding in lint ?? [] { write(Output.encode(["lint": finding], pretty: false) + "\n") }
         case .table:
-            output.write(Table.render(batch))
+            write(Table.render(batch) + Table.render(lint ?? []))
+        }
+        if stripFailed, let pushPayload {
+            let failed = zip(payloadMedia, batch.attachments).filter { $0.1.status != .ready }.map { $0.0.entry }
+            output.write(String(decoding: pushPayload.removing(failed), as: UTF8.self) + "\n")
         }
         let allReady = batch.attachments.allSatisfy { $0.status == .ready }
-        if !allReady { throw ExitCode(1) }
+        let lintErrors = (lint ?? []).contains { $0.severity == .error }
+        if !allReady || lintErrors { throw ExitCode(1) }
     }
 
     /// swift-argument-parser exits 64 on usage errors; this tool's contract says 2.
@@ -209,6 +280,8 @@ struct Report: Encodable {
     /// Where ready files were kept (added field; absent when nothing was kept).
     var directory: String?
     var attachments: [AttachmentDescriptor]
+    /// Added for --payload: findings about the payload itself.
+    var lint: [PayloadLintFinding]?
 }
 
 /// Serialises writes from the pipeline's callback threads.
@@ -236,7 +309,7 @@ enum Table {
         var rows: [[String]] = [["#", "STATUS", "KIND", "SIZE", "PIXELS", "IDENTIFIER", "REASON"]]
         for (index, a) in batch.attachments.enumerated() {
             rows.append([
-                "\(index + 1)", a.status.rawValue, a.kind?.rawValue ?? "-",
+                "\(index + 1)", a.status.rawValue, a.role == .avatar ? "avatar" : (a.kind?.rawValue ?? "-"),
                 a.bytes.map(formatBytes) ?? "-",
                 (a.width != nil && a.height != nil) ? "\(a.width!)x\(a.height!)" : "-",
                 a.identifier,
@@ -256,6 +329,16 @@ enum Table {
         text += "\n\(ready)/\(batch.attachments.count) ready in \(elapsed) ms"
         if let directory = batch.directory { text += "; files in \(directory)" }
         return text + "\n"
+    }
+
+    static func render(_ findings: [PayloadLintFinding]) -> String {
+        guard !findings.isEmpty else { return "" }
+        var text = "\nPayload lint:\n"
+        for finding in findings {
+            let place = finding.path.isEmpty ? "" : " at \(finding.path)"
+            text += "  \(finding.severity.rawValue)  \(finding.code)\(place): \(finding.message)\n"
+        }
+        return text
     }
 
     static func formatBytes(_ bytes: Int64) -> String {

@@ -146,7 +146,7 @@ import Testing
         let limits = Thumbnailer.Limits(AttachFetchConfiguration())
         for source in ["\(testMediaDirectory)/image.webp", "\(testMediaDirectory)/image.heic",
                        "\(testMediaDirectory)/document.pdf", svg] {
-            let result = Thumbnailer.make(source: source, destinationBase: "\(scratch.path)/thumb", clip: .whole, limits: limits)
+            let result = Thumbnailer.make(source: source, destinationBase: "\(scratch.path)/thumb", shape: .clip(.whole), limits: limits)
             guard case .failure(let failure) = result else {
                 Issue.record("\(source) was decoded by a loader that must be blocked")
                 continue
@@ -155,7 +155,7 @@ import Testing
         }
         // The allowed ones still work.
         let jpeg = Thumbnailer.make(source: "\(testMediaDirectory)/photo.jpg", destinationBase: "\(scratch.path)/ok",
-                                    clip: .whole, limits: limits)
+                                    shape: .clip(.whole), limits: limits)
         #expect((try? jpeg.get()) != nil)
     }
 

@@ -25,6 +25,14 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         public var height: Int
     }
 
+    /// What the media is for in a notification (set when it came from a push payload).
+    public enum Role: String, Codable, Sendable {
+        /// A media attachment (UNNotificationAttachment).
+        case attachment
+        /// A communication notification's sender avatar.
+        case avatar
+    }
+
     /// Milliseconds. `total` is measured from the start of the batch; the others are known
     /// only when that step ran.
     public struct Timings: Codable, Sendable, Equatable {
@@ -61,6 +69,12 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     public var height: Int?
     public var thumbnail: Thumbnail?
     public var timings: Timings
+    /// Added for push payloads: the media's role, ...
+    public var role: Role?
+    /// ... the UNNotificationAttachment options the payload asked for, ready to pass through, ...
+    public var options: AttachmentOptions?
+    /// ... and where in the payload the URL was found.
+    public var payloadPath: String?
 
     public init(identifier: String, url: String, status: Status, reason: Reason? = nil, timings: Timings) {
         self.identifier = identifier

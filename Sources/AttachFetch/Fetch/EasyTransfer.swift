@@ -211,6 +211,10 @@ final class EasyTransfer {
             return false
         }
         mediaType = type
+        if job.spec.imagesOnly && type.kind != .image {
+            abort(.unsupportedType, "the bytes are \(sniffed), but an avatar must be an image")
+            return false
+        }
         let limit = job.spec.sizeLimits.limit(for: type.kind)
         if let declared = declaredLength, declared > limit {
             abort(.sizeLimitExceeded, "Content-Length \(declared) exceeds the \(type.kind.rawValue) limit of \(limit) bytes")

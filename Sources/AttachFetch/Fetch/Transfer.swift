@@ -11,6 +11,8 @@ struct TransferSpec: Sendable {
     let sizeLimits: AttachFetchConfiguration.SizeLimits
     let maxRedirects: Int
     let addressPolicy: AddressPolicy
+    /// Avatars: anything but an image is refused at the first chunk.
+    let imagesOnly: Bool
 }
 
 /// What a download produced. On failure the body file has already been removed.

@@ -6,6 +6,7 @@ public struct AttachFetchError: Error, Hashable, Sendable, CustomStringConvertib
         case invalidClip
         case libraryInitialisation
         case outputDirectory
+        case invalidPayload
     }
 
     private let code: Code
@@ -23,6 +24,7 @@ public struct AttachFetchError: Error, Hashable, Sendable, CustomStringConvertib
     public static func invalidClip(_ message: String) -> AttachFetchError { .init(.invalidClip, message) }
     public static func libraryInitialisation(_ message: String) -> AttachFetchError { .init(.libraryInitialisation, message) }
     public static func outputDirectory(_ message: String) -> AttachFetchError { .init(.outputDirectory, message) }
+    public static func invalidPayload(_ message: String) -> AttachFetchError { .init(.invalidPayload, message) }
 
     /// Compare kinds, ignoring the message: `error ~= AttachFetchError.invalidClip("")`.
     public static func ~= (pattern: AttachFetchError, value: any Error) -> Bool {

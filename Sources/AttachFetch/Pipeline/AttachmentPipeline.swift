@@ -81,7 +81,10 @@ public final class AttachmentPipeline: Sendable {
             }
             for (index, request) in requests.enumerated() {
                 group.addTask {
-                    let descriptor = await self.processOne(index: index, request: request, batch: batch)
+                    var descriptor = await self.processOne(index: index, request: request, batch: batch)
+                    descriptor.role = request.role
+                    descriptor.options = request.options
+                    descriptor.payloadPath = request.payloadPath
                     onDescriptor?(index, descriptor)
                     return (index, descriptor)
                 }
@@ -124,10 +127,14 @@ public final class AttachmentPipeline: Sendable {
         if let problem = URLCheck.problem(with: request.url) { return failure(problem) }
 
         let bodyPath = batch.directory.bodyPath(index: index)
+        var timeout = configuration.timeout
+        if let shorter = request.timeout ?? (request.role == .avatar ? configuration.avatarTimeout : nil) {
+            timeout.request = min(timeout.request, shorter)
+        }
         let outcome = await engine.fetch(TransferSpec(
-            batch: batch.id, url: request.url, bodyPath: bodyPath, deadline: batch.deadline, timeout: configuration.timeout,
+            batch: batch.id, url: request.url, bodyPath: bodyPath, deadline: batch.deadline, timeout: timeout,
             sizeLimits: configuration.sizeLimits, maxRedirects: configuration.maxRedirects,
-            addressPolicy: configuration.addressPolicy))
+            addressPolicy: configuration.addressPolicy, imagesOnly: request.role == .avatar))
         var descriptor = AttachmentDescriptor(identifier: identifier, url: request.url, status: .ready,
                                               timings: .init(total: 0))
         descriptor.finalUrl = outcome.finalURL
@@ -159,7 +166,8 @@ public final class AttachmentPipeline: Sendable {
         var thumbnailWork: ThumbnailOutcome?
         if type.kind == .image {
             let started = ContinuousClock.now
-            switch await makeThumbnail(source: bodyPath, index: index, clip: request.clip ?? .whole, batch: batch) {
+            let shape: Thumbnailer.Shape = request.role == .avatar ? .squareCentre : .clip(request.clip ?? .whole)
+            switch await makeThumbnail(source: bodyPath, index: index, shape: shape, batch: batch) {
             case .some(.success(let made)):
                 thumbnailWork = made
                 descriptor.width = made.sourceWidth
@@ -200,7 +208,7 @@ public final class AttachmentPipeline: Sendable {
 
     /// Runs the thumbnail on the worker threads. Returns nil when the task was cancelled (the
     /// deadline or the caller) first; the late result is then discarded and its file removed.
-    private func makeThumbnail(source: String, index: Int, clip: ClippingRectangle,
+    private func makeThumbnail(source: String, index: Int, shape: Thumbnailer.Shape,
                                batch: Batch) async -> Result<ThumbnailOutcome, ThumbnailFailure>? {
         let result = OneShot<Result<ThumbnailOutcome, ThumbnailFailure>>()
         let destination = batch.directory.thumbnailBase(index: index)
@@ -212,7 +220,7 @@ public final class AttachmentPipeline: Sendable {
                 directory.lateFileRemoved()
                 return
             }
-            let made = Thumbnailer.make(source: source, destinationBase: destination, clip: clip, limits: limits)
+            let made = Thumbnailer.make(source: source, destinationBase: destination, shape: shape, limits: limits)
             if !result.deliver(made) {
                 if case .success(let thumbnail) = made { unlink(thumbnail.file) }
                 directory.lateFileRemoved()

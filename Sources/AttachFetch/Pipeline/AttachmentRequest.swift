@@ -8,11 +8,63 @@ public struct AttachmentRequest: Sendable, Equatable {
     /// Part of the image that the thumbnail shows; default the whole image.
     public var clip: ClippingRectangle?
 
-    public init(url: String, identifier: String? = nil, clip: ClippingRectangle? = nil) {
+    /// An avatar must be an image and gets a square centre-cropped thumbnail.
+    public var role: AttachmentDescriptor.Role?
+    /// A shorter request timeout for this one (clipped like the others).
+    public var timeout: Duration?
+    /// Passed through to the descriptor.
+    public var options: AttachmentOptions?
+    /// Passed through to the descriptor.
+    public var payloadPath: String?
+
+    public init(url: String, identifier: String? = nil, clip: ClippingRectangle? = nil,
+                role: AttachmentDescriptor.Role? = nil, timeout: Duration? = nil,
+                options: AttachmentOptions? = nil, payloadPath: String? = nil) {
         self.url = url
         self.identifier = identifier
         self.clip = clip
+        self.role = role
+        self.timeout = timeout
+        self.options = options
+        self.payloadPath = payloadPath
     }
+}
+
+/// UNNotificationAttachment options from a payload, encoded under Apple's option names so that
+/// a service extension can pass them straight to `UNNotificationAttachment(identifier:url:options:)`.
+public struct AttachmentOptions: Codable, Sendable, Equatable {
+    /// `UNNotificationAttachmentOptionsThumbnailClippingRectKey`: a CGRect dictionary
+    /// representation (`X`, `Y`, `Width`, `Height`) in the unit square.
+    public var clippingRect: ClipRect?
+    /// `UNNotificationAttachmentOptionsThumbnailTimeKey`: seconds into a video.
+    public var thumbnailTime: Double?
+    /// `UNNotificationAttachmentOptionsThumbnailHiddenKey`.
+    public var thumbnailHidden: Bool?
+
+    public struct ClipRect: Codable, Sendable, Equatable {
+        public var x: Double
+        public var y: Double
+        public var width: Double
+        public var height: Double
+
+        enum CodingKeys: String, CodingKey {
+            case x = "X", y = "Y", width = "Width", height = "Height"
+        }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case clippingRect = "UNNotificationAttachmentOptionsThumbnailClippingRectKey"
+        case thumbnailTime = "UNNotificationAttachmentOptionsThumbnailTimeKey"
+        case thumbnailHidden = "UNNotificationAttachmentOptionsThumbnailHiddenKey"
+    }
+
+    public init(clippingRect: ClipRect? = nil, thumbnailTime: Double? = nil, thumbnailHidden: Bool? = nil) {
+        self.clippingRect = clippingRect
+        self.thumbnailTime = thumbnailTime
+        self.thumbnailHidden = thumbnailHidden
+    }
+
+    var isEmpty: Bool { clippingRect == nil && thumbnailTime == nil && thumbnailHidden == nil }
 }
 
 /// A rectangle in the unit square, origin top-left: the meaning of

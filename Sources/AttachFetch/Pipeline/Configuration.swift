@@ -52,6 +52,9 @@ public struct AttachFetchConfiguration: Sendable {
     /// Deadline of a batch when the caller gives none. Default 25 s (an iOS service extension
     /// has about 30 s in all).
     public var defaultDeadline: Duration = .seconds(25)
+    /// Request timeout for avatars (communication notifications), clipped like the others.
+    /// Default 5 s.
+    public var avatarTimeout: Duration = .seconds(5)
     /// Longest edge of a thumbnail, in pixels. Default 320.
     public var thumbnailMaxEdge = 320
     /// Images with more pixels than this are refused before decoding. Default 50 megapixels.

@@ -53,7 +53,7 @@ public final class LocalMediaInspector {
         descriptor.fileExtension = type.fileExtension
         descriptor.bytes = size
         if type.kind == .image {
-            switch Thumbnailer.make(source: path, destinationBase: thumbnailBase, clip: clip,
+            switch Thumbnailer.make(source: path, destinationBase: thumbnailBase, shape: .clip(clip),
                                     limits: Thumbnailer.Limits(configuration)) {
             case .success(let made):
                 descriptor.width = made.sourceWidth

@@ -23,6 +23,14 @@ enum Thumbnailer {
     /// Decodes `source` in full (so truncated or corrupt files fail), and writes a thumbnail of
     /// the clipping rectangle, longest edge `maxEdge`, to `destinationBase` + ".jpg" (or ".png"
     /// when the image has alpha).
+    /// Which part of the image the thumbnail shows.
+    enum Shape: Sendable, Equatable {
+        /// A clipping rectangle in the unit square.
+        case clip(ClippingRectangle)
+        /// The largest centred square (avatars).
+        case squareCentre
+    }
+
     /// The decode budgets, from the configuration.
     struct Limits: Sendable {
         var maxEdge: Int
@@ -40,16 +48,16 @@ enum Thumbnailer {
         }
     }
 
-    static func make(source: String, destinationBase: String, clip: ClippingRectangle,
+    static func make(source: String, destinationBase: String, shape: Shape,
                      limits: Limits) -> Result<ThumbnailOutcome, ThumbnailFailure> {
         do throws(ThumbnailFailure) {
-            return .success(try makeThrowing(source: source, destinationBase: destinationBase, clip: clip, limits: limits))
+            return .success(try makeThrowing(source: source, destinationBase: destinationBase, shape: shape, limits: limits))
         } catch {
             return .failure(error)
         }
     }
 
-    private static func makeThrowing(source: String, destinationBase: String, clip: ClippingRectangle,
+    private static func makeThrowing(source: String, destinationBase: String, shape: Shape,
                                      limits: Limits) throws(ThumbnailFailure) -> ThumbnailOutcome {
         let maxEdge = limits.maxEdge
         do throws(AttachFetchError) { try Vips.ensureStarted() } catch {
@@ -67,6 +75,16 @@ enum Thumbnailer {
             throw ThumbnailFailure(code: .corruptMedia, message: "the image has no pixels")
         }
         try checkBudgets(header, width: width, height: height, limits: limits)
+        let clip: ClippingRectangle
+        switch shape {
+        case .clip(let rectangle):
+            clip = rectangle
+        case .squareCentre:
+            let side = Double(min(width, height))
+            clip = (try? ClippingRectangle(x: (Double(width) - side) / 2 / Double(width),
+                                           y: (Double(height) - side) / 2 / Double(height),
+                                           width: side / Double(width), height: side / Double(height))) ?? .whole
+        }
 
         // Scale so that the clipped region's longest edge becomes maxEdge (never enlarge),
         // then let vips_thumbnail shrink on load to that size and cut the region out.
