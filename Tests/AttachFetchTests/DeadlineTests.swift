@@ -162,6 +162,7 @@ import Testing
         let pipeline = try makePipeline(scratch) {
             $0.thumbnailThreads = 1
             $0.maxImagePixels = 100_000_000
+            $0.maxProgressivePixels = 100_000_000 // slow on purpose: let it through to the decoder
         }
         let mediaPath = media.path
         try await offPool { try writeBlackJPEG(path: "\(mediaPath)/slow.jpg", width: 7000, height: 7000, progressive: true) }
