@@ -140,6 +140,10 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
                 return
             }
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            // Headers and body go out in separate writes: without TCP_NODELAY, Nagle's
+            // algorithm holds the body until the client's delayed ACK (about 40 ms).
+            var noDelay: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &noDelay, socklen_t(MemoryLayout<Int32>.size))
             let admitted = withState { state -> Bool in
                 if state.stopping { return false }
                 state.connections.insert(fd)
