@@ -18,6 +18,6 @@ esac
 if [ "$size" -gt "$limit" ]; then rm -f "$body"; echo "$index too-large"; exit 0; fi
 if [ "$kind" = image ]; then
   if vipsheader -f bands "$body" 2>/dev/null | grep -q '^[24]$'; then ext=png; else ext=jpg; fi
-  vipsthumbnail "$body" -s 320 --size down -o "$out/$index.thumb.$ext" 2>/dev/null || { echo "$index corrupt"; exit 0; }
+  vipsthumbnail "$body" --size "320x320>" -o "$out/$index.thumb.$ext" 2>/dev/null || { echo "$index corrupt"; exit 0; }
 fi
 echo "$index ready $kind"

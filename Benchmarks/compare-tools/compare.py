@@ -20,16 +20,18 @@ def build_corpus(root):
     shutil.rmtree(root, ignore_errors=True)
     os.makedirs(mixed)
     os.makedirs(small)
+    # Distinct images: a different hue for each copy of a size (seeking inside a one-frame
+    # source gives no frame at all, so variety comes from filters).
     for k, (w, h) in enumerate([(1280, 800), (2048, 1536), (3000, 2000), (4000, 3000)] * 2):
-        ff("-f", "lavfi", "-i", f"testsrc2=size={w}x{h}:rate=1:duration=1", "-ss", str(k % 2 * 0.5),
+        ff("-f", "lavfi", "-i", f"testsrc2=size={w}x{h}:rate=1:duration=1", "-vf", f"hue=h={k * 40}",
            "-frames:v", "1", "-update", "1", "-q:v", "4", os.path.join(mixed, f"photo{k}_{w}x{h}.jpg"))
     for k in range(2):
-        ff("-f", "lavfi", "-i", "color=c=blue@0.6:size=800x600:duration=1,format=rgba", "-frames:v", "1", "-update", "1",
-           os.path.join(mixed, f"alpha{k}.png"))
-        ff("-f", "lavfi", "-i", "testsrc=size=1024x768:rate=1:duration=1", "-frames:v", "1", "-update", "1",
-           os.path.join(mixed, f"opaque{k}.png"))
+        ff("-f", "lavfi", "-i", f"color=c={['blue', 'green'][k]}@0.6:size=800x600:duration=1,format=rgba", "-frames:v", "1",
+           "-update", "1", os.path.join(mixed, f"alpha{k}.png"))
+        ff("-f", "lavfi", "-i", "testsrc=size=1024x768:rate=1:duration=1", "-vf", f"hue=h={k * 90}", "-frames:v", "1",
+           "-update", "1", os.path.join(mixed, f"opaque{k}.png"))
         ff("-f", "lavfi", "-i", "testsrc=size=320x240:rate=10:duration=1", "-vf",
-           "split[a][b];[a]palettegen[p];[b][p]paletteuse", os.path.join(mixed, f"anim{k}.gif"))
+           f"hue=h={k * 90},split[a][b];[a]palettegen[p];[b][p]paletteuse", os.path.join(mixed, f"anim{k}.gif"))
         ff("-f", "lavfi", "-i", f"sine=frequency={440 + k * 110}:duration=30", "-c:a", "libmp3lame", "-b:a", "128k",
            os.path.join(mixed, f"tone{k}.mp3"))
         ff("-f", "lavfi", "-i", f"sine=frequency={330 + k * 110}:duration=30", "-c:a", "aac", "-b:a", "128k",
@@ -38,8 +40,12 @@ def build_corpus(root):
         ff("-f", "lavfi", "-i", f"testsrc2=size=1280x720:rate=30:duration={seconds}", "-c:v", "libx264", "-preset", "ultrafast",
            "-b:v", rate, "-maxrate", rate, "-bufsize", rate, "-pix_fmt", "yuv420p", os.path.join(mixed, name))
     for k in range(10):
-        ff("-f", "lavfi", "-i", f"testsrc2=size=640x480:rate=1:duration=1", "-ss", str(k * 0.1), "-frames:v", "1",
+        ff("-f", "lavfi", "-i", "testsrc2=size=640x480:rate=1:duration=1", "-vf", f"hue=h={k * 36}", "-frames:v", "1",
            "-update", "1", "-q:v", "8", os.path.join(small, f"small{k}.jpg"))
+    expected = 20 + 10
+    made = len(os.listdir(mixed)) + len(os.listdir(small))
+    if made != expected:
+        sys.exit(f"corpus: made {made} files, expected {expected}")
     open(os.path.join(root, "done"), "w").close()
     return mixed, small
 
@@ -100,7 +106,10 @@ def main():
                                            "--input", urls_file, "--out", o, "--deadline", "300", "--timeout", "120"],
                 "shell": lambda o: ["sh", "-c", f"xargs -P {CORES} -L 1 {HERE}/baseline.sh {o} < {numbered}"],
                 "python": lambda o: [python, os.path.join(HERE, "baseline.py"), urls_file, o],
-                "floor: download": lambda o: ["sh", "-c", f"xargs -P 8 -n 1 curl -s -o /dev/null < {urls_file}"],
+                # One curl process downloading 8 at a time (what attach-fetch's transfers do), so
+                # that the floor carries no process start-up per URL.
+                "floor: download": lambda o: ["curl", "-s", "--parallel", "--parallel-max", "8",
+                                              *[a for u in urls for a in ("-o", "/dev/null", u)]],
                 "floor: thumbnails": lambda o: [python, os.path.join(HERE, "floor_thumbnails.py"), o, *images],
             }
             samples = {name: [] for name in tools}

@@ -8,6 +8,11 @@ private let testMedia = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent().appendingPathComponent("TestMedia").path
 
+/// A 12-megapixel JPEG from the comparison corpus, when Benchmarks/compare has made it.
+private let largeJPEG = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    .appendingPathComponent(".compare/corpus/mixed/photo3_4000x3000.jpg").path
+
 /// One loopback server and one pipeline for the whole run (both are shared, as in a service).
 private final class Fixture: Sendable {
     let server: LoopbackHTTPServer
@@ -37,6 +42,35 @@ let benchmarks: @Sendable () -> Void = {
         maxDuration: .seconds(5),
         maxIterations: 200
     )
+
+    // The stages alone, without the network.
+    Benchmark("Policy: media table lookup and address policy, 1,000 each") { benchmark in
+        let policy = AddressPolicy()
+        let mimes = ["image/jpeg", "audio/x-wav", "video/mp4", "image/webp", "text/html"]
+        let addresses = ["8.8.8.8", "10.1.2.3", "::ffff:169.254.169.254", "2606:4700::1111", "127.0.0.1"]
+        for _ in benchmark.scaledIterations {
+            for index in 0..<1_000 {
+                blackHole(MediaType.forSniffedMIME(mimes[index % mimes.count]))
+                blackHole(policy.refusal(for: addresses[index % addresses.count]))
+            }
+        }
+    }
+
+    for (label, file) in [("small PNG", "\(testMedia)/alpha.png"), ("JPEG 480x320", "\(testMedia)/photo.jpg"),
+                          ("animated GIF", "\(testMedia)/animated.gif"), ("MP3 (sniff only)", "\(testMedia)/tone.mp3"),
+                          // Made by Benchmarks/compare; skipped when that has not run.
+                          ("12 MP JPEG, shrink-on-load", largeJPEG)] {
+        guard FileManager.default.fileExists(atPath: file) else { continue }
+        Benchmark("Sniff + decode + thumbnail: \(label)") { benchmark in
+            let inspector = try! LocalMediaInspector()
+            let scratch = NSTemporaryDirectory() + "/af-bench-\(getpid())"
+            for _ in benchmark.scaledIterations {
+                let descriptor = inspector.inspect(file: file, thumbnailBase: scratch)
+                if let thumbnail = descriptor.thumbnail { unlink(thumbnail.file) }
+                blackHole(descriptor)
+            }
+        }
+    }
 
     // Many small images, each downloaded, sniffed, decoded and thumbnailed.
     Benchmark("Pipeline: 32 small images (JPEG, PNG, GIF) with thumbnails") { benchmark in
