@@ -53,28 +53,31 @@ for index in 0..<batches {
     precondition(batch.attachments.allSatisfy { $0.reason?.code == .deadlineExceeded })
 }
 
-// 2. Stall timeout (300 ms) against a server that answers headers and then nothing.
-var stallConfiguration = configuration
-stallConfiguration.timeout.stall = .milliseconds(300)
-let stallPipeline = try AttachmentPipeline(configuration: stallConfiguration)
-var stallOvershoot: [Double] = []
-for index in 0..<batches {
-    let started = ContinuousClock.now
-    let batch = await stallPipeline.process([AttachmentRequest(url: "\(server.baseURL)/stall/photo.jpg?n=\(index)")])
-    stallOvershoot.append(milliseconds(ContinuousClock.now - started - .milliseconds(300)))
-    precondition(batch.attachments[0].reason?.code == .timeout)
+/// Elapsed time beyond `timeout` for single requests to `path` on a pipeline whose
+/// configuration `adjust` shortens one timeout.
+@MainActor
+func timeoutOvershoot(_ path: String, timeout: Duration,
+                      _ adjust: (inout AttachFetchConfiguration) -> Void) async throws -> [Double] {
+    var adjusted = configuration
+    adjust(&adjusted)
+    let timedPipeline = try AttachmentPipeline(configuration: adjusted)
+    var overshoot: [Double] = []
+    for index in 0..<batches {
+        let started = ContinuousClock.now
+        let batch = await timedPipeline.process([AttachmentRequest(url: "\(server.baseURL)/\(path)?n=\(index)")])
+        overshoot.append(milliseconds(ContinuousClock.now - started - timeout))
+        precondition(batch.attachments[0].reason?.code == .timeout)
+    }
+    return overshoot
 }
 
+// 2. Stall timeout (300 ms) against a server that answers headers and then nothing.
+let stallOvershoot = try await timeoutOvershoot("stall/photo.jpg", timeout: .milliseconds(300)) {
+    $0.timeout.stall = .milliseconds(300)
+}
 // 3. Request timeout (300 ms) against a server that drips a byte a second.
-var requestConfiguration = configuration
-requestConfiguration.timeout.request = .milliseconds(300)
-let requestPipeline = try AttachmentPipeline(configuration: requestConfiguration)
-var requestOvershoot: [Double] = []
-for index in 0..<batches {
-    let started = ContinuousClock.now
-    let batch = await requestPipeline.process([AttachmentRequest(url: "\(server.baseURL)/fault/drip?n=\(index)")])
-    requestOvershoot.append(milliseconds(ContinuousClock.now - started - .milliseconds(300)))
-    precondition(batch.attachments[0].reason?.code == .timeout)
+let requestOvershoot = try await timeoutOvershoot("fault/drip", timeout: .milliseconds(300)) {
+    $0.timeout.request = .milliseconds(300)
 }
 server.shutdown()
 

@@ -206,18 +206,14 @@ final class EasyTransfer {
             abort(.unsupportedType, error.message)
             return false
         }
-        guard let type = MediaType.forSniffedMIME(sniffed) else {
-            abort(.unsupportedType, "the bytes are \(sniffed), which is not an attachment type iOS accepts")
-            return false
-        }
-        mediaType = type
-        if job.spec.imagesOnly && type.kind != .image {
-            abort(.unsupportedType, "the bytes are \(sniffed), but an avatar must be an image")
-            return false
-        }
-        let limit = job.spec.sizeLimits.limit(for: type.kind)
-        if let declared = declaredLength, declared > limit {
-            abort(.sizeLimitExceeded, "Content-Length \(declared) exceeds the \(type.kind.rawValue) limit of \(limit) bytes")
+        switch MediaPolicy.admit(sniffed: sniffed, size: declaredLength.map { ($0, "Content-Length") },
+                                 limits: job.spec.sizeLimits, imagesOnly: job.spec.imagesOnly) {
+        case .success(let type):
+            mediaType = type
+        case .failure(let reason):
+            // The kind is known even when its size is refused: keep it for the descriptor.
+            if reason.code == .sizeLimitExceeded { mediaType = MediaType.forSniffedMIME(sniffed) }
+            abort(reason.code, reason.message)
             return false
         }
         return true

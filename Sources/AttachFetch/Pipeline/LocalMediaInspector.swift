@@ -40,15 +40,14 @@ public final class LocalMediaInspector {
         case .failure(let error): return fail(.unsupportedType, error.message)
         }
         descriptor.mimeType = sniffed
-        guard let type = MediaType.forSniffedMIME(sniffed) else {
-            return fail(.unsupportedType, "the bytes are \(sniffed), which is not an attachment type iOS accepts")
+        let type: MediaType
+        switch MediaPolicy.admit(sniffed: sniffed, size: (size, "the file's size"), limits: configuration.sizeLimits,
+                                 imagesOnly: false) {
+        case .success(let admitted): type = admitted
+        case .failure(let reason): return fail(reason.code, reason.message)
         }
         descriptor.mimeType = type.mimeType
         descriptor.kind = type.kind
-        let limit = configuration.sizeLimits.limit(for: type.kind)
-        guard size <= limit else {
-            return fail(.sizeLimitExceeded, "\(size) bytes exceed the \(type.kind.rawValue) limit of \(limit) bytes")
-        }
         descriptor.uti = type.uti
         descriptor.fileExtension = type.fileExtension
         descriptor.bytes = size
