@@ -52,6 +52,9 @@ import Testing
             (["--format", "xml", "http://127.0.0.1:1/a"], "format"),
             (["--max-concurrency", "0", "http://127.0.0.1:1/a"], "--max-concurrency"),
             (["--input", "/nonexistent/file"], "--input"),
+            (["--allow-cidr", "10.0.0.0/33", "http://127.0.0.1:1/a"], "--allow-cidr"),
+            (["--deny-cidr", "example.com", "http://127.0.0.1:1/a"], "--deny-cidr"),
+            (["--url-key", "a..b", "--payload", "-"], "--url-key"),
         ]
         for (arguments, message) in cases {
             let run = try await Self.run(arguments)
@@ -132,6 +135,35 @@ import Testing
             let thumbnail = try #require((object["attachments"] as? [[String: Any]])?.first?["thumbnail"] as? [String: Any])
             #expect(thumbnail["width"] as? Int == 75)
             #expect(thumbnail["height"] as? Int == 100)
+        }
+    }
+
+    @Test func cidrFlagsReachThePolicy() async throws {
+        let out = Scratch()
+        try await withMediaServer { server in
+            let url = "\(server.baseURL)/media/photo.jpg"
+            let allowed = try await Self.run(["--allow-cidr", "127.0.0.1/32", "--format", "json", "--out", out.path, url])
+            #expect(allowed.status == 0, "\(allowed.stdout)")
+            let denied = try await Self.run(["--allow-private-network", "--deny-cidr", "127.0.0.0/8", "--format", "json", url])
+            #expect(denied.status == 1)
+            #expect(denied.stdout.contains("denied range 127.0.0.0/8"))
+        }
+    }
+
+    @Test func jsonlPrintsLintLinesForPayloads() async throws {
+        let out = Scratch()
+        try await withMediaServer { server in
+            let payload = #"{"aps": {"badge": 1}, "image_url": "\#(server.baseURL)/media/photo.jpg"}"#
+            let run = try await Self.run(["--allow-private-network", "--format", "jsonl", "--payload", "-", "--out", out.path],
+                                         stdin: payload)
+            #expect(run.status == 1) // lint errors
+            let lines = run.stdout.split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }
+            #expect(lines.count == 3)
+            #expect(lines[0]["status"] as? String == "ready")
+            let codes = lines.dropFirst().compactMap { ($0["lint"] as? [String: Any])?["code"] as? String }
+            #expect(codes == ["missingMutableContent", "noAlert"])
         }
     }
 }
