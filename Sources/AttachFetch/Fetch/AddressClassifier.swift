@@ -60,7 +60,7 @@ public enum AddressClassifier {
     /// `bytes` is the 16-byte address in network order.
     public static func classify(ipv6 bytes: [UInt8]) -> AddressClass {
         precondition(bytes.count == 16, "an IPv6 address has 16 bytes")
-        let embeddedIPv4 = UInt32(bytes[12]) << 24 | UInt32(bytes[13]) << 16 | UInt32(bytes[14]) << 8 | UInt32(bytes[15])
+        let embeddedIPv4 = ipv4(bytes[12..<16])
         let first10Zero = bytes[0..<10].allSatisfy { $0 == 0 }
         if bytes.allSatisfy({ $0 == 0 }) { return .unspecified }
         if first10Zero && bytes[10] == 0 && bytes[11] == 0 && bytes[12..<15].allSatisfy({ $0 == 0 }) && bytes[15] == 1 {
@@ -77,22 +77,33 @@ public enum AddressClassifier {
         if bytes[0] & 0xFE == 0xFC { return .uniqueLocal }             // fc00::/7 (AWS metadata fd00:ec2::254)
         if bytes[0] == 0x20 && bytes[1] == 0x01 && bytes[2] == 0x0D && bytes[3] == 0xB8 { return .reserved } // 2001:db8::/32
         if bytes[0] == 0x20 && bytes[1] == 0x02 {                      // 6to4: 2002:a.b.c.d::/48 embeds IPv4
-            let v4 = UInt32(bytes[2]) << 24 | UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 8 | UInt32(bytes[5])
-            return classify(ipv4: v4)
+            return classify(ipv4: ipv4(bytes[2..<6]))
         }
         return .global
     }
 
+    /// Classifies an address given as its 4 (IPv4) or 16 (IPv6) bytes in network order.
+    public static func classify(bytes: [UInt8]) -> AddressClass {
+        bytes.count == 4 ? classify(ipv4: ipv4(bytes[...])) : classify(ipv6: bytes)
+    }
+
     /// Classifies a numeric address in text form (dotted IPv4 or IPv6); nil when not numeric.
     public static func classify(_ text: String) -> AddressClass? {
+        parse(text).map { classify(bytes: $0) }
+    }
+
+    /// The bytes of a numeric IPv4 (4) or IPv6 (16) address, network order; nil otherwise.
+    static func parse(_ text: String) -> [UInt8]? {
         var v4 = in_addr()
-        if inet_pton(AF_INET, text, &v4) == 1 { return classify(ipv4: UInt32(bigEndian: v4.s_addr)) }
+        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
         var v6 = in6_addr()
-        if inet_pton(AF_INET6, text, &v6) == 1 {
-            let bytes = withUnsafeBytes(of: &v6) { Array($0) }
-            return classify(ipv6: bytes)
-        }
+        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
         return nil
+    }
+
+    /// Four bytes in network order as a host-order IPv4 address.
+    private static func ipv4(_ bytes: ArraySlice<UInt8>) -> UInt32 {
+        bytes.reduce(0) { $0 << 8 | UInt32($1) }
     }
 
     /// The address bytes (4 or 16) and printed form of a socket address as libcurl hands it to

@@ -10,7 +10,7 @@ public struct CIDRRange: Sendable, Hashable, CustomStringConvertible {
     public init(_ text: String) throws(AttachFetchError) {
         let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         let addressText = String(parts[0])
-        guard let bytes = CIDRRange.parse(addressText) else {
+        guard let bytes = AddressClassifier.parse(addressText) else {
             throw .invalidConfiguration("'\(text)' is not an IPv4 or IPv6 address or CIDR range")
         }
         let maximum = bytes.count * 8
@@ -42,14 +42,6 @@ public struct CIDRRange: Sendable, Hashable, CustomStringConvertible {
         }
         guard candidate.count == network.count else { return false }
         return CIDRRange.masked(candidate, prefixLength) == network
-    }
-
-    static func parse(_ text: String) -> [UInt8]? {
-        var v4 = in_addr()
-        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
-        return nil
     }
 
     private static func masked(_ bytes: [UInt8], _ length: Int) -> [UInt8] {
@@ -84,16 +76,14 @@ public struct AddressPolicy: Sendable, Equatable {
             return "\(text) is in the denied range \(range)"
         }
         if allowedRanges.contains(where: { $0.contains(bytes) }) { return nil }
-        let addressClass = bytes.count == 4
-            ? AddressClassifier.classify(ipv4: UInt32(bytes[0]) << 24 | UInt32(bytes[1]) << 16 | UInt32(bytes[2]) << 8 | UInt32(bytes[3]))
-            : AddressClassifier.classify(ipv6: bytes)
+        let addressClass = AddressClassifier.classify(bytes: bytes)
         if addressClass == .global || allowPrivateNetwork { return nil }
         return "\(text) is \(addressClass.phrase); private destinations are refused unless allowed"
     }
 
     /// Same, for a numeric address in text form; nil also for text that is not an address.
     public func refusal(for text: String) -> String? {
-        guard let bytes = CIDRRange.parse(text) else { return nil }
+        guard let bytes = AddressClassifier.parse(text) else { return nil }
         return refusal(address: bytes, text: text)
     }
 }
