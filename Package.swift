@@ -18,6 +18,9 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMagic", pkgConfig: "libmagic", providers: [.apt(["libmagic-dev"])]),
         .systemLibrary(name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
+        // FFmpeg's libavformat, libavcodec, libswscale and libavutil, for probing audio and video.
+        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat",
+                       providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]),
         .systemLibrary(name: "CLibcrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Non-variadic wrappers around the variadic C calls Swift cannot make. No logic.
         .target(name: "CAttachFetchShims", dependencies: ["CCurl", "CVips"]),
@@ -25,7 +28,7 @@ let package = Package(
         .target(
             name: "AttachFetch",
             dependencies: [
-                "CCurl", "CMagic", "CVips", "CLibcrypto", "CAttachFetchShims",
+                "CCurl", "CMagic", "CVips", "CFFmpeg", "CLibcrypto", "CAttachFetchShims",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

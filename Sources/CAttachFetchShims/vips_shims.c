@@ -31,3 +31,23 @@ int af_vips_jpegsave_buffer(VipsImage *in, void **buffer, size_t *length, int qu
 int af_vips_pngsave_buffer(VipsImage *in, void **buffer, size_t *length) {
     return vips_pngsave_buffer(in, buffer, length, "strip", TRUE, NULL);
 }
+
+VipsImage *af_vips_image_new_from_file_all_pages(const char *filename, VipsFailOn fail_on) {
+    return vips_image_new_from_file(filename, "n", -1, "fail_on", fail_on, NULL);
+}
+
+int af_vips_thumbnail_image(VipsImage *in, VipsImage **out, int width, int height, VipsSize size) {
+    return vips_thumbnail_image(in, out, width, "height", height, "size", size, NULL);
+}
+
+int af_vips_copy_interpretation(VipsImage *in, VipsImage **out, VipsInterpretation interpretation) {
+    return vips_copy(in, out, "interpretation", interpretation, NULL);
+}
+
+int af_vips_rot(VipsImage *in, VipsImage **out, VipsAngle angle) {
+    return vips_rot(in, out, angle, NULL);
+}
+
+int af_vips_gifsave_buffer(VipsImage *in, void **buffer, size_t *length) {
+    return vips_gifsave_buffer(in, buffer, length, "strip", TRUE, NULL);
+}

@@ -23,6 +23,19 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         public var file: String
         public var width: Int
         public var height: Int
+        /// Added for video: the poster frame's time in seconds (the requested thumbnail time,
+        /// clamped to the duration, on the frame actually shown).
+        public var time: Double?
+    }
+
+    /// What was done to the downloaded bytes to make the delivered file.
+    public enum Transform: String, Codable, Sendable {
+        /// Converted to another format (WebP/HEIC/AVIF to JPEG, PNG or GIF; an oversize PNG to JPEG).
+        case transcoded
+        /// Scaled down to fit the size limit.
+        case downscaled
+        /// Encoded again in the same format, to fit the size limit.
+        case reencoded
     }
 
     /// What the media is for in a notification (set when it came from a push payload).
@@ -41,6 +54,9 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         public var firstByte: Int?
         public var download: Int?
         public var thumbnail: Int?
+        /// Added: converting an image to fit (normalising), and probing audio or video.
+        public var normalize: Int?
+        public var probe: Int?
     }
 
     /// The caller's identifier, or `attachment-<index>`.
@@ -64,7 +80,8 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     public var bytes: Int64?
     /// Lower-case hex SHA-256 of the saved bytes.
     public var sha256: String?
-    /// Pixel size of the original image as displayed (EXIF orientation applied).
+    /// Pixel size of the delivered image or video as displayed (EXIF orientation, rotation and
+    /// sample aspect ratio applied).
     public var width: Int?
     public var height: Int?
     public var thumbnail: Thumbnail?
@@ -75,6 +92,21 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     public var options: AttachmentOptions?
     /// ... and where in the payload the URL was found.
     public var payloadPath: String?
+    /// Added for normalising: the downloaded original, as libmagic typed it, ...
+    public var sourceMimeType: String?
+    /// ... its size in bytes, ...
+    public var sourceBytes: Int64?
+    /// ... and its pixel size as displayed (images). Equal to the delivered values when
+    /// `transforms` is empty.
+    public var sourceWidth: Int?
+    public var sourceHeight: Int?
+    /// What was done to the original, in order; empty when it is delivered as downloaded.
+    public var transforms: [Transform]?
+    /// Added for audio and video (FFmpeg's probe): seconds, when the container states it, ...
+    public var duration: Double?
+    /// ... and the codecs of the streams used ("h264", "aac").
+    public var videoCodec: String?
+    public var audioCodec: String?
 
     public init(identifier: String, url: String, status: Status, reason: Reason? = nil, timings: Timings) {
         self.identifier = identifier

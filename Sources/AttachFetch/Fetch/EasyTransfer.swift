@@ -207,12 +207,15 @@ final class EasyTransfer {
             return false
         }
         switch MediaPolicy.admit(sniffed: sniffed, size: declaredLength.map { ($0, "Content-Length") },
-                                 limits: job.spec.sizeLimits, imagesOnly: job.spec.imagesOnly) {
+                                 limits: job.spec.sizeLimits, imagesOnly: job.spec.imagesOnly,
+                                 normalize: job.spec.normalize) {
         case .success(let type):
             mediaType = type
         case .failure(let reason):
             // The kind is known even when its size is refused: keep it for the descriptor.
-            if reason.code == .sizeLimitExceeded { mediaType = MediaType.forSniffedMIME(sniffed) }
+            if reason.code == .sizeLimitExceeded {
+                mediaType = MediaType.forSniffedMIME(sniffed) ?? MediaType.convertibleForSniffedMIME(sniffed)
+            }
             abort(reason.code, reason.message)
             return false
         }
@@ -222,9 +225,10 @@ final class EasyTransfer {
     /// Appends to the body file and the hash, enforcing the kind's limit as bytes arrive.
     private func store(_ chunk: UnsafeRawBufferPointer) -> Bool {
         guard let type = mediaType else { return false }
-        let limit = job.spec.sizeLimits.limit(for: type.kind)
+        let limit = MediaPolicy.streamingLimit(for: type, limits: job.spec.sizeLimits, normalize: job.spec.normalize)
         if bytesWritten + Int64(chunk.count) > limit {
-            abort(.sizeLimitExceeded, "the body grew past the \(type.kind.rawValue) limit of \(limit) bytes")
+            abort(.sizeLimitExceeded,
+                  "the body grew past the \(MediaPolicy.limitName(type, normalize: job.spec.normalize)) limit of \(limit) bytes")
             return false
         }
         var offset = 0

@@ -13,6 +13,8 @@ struct TransferSpec: Sendable {
     let addressPolicy: AddressPolicy
     /// Avatars: anything but an image is refused at the first chunk.
     let imagesOnly: Bool
+    /// Convertible images are admitted, and images may grow to the source limit.
+    let normalize: Bool
 }
 
 /// What a download produced. On failure the body file has already been removed.

@@ -134,7 +134,8 @@ public final class AttachmentPipeline: Sendable {
         let outcome = await engine.fetch(TransferSpec(
             batch: batch.id, url: request.url, bodyPath: bodyPath, deadline: batch.deadline, timeout: timeout,
             sizeLimits: configuration.sizeLimits, maxRedirects: configuration.maxRedirects,
-            addressPolicy: configuration.addressPolicy, imagesOnly: request.role == .avatar))
+            addressPolicy: configuration.addressPolicy, imagesOnly: request.role == .avatar,
+            normalize: configuration.normalize))
         var descriptor = AttachmentDescriptor(identifier: identifier, url: request.url, status: .ready,
                                               timings: .init(total: 0))
         descriptor.finalUrl = outcome.finalURL
@@ -163,32 +164,126 @@ public final class AttachmentPipeline: Sendable {
         descriptor.sha256 = outcome.sha256
 
         let baseName = FileNames.sanitise(identifier)
+        descriptor.sourceMimeType = type.mimeType
+        descriptor.sourceBytes = outcome.bytes
+        descriptor.transforms = []
+        var delivered = (path: bodyPath, type: type)
         var thumbnailWork: ThumbnailOutcome?
-        if type.kind == .image {
+        /// Work abandoned at the deadline degrades (no thumbnail, no probe); on cancellation it fails.
+        func abandoned(_ files: [String]) -> AttachmentDescriptor? {
+            guard batch.deadlineFired.load(ordering: .sequentiallyConsistent) else {
+                files.forEach { _ = unlink($0) }
+                return failed(.cancelled, "the request was cancelled")
+            }
+            return nil
+        }
+
+        switch type.kind {
+        case .image:
+            if !type.isDeliverable || outcome.bytes > configuration.sizeLimits.image {
+                // Not deliverable as it is: convert and fit it, or fail. This cannot degrade.
+                let started = ContinuousClock.now
+                let limits = ImageNormalizer.Limits(configuration)
+                let base = batch.directory.normalizedBase(index: index)
+                let result = await runOnWorker(batch: batch, discard: { (made: Result<NormalizedImage, MediaFailure>) in
+                    if case .success(let image) = made { unlink(image.file) }
+                }) { shouldStop in
+                    ImageNormalizer.normalize(source: bodyPath, type: type, destinationBase: base, limits: limits, shouldStop: shouldStop)
+                }
+                unlink(bodyPath)
+                switch result {
+                case .some(.success(let image)):
+                    delivered = (image.file, image.type)
+                    descriptor.bytes = image.bytes
+                    descriptor.sha256 = image.sha256
+                    descriptor.width = image.width
+                    descriptor.height = image.height
+                    descriptor.sourceWidth = image.sourceWidth
+                    descriptor.sourceHeight = image.sourceHeight
+                    descriptor.transforms = image.transforms
+                    descriptor.timings.normalize = started.millisecondsElapsed
+                case .some(.failure(let problem)):
+                    return failed(problem.code, problem.message)
+                case .none:
+                    if let cancelled = abandoned([]) { return cancelled }
+                    return failed(.deadlineExceeded, "the batch deadline passed while the image was being converted to fit")
+                }
+            }
             let started = ContinuousClock.now
             let shape: Thumbnailer.Shape = request.role == .avatar ? .squareCentre : .clip(request.clip ?? .whole)
-            switch await makeThumbnail(source: bodyPath, index: index, shape: shape, batch: batch) {
+            let source = delivered.path
+            let destination = batch.directory.thumbnailBase(index: index)
+            let limits = Thumbnailer.Limits(configuration)
+            let result = await runOnWorker(batch: batch, discard: { (made: Result<ThumbnailOutcome, MediaFailure>) in
+                if case .success(let thumbnail) = made { unlink(thumbnail.file) }
+            }) { _ in
+                Thumbnailer.make(source: source, destinationBase: destination, shape: shape, limits: limits)
+            }
+            switch result {
             case .some(.success(let made)):
                 thumbnailWork = made
                 descriptor.width = made.sourceWidth
                 descriptor.height = made.sourceHeight
                 descriptor.timings.thumbnail = started.millisecondsElapsed
             case .some(.failure(let problem)):
+                unlink(delivered.path)
+                return failed(problem.code, problem.message)
+            case .none:
+                // At the deadline the attachment is still good: it degrades to "no thumbnail"
+                // rather than missing the deadline.
+                if let cancelled = abandoned([delivered.path]) { return cancelled }
+            }
+            descriptor.sourceWidth = descriptor.sourceWidth ?? descriptor.width
+            descriptor.sourceHeight = descriptor.sourceHeight ?? descriptor.height
+
+        case .audio, .video:
+            let started = ContinuousClock.now
+            let destination = type.kind == .video ? batch.directory.thumbnailBase(index: index) : nil
+            let time = request.options?.thumbnailTime
+            let shape: Thumbnailer.Shape = .clip(request.clip ?? .whole)
+            let limits = MediaProber.Limits(configuration)
+            let result = await runOnWorker(batch: batch, discard: { (made: Result<ProbeOutcome, MediaFailure>) in
+                if case .success(let probed) = made, let poster = probed.poster { unlink(poster.file) }
+            }) { shouldStop in
+                MediaProber.probe(source: bodyPath, type: type, thumbnailTime: time, thumbnailBase: destination,
+                                  shape: shape, limits: limits, shouldStop: shouldStop)
+            }
+            switch result {
+            case .some(.success(let probed)):
+                let resolved = probed.resolvedType
+                let limit = configuration.sizeLimits.limit(for: resolved.kind)
+                if resolved != type, outcome.bytes > limit {
+                    unlink(bodyPath)
+                    if let poster = probed.poster { unlink(poster.file) }
+                    return failed(.sizeLimitExceeded,
+                                  "the file is \(resolved.mimeType) (its streams say so), and its \(outcome.bytes) bytes exceed the \(resolved.kind.rawValue) limit of \(limit) bytes")
+                }
+                delivered.type = resolved
+                descriptor.duration = probed.probe.duration
+                descriptor.videoCodec = probed.probe.videoCodec
+                descriptor.audioCodec = probed.probe.audioCodec
+                descriptor.width = probed.probe.width
+                descriptor.height = probed.probe.height
+                thumbnailWork = probed.poster
+                descriptor.timings.probe = started.millisecondsElapsed
+            case .some(.failure(let problem)):
                 unlink(bodyPath)
                 return failed(problem.code, problem.message)
             case .none:
-                // Abandoned at the deadline or on cancellation. At the deadline the attachment
-                // is still good: it degrades to "no thumbnail" rather than missing the deadline.
-                if !batch.deadlineFired.load(ordering: .sequentiallyConsistent) {
-                    unlink(bodyPath)
-                    return failed(.cancelled, "the request was cancelled")
-                }
+                // At the deadline the file is delivered as sniffed, without probe or poster.
+                if let cancelled = abandoned([bodyPath]) { return cancelled }
             }
+            descriptor.sourceWidth = descriptor.width
+            descriptor.sourceHeight = descriptor.height
         }
+        descriptor.mimeType = delivered.type.mimeType
+        descriptor.kind = delivered.type.kind
+        descriptor.uti = delivered.type.uti
+        descriptor.fileExtension = delivered.type.fileExtension
 
-        let finalPath = "\(batch.finalDirectory)/\(baseName).\(type.fileExtension)"
-        if let problem = FileNames.moveNoReplace(bodyPath, to: finalPath) {
-            unlink(bodyPath)
+        let finalPath = "\(batch.finalDirectory)/\(baseName).\(delivered.type.fileExtension)"
+        if let problem = FileNames.moveNoReplace(delivered.path, to: finalPath) {
+            unlink(delivered.path)
             if let thumbnailWork { unlink(thumbnailWork.file) }
             return failed(.ioError, problem)
         }
@@ -199,30 +294,29 @@ public final class AttachmentPipeline: Sendable {
                 unlink(made.file)
                 logger.warning("thumbnail not kept", metadata: ["problem": "\(problem)"])
             } else {
-                descriptor.thumbnail = .init(file: thumbnailPath, width: made.width, height: made.height)
+                descriptor.thumbnail = .init(file: thumbnailPath, width: made.width, height: made.height, time: made.time)
             }
         }
         descriptor.timings.total = batch.start.millisecondsElapsed
         return descriptor
     }
 
-    /// Runs the thumbnail on the worker threads. Returns nil when the task was cancelled (the
-    /// deadline or the caller) first; the late result is then discarded and its file removed.
-    private func makeThumbnail(source: String, index: Int, shape: Thumbnailer.Shape,
-                               batch: Batch) async -> Result<ThumbnailOutcome, ThumbnailFailure>? {
-        let result = OneShot<Result<ThumbnailOutcome, ThumbnailFailure>>()
-        let destination = batch.directory.thumbnailBase(index: index)
-        let limits = Thumbnailer.Limits(configuration)
+    /// Runs blocking C work on the worker threads. Returns nil when the task was cancelled (the
+    /// deadline or the caller) first; the late result is then discarded (`discard` removes its
+    /// files). `work` gets a `shouldStop` to check between steps, true once nobody waits.
+    private func runOnWorker<Value: Sendable>(batch: Batch, discard: @escaping @Sendable (Value) -> Void,
+                                              _ work: @escaping @Sendable (_ shouldStop: () -> Bool) -> Value) async -> Value? {
+        let result = OneShot<Value>()
         let directory = batch.directory
         thumbnailPool.submit {
-            // Abandoned while queued (deadline or cancellation): do not start the decode.
+            // Abandoned while queued (deadline or cancellation): do not start.
             if result.isAbandoned {
                 directory.lateFileRemoved()
                 return
             }
-            let made = Thumbnailer.make(source: source, destinationBase: destination, shape: shape, limits: limits)
+            let made = work { result.isAbandoned }
             if !result.deliver(made) {
-                if case .success(let thumbnail) = made { unlink(thumbnail.file) }
+                discard(made)
                 directory.lateFileRemoved()
             }
         }

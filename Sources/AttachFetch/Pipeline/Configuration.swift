@@ -19,16 +19,21 @@ public struct AttachFetchConfiguration: Sendable {
     }
 
     /// Largest body accepted per kind, in bytes. Defaults are Apple's UNNotificationAttachment
-    /// limits: image 10 MiB, audio 5 MiB, video 50 MiB.
+    /// limits: image 10 MiB, audio 5 MiB, video 50 MiB. These bound what is delivered.
     public struct SizeLimits: Sendable, Equatable {
         public var image: Int64 = 10_485_760
         public var audio: Int64 = 5_242_880
         public var video: Int64 = 52_428_800
+        /// With normalising on, an image may download up to this size and is then re-encoded
+        /// and downscaled to fit `image`. Default 40 MiB.
+        public var imageSource: Int64 = 41_943_040
 
-        public init(image: Int64 = 10_485_760, audio: Int64 = 5_242_880, video: Int64 = 52_428_800) {
+        public init(image: Int64 = 10_485_760, audio: Int64 = 5_242_880, video: Int64 = 52_428_800,
+                    imageSource: Int64 = 41_943_040) {
             self.image = image
             self.audio = audio
             self.video = video
+            self.imageSource = imageSource
         }
 
         public func limit(for kind: AttachmentDescriptor.Kind) -> Int64 {
@@ -40,7 +45,7 @@ public struct AttachFetchConfiguration: Sendable {
         }
 
         /// A body longer than this is refused before its type is known.
-        public var largest: Int64 { max(image, audio, video) }
+        public var largest: Int64 { max(image, audio, video, imageSource) }
     }
 
     public var timeout = Timeout()
@@ -69,6 +74,17 @@ public struct AttachFetchConfiguration: Sendable {
     /// An animated GIF whose frames hold more pixels than this in all is refused (a device
     /// decodes every frame to play it). Default 100 megapixels.
     public var maxAnimationPixels = 100_000_000
+    /// Deliver media that will show (default on): WebP, HEIC/HEIF and AVIF become JPEG (PNG
+    /// with transparency, GIF for an animation that fits); an image over the image limit (up
+    /// to `sizeLimits.imageSource`) is re-encoded and downscaled until it fits. Off: strict
+    /// accept-or-reject by the table and the limits.
+    public var normalize = true
+    /// Encodings tried at most to fit an oversize image (each one a full decode and encode).
+    /// Default 4.
+    public var maxNormalizeAttempts = 4
+    /// Video frames decoded at most to reach a poster frame after seeking to the keyframe
+    /// before it (a keyframe interval is rarely over 300 frames). Default 600.
+    public var maxVideoDecodeFrames = 600
     /// Off by default: loopback, private, link-local and similar destinations are refused
     /// (`forbiddenAddress`). Turn on for tests and demos on one machine.
     public var allowPrivateNetwork = false
@@ -97,7 +113,7 @@ public struct AttachFetchConfiguration: Sendable {
         guard positive(defaultDeadline) else { throw .invalidConfiguration("the default deadline must be greater than zero") }
         guard maxConcurrentTransfers >= 1 else { throw .invalidConfiguration("maxConcurrentTransfers must be at least 1") }
         guard maxRedirects >= 0 else { throw .invalidConfiguration("maxRedirects must not be negative") }
-        guard sizeLimits.image > 0, sizeLimits.audio > 0, sizeLimits.video > 0 else {
+        guard sizeLimits.image > 0, sizeLimits.audio > 0, sizeLimits.video > 0, sizeLimits.imageSource > 0 else {
             throw .invalidConfiguration("size limits must be greater than zero")
         }
         guard thumbnailMaxEdge >= 1 else { throw .invalidConfiguration("thumbnailMaxEdge must be at least 1") }
@@ -105,6 +121,8 @@ public struct AttachFetchConfiguration: Sendable {
             throw .invalidConfiguration("pixel limits must be at least 1")
         }
         guard maxAnimationFrames >= 1 else { throw .invalidConfiguration("maxAnimationFrames must be at least 1") }
+        guard maxNormalizeAttempts >= 1 else { throw .invalidConfiguration("maxNormalizeAttempts must be at least 1") }
+        guard maxVideoDecodeFrames >= 1 else { throw .invalidConfiguration("maxVideoDecodeFrames must be at least 1") }
         guard thumbnailThreads >= 1 else { throw .invalidConfiguration("thumbnailThreads must be at least 1") }
     }
 }

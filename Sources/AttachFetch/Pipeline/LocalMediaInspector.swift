@@ -2,7 +2,8 @@ import Foundation
 import Glibc
 
 /// Runs the pipeline's checks after the download — sniff, table, size limit, pixel budgets,
-/// full decode and thumbnail — on a file already on disk. For media that arrived some other
+/// conversion to fit, full decode and thumbnail, FFmpeg's probe and poster frame — on a file
+/// already on disk. For media that arrived some other
 /// way, and for the fuzz target, which feeds it arbitrary bytes.
 ///
 /// Holds a libmagic handle, which is not thread-safe: use one inspector per thread.
@@ -17,9 +18,11 @@ public final class LocalMediaInspector {
         self.configuration = configuration
     }
 
-    /// Inspects `path`. An image's thumbnail is written to `thumbnailBase` + ".jpg" or ".png"
-    /// (never over an existing file). The descriptor's `file` is `path` when it passes.
-    public func inspect(file path: String, thumbnailBase: String, clip: ClippingRectangle = .whole) -> AttachmentDescriptor {
+    /// Inspects `path`. A thumbnail is written to `thumbnailBase` + ".jpg" or ".png" (never over
+    /// an existing file). The descriptor's `file` is `path` when it passes as it is, or
+    /// `thumbnailBase` + ".delivered." + extension when it had to be converted to fit.
+    public func inspect(file path: String, thumbnailBase: String, clip: ClippingRectangle = .whole,
+                        thumbnailTime: Double? = nil) -> AttachmentDescriptor {
         let started = ContinuousClock.now
         var descriptor = AttachmentDescriptor(identifier: (path as NSString).lastPathComponent, url: "file://" + path,
                                               status: .ready, timings: .init(total: 0))
@@ -42,27 +45,71 @@ public final class LocalMediaInspector {
         descriptor.mimeType = sniffed
         let type: MediaType
         switch MediaPolicy.admit(sniffed: sniffed, size: (size, "the file's size"), limits: configuration.sizeLimits,
-                                 imagesOnly: false) {
+                                 imagesOnly: false, normalize: configuration.normalize) {
         case .success(let admitted): type = admitted
         case .failure(let reason): return fail(reason.code, reason.message)
         }
-        descriptor.mimeType = type.mimeType
-        descriptor.kind = type.kind
-        descriptor.uti = type.uti
-        descriptor.fileExtension = type.fileExtension
+        descriptor.sourceMimeType = type.mimeType
+        descriptor.sourceBytes = size
         descriptor.bytes = size
-        if type.kind == .image {
-            switch Thumbnailer.make(source: path, destinationBase: thumbnailBase, shape: .clip(clip),
+        descriptor.transforms = []
+        var delivered = (path: path, type: type)
+        switch type.kind {
+        case .image:
+            if !type.isDeliverable || size > configuration.sizeLimits.image {
+                switch ImageNormalizer.normalize(source: path, type: type, destinationBase: thumbnailBase + ".delivered",
+                                                 limits: ImageNormalizer.Limits(configuration)) {
+                case .success(let image):
+                    delivered = (image.file, image.type)
+                    descriptor.bytes = image.bytes
+                    descriptor.sha256 = image.sha256
+                    descriptor.sourceWidth = image.sourceWidth
+                    descriptor.sourceHeight = image.sourceHeight
+                    descriptor.transforms = image.transforms
+                case .failure(let problem):
+                    return fail(problem.code, problem.message)
+                }
+            }
+            switch Thumbnailer.make(source: delivered.path, destinationBase: thumbnailBase, shape: .clip(clip),
                                     limits: Thumbnailer.Limits(configuration)) {
             case .success(let made):
                 descriptor.width = made.sourceWidth
                 descriptor.height = made.sourceHeight
                 descriptor.thumbnail = .init(file: made.file, width: made.width, height: made.height)
             case .failure(let problem):
+                if delivered.path != path { unlink(delivered.path) }
+                return fail(problem.code, problem.message)
+            }
+            descriptor.sourceWidth = descriptor.sourceWidth ?? descriptor.width
+            descriptor.sourceHeight = descriptor.sourceHeight ?? descriptor.height
+        case .audio, .video:
+            switch MediaProber.probe(source: path, type: type, thumbnailTime: thumbnailTime,
+                                     thumbnailBase: type.kind == .video ? thumbnailBase : nil,
+                                     shape: .clip(clip), limits: MediaProber.Limits(configuration)) {
+            case .success(let probed):
+                let limit = configuration.sizeLimits.limit(for: probed.resolvedType.kind)
+                if probed.resolvedType != type, size > limit {
+                    if let poster = probed.poster { unlink(poster.file) }
+                    return fail(.sizeLimitExceeded, "the file is \(probed.resolvedType.mimeType), and its \(size) bytes exceed the \(probed.resolvedType.kind.rawValue) limit of \(limit) bytes")
+                }
+                delivered.type = probed.resolvedType
+                descriptor.duration = probed.probe.duration
+                descriptor.videoCodec = probed.probe.videoCodec
+                descriptor.audioCodec = probed.probe.audioCodec
+                descriptor.width = probed.probe.width
+                descriptor.height = probed.probe.height
+                descriptor.sourceWidth = probed.probe.width
+                descriptor.sourceHeight = probed.probe.height
+                descriptor.thumbnail = probed.poster.map { .init(file: $0.file, width: $0.width, height: $0.height, time: $0.time) }
+            case .failure(let problem):
                 return fail(problem.code, problem.message)
             }
         }
-        descriptor.file = path
+        descriptor.mimeType = delivered.type.mimeType
+        descriptor.kind = delivered.type.kind
+        descriptor.uti = delivered.type.uti
+        descriptor.fileExtension = delivered.type.fileExtension
+        descriptor.file = delivered.path
         descriptor.timings.total = started.millisecondsElapsed
         return descriptor
     }

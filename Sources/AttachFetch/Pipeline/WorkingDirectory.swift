@@ -24,13 +24,14 @@ final class WorkingDirectory: Sendable {
 
     func bodyPath(index: Int) -> String { "\(path)/.part-\(index)" }
     func thumbnailBase(index: Int) -> String { "\(path)/.thumb-\(index)" }
+    func normalizedBase(index: Int) -> String { "\(path)/.norm-\(index)" }
 
     /// Removes every working file and, when it is scratch or nothing was kept, the directory.
-    /// Work still running (an abandoned thumbnail) calls `lateFileRemoved()` when it is done.
+    /// Work still running (an abandoned thumbnail or conversion) calls `lateFileRemoved()` when it is done.
     func endBatch() {
         batchEnded.store(true, ordering: .sequentiallyConsistent)
         if let names = try? FileManager.default.contentsOfDirectory(atPath: path) {
-            for name in names where name.hasPrefix(".part-") || name.hasPrefix(".thumb-") {
+            for name in names where name.hasPrefix(".part-") || name.hasPrefix(".thumb-") || name.hasPrefix(".norm-") {
                 unlink("\(path)/\(name)")
             }
         }

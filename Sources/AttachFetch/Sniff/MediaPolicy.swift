@@ -5,22 +5,45 @@ enum MediaPolicy {
     /// - Parameters:
     ///   - sniffed: libmagic's MIME type for the bytes.
     ///   - size: the size known so far, and what it is ("Content-Length", "the file's size").
+    ///   - normalize: when true, convertible images are admitted and images may be as large as
+    ///     the source limit (they are fitted after the download).
     static func admit(sniffed: String, size: (value: Int64, source: String)?,
                       limits: AttachFetchConfiguration.SizeLimits,
-                      imagesOnly: Bool) -> Result<MediaType, Refusal> {
-        guard let type = MediaType.forSniffedMIME(sniffed) else {
+                      imagesOnly: Bool, normalize: Bool) -> Result<MediaType, Refusal> {
+        guard let type = MediaType.forSniffedMIME(sniffed) ?? (normalize ? MediaType.convertibleForSniffedMIME(sniffed) : nil) else {
+            let why = MediaType.convertibleForSniffedMIME(sniffed) != nil ? " (converting it is turned off)" : ""
             return .failure(Refusal(code: .unsupportedType,
-                                  message: "the bytes are \(sniffed), which is not an attachment type iOS accepts"))
+                                  message: "the bytes are \(sniffed), which is not an attachment type iOS accepts\(why)"))
         }
         if imagesOnly && type.kind != .image {
             return .failure(Refusal(code: .unsupportedType, message: "the bytes are \(sniffed), but an avatar must be an image"))
         }
-        let limit = limits.limit(for: type.kind)
+        let limit = streamingLimit(for: type, limits: limits, normalize: normalize)
         if let size, size.value > limit {
             return .failure(Refusal(code: .sizeLimitExceeded,
-                                  message: "\(size.source) \(size.value) exceeds the \(type.kind.rawValue) limit of \(limit) bytes"))
+                                  message: "\(size.source) \(size.value) exceeds the \(limitName(type, normalize: normalize)) limit of \(limit) bytes"))
         }
         return .success(type)
+    }
+
+    /// The most a body of this type may hold while it downloads. Images up to the source limit
+    /// are fitted afterwards when normalising. An MPEG-4 file's kind is only known once its
+    /// streams are probed (an `.mp4` may hold only audio, an `.m4a` video), so it gets the
+    /// larger of the two limits here and its kind's own limit after the probe.
+    static func streamingLimit(for type: MediaType, limits: AttachFetchConfiguration.SizeLimits, normalize: Bool) -> Int64 {
+        switch type {
+        case _ where type.kind == .image && normalize: return max(limits.image, limits.imageSource)
+        case .mp4, .m4v, .m4a: return max(limits.audio, limits.video)
+        default: return limits.limit(for: type.kind)
+        }
+    }
+
+    static func limitName(_ type: MediaType, normalize: Bool) -> String {
+        switch type {
+        case _ where type.kind == .image && normalize: return "image source"
+        case .mp4, .m4v, .m4a: return "MPEG-4"
+        default: return type.kind.rawValue
+        }
     }
 
     /// Why the bytes are refused.

@@ -23,6 +23,18 @@ public struct MediaType: Sendable, Hashable {
 
     public static let all: [MediaType] = [.jpeg, .png, .gif, .aiff, .wav, .mp3, .m4a, .mpeg, .mp4, .m4v, .avi]
 
+    // Images iOS does not take as attachments, which the pipeline converts (normalising on).
+    public static let webp = MediaType(kind: .image, mimeType: "image/webp", uti: "org.webmproject.webp", fileExtension: "webp")
+    public static let heic = MediaType(kind: .image, mimeType: "image/heic", uti: "public.heic", fileExtension: "heic")
+    public static let heif = MediaType(kind: .image, mimeType: "image/heif", uti: "public.heif", fileExtension: "heif")
+    public static let avif = MediaType(kind: .image, mimeType: "image/avif", uti: "public.avif", fileExtension: "avif")
+
+    /// Formats that are converted to one in `all` before delivery, never delivered as they are.
+    public static let convertible: [MediaType] = [.webp, .heic, .heif, .avif]
+
+    /// True for the formats iOS accepts as they are.
+    public var isDeliverable: Bool { MediaType.all.contains(self) }
+
     /// libmagic's answers (it has several spellings for some formats) mapped to the table.
     private static let byMagicMIME: [String: MediaType] = [
         "image/jpeg": .jpeg, "image/pjpeg": .jpeg,
@@ -38,8 +50,20 @@ public struct MediaType: Sendable, Hashable {
         "video/x-msvideo": .avi, "video/avi": .avi, "video/msvideo": .avi,
     ]
 
+    private static let convertibleByMagicMIME: [String: MediaType] = [
+        "image/webp": .webp, "image/x-webp": .webp,
+        "image/heic": .heic, "image/heic-sequence": .heic,
+        "image/heif": .heif, "image/heif-sequence": .heif,
+        "image/avif": .avif,
+    ]
+
     /// The table row for a MIME type as libmagic reports it, or nil when it is not allowed.
     public static func forSniffedMIME(_ mime: String) -> MediaType? {
         byMagicMIME[mime.lowercased()]
+    }
+
+    /// The convertible format for a MIME type as libmagic reports it, or nil.
+    public static func convertibleForSniffedMIME(_ mime: String) -> MediaType? {
+        convertibleByMagicMIME[mime.lowercased()]
     }
 }

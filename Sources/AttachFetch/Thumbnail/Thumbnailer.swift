@@ -10,9 +10,20 @@ struct ThumbnailOutcome: Sendable {
     var file: String
     var width: Int
     var height: Int
+    /// For a video's poster frame: its time in seconds.
+    var time: Double?
 }
 
-struct ThumbnailFailure: Error, Sendable {
+/// An encoded image in memory.
+struct EncodedImage {
+    var data: [UInt8]
+    var type: MediaType
+    var width: Int
+    var height: Int
+}
+
+/// Why a stage after the download (normalise, probe, thumbnail) refused or failed the media.
+struct MediaFailure: Error, Sendable {
     let code: ReasonCode
     let message: String
 }
@@ -49,32 +60,69 @@ enum Thumbnailer {
     }
 
     static func make(source: String, destinationBase: String, shape: Shape,
-                     limits: Limits) -> Result<ThumbnailOutcome, ThumbnailFailure> {
-        do throws(ThumbnailFailure) {
+                     limits: Limits) -> Result<ThumbnailOutcome, MediaFailure> {
+        do throws(MediaFailure) {
             return .success(try makeThrowing(source: source, destinationBase: destinationBase, shape: shape, limits: limits))
         } catch {
             return .failure(error)
         }
     }
 
-    private static func makeThrowing(source: String, destinationBase: String, shape: Shape,
-                                     limits: Limits) throws(ThumbnailFailure) -> ThumbnailOutcome {
-        let maxEdge = limits.maxEdge
-        do throws(AttachFetchError) { try Vips.ensureStarted() } catch {
-            throw ThumbnailFailure(code: .ioError, message: error.message)
+    /// The same, for a frame already in memory (a video's poster frame).
+    static func make(image: VipsImageRef, destinationBase: String, shape: Shape,
+                     limits: Limits) -> Result<ThumbnailOutcome, MediaFailure> {
+        do throws(MediaFailure) {
+            let box = try boxSize(width: image.width, height: image.height, shape: shape, maxEdge: limits.maxEdge)
+            var out: UnsafeMutablePointer<VipsImage>?
+            guard af_vips_thumbnail_image(image.pointer, &out, Int32(box.width), Int32(box.height), VIPS_SIZE_DOWN) == 0,
+                  let out else {
+                throw MediaFailure(code: .corruptMedia, message: "libvips cannot scale the frame: \(Vips.takeError())")
+            }
+            return .success(try finish(VipsImageRef(out), clip: box.clip, sourceWidth: image.width, sourceHeight: image.height,
+                                       destinationBase: destinationBase))
+        } catch {
+            return .failure(error)
         }
-        // The header alone: size and orientation, no pixels decoded yet.
+    }
+
+    private static func makeThrowing(source: String, destinationBase: String, shape: Shape,
+                                     limits: Limits) throws(MediaFailure) -> ThumbnailOutcome {
+        let header = try openHeader(source, limits: limits)
+        let box = try boxSize(width: header.width, height: header.height, shape: shape, maxEdge: limits.maxEdge)
+        var out: UnsafeMutablePointer<VipsImage>?
+        guard af_vips_thumbnail(source, &out, Int32(box.width), Int32(box.height), VIPS_SIZE_DOWN, VIPS_FAIL_ON_ERROR) == 0,
+              let out else {
+            throw MediaFailure(code: .corruptMedia, message: "libvips cannot decode the image: \(Vips.takeError())")
+        }
+        return try finish(VipsImageRef(out), clip: box.clip, sourceWidth: header.width, sourceHeight: header.height,
+                          destinationBase: destinationBase)
+    }
+
+    /// An image's header (no pixels decoded yet), its size as displayed (EXIF orientation
+    /// applied), after every budget the header alone can check.
+    static func openHeader(_ source: String, limits: Limits) throws(MediaFailure) -> (image: VipsImageRef, width: Int, height: Int) {
+        do throws(AttachFetchError) { try Vips.ensureStarted() } catch {
+            throw MediaFailure(code: .ioError, message: error.message)
+        }
         guard let headerPointer = af_vips_image_new_from_file(source, VIPS_FAIL_ON_ERROR) else {
-            throw ThumbnailFailure(code: .corruptMedia, message: "libvips cannot read the image: \(Vips.takeError())")
+            throw MediaFailure(code: .corruptMedia, message: "libvips cannot read the image: \(Vips.takeError())")
         }
         let header = VipsImageRef(headerPointer)
         let rotated = (5...8).contains(header.orientation)
         let width = rotated ? header.height : header.width
         let height = rotated ? header.width : header.height
         guard width > 0, height > 0 else {
-            throw ThumbnailFailure(code: .corruptMedia, message: "the image has no pixels")
+            throw MediaFailure(code: .corruptMedia, message: "the image has no pixels")
         }
         try checkBudgets(header, width: width, height: height, limits: limits)
+        return (header, width, height)
+    }
+
+    /// The box the whole image is scaled into so that the clipped region's longest edge becomes
+    /// `maxEdge` (never enlarged), and the clip in the unit square.
+    private static func boxSize(width: Int, height: Int, shape: Shape,
+                                maxEdge: Int) throws(MediaFailure) -> (width: Int, height: Int, clip: ClippingRectangle) {
+        guard width > 0, height > 0 else { throw MediaFailure(code: .corruptMedia, message: "the image has no pixels") }
         let clip: ClippingRectangle
         switch shape {
         case .clip(let rectangle):
@@ -85,20 +133,16 @@ enum Thumbnailer {
                                            y: (Double(height) - side) / 2 / Double(height),
                                            width: side / Double(width), height: side / Double(height))) ?? .whole
         }
-
-        // Scale so that the clipped region's longest edge becomes maxEdge (never enlarge),
-        // then let vips_thumbnail shrink on load to that size and cut the region out.
         let clipWidth = clip.width * Double(width)
         let clipHeight = clip.height * Double(height)
         let scale = min(1, Double(maxEdge) / max(clipWidth, clipHeight))
-        let boxWidth = max(1, Int((Double(width) * scale).rounded(.up)))
-        let boxHeight = max(1, Int((Double(height) * scale).rounded(.up)))
-        var out: UnsafeMutablePointer<VipsImage>?
-        guard af_vips_thumbnail(source, &out, Int32(boxWidth), Int32(boxHeight), VIPS_SIZE_DOWN, VIPS_FAIL_ON_ERROR) == 0,
-              let out else {
-            throw ThumbnailFailure(code: .corruptMedia, message: "libvips cannot decode the image: \(Vips.takeError())")
-        }
-        var image = VipsImageRef(out)
+        return (max(1, Int((Double(width) * scale).rounded(.up))), max(1, Int((Double(height) * scale).rounded(.up))), clip)
+    }
+
+    /// Cuts the clip out of the scaled image, renders it, and writes the thumbnail file.
+    private static func finish(_ scaled: VipsImageRef, clip: ClippingRectangle, sourceWidth: Int, sourceHeight: Int,
+                               destinationBase: String) throws(MediaFailure) -> ThumbnailOutcome {
+        var image = scaled
         if clip != .whole {
             let left = min(image.width - 1, Int((clip.x * Double(image.width)).rounded()))
             let top = min(image.height - 1, Int((clip.y * Double(image.height)).rounded()))
@@ -107,76 +151,84 @@ enum Thumbnailer {
             var region: UnsafeMutablePointer<VipsImage>?
             guard af_vips_extract_area(image.pointer, &region, Int32(left), Int32(top),
                                        Int32(regionWidth), Int32(regionHeight)) == 0, let region else {
-                throw ThumbnailFailure(code: .corruptMedia, message: "libvips cannot clip the image: \(Vips.takeError())")
+                throw MediaFailure(code: .corruptMedia, message: "libvips cannot clip the image: \(Vips.takeError())")
             }
             image = VipsImageRef(region)
         }
         // Render once into memory (a thumbnail is small): this decodes the whole source, so a
         // truncated or corrupt file fails here, and the checks below do not decode it again.
         guard let rendered = vips_image_copy_memory(image.pointer) else {
-            throw ThumbnailFailure(code: .corruptMedia, message: "libvips cannot decode the image: \(Vips.takeError())")
+            throw MediaFailure(code: .corruptMedia, message: "libvips cannot decode the image: \(Vips.takeError())")
         }
         image = VipsImageRef(rendered)
+        let encoded = try encode(image)
+        let file = destinationBase + "." + encoded.type.fileExtension
+        if let problem = encoded.data.withUnsafeBytes({ SafeFile.create(file, contents: $0) }) {
+            throw MediaFailure(code: .ioError, message: problem)
+        }
+        return ThumbnailOutcome(sourceWidth: sourceWidth, sourceHeight: sourceHeight, file: file,
+                                width: encoded.width, height: encoded.height)
+    }
+
+    /// Encodes a rendered image as JPEG, or as PNG when some pixel is transparent.
+    static func encode(_ rendered: VipsImageRef, jpegQuality: Int = 80) throws(MediaFailure) -> EncodedImage {
+        var image = rendered
         if image.hasAlpha, let opaque = try dropOpaqueAlpha(image) { image = opaque }
-        let file = destinationBase + (image.hasAlpha ? ".png" : ".jpg")
         var buffer: UnsafeMutableRawPointer?
         var length = 0
         let encoded = image.hasAlpha
             ? af_vips_pngsave_buffer(image.pointer, &buffer, &length)
-            : af_vips_jpegsave_buffer(image.pointer, &buffer, &length, 80)
+            : af_vips_jpegsave_buffer(image.pointer, &buffer, &length, Int32(jpegQuality))
         defer { g_free(buffer) }
         guard encoded == 0, let buffer else {
-            throw ThumbnailFailure(code: .corruptMedia, message: "libvips cannot decode the image: \(Vips.takeError())")
+            throw MediaFailure(code: .corruptMedia, message: "libvips cannot encode the image: \(Vips.takeError())")
         }
-        if let problem = SafeFile.create(file, contents: UnsafeRawBufferPointer(start: buffer, count: length)) {
-            throw ThumbnailFailure(code: .ioError, message: problem)
-        }
-        return ThumbnailOutcome(sourceWidth: width, sourceHeight: height, file: file,
-                                width: image.width, height: image.height)
+        return EncodedImage(data: [UInt8](UnsafeRawBufferPointer(start: buffer, count: length)),
+                            type: image.hasAlpha ? .png : .jpeg, width: image.width, height: image.height)
     }
 
     /// An alpha channel that is opaque everywhere (common in GIFs and PNGs) is dropped, so the
     /// thumbnail can be a JPEG; returns nil when some pixel is transparent.
-    private static func dropOpaqueAlpha(_ image: VipsImageRef) throws(ThumbnailFailure) -> VipsImageRef? {
+    private static func dropOpaqueAlpha(_ image: VipsImageRef) throws(MediaFailure) -> VipsImageRef? {
         let bands = Int32(vips_image_get_bands(image.pointer))
         var alpha: UnsafeMutablePointer<VipsImage>?
         guard af_vips_extract_bands(image.pointer, &alpha, bands - 1, 1) == 0, let alpha else {
-            throw ThumbnailFailure(code: .corruptMedia, message: "libvips: \(Vips.takeError())")
+            throw MediaFailure(code: .corruptMedia, message: "libvips: \(Vips.takeError())")
         }
         let alphaRef = VipsImageRef(alpha)
         var minimum = 0.0
         guard af_vips_min(alphaRef.pointer, &minimum) == 0 else {
-            throw ThumbnailFailure(code: .corruptMedia, message: "libvips: \(Vips.takeError())")
+            throw MediaFailure(code: .corruptMedia, message: "libvips: \(Vips.takeError())")
         }
         let interpretation = vips_image_get_interpretation(image.pointer)
         let opaqueValue: Double = interpretation == VIPS_INTERPRETATION_RGB16 || interpretation == VIPS_INTERPRETATION_GREY16 ? 65535 : 255
         guard minimum >= opaqueValue else { return nil }
         var colour: UnsafeMutablePointer<VipsImage>?
         guard af_vips_extract_bands(image.pointer, &colour, 0, bands - 1) == 0, let colour else {
-            throw ThumbnailFailure(code: .corruptMedia, message: "libvips: \(Vips.takeError())")
+            throw MediaFailure(code: .corruptMedia, message: "libvips: \(Vips.takeError())")
         }
         return VipsImageRef(colour)
     }
 
     /// Every size check that the header alone can answer, before any pixel is decoded.
-    private static func checkBudgets(_ header: VipsImageRef, width: Int, height: Int,
-                                     limits: Limits) throws(ThumbnailFailure) {
+    static func checkBudgets(_ header: VipsImageRef, width: Int, height: Int,
+                                     limits: Limits) throws(MediaFailure) {
         let pixels = width * height
         guard pixels <= limits.maxPixels else {
-            throw ThumbnailFailure(code: .pixelLimitExceeded,
+            throw MediaFailure(code: .pixelLimitExceeded,
                                    message: "\(width)x\(height) is \(pixels) pixels, over the limit of \(limits.maxPixels)")
         }
         if header.integer("interlaced") == 1, pixels > limits.maxProgressivePixels {
-            throw ThumbnailFailure(code: .pixelLimitExceeded,
+            throw MediaFailure(code: .pixelLimitExceeded,
                                    message: "\(width)x\(height) progressive/interlaced image is \(pixels) pixels, over the limit of \(limits.maxProgressivePixels) for images that cannot be shrunk while loading")
         }
         if let frames = header.integer("n-pages"), frames > 1 {
             guard frames <= limits.maxAnimationFrames else {
-                throw ThumbnailFailure(code: .pixelLimitExceeded,
+                throw MediaFailure(code: .pixelLimitExceeded,
                                        message: "the animation has \(frames) frames, over the limit of \(limits.maxAnimationFrames)")
             }
             guard frames * pixels <= limits.maxAnimationPixels else {
-                throw ThumbnailFailure(code: .pixelLimitExceeded,
+                throw MediaFailure(code: .pixelLimitExceeded,
                                        message: "the animation's \(frames) frames hold \(frames * pixels) pixels, over the limit of \(limits.maxAnimationPixels)")
             }
         }

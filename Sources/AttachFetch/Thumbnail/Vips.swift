@@ -3,7 +3,9 @@ import CVips
 
 /// libvips' process-wide set-up, done once: start it, turn its operation cache off (every
 /// file is new; a cache would only hold memory), and let only the loaders of the formats in
-/// the table run — the rest (ImageMagick, PDF, SVG, ...) must never see downloaded bytes.
+/// the table run, plus WebP and HEIF (HEIC, AVIF), which are only ever handed files libmagic
+/// typed as those and only to convert them. The rest (ImageMagick, PDF, SVG, ...) must never
+/// see downloaded bytes.
 enum Vips {
     static let startup: Result<Void, AttachFetchError> = {
         guard vips_init("attach-fetch") == 0 else {
@@ -22,7 +24,8 @@ enum Vips {
                           { _, _, _, _ in }, nil)
         vips_block_untrusted_set(1)
         vips_operation_block_set("VipsForeignLoad", 1)
-        for loader in ["VipsForeignLoadJpeg", "VipsForeignLoadPng", "VipsForeignLoadNsgif"] {
+        for loader in ["VipsForeignLoadJpeg", "VipsForeignLoadPng", "VipsForeignLoadNsgif",
+                       "VipsForeignLoadWebp", "VipsForeignLoadHeif"] {
             vips_operation_block_set(loader, 0)
         }
         return .success(())

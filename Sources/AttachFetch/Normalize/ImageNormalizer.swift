@@ -1,0 +1,127 @@
+import CAttachFetchShims
+import CVips
+
+/// An image made deliverable: a format iOS shows, under the image limit.
+struct NormalizedImage: Sendable {
+    var file: String
+    var type: MediaType
+    var bytes: Int64
+    var sha256: String
+    /// The delivered size, and the original's, both as displayed.
+    var width: Int
+    var height: Int
+    var sourceWidth: Int
+    var sourceHeight: Int
+    var transforms: [AttachmentDescriptor.Transform]
+}
+
+/// Turns an image iOS would not show — WebP, HEIC/HEIF, AVIF, or any image over the limit —
+/// into a JPEG (PNG when some pixel is transparent, GIF for an animation that still fits),
+/// downscaling in a bounded number of attempts until it fits. EXIF orientation is applied to
+/// the pixels, so the result needs no metadata. Blocking: call it from a worker thread.
+enum ImageNormalizer {
+    struct Limits: Sendable {
+        /// The delivered file must not be larger than this (the image limit).
+        var maxBytes: Int64
+        /// Encodings tried at most before giving up with `sizeLimitExceeded`.
+        var maxAttempts: Int
+        var decode: Thumbnailer.Limits
+
+        init(_ configuration: AttachFetchConfiguration) {
+            maxBytes = configuration.sizeLimits.image
+            maxAttempts = configuration.maxNormalizeAttempts
+            decode = Thumbnailer.Limits(configuration)
+        }
+    }
+
+    /// JPEG quality of a delivered image: high, since this is the picture people see.
+    static let jpegQuality = 85
+
+    /// - Parameter shouldStop: checked before each attempt; true when nobody waits any more.
+    static func normalize(source: String, type: MediaType, destinationBase: String, limits: Limits,
+                          shouldStop: () -> Bool = { false }) -> Result<NormalizedImage, MediaFailure> {
+        do throws(MediaFailure) {
+            return .success(try normalizeThrowing(source: source, type: type, destinationBase: destinationBase,
+                                                  limits: limits, shouldStop: shouldStop))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private static func normalizeThrowing(source: String, type: MediaType, destinationBase: String, limits: Limits,
+                                          shouldStop: () -> Bool) throws(MediaFailure) -> NormalizedImage {
+        let header = try Thumbnailer.openHeader(source, limits: limits.decode)
+        func delivered(_ encoded: EncodedImage, downscaled: Bool) throws(MediaFailure) -> NormalizedImage {
+            let file = destinationBase + "." + encoded.type.fileExtension
+            let digest = SHA256Digest()
+            let problem = encoded.data.withUnsafeBytes { bytes in
+                digest.update(bytes)
+                return SafeFile.create(file, contents: bytes)
+            }
+            if let problem { throw MediaFailure(code: .ioError, message: problem) }
+            var transforms: [AttachmentDescriptor.Transform] = [encoded.type == type ? .reencoded : .transcoded]
+            if downscaled { transforms.append(.downscaled) }
+            return NormalizedImage(file: file, type: encoded.type, bytes: Int64(encoded.data.count),
+                                   sha256: digest.finalizeHex(), width: encoded.width, height: encoded.height,
+                                   sourceWidth: header.width, sourceHeight: header.height, transforms: transforms)
+        }
+
+        // An animation stays one while it fits as a GIF at full size; otherwise its first frame
+        // is delivered as a still.
+        if let frames = header.image.integer("n-pages"), frames > 1 {
+            if shouldStop() { throw MediaFailure(code: .cancelled, message: "abandoned") }
+            if let gif = try? animatedGIF(source), Int64(gif.data.count) <= limits.maxBytes {
+                return try delivered(gif, downscaled: false)
+            }
+        }
+
+        var scale = 1.0
+        var lastSize = 0
+        for _ in 0..<max(1, limits.maxAttempts) {
+            if shouldStop() { throw MediaFailure(code: .cancelled, message: "abandoned") }
+            let width = max(1, Int((Double(header.width) * scale).rounded()))
+            let height = max(1, Int((Double(header.height) * scale).rounded()))
+            // vips_thumbnail shrinks on load where the format allows and applies the EXIF
+            // orientation; at scale 1 it only decodes (and turns) the image.
+            var out: UnsafeMutablePointer<VipsImage>?
+            guard af_vips_thumbnail(source, &out, Int32(width), Int32(height), VIPS_SIZE_DOWN, VIPS_FAIL_ON_ERROR) == 0,
+                  let out else {
+                throw MediaFailure(code: .corruptMedia, message: "libvips cannot decode the image: \(Vips.takeError())")
+            }
+            var image = VipsImageRef(out)
+            // Alpha needs two passes (is it all opaque? then encode): decode once into memory.
+            if image.hasAlpha {
+                guard let rendered = vips_image_copy_memory(image.pointer) else {
+                    throw MediaFailure(code: .corruptMedia, message: "libvips cannot decode the image: \(Vips.takeError())")
+                }
+                image = VipsImageRef(rendered)
+            }
+            let encoded = try Thumbnailer.encode(image, jpegQuality: jpegQuality)
+            if Int64(encoded.data.count) <= limits.maxBytes {
+                return try delivered(encoded, downscaled: scale < 1)
+            }
+            lastSize = encoded.data.count
+            // Encoded size grows roughly with the pixel count: aim a little under the limit.
+            scale *= min(0.9, (Double(limits.maxBytes) / Double(encoded.data.count)).squareRoot() * 0.95)
+        }
+        throw MediaFailure(code: .sizeLimitExceeded,
+                           message: "the image could not be brought under \(limits.maxBytes) bytes in \(limits.maxAttempts) attempts (last: \(lastSize) bytes)")
+    }
+
+    /// Every frame, as an animated GIF.
+    private static func animatedGIF(_ source: String) throws(MediaFailure) -> EncodedImage {
+        guard let pointer = af_vips_image_new_from_file_all_pages(source, VIPS_FAIL_ON_ERROR) else {
+            throw MediaFailure(code: .corruptMedia, message: "libvips cannot read the animation: \(Vips.takeError())")
+        }
+        let image = VipsImageRef(pointer)
+        var buffer: UnsafeMutableRawPointer?
+        var length = 0
+        defer { g_free(buffer) }
+        guard af_vips_gifsave_buffer(image.pointer, &buffer, &length) == 0, let buffer else {
+            throw MediaFailure(code: .corruptMedia, message: "libvips cannot encode the animation: \(Vips.takeError())")
+        }
+        let pageHeight = image.integer("page-height") ?? image.height
+        return EncodedImage(data: [UInt8](UnsafeRawBufferPointer(start: buffer, count: length)), type: .gif,
+                            width: image.width, height: pageHeight)
+    }
+}

@@ -1,0 +1,189 @@
+import CFFmpeg
+import Glibc
+
+/// FFmpeg's process-wide set-up, once: its log goes nowhere (the library is silent; what went
+/// wrong reaches the descriptor through the return codes).
+enum FFmpeg {
+    static let startup: Void = { av_log_set_level(AV_LOG_QUIET) }()
+
+    /// AVERROR_EOF and AV_NOPTS_VALUE are C macros Swift cannot import.
+    static let endOfFile: Int32 = -Int32(bitPattern: 0x45 | 0x4F << 8 | 0x46 << 16 | 0x20 << 24)
+    static let noTimestamp = Int64.min
+
+    /// FFmpeg's own text for an error code.
+    static func errorText(_ code: Int32) -> String {
+        var text = [CChar](repeating: 0, count: 128)
+        guard av_strerror(code, &text, text.count) == 0 else { return "FFmpeg error \(code)" }
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+/// The file descriptor FFmpeg reads through; its address is the AVIOContext's opaque pointer.
+private final class FileSource {
+    let fd: Int32
+    init(fd: Int32) { self.fd = fd }
+}
+
+/// One media file opened for demuxing. FFmpeg reads it only through callbacks on a descriptor
+/// this class opened, never through a protocol: no URL is opened, and `io_open` (how demuxers
+/// open side files such as MOV data references) always refuses. Only the demuxers named for the
+/// sniffed type may probe it, and only the allowed decoders may run.
+///
+/// Owns the AVFormatContext, the AVIOContext and the descriptor; not thread-safe, so not Sendable.
+final class AVInput {
+    let context: UnsafeMutablePointer<AVFormatContext>
+    private var io: UnsafeMutablePointer<AVIOContext>?
+    private let source: FileSource
+
+    init(path: String, demuxers: String, decoders: String) throws(MediaFailure) {
+        _ = FFmpeg.startup
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw MediaFailure(code: .ioError, message: "cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+        source = FileSource(fd: fd)
+        let bufferSize: Int32 = 65_536
+        guard let buffer = av_malloc(Int(bufferSize))?.assumingMemoryBound(to: UInt8.self),
+              let io = avio_alloc_context(buffer, bufferSize, 0, Unmanaged.passUnretained(source).toOpaque(),
+                                          { opaque, buffer, size in
+                                              let source = Unmanaged<FileSource>.fromOpaque(opaque!).takeUnretainedValue()
+                                              let count = read(source.fd, buffer, Int(size))
+                                              if count == 0 { return FFmpeg.endOfFile }
+                                              return count < 0 ? -errno : Int32(count)
+                                          }, nil,
+                                          { opaque, offset, whence in
+                                              let source = Unmanaged<FileSource>.fromOpaque(opaque!).takeUnretainedValue()
+                                              if whence & AVSEEK_SIZE != 0 {
+                                                  var info = stat()
+                                                  return fstat(source.fd, &info) == 0 ? Int64(info.st_size) : Int64(-errno)
+                                              }
+                                              // AVSEEK_FORCE is a hint for network streams; a file ignores it.
+                                              let position = lseek(source.fd, off_t(offset), whence & ~AVSEEK_FORCE)
+                                              return position < 0 ? Int64(-errno) : Int64(position)
+                                          })
+        else {
+            close(fd)
+            throw MediaFailure(code: .ioError, message: "FFmpeg cannot allocate its reader: out of memory")
+        }
+        self.io = io
+        guard var context = avformat_alloc_context() else {
+            AVInput.release(io: io, fd: fd)
+            throw MediaFailure(code: .ioError, message: "FFmpeg cannot allocate a format context: out of memory")
+        }
+        context.pointee.pb = io
+        context.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
+        context.pointee.io_open = { _, _, _, _, _ in -EPERM }
+        // Bounds on what probing may read and decode before the streams are known.
+        context.pointee.probesize = 4 << 20
+        context.pointee.max_analyze_duration = 5 * Int64(AV_TIME_BASE)
+        var options: OpaquePointer?
+        av_dict_set(&options, "format_whitelist", demuxers, 0)
+        av_dict_set(&options, "codec_whitelist", decoders, 0)
+        av_dict_set(&options, "enable_drefs", "0", 0)
+        var opened: UnsafeMutablePointer<AVFormatContext>? = context
+        let status = avformat_open_input(&opened, "", nil, &options)
+        av_dict_free(&options)
+        guard status >= 0, let opened else {
+            // avformat_open_input frees the context when it fails.
+            AVInput.release(io: io, fd: fd)
+            throw MediaFailure(code: .corruptMedia, message: "FFmpeg cannot read the container: \(FFmpeg.errorText(status))")
+        }
+        context = opened
+        self.context = context
+        let found = avformat_find_stream_info(context, nil)
+        guard found >= 0 else {
+            throw MediaFailure(code: .corruptMedia, message: "FFmpeg cannot find the streams: \(FFmpeg.errorText(found))")
+        }
+    }
+
+    deinit {
+        var context: UnsafeMutablePointer<AVFormatContext>? = context
+        avformat_close_input(&context)
+        if let io { AVInput.release(io: io, fd: source.fd) }
+    }
+
+    private static func release(io: UnsafeMutablePointer<AVIOContext>, fd: Int32) {
+        // The buffer may have been replaced by FFmpeg; free whatever the context holds now.
+        av_freep(&io.pointee.buffer)
+        var io: UnsafeMutablePointer<AVIOContext>? = io
+        avio_context_free(&io)
+        close(fd)
+    }
+
+    var streams: [UnsafeMutablePointer<AVStream>] {
+        (0..<Int(context.pointee.nb_streams)).compactMap { context.pointee.streams[$0] }
+    }
+
+    /// The container's duration in seconds, when it states one.
+    var duration: Double? {
+        let value = context.pointee.duration
+        return value == FFmpeg.noTimestamp || value <= 0 ? nil : Double(value) / Double(AV_TIME_BASE)
+    }
+}
+
+/// An opened decoder for one stream. Owns its AVCodecContext; not thread-safe, not Sendable.
+final class AVDecoder {
+    let context: UnsafeMutablePointer<AVCodecContext>
+    let stream: UnsafeMutablePointer<AVStream>
+    let name: String
+
+    init(stream: UnsafeMutablePointer<AVStream>, allowed: Set<String>) throws(MediaFailure) {
+        self.stream = stream
+        let parameters = stream.pointee.codecpar!
+        guard let codec = avcodec_find_decoder(parameters.pointee.codec_id) else {
+            throw MediaFailure(code: .corruptMedia, message: "no decoder for \(String(cString: avcodec_get_name(parameters.pointee.codec_id)))")
+        }
+        name = String(cString: codec.pointee.name)
+        guard allowed.contains(name) else {
+            throw MediaFailure(code: .unsupportedType, message: "the \(name) codec is not one attach-fetch decodes")
+        }
+        guard let context = avcodec_alloc_context3(codec) else {
+            throw MediaFailure(code: .ioError, message: "FFmpeg cannot allocate a decoder: out of memory")
+        }
+        self.context = context
+        let copied = avcodec_parameters_to_context(context, parameters)
+        guard copied >= 0 else {
+            throw MediaFailure(code: .corruptMedia, message: "bad \(name) parameters: \(FFmpeg.errorText(copied))")
+        }
+        // One thread: decoders run on the pipeline's worker threads, which are the parallelism.
+        context.pointee.thread_count = 1
+        let status = avcodec_open2(context, codec, nil)
+        guard status >= 0 else {
+            throw MediaFailure(code: .corruptMedia, message: "FFmpeg cannot open the \(name) decoder: \(FFmpeg.errorText(status))")
+        }
+    }
+
+    deinit {
+        var context: UnsafeMutablePointer<AVCodecContext>? = context
+        avcodec_free_context(&context)
+    }
+
+    /// The codec's common name ("h264", "aac"), which is what the descriptor reports.
+    var codecName: String { String(cString: avcodec_get_name(context.pointee.codec_id)) }
+}
+
+/// Owns one AVFrame.
+final class AVFrameBox {
+    let pointer: UnsafeMutablePointer<AVFrame>
+    init() throws(MediaFailure) {
+        guard let frame = av_frame_alloc() else { throw MediaFailure(code: .ioError, message: "out of memory") }
+        pointer = frame
+    }
+    deinit {
+        var frame: UnsafeMutablePointer<AVFrame>? = pointer
+        av_frame_free(&frame)
+    }
+}
+
+/// Owns one AVPacket.
+final class AVPacketBox {
+    let pointer: UnsafeMutablePointer<AVPacket>
+    init() throws(MediaFailure) {
+        guard let packet = av_packet_alloc() else { throw MediaFailure(code: .ioError, message: "out of memory") }
+        pointer = packet
+    }
+    deinit {
+        var packet: UnsafeMutablePointer<AVPacket>? = pointer
+        av_packet_free(&packet)
+    }
+}

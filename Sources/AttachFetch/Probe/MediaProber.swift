@@ -1,0 +1,274 @@
+import CAttachFetchShims
+import CFFmpeg
+import CVips
+import Glibc
+
+/// What FFmpeg learned about an audio or video file.
+struct MediaProbe: Sendable, Equatable {
+    /// Seconds, when the container states a duration.
+    var duration: Double?
+    var videoCodec: String?
+    var audioCodec: String?
+    /// The video's size as displayed (sample aspect ratio and rotation applied).
+    var width: Int?
+    var height: Int?
+}
+
+struct ProbeOutcome: Sendable {
+    var probe: MediaProbe
+    /// The type the streams show: an MPEG-4 file with no real video is audio (`.m4a`), an
+    /// MPEG-4 file with video is video whatever its brand says.
+    var resolvedType: MediaType
+    /// The poster-frame thumbnail, for video, with the frame's time.
+    var poster: ThumbnailOutcome?
+}
+
+/// Probes audio and video with FFmpeg's libraries and makes a video's poster-frame thumbnail.
+/// Blocking: call it from a worker thread.
+enum MediaProber {
+    /// The decode budgets, from the configuration.
+    struct Limits: Sendable {
+        /// Frames decoded at most to reach the thumbnail time (after seeking to the keyframe
+        /// before it); past that, the last frame decoded is the poster.
+        var maxDecodedFrames: Int
+        /// Packets read at most, in all.
+        var maxPackets: Int
+        var thumbnail: Thumbnailer.Limits
+
+        init(_ configuration: AttachFetchConfiguration) {
+            maxDecodedFrames = configuration.maxVideoDecodeFrames
+            maxPackets = configuration.maxVideoDecodeFrames * 4
+            thumbnail = Thumbnailer.Limits(configuration)
+        }
+    }
+
+    /// Demuxers per sniffed type: FFmpeg may probe a file only as what libmagic said it is.
+    static func demuxers(for type: MediaType) -> String {
+        switch type {
+        case .mp4, .m4v, .m4a: return "mov,mp4,m4a,3gp,3g2,mj2"
+        case .mp3: return "mp3"
+        case .wav: return "wav"
+        case .aiff: return "aiff"
+        case .mpeg: return "mpeg,mpegvideo"
+        case .avi: return "avi"
+        default: return "none"
+        }
+    }
+
+    /// The decoders of the codecs the supported containers carry; no other decoder runs.
+    static let decoders: Set<String> = [
+        "h264", "hevc", "mpeg4", "mpeg1video", "mpeg2video", "mjpeg", "h263", "msmpeg4v2", "msmpeg4v3",
+        "aac", "aac_fixed", "mp3float", "mp3", "mp2float", "mp2", "alac", "ac3",
+        "pcm_s16le", "pcm_s16be", "pcm_s24le", "pcm_s24be", "pcm_s32le", "pcm_s32be", "pcm_u8", "pcm_s8",
+        "pcm_f32le", "pcm_f32be", "pcm_alaw", "pcm_mulaw", "adpcm_ima_wav", "adpcm_ms", "adpcm_ima_qt",
+    ]
+    private static let decoderList = decoders.sorted().joined(separator: ",")
+
+    /// - Parameters:
+    ///   - thumbnailTime: the poster frame's time (UNNotificationAttachmentOptionsThumbnailTimeKey),
+    ///     clamped to the duration; nil means 0.
+    ///   - thumbnailBase: where a video's poster thumbnail goes; nil for audio.
+    ///   - shouldStop: checked between packets; true when nobody waits for the result any more.
+    static func probe(source: String, type: MediaType, thumbnailTime: Double?, thumbnailBase: String?,
+                      shape: Thumbnailer.Shape, limits: Limits,
+                      shouldStop: () -> Bool = { false }) -> Result<ProbeOutcome, MediaFailure> {
+        do throws(MediaFailure) {
+            return .success(try probeThrowing(source: source, type: type, thumbnailTime: thumbnailTime,
+                                              thumbnailBase: thumbnailBase, shape: shape, limits: limits, shouldStop: shouldStop))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private static func probeThrowing(source: String, type: MediaType, thumbnailTime: Double?, thumbnailBase: String?,
+                                      shape: Thumbnailer.Shape, limits: Limits,
+                                      shouldStop: () -> Bool) throws(MediaFailure) -> ProbeOutcome {
+        let input = try AVInput(path: source, demuxers: demuxers(for: type), decoders: decoderList)
+        var probe = MediaProbe(duration: input.duration)
+        // The largest video stream that is not cover art, and the first audio stream.
+        let videoStream = input.streams
+            .filter { $0.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_VIDEO
+                && $0.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC == 0 }
+            .max { area($0) < area($1) }
+        let audioStream = input.streams.first { $0.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_AUDIO }
+        guard videoStream != nil || audioStream != nil else {
+            throw MediaFailure(code: .corruptMedia, message: "the file has no audio or video stream")
+        }
+        let resolvedType = resolve(type, hasVideo: videoStream != nil)
+        if let videoStream, area(videoStream) > limits.thumbnail.maxPixels {
+            throw MediaFailure(code: .pixelLimitExceeded,
+                               message: "video frames of \(area(videoStream)) pixels are over the limit of \(limits.thumbnail.maxPixels)")
+        }
+        let video = try videoStream.map { stream throws(MediaFailure) in try AVDecoder(stream: stream, allowed: decoders) }
+        let audio = try audioStream.map { stream throws(MediaFailure) in try AVDecoder(stream: stream, allowed: decoders) }
+        probe.videoCodec = video?.codecName
+        probe.audioCodec = audio?.codecName
+
+        // Seek to the keyframe at or before the thumbnail time, then decode up to it.
+        var target = max(0, thumbnailTime ?? 0)
+        if let duration = probe.duration { target = min(target, duration) }
+        if let video, target > 0 {
+            let base = video.stream.pointee.time_base
+            let start = video.stream.pointee.start_time == FFmpeg.noTimestamp ? 0 : video.stream.pointee.start_time
+            let timestamp = start + Int64(target / av_q2d(base))
+            // A failed seek leaves the reader at the start: decoding from there is still right.
+            _ = av_seek_frame(input.context, video.stream.pointee.index, timestamp, AVSEEK_FLAG_BACKWARD)
+        }
+        let packet = try AVPacketBox()
+        let frame = try AVFrameBox()
+        let poster = try AVFrameBox()
+        var posterSeconds: Double?
+        var videoDone = video == nil
+        var audioDecoded = audio == nil
+        var decodedFrames = 0
+        var lastError: Int32 = 0
+
+        /// Takes every frame the decoder has ready; for video, keeps the latest as the poster.
+        func drain(_ decoder: AVDecoder) {
+            while avcodec_receive_frame(decoder.context, frame.pointer) >= 0 {
+                defer { av_frame_unref(frame.pointer) }
+                if decoder === audio {
+                    audioDecoded = true
+                    continue
+                }
+                guard !videoDone else { continue }
+                decodedFrames += 1
+                let seconds = frameSeconds(frame.pointer, stream: decoder.stream)
+                av_frame_unref(poster.pointer)
+                av_frame_move_ref(poster.pointer, frame.pointer)
+                posterSeconds = seconds
+                // Half a frame early counts: frame times rarely land exactly on the target.
+                if (seconds ?? target) >= target - 0.02 || decodedFrames >= limits.maxDecodedFrames { videoDone = true }
+            }
+        }
+
+        var packets = 0
+        while !(videoDone && audioDecoded) && packets < limits.maxPackets {
+            if shouldStop() { throw MediaFailure(code: .cancelled, message: "abandoned") }
+            let status = av_read_frame(input.context, packet.pointer)
+            if status < 0 {
+                if status != FFmpeg.endOfFile { lastError = status }
+                break
+            }
+            defer { av_packet_unref(packet.pointer) }
+            packets += 1
+            for decoder in [video, audio].compactMap({ $0 }) where decoder.stream.pointee.index == packet.pointer.pointee.stream_index {
+                let sent = avcodec_send_packet(decoder.context, packet.pointer)
+                if sent < 0 { lastError = sent }
+                drain(decoder)
+            }
+        }
+        // The end of the file (or of the budget): flush what the decoders still hold.
+        for decoder in [video, audio].compactMap({ $0 }) where !(decoder === video ? videoDone : audioDecoded) {
+            avcodec_send_packet(decoder.context, nil)
+            drain(decoder)
+        }
+        let detail = lastError == 0 ? "" : " (\(FFmpeg.errorText(lastError)))"
+        if let video, poster.pointer.pointee.width <= 0 {
+            throw MediaFailure(code: .corruptMedia, message: "the \(video.codecName) video stream does not decode\(detail)")
+        }
+        if let audio, !audioDecoded {
+            throw MediaFailure(code: .corruptMedia, message: "the \(audio.codecName) audio stream does not decode\(detail)")
+        }
+
+        var outcome = ProbeOutcome(probe: probe, resolvedType: resolvedType)
+        if let video {
+            let image = try rgbImage(poster.pointer)
+            let rotated = try rotate(image, degrees: rotation(of: video.stream))
+            outcome.probe.width = rotated.width
+            outcome.probe.height = rotated.height
+            if let thumbnailBase {
+                var poster = try Thumbnailer.make(image: rotated, destinationBase: thumbnailBase, shape: shape,
+                                                  limits: limits.thumbnail).get()
+                poster.time = posterSeconds.map { max(0, $0) } ?? target
+                outcome.poster = poster
+            }
+        }
+        return outcome
+    }
+
+    /// An MPEG-4 file's kind follows its streams, not its brand.
+    private static func resolve(_ type: MediaType, hasVideo: Bool) -> MediaType {
+        switch type {
+        case .mp4, .m4v: return hasVideo ? type : .m4a
+        case .m4a: return hasVideo ? .mp4 : .m4a
+        default: return type
+        }
+    }
+
+    private static func area(_ stream: UnsafeMutablePointer<AVStream>) -> Int {
+        Int(stream.pointee.codecpar.pointee.width) * Int(stream.pointee.codecpar.pointee.height)
+    }
+
+    /// A frame's time in seconds from the stream's start.
+    private static func frameSeconds(_ frame: UnsafeMutablePointer<AVFrame>, stream: UnsafeMutablePointer<AVStream>) -> Double? {
+        let timestamp = frame.pointee.best_effort_timestamp
+        guard timestamp != FFmpeg.noTimestamp else { return nil }
+        let start = stream.pointee.start_time == FFmpeg.noTimestamp ? 0 : stream.pointee.start_time
+        return Double(timestamp - start) * av_q2d(stream.pointee.time_base)
+    }
+
+    /// The clockwise rotation a player applies (the display matrix), in quarter turns.
+    private static func rotation(of stream: UnsafeMutablePointer<AVStream>) -> Int {
+        var size = 0
+        guard let matrix = av_stream_get_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, &size), size >= 36 else { return 0 }
+        let counterClockwise = matrix.withMemoryRebound(to: Int32.self, capacity: 9) { av_display_rotation_get($0) }
+        guard counterClockwise.isFinite else { return 0 }
+        let quarterTurns = Int((-counterClockwise / 90).rounded())
+        return ((quarterTurns % 4) + 4) % 4
+    }
+
+    /// The decoded frame as an 8-bit RGB libvips image at its display aspect ratio (libswscale
+    /// converts the pixel format and stretches anamorphic video).
+    private static func rgbImage(_ frame: UnsafeMutablePointer<AVFrame>) throws(MediaFailure) -> VipsImageRef {
+        let width = Int(frame.pointee.width)
+        let height = Int(frame.pointee.height)
+        let aspect = frame.pointee.sample_aspect_ratio
+        let displayWidth = aspect.num > 0 && aspect.den > 0
+            ? max(1, min(width * 4, Int((Double(width) * av_q2d(aspect)).rounded()))) : width
+        guard let scaler = sws_getContext(Int32(width), Int32(height), AVPixelFormat(frame.pointee.format),
+                                          Int32(displayWidth), Int32(height), AV_PIX_FMT_RGB24, SWS_BILINEAR, nil, nil, nil) else {
+            throw MediaFailure(code: .corruptMedia, message: "libswscale cannot convert the frame's pixel format")
+        }
+        defer { sws_freeContext(scaler) }
+        let stride = displayWidth * 3
+        var pixels = [UInt8](repeating: 0, count: stride * height)
+        let scaled = pixels.withUnsafeMutableBufferPointer { rgb -> Int32 in
+            var destination: [UnsafeMutablePointer<UInt8>?] = [rgb.baseAddress, nil, nil, nil]
+            var destinationStride: [Int32] = [Int32(stride), 0, 0, 0]
+            return withUnsafePointer(to: &frame.pointee.data) { data in
+                withUnsafePointer(to: &frame.pointee.linesize) { linesize in
+                    data.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: 8) { planes in
+                        linesize.withMemoryRebound(to: Int32.self, capacity: 8) { strides in
+                            sws_scale(scaler, planes, strides, 0, Int32(height), &destination, &destinationStride)
+                        }
+                    }
+                }
+            }
+        }
+        guard scaled == Int32(height) else {
+            throw MediaFailure(code: .corruptMedia, message: "libswscale converted \(scaled) of \(height) rows")
+        }
+        guard let image = pixels.withUnsafeBytes({
+            vips_image_new_from_memory_copy($0.baseAddress, $0.count, Int32(displayWidth), Int32(height), 3, VIPS_FORMAT_UCHAR)
+        }) else {
+            throw MediaFailure(code: .ioError, message: "libvips cannot take the frame: \(Vips.takeError())")
+        }
+        let raw = VipsImageRef(image)
+        var labelled: UnsafeMutablePointer<VipsImage>?
+        guard af_vips_copy_interpretation(raw.pointer, &labelled, VIPS_INTERPRETATION_sRGB) == 0, let labelled else {
+            throw MediaFailure(code: .ioError, message: "libvips cannot take the frame: \(Vips.takeError())")
+        }
+        return VipsImageRef(labelled)
+    }
+
+    private static func rotate(_ image: VipsImageRef, degrees quarterTurns: Int) throws(MediaFailure) -> VipsImageRef {
+        guard quarterTurns != 0 else { return image }
+        let angle: VipsAngle = quarterTurns == 1 ? VIPS_ANGLE_D90 : quarterTurns == 2 ? VIPS_ANGLE_D180 : VIPS_ANGLE_D270
+        var out: UnsafeMutablePointer<VipsImage>?
+        guard af_vips_rot(image.pointer, &out, angle) == 0, let out else {
+            throw MediaFailure(code: .corruptMedia, message: "libvips cannot rotate the frame: \(Vips.takeError())")
+        }
+        return VipsImageRef(out)
+    }
+}
