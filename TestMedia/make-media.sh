@@ -38,9 +38,37 @@ ff -f lavfi -i testsrc=size=160x120:rate=10 -t 1 -c:v libx264 -pix_fmt yuv420p -
 ff -f lavfi -i testsrc=size=160x120:rate=25 -t 1 -c:v mpeg2video -b:v 200k -f vob clip.mpg
 ff -f lavfi -i testsrc=size=160x120:rate=10 -t 1 -c:v mpeg4 -q:v 10 clip.avi
 
-# --- must be refused -------------------------------------------------------------
+# A 10-minute video (2 frames/s, a keyframe every 10 s): poster frames late in a long file.
+ff -f lavfi -i testsrc=size=160x120:rate=2 -t 600 -c:v libx264 -pix_fmt yuv420p -preset veryfast -crf 40 -g 20 -movflags +faststart long.mp4
+# MPEG-4 brand confusion: audio only in an "isom" MP4 (libmagic: video/mp4), video in an "M4A " file.
+ff -f lavfi -i "sine=frequency=330:duration=2" -ac 1 -ar 22050 -c:a aac -b:a 32k -f mp4 audio-only.mp4
+ff -f lavfi -i testsrc=size=160x120:rate=10 -t 1 -c:v libx264 -pix_fmt yuv420p -preset veryfast -crf 35 -brand "M4A " -f ipod video-branded.m4a
+python3 - <<'PY'
+import random, struct
+# rotated.mp4: clip.mp4 with a display matrix turning it 90 degrees clockwise (phones do this).
+data = bytearray(open("clip.mp4", "rb").read())
+i = data.find(b"tkhd")
+assert i > 0 and data[i + 4] == 0  # version 0
+struct.pack_into(">9i", data, i + 4 + 4 + 4 * 5 + 8 + 2 * 4, 0, 65536, 0, -65536, 0, 0, 120 * 65536, 0, 1 << 30)
+open("rotated.mp4", "wb").write(data)
+# corrupt.mp4: clip.mp4 with its media data replaced by noise; the container still opens.
+data = bytearray(open("clip.mp4", "rb").read())
+j = data.find(b"mdat")
+size = struct.unpack(">I", data[j - 4:j])[0]
+r = random.Random(7)
+for k in range(j + 4, j - 4 + size):
+    data[k] = r.getrandbits(8)
+open("corrupt.mp4", "wb").write(data)
+PY
+
+# --- converted when normalising (refused with it off) ------------------------------
 ff -f lavfi -i testsrc2=size=160x120:rate=1 -frames:v 1 -update 1 image.webp
 vips copy photo.jpg "image.heic[Q=30]" 2>/dev/null || ff -f lavfi -i testsrc2=size=160x120 -frames:v 1 -c:v hevc -f hevc image.heic
+vips copy photo.jpg "image.avif[Q=40]"
+ff -f lavfi -i testsrc=size=160x120:rate=5:duration=1 -c:v libwebp_anim -loop 0 -lossless 0 -q:v 50 animated.webp
+ff -f lavfi -i "color=c=blue@0.5:size=200x100,format=rgba" -frames:v 1 -c:v libwebp -lossless 1 alpha.webp
+
+# --- must be refused -------------------------------------------------------------
 printf '%s\n' '%PDF-1.4' '1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj' \
   '2 0 obj << /Type /Pages /Kids [] /Count 0 >> endobj' 'trailer << /Root 1 0 R >>' '%%EOF' > document.pdf
 printf '%s\n' '<!DOCTYPE html>' '<html><head><title>404 Not Found</title></head>' \

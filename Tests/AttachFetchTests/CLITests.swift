@@ -76,7 +76,8 @@ import Testing
             let attachments = try #require(object["attachments"] as? [[String: Any]])
             #expect(attachments.map { $0["url"] as? String } == urls)
             #expect(attachments.map { $0["status"] as? String } == ["ready", "ready", "ready"])
-            #expect(out.tree() == ["attachment-0.jpg", "attachment-0.thumb.jpg", "attachment-1.m4a", "attachment-2.mpg"])
+            #expect(out.tree() == ["attachment-0.jpg", "attachment-0.thumb.jpg", "attachment-1.m4a", "attachment-2.mpg",
+                                   "attachment-2.thumb.jpg"])
         }
     }
 
@@ -96,7 +97,7 @@ import Testing
             # comment
             \(server.baseURL)/media/photo.jpg
 
-            \(server.baseURL)/media/image.webp
+            \(server.baseURL)/media/document.pdf
             \(server.baseURL)/media/clip.avi
             """
             let run = try await Self.run(["--allow-private-network", "--format", "jsonl", "--input", "-", "--out", out.path], stdin: input)

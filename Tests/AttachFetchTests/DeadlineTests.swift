@@ -138,7 +138,7 @@ import Testing
         let scratch = Scratch()
         let pipeline = try makePipeline(scratch)
         try await withMediaServer { server in
-            let files = ["photo.jpg", "tone.mp3", "clip.mp4", "image.webp", "alpha.png"]
+            let files = ["photo.jpg", "tone.mp3", "clip.mp4", "document.pdf", "alpha.png"]
             await withTaskGroup(of: Void.self) { group in
                 for batchIndex in 0..<20 {
                     group.addTask {

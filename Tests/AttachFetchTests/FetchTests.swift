@@ -124,7 +124,7 @@ import Testing
         let scratch = Scratch()
         let pipeline = try makePipeline(scratch) { $0.maxConcurrentTransfers = 3 }
         try await withMediaServer { server in
-            let names = ["clip.mp4", "photo.jpg", "status", "tone.wav", "image.webp", "photo.jpg", "bad", "alpha.png",
+            let names = ["clip.mp4", "photo.jpg", "status", "tone.wav", "document.pdf", "photo.jpg", "bad", "alpha.png",
                          "clip.avi", "tone.mp3", "empty.bin", "animated.gif"]
             var requests: [AttachmentRequest] = []
             for (index, name) in names.enumerated() {
@@ -150,7 +150,7 @@ import Testing
         let scratch = Scratch()
         let pipeline = try makePipeline(scratch)
         try await withMediaServer { server in
-            let urls = ["media/photo.jpg", "media/truncated.jpg", "media/tone.mp3", "status/500", "media/image.webp",
+            let urls = ["media/photo.jpg", "media/truncated.jpg", "media/tone.mp3", "status/500", "media/document.pdf",
                         "synth/photo.jpg?bytes=20000000&length=none", "media/empty.bin", "media/alpha.png"]
             let batch = await pipeline.process(urls.enumerated().map {
                 AttachmentRequest(url: "\(server.baseURL)/\($0.element)", identifier: "f\($0.offset)")

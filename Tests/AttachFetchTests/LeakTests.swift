@@ -34,7 +34,7 @@ import Testing
     @Test func thousandMixedBatchesLeaveNothingBehind() async throws {
         let scratch = Scratch()
         let paths = ["media/photo.jpg", "media/tone.mp3", "fault/reset?name=clip.avi", "fault/long-length",
-                     "fault/short-length", "fault/redirect-loop", "status/404", "media/image.webp",
+                     "fault/short-length", "fault/redirect-loop", "status/404", "media/document.pdf",
                      "synth/photo.jpg?bytes=1000000&length=none", "fault/silent", "media/truncated.jpg", "media/empty.bin"]
         // Start the libraries' process-wide state once, then take the baseline with no pipeline
         // and no server alive: afterwards every descriptor and thread must be gone again.

@@ -9,7 +9,7 @@ import Testing
 
     @Test func bodyGrowingPastTheLimitIsCutOffAtTheLimit() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch)
+        let pipeline = try makePipeline(scratch) { $0.normalize = false }
         try await withMediaServer { server in
             // 40 MB that sniffs as JPEG, with no Content-Length: only streaming can catch it.
             let d = await fetchOne("\(server.baseURL)/synth/photo.jpg?bytes=40000000&length=none&tag=big", pipeline)
@@ -34,9 +34,30 @@ import Testing
         }
     }
 
-    @Test func declaredLengthAboveTheSniffedKindsLimitIsRefusedAtTheFirstChunk() async throws {
+    /// Normalising on: an image may stream up to the source limit (to be fitted), not past it.
+    @Test func imageGrowingPastTheSourceLimitIsCutOffThere() async throws {
         let scratch = Scratch()
         let pipeline = try makePipeline(scratch)
+        let sourceLimit = AttachFetchConfiguration().sizeLimits.imageSource
+        #expect(sourceLimit == 41_943_040)
+        try await withMediaServer { server in
+            let d = await fetchOne("\(server.baseURL)/synth/photo.jpg?bytes=60000000&length=none&tag=src", pipeline)
+            #expect(d.reason?.code == .sizeLimitExceeded, "\(d.reason?.message ?? "")")
+            #expect(d.reason?.message.contains("image source limit of 41943040") == true)
+            let sent = server.counter("src")
+            #expect(sent >= Int(sourceLimit) - 1_000_000)
+            #expect(sent < Int(sourceLimit) + 4_000_000, "server sent \(sent) bytes")
+            // A declared length over it is refused at the first chunk.
+            let declared = await fetchOne("\(server.baseURL)/synth/photo.jpg?bytes=45000000&tag=decl", pipeline)
+            #expect(declared.reason?.code == .sizeLimitExceeded)
+            #expect(server.counter("decl") < 2_000_000, "server sent \(server.counter("decl")) bytes")
+            #expect(scratch.tree() == [])
+        }
+    }
+
+    @Test func declaredLengthAboveTheSniffedKindsLimitIsRefusedAtTheFirstChunk() async throws {
+        let scratch = Scratch()
+        let pipeline = try makePipeline(scratch) { $0.normalize = false }
         try await withMediaServer { server in
             // 20 MB is under the video limit (so libcurl lets it start) but over the image limit.
             let d = await fetchOne("\(server.baseURL)/synth/photo.jpg?bytes=20000000&tag=img", pipeline)
@@ -63,7 +84,7 @@ import Testing
 
     @Test func limitsAreConfigurablePerKind() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch) { $0.sizeLimits.image = 5_000; $0.sizeLimits.audio = 5_000 }
+        let pipeline = try makePipeline(scratch) { $0.sizeLimits.image = 5_000; $0.sizeLimits.audio = 5_000; $0.normalize = false }
         try await withMediaServer { server in
             let photo = await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline) // 10,150 bytes
             #expect(photo.reason?.code == .sizeLimitExceeded)

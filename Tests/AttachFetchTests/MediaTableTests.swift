@@ -37,18 +37,29 @@ import Testing
             #expect(fileMode(path) == 0o600)
             #expect(d.timings.total >= 0)
             #expect(d.timings.download != nil)
-            if expected.kind == .image {
+            // Delivered as downloaded.
+            #expect(d.transforms == [])
+            #expect(d.sourceMimeType == expected.mimeType)
+            #expect(d.sourceBytes == d.bytes)
+            #expect(d.sourceWidth == d.width && d.sourceHeight == d.height)
+            switch expected.kind {
+            case .image, .video:
                 #expect(d.width != nil && d.height != nil)
                 #expect(d.thumbnail != nil)
-            } else {
+            case .audio:
                 #expect(d.thumbnail == nil)
                 #expect(d.width == nil)
+                #expect(d.videoCodec == nil)
+                #expect(d.audioCodec != nil)
+            }
+            if expected.kind != .image {
+                #expect(d.duration.map { $0 > 0.5 && $0 < 1.5 } == true, "duration \(String(describing: d.duration))")
             }
         }
     }
 
     static let refused: [(file: String, code: ReasonCode)] = [
-        ("image.webp", .unsupportedType), ("image.heic", .unsupportedType), ("document.pdf", .unsupportedType),
+        ("document.pdf", .unsupportedType),
         ("error-page.html", .unsupportedType), ("random.bin", .unsupportedType),
         ("truncated.jpg", .corruptMedia), ("empty.bin", .emptyBody),
     ]
@@ -67,6 +78,22 @@ import Testing
             #expect(d.thumbnail == nil)
             // Nothing at all is left behind: not the body, not the batch directory.
             #expect(batch.directory == nil)
+            #expect(scratch.tree() == [])
+        }
+    }
+
+    /// With normalising off, the convertible formats are refused as they were before it existed.
+    @Test(arguments: ["image.webp", "image.heic", "image.avif", "animated.webp"])
+    func convertibleFormatIsRefusedWithNormalisingOff(file: String) async throws {
+        let scratch = Scratch()
+        let pipeline = try makePipeline(scratch) { $0.normalize = false }
+        try await withMediaServer { server in
+            let batch = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/\(file)")])
+            let d = batch.attachments[0]
+            #expect(d.status == .rejected)
+            #expect(d.reason?.code == .unsupportedType, "\(d.reason?.message ?? "")")
+            #expect(d.reason?.message.contains("converting it is turned off") == true)
+            #expect(d.file == nil)
             #expect(scratch.tree() == [])
         }
     }

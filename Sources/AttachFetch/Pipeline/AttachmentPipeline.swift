@@ -250,15 +250,7 @@ public final class AttachmentPipeline: Sendable {
             }
             switch result {
             case .some(.success(let probed)):
-                let resolved = probed.resolvedType
-                let limit = configuration.sizeLimits.limit(for: resolved.kind)
-                if resolved != type, outcome.bytes > limit {
-                    unlink(bodyPath)
-                    if let poster = probed.poster { unlink(poster.file) }
-                    return failed(.sizeLimitExceeded,
-                                  "the file is \(resolved.mimeType) (its streams say so), and its \(outcome.bytes) bytes exceed the \(resolved.kind.rawValue) limit of \(limit) bytes")
-                }
-                delivered.type = resolved
+                delivered.type = probed.resolvedType
                 descriptor.duration = probed.probe.duration
                 descriptor.videoCodec = probed.probe.videoCodec
                 descriptor.audioCodec = probed.probe.audioCodec
@@ -272,6 +264,14 @@ public final class AttachmentPipeline: Sendable {
             case .none:
                 // At the deadline the file is delivered as sniffed, without probe or poster.
                 if let cancelled = abandoned([bodyPath]) { return cancelled }
+            }
+            // MPEG-4 streamed under the larger of the audio and video limits; now its kind is known.
+            let limit = configuration.sizeLimits.limit(for: delivered.type.kind)
+            if outcome.bytes > limit {
+                unlink(bodyPath)
+                if let thumbnailWork { unlink(thumbnailWork.file) }
+                return failed(.sizeLimitExceeded,
+                              "the file is \(delivered.type.mimeType) (its streams say so), and its \(outcome.bytes) bytes exceed the \(delivered.type.kind.rawValue) limit of \(limit) bytes")
             }
             descriptor.sourceWidth = descriptor.width
             descriptor.sourceHeight = descriptor.height

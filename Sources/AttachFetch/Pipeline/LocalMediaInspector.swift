@@ -88,7 +88,7 @@ public final class LocalMediaInspector {
                                      shape: .clip(clip), limits: MediaProber.Limits(configuration)) {
             case .success(let probed):
                 let limit = configuration.sizeLimits.limit(for: probed.resolvedType.kind)
-                if probed.resolvedType != type, size > limit {
+                if size > limit {
                     if let poster = probed.poster { unlink(poster.file) }
                     return fail(.sizeLimitExceeded, "the file is \(probed.resolvedType.mimeType), and its \(size) bytes exceed the \(probed.resolvedType.kind.rawValue) limit of \(limit) bytes")
                 }
