@@ -13,9 +13,9 @@ let testMediaDirectory: String = URL(fileURLWithPath: #filePath)
 
 /// Starts a real HTTP server on 127.0.0.1 (ephemeral port) serving TestMedia, runs `body`, and
 /// shuts the server down whatever happens.
-func withMediaServer<T>(host: LoopbackHTTPServer.Host = .ipv4,
+func withMediaServer<T>(host: LoopbackHTTPServer.Host = .ipv4, directory: String = testMediaDirectory,
                         _ body: (LoopbackHTTPServer) async throws -> T) async throws -> T {
-    let routes = MediaRoutes(directory: testMediaDirectory)
+    let routes = MediaRoutes(directory: directory)
     let server = try LoopbackHTTPServer(host: host) { request, connection in routes.handle(request, connection) }
     do {
         let result = try await body(server)
@@ -104,4 +104,13 @@ func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async thro
 func writeBlackJPEG(path: String, width: Int, height: Int, progressive: Bool) throws {
     struct VipsFailed: Error {}
     guard af_test_write_black_jpeg(path, Int32(width), Int32(height), progressive ? 1 : 0) == 0 else { throw VipsFailed() }
+}
+
+/// Writes an uncompressed noise PNG (3 or 4 bands) or a quality-100 noise JPEG with an EXIF
+/// orientation: images far over the limit that no encoder setting alone brings under it.
+func writeNoiseImage(path: String, width: Int, height: Int, png bands: Int? = nil, jpegOrientation: Int = 1) throws {
+    struct VipsFailed: Error {}
+    let status = bands.map { af_test_write_noise_png(path, Int32(width), Int32(height), Int32($0)) }
+        ?? af_test_write_noise_jpeg(path, Int32(width), Int32(height), Int32(jpegOrientation))
+    guard status == 0 else { throw VipsFailed() }
 }

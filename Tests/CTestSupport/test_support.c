@@ -1,10 +1,42 @@
-// vips_black and vips_jpegsave are variadic; Swift cannot call them.
+// vips_black, vips_gaussnoise, vips_cast, vips_bandjoin and the savers are variadic; Swift cannot call them.
 #include "CTestSupport.h"
 
 int af_test_write_black_jpeg(const char *path, int width, int height, int progressive) {
     VipsImage *image = NULL;
     if (vips_black(&image, width, height, "bands", 3, NULL) != 0) return -1;
     int result = vips_jpegsave(image, path, "Q", 75, "interlace", progressive, NULL);
+    g_object_unref(image);
+    return result;
+}
+
+static VipsImage *af_test_noise(int width, int height, int bands) {
+    VipsImage *planes[4] = {NULL, NULL, NULL, NULL};
+    VipsImage *joined = NULL, *cast = NULL;
+    for (int i = 0; i < bands; i++) {
+        if (vips_gaussnoise(&planes[i], width, height, "mean", 128.0, "sigma", 60.0, "seed", 7 + i, NULL) != 0) goto done;
+    }
+    if (vips_bandjoin(planes, &joined, bands, NULL) != 0) goto done;
+    if (vips_cast(joined, &cast, VIPS_FORMAT_UCHAR, NULL) != 0) goto done;
+    cast->Type = VIPS_INTERPRETATION_sRGB;
+done:
+    for (int i = 0; i < bands; i++) if (planes[i]) g_object_unref(planes[i]);
+    if (joined) g_object_unref(joined);
+    return cast;
+}
+
+int af_test_write_noise_png(const char *path, int width, int height, int bands) {
+    VipsImage *image = af_test_noise(width, height, bands);
+    if (!image) return -1;
+    int result = vips_pngsave(image, path, "compression", 0, NULL);
+    g_object_unref(image);
+    return result;
+}
+
+int af_test_write_noise_jpeg(const char *path, int width, int height, int orientation) {
+    VipsImage *image = af_test_noise(width, height, 3);
+    if (!image) return -1;
+    vips_image_set_int(image, "orientation", orientation);
+    int result = vips_jpegsave(image, path, "Q", 100, NULL);
     g_object_unref(image);
     return result;
 }

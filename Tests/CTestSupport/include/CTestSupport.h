@@ -7,4 +7,9 @@
 // vips_black + vips_jpegsave: a black RGB JPEG; `progressive` selects interlaced encoding,
 // which libvips cannot shrink on load (so decoding it is slow on purpose).
 int af_test_write_black_jpeg(const char *path, int width, int height, int progressive);
+// vips_gaussnoise + vips_cast + vips_pngsave: an uncompressed PNG of noise (`bands` 3 or 4),
+// so its size on disk is about width x height x bands: an oversize image that cannot shrink.
+int af_test_write_noise_png(const char *path, int width, int height, int bands);
+// vips_gaussnoise + vips_jpegsave at quality 100, with EXIF orientation `orientation`.
+int af_test_write_noise_jpeg(const char *path, int width, int height, int orientation);
 #endif
