@@ -238,7 +238,8 @@ public final class AttachmentPipeline: Sendable {
 
         case .audio, .video:
             let started = ContinuousClock.now
-            let destination = type.kind == .video ? batch.directory.thumbnailBase(index: index) : nil
+            // Any MPEG-4 file may turn out to hold video: a poster is made whenever there is one.
+            let destination = batch.directory.thumbnailBase(index: index)
             let time = request.options?.thumbnailTime
             let shape: Thumbnailer.Shape = .clip(request.clip ?? .whole)
             let limits = MediaProber.Limits(configuration)

@@ -84,7 +84,7 @@ public final class LocalMediaInspector {
             descriptor.sourceHeight = descriptor.sourceHeight ?? descriptor.height
         case .audio, .video:
             switch MediaProber.probe(source: path, type: type, thumbnailTime: thumbnailTime,
-                                     thumbnailBase: type.kind == .video ? thumbnailBase : nil,
+                                     thumbnailBase: thumbnailBase,
                                      shape: .clip(clip), limits: MediaProber.Limits(configuration)) {
             case .success(let probed):
                 let limit = configuration.sizeLimits.limit(for: probed.resolvedType.kind)

@@ -67,7 +67,7 @@ enum MediaProber {
     /// - Parameters:
     ///   - thumbnailTime: the poster frame's time (UNNotificationAttachmentOptionsThumbnailTimeKey),
     ///     clamped to the duration; nil means 0.
-    ///   - thumbnailBase: where a video's poster thumbnail goes; nil for audio.
+    ///   - thumbnailBase: where a poster thumbnail goes when there is video; nil for none.
     ///   - shouldStop: checked between packets; true when nobody waits for the result any more.
     static func probe(source: String, type: MediaType, thumbnailTime: Double?, thumbnailBase: String?,
                       shape: Thumbnailer.Shape, limits: Limits,
