@@ -59,6 +59,12 @@ struct AttachFetchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Clipping rectangle for image thumbnails, in the unit square with the origin top-left, e.g. 0.25,0.25,0.5,0.5.", valueName: "X,Y,W,H"))
     var clip: String?
 
+    @Option(name: .customLong("thumbnail-time"), help: ArgumentHelp("Seconds into a video for its poster-frame thumbnail (clamped to the duration; default 0).", valueName: "SECONDS"))
+    var thumbnailTime: Double?
+
+    @Flag(name: .customLong("no-normalize"), help: "Deliver media only as downloaded: refuse WebP/HEIC/AVIF and images over the limit instead of converting and fitting them.")
+    var noNormalize = false
+
     @Option(help: "Output format: json, jsonl or table (default: table on a terminal, json otherwise).")
     var format: Format?
 
@@ -100,6 +106,9 @@ struct AttachFetchCommand: AsyncParsableCommand {
         guard (1...256).contains(maxConcurrency) else { throw ValidationError("--max-concurrency must be between 1 and 256") }
         guard (1...4096).contains(thumbnailSize) else { throw ValidationError("--thumbnail-size must be between 1 and 4096 pixels") }
         if clip != nil { _ = try parsedClip() }
+        if let thumbnailTime, !(thumbnailTime.isFinite && thumbnailTime >= 0) {
+            throw ValidationError("--thumbnail-time must be a number of seconds, 0 or more")
+        }
         _ = try ranges(allowCIDR, "--allow-cidr")
         _ = try ranges(denyCIDR, "--deny-cidr")
         if let out {
@@ -192,16 +201,23 @@ struct AttachFetchCommand: AsyncParsableCommand {
             requests = media.map { item in
                 var request = item.request()
                 if request.clip == nil { request.clip = clip }
+                if let thumbnailTime, request.options?.thumbnailTime == nil {
+                    request.options = request.options ?? AttachmentOptions()
+                    request.options?.thumbnailTime = thumbnailTime
+                }
                 return request
             }
         } else {
-            requests = try readURLs().map { AttachmentRequest(url: $0, clip: clip) }
+            requests = try readURLs().map {
+                AttachmentRequest(url: $0, clip: clip, options: thumbnailTime.map { AttachmentOptions(thumbnailTime: $0) })
+            }
         }
         var configuration = AttachFetchConfiguration()
         configuration.timeout = .init(connect: .seconds(connectTimeout), request: .seconds(timeout), stall: .seconds(stallTimeout))
         configuration.maxConcurrentTransfers = maxConcurrency
         configuration.thumbnailMaxEdge = thumbnailSize
         configuration.allowPrivateNetwork = allowPrivateNetwork
+        configuration.normalize = !noNormalize
         configuration.allowedRanges = try ranges(allowCIDR, "--allow-cidr")
         configuration.deniedRanges = try ranges(denyCIDR, "--deny-cidr")
         var logger = Logger(label: "attach-fetch") { StreamLogHandler.standardError(label: $0) }

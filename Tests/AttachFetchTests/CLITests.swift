@@ -54,6 +54,7 @@ import Testing
             (["--input", "/nonexistent/file"], "--input"),
             (["--allow-cidr", "10.0.0.0/33", "http://127.0.0.1:1/a"], "--allow-cidr"),
             (["--deny-cidr", "example.com", "http://127.0.0.1:1/a"], "--deny-cidr"),
+            (["--thumbnail-time", "-1", "http://127.0.0.1:1/a"], "--thumbnail-time"),
             (["--url-key", "a..b", "--payload", "-"], "--url-key"),
         ]
         for (arguments, message) in cases {
@@ -136,6 +137,39 @@ import Testing
             let thumbnail = try #require((object["attachments"] as? [[String: Any]])?.first?["thumbnail"] as? [String: Any])
             #expect(thumbnail["width"] as? Int == 75)
             #expect(thumbnail["height"] as? Int == 100)
+        }
+    }
+
+    @Test func normalisingIsOnByDefaultAndNoNormalizeTurnsItOff() async throws {
+        let out = Scratch()
+        try await withMediaServer { server in
+            let url = "\(server.baseURL)/media/image.heic"
+            let converted = try await Self.run(["--allow-private-network", "--format", "json", "--out", out.path, url])
+            #expect(converted.status == 0, "\(converted.stdout)")
+            let object = try #require(JSONSerialization.jsonObject(with: Data(converted.stdout.utf8)) as? [String: Any])
+            let attachment = try #require((object["attachments"] as? [[String: Any]])?.first)
+            #expect(attachment["mimeType"] as? String == "image/jpeg")
+            #expect(attachment["sourceMimeType"] as? String == "image/heic")
+            #expect(attachment["transforms"] as? [String] == ["transcoded"])
+            let strict = try await Self.run(["--allow-private-network", "--no-normalize", "--format", "jsonl", url])
+            #expect(strict.status == 1)
+            #expect(strict.stdout.contains("\"unsupportedType\""))
+            #expect(strict.stdout.contains("converting it is turned off"))
+        }
+    }
+
+    @Test func thumbnailTimeReachesThePoster() async throws {
+        let out = Scratch()
+        try await withMediaServer { server in
+            let run = try await Self.run(["--allow-private-network", "--format", "json", "--out", out.path,
+                                          "--thumbnail-time", "120", "\(server.baseURL)/media/long.mp4"])
+            #expect(run.status == 0, "\(run.stderr)")
+            let object = try #require(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+            let attachment = try #require((object["attachments"] as? [[String: Any]])?.first)
+            let time = try #require((attachment["thumbnail"] as? [String: Any])?["time"] as? Double)
+            #expect(abs(time - 120) <= 0.5)
+            #expect(attachment["videoCodec"] as? String == "h264")
+            #expect((attachment["duration"] as? Double).map { abs($0 - 600) < 1 } == true)
         }
     }
 

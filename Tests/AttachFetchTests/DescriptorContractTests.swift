@@ -42,6 +42,27 @@ import Testing
         #expect(object["kind"] as? String == "image")
     }
 
+    /// Fields added for normalising and probing; the earlier ones keep their names.
+    @Test func addedFieldNamesAreTheContracts() throws {
+        var d = AttachmentDescriptor(identifier: "id", url: "http://x/a.heic", status: .ready,
+                                     timings: .init(total: 5, normalize: 3, probe: 2))
+        d.sourceMimeType = "image/heic"
+        d.sourceBytes = 20
+        d.sourceWidth = 8
+        d.sourceHeight = 6
+        d.transforms = [.transcoded, .downscaled, .reencoded]
+        d.duration = 1.5
+        d.videoCodec = "h264"
+        d.audioCodec = "aac"
+        d.thumbnail = .init(file: "/tmp/a.thumb.jpg", width: 4, height: 3, time: 0.5)
+        let object = try #require(JSONSerialization.jsonObject(with: JSONEncoder().encode(d)) as? [String: Any])
+        #expect(Set(object.keys) == ["identifier", "url", "status", "timings", "thumbnail", "sourceMimeType", "sourceBytes",
+                                     "sourceWidth", "sourceHeight", "transforms", "duration", "videoCodec", "audioCodec"])
+        #expect(object["transforms"] as? [String] == ["transcoded", "downscaled", "reencoded"])
+        #expect(Set((object["thumbnail"] as? [String: Any])?.keys ?? [:].keys) == ["file", "width", "height", "time"])
+        #expect(Set((object["timings"] as? [String: Any])?.keys ?? [:].keys) == ["total", "normalize", "probe"])
+    }
+
     @Test func failureEncodesReasonAndOmitsUnknownFields() throws {
         let d = AttachmentDescriptor.failure(identifier: "x", url: "ftp://a", code: .unsupportedScheme,
                                              message: "no", totalMilliseconds: 0)

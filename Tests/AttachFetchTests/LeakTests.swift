@@ -35,7 +35,9 @@ import Testing
         let scratch = Scratch()
         let paths = ["media/photo.jpg", "media/tone.mp3", "fault/reset?name=clip.avi", "fault/long-length",
                      "fault/short-length", "fault/redirect-loop", "status/404", "media/document.pdf",
-                     "synth/photo.jpg?bytes=1000000&length=none", "fault/silent", "media/truncated.jpg", "media/empty.bin"]
+                     "synth/photo.jpg?bytes=1000000&length=none", "fault/silent", "media/truncated.jpg", "media/empty.bin",
+                     // FFmpeg and the converter: a probe with a poster, a corrupt video, a WebP, an oversize PNG.
+                     "media/clip.mp4", "media/corrupt.mp4", "media/image.webp", "synth/photo.jpg?bytes=2000000&length=none"]
         // Start the libraries' process-wide state once, then take the baseline with no pipeline
         // and no server alive: afterwards every descriptor and thread must be gone again.
         _ = await (try makePipeline(scratch)).process([AttachmentRequest(url: "http://127.0.0.1:1/x.jpg")])
@@ -47,7 +49,8 @@ import Testing
         var pipeline: AttachmentPipeline? = try makePipeline(scratch) {
             $0.timeout.stall = .milliseconds(200) // fault/silent: a quick per-request timeout
             $0.maxConcurrentTransfers = 40
-            $0.sizeLimits.image = 500_000 // the 1 MB synthetic image is cut off
+            $0.sizeLimits.image = 500_000 // the 1 MB synthetic image is re-encoded to fit
+            $0.sizeLimits.imageSource = 1_500_000 // the 2 MB one is cut off
         }
         let urls = paths.map { "\(server.baseURL)/\($0)\($0.contains("?") ? "&" : "?")" }
         func round(_ pipeline: AttachmentPipeline, _ count: Int) async {
@@ -58,7 +61,8 @@ import Testing
                                                            deadline: .seconds(5))
                         let codes = batch.attachments.map { $0.reason?.code.rawValue ?? "ready" }
                         #expect(codes == ["ready", "ready", "transferFailed", "transferFailed", "corruptMedia", "tooManyRedirects",
-                                          "httpStatus", "unsupportedType", "sizeLimitExceeded", "timeout", "corruptMedia", "emptyBody"],
+                                          "httpStatus", "unsupportedType", "ready", "timeout", "corruptMedia", "emptyBody",
+                                          "ready", "corruptMedia", "ready", "sizeLimitExceeded"],
                                 "\(batch.attachments.map { $0.reason?.message ?? "ready" })")
                         if let directory = batch.directory { try? FileManager.default.removeItem(atPath: directory) }
                     }
