@@ -13,6 +13,24 @@ private let largeJPEG = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     .appendingPathComponent(".compare/corpus/mixed/photo3_4000x3000.jpg").path
 
+/// A 20 MB PNG of noise (uncompressed), made once with ffmpeg for the fit benchmark; nil when
+/// ffmpeg is not installed.
+private let largePNG: String? = {
+    let directory = URL(fileURLWithPath: largeJPEG).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("fit").path
+    let path = directory + "/noise-2600x1950.png"
+    if FileManager.default.fileExists(atPath: path) { return path }
+    try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    let ffmpeg = Process()
+    ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    ffmpeg.arguments = ["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                        "nullsrc=s=2600x1950,geq=r='random(1)*255':g='random(2)*255':b='random(3)*255'",
+                        "-frames:v", "1", "-pix_fmt", "rgb24", "-compression_level", "0", path]
+    guard (try? ffmpeg.run()) != nil else { return nil }
+    ffmpeg.waitUntilExit()
+    return ffmpeg.terminationStatus == 0 ? path : nil
+}()
+
 /// One loopback server and one pipeline for the whole run (both are shared, as in a service).
 private final class Fixture: Sendable {
     let server: LoopbackHTTPServer
@@ -67,6 +85,32 @@ let benchmarks: @Sendable () -> Void = {
             for _ in benchmark.scaledIterations {
                 let descriptor = inspector.inspect(file: file, thumbnailBase: scratch)
                 if let thumbnail = descriptor.thumbnail { unlink(thumbnail.file) }
+                blackHole(descriptor)
+            }
+        }
+    }
+
+    // Normalising and FFmpeg, as stages on files (the descriptor's `file` is the converted one).
+    var cases: [(String, String, Double?)] = [
+        ("Convert: WebP 160x120 to JPEG", "\(testMedia)/image.webp", nil),
+        ("Convert: HEIC 480x320 to JPEG", "\(testMedia)/image.heic", nil),
+        ("Convert: AVIF 480x320 to JPEG", "\(testMedia)/image.avif", nil),
+        ("Convert: animated WebP to GIF", "\(testMedia)/animated.webp", nil),
+        ("Probe + poster: MP4 at 0 s", "\(testMedia)/clip.mp4", nil),
+        ("Probe + poster: 10-minute MP4 at 300 s", "\(testMedia)/long.mp4", 300),
+        ("Probe + poster: 10-minute MP4 past its end", "\(testMedia)/long.mp4", 100_000),
+        ("Probe: M4A", "\(testMedia)/tone.m4a", nil),
+    ]
+    if let largePNG { cases.append(("Fit: 20 MB PNG under 10 MiB", largePNG, nil)) }
+    for (label, file, time) in cases {
+        Benchmark(label, configuration: .init(maxDuration: .seconds(5), maxIterations: label.hasPrefix("Fit") ? 10 : 200)) { benchmark in
+            let inspector = try! LocalMediaInspector()
+            let scratch = NSTemporaryDirectory() + "/af-bench-\(getpid())"
+            for _ in benchmark.scaledIterations {
+                let descriptor = inspector.inspect(file: file, thumbnailBase: scratch, thumbnailTime: time)
+                precondition(descriptor.status == .ready, "\(label): \(descriptor.reason?.message ?? "")")
+                if let thumbnail = descriptor.thumbnail { unlink(thumbnail.file) }
+                if let delivered = descriptor.file, delivered != file { unlink(delivered) }
                 blackHole(descriptor)
             }
         }
