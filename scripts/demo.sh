@@ -17,15 +17,18 @@ base="$(head -n 1 "$url_file")"
 echo "TestMedia is served at $base (loopback only)"
 echo
 
-# Every supported type, then inputs that must be refused, each for its own reason.
+# Every supported type, the formats converted to one (WebP, HEIC, AVIF), MPEG-4 typed by its
+# streams, then inputs that must be refused, each for its own reason.
 urls=()
 for f in photo.jpg rotated.jpg alpha.png animated.gif tone.mp3 tone.wav tone.aiff tone.m4a clip.mp4 clip.mpg clip.avi \
-         image.webp image.heic document.pdf truncated.jpg empty.bin; do
+         image.webp animated.webp image.heic image.avif audio-only.mp4 \
+         document.pdf truncated.jpg corrupt.mp4 empty.bin; do
   urls+=("$base/media/$f")
 done
 urls+=("$base/media/photo.jpg?type=text/plain")          # wrong Content-Type: the bytes decide
 urls+=("$base/media/error-page.html?type=image/jpeg")    # an HTML error page posing as a JPEG
-urls+=("$base/synth/photo.jpg?bytes=30000000&length=none") # 30 MB "image": cut off at 10 MiB
+urls+=("$base/synth/photo.jpg?bytes=30000000&length=none") # 30 MB "image": re-encoded to fit 10 MiB
+urls+=("$base/synth/photo.jpg?bytes=60000000&length=none") # 60 MB "image": cut off at the 40 MiB source limit
 urls+=("$base/status/404" "$base/redirect/9/media/photo.jpg" "ftp://example.invalid/a.jpg")
 urls+=("$base/stall/clip.mp4")                           # never finishes: timed out by the stall detector
 
