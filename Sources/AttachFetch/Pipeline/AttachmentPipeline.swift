@@ -194,13 +194,7 @@ public final class AttachmentPipeline: Sendable {
                 switch result {
                 case .some(.success(let image)):
                     delivered = (image.file, image.type)
-                    descriptor.bytes = image.bytes
-                    descriptor.sha256 = image.sha256
-                    descriptor.width = image.width
-                    descriptor.height = image.height
-                    descriptor.sourceWidth = image.sourceWidth
-                    descriptor.sourceHeight = image.sourceHeight
-                    descriptor.transforms = image.transforms
+                    descriptor.record(image)
                     descriptor.timings.normalize = started.millisecondsElapsed
                 case .some(.failure(let problem)):
                     return failed(problem.code, problem.message)
@@ -252,11 +246,7 @@ public final class AttachmentPipeline: Sendable {
             switch result {
             case .some(.success(let probed)):
                 delivered.type = probed.resolvedType
-                descriptor.duration = probed.probe.duration
-                descriptor.videoCodec = probed.probe.videoCodec
-                descriptor.audioCodec = probed.probe.audioCodec
-                descriptor.width = probed.probe.width
-                descriptor.height = probed.probe.height
+                descriptor.record(probed.probe)
                 thumbnailWork = probed.poster
                 descriptor.timings.probe = started.millisecondsElapsed
             case .some(.failure(let problem)):
@@ -266,21 +256,13 @@ public final class AttachmentPipeline: Sendable {
                 // At the deadline the file is delivered as sniffed, without probe or poster.
                 if let cancelled = abandoned([bodyPath]) { return cancelled }
             }
-            // MPEG-4 streamed under the larger of the audio and video limits; now its kind is known.
-            let limit = configuration.sizeLimits.limit(for: delivered.type.kind)
-            if outcome.bytes > limit {
+            if let refusal = MediaPolicy.checkDelivered(delivered.type, bytes: outcome.bytes, limits: configuration.sizeLimits) {
                 unlink(bodyPath)
                 if let thumbnailWork { unlink(thumbnailWork.file) }
-                return failed(.sizeLimitExceeded,
-                              "the file is \(delivered.type.mimeType) (its streams say so), and its \(outcome.bytes) bytes exceed the \(delivered.type.kind.rawValue) limit of \(limit) bytes")
+                return failed(refusal.code, refusal.message)
             }
-            descriptor.sourceWidth = descriptor.width
-            descriptor.sourceHeight = descriptor.height
         }
-        descriptor.mimeType = delivered.type.mimeType
-        descriptor.kind = delivered.type.kind
-        descriptor.uti = delivered.type.uti
-        descriptor.fileExtension = delivered.type.fileExtension
+        descriptor.record(delivered: delivered.type)
 
         let finalPath = "\(batch.finalDirectory)/\(baseName).\(delivered.type.fileExtension)"
         if let problem = FileNames.moveNoReplace(delivered.path, to: finalPath) {

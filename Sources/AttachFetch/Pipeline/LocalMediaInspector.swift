@@ -61,11 +61,7 @@ public final class LocalMediaInspector {
                                                  limits: ImageNormalizer.Limits(configuration)) {
                 case .success(let image):
                     delivered = (image.file, image.type)
-                    descriptor.bytes = image.bytes
-                    descriptor.sha256 = image.sha256
-                    descriptor.sourceWidth = image.sourceWidth
-                    descriptor.sourceHeight = image.sourceHeight
-                    descriptor.transforms = image.transforms
+                    descriptor.record(image)
                 case .failure(let problem):
                     return fail(problem.code, problem.message)
                 }
@@ -87,28 +83,18 @@ public final class LocalMediaInspector {
                                      thumbnailBase: thumbnailBase,
                                      shape: .clip(clip), limits: MediaProber.Limits(configuration)) {
             case .success(let probed):
-                let limit = configuration.sizeLimits.limit(for: probed.resolvedType.kind)
-                if size > limit {
+                if let refusal = MediaPolicy.checkDelivered(probed.resolvedType, bytes: size, limits: configuration.sizeLimits) {
                     if let poster = probed.poster { unlink(poster.file) }
-                    return fail(.sizeLimitExceeded, "the file is \(probed.resolvedType.mimeType), and its \(size) bytes exceed the \(probed.resolvedType.kind.rawValue) limit of \(limit) bytes")
+                    return fail(refusal.code, refusal.message)
                 }
                 delivered.type = probed.resolvedType
-                descriptor.duration = probed.probe.duration
-                descriptor.videoCodec = probed.probe.videoCodec
-                descriptor.audioCodec = probed.probe.audioCodec
-                descriptor.width = probed.probe.width
-                descriptor.height = probed.probe.height
-                descriptor.sourceWidth = probed.probe.width
-                descriptor.sourceHeight = probed.probe.height
+                descriptor.record(probed.probe)
                 descriptor.thumbnail = probed.poster.map { .init(file: $0.file, width: $0.width, height: $0.height, time: $0.time) }
             case .failure(let problem):
                 return fail(problem.code, problem.message)
             }
         }
-        descriptor.mimeType = delivered.type.mimeType
-        descriptor.kind = delivered.type.kind
-        descriptor.uti = delivered.type.uti
-        descriptor.fileExtension = delivered.type.fileExtension
+        descriptor.record(delivered: delivered.type)
         descriptor.file = delivered.path
         descriptor.timings.total = started.millisecondsElapsed
         return descriptor
