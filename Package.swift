@@ -21,6 +21,8 @@ let package = Package(
         // FFmpeg's libavformat, libavcodec, libswscale and libavutil, for probing audio and video.
         .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat",
                        providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]),
+        // libjpeg-turbo's TurboJPEG API: the fast path for plain JPEG thumbnails.
+        .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CLibcrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Non-variadic wrappers around the variadic C calls Swift cannot make. No logic.
         .target(name: "CAttachFetchShims", dependencies: ["CCurl", "CVips"]),
@@ -28,7 +30,7 @@ let package = Package(
         .target(
             name: "AttachFetch",
             dependencies: [
-                "CCurl", "CMagic", "CVips", "CFFmpeg", "CLibcrypto", "CAttachFetchShims",
+                "CCurl", "CMagic", "CVips", "CFFmpeg", "CTurboJPEG", "CLibcrypto", "CAttachFetchShims",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

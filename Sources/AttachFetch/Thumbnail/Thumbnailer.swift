@@ -87,6 +87,15 @@ enum Thumbnailer {
 
     private static func makeThrowing(source: String, destinationBase: String, shape: Shape,
                                      limits: Limits) throws(MediaFailure) -> ThumbnailOutcome {
+        if let fast = JPEGThumbnailer.make(source: source, destinationBase: destinationBase, shape: shape, limits: limits) {
+            return try fast.get()
+        }
+        return try makeWithLibvips(source: source, destinationBase: destinationBase, shape: shape, limits: limits)
+    }
+
+    /// The general path: any image libvips' enabled loaders read.
+    static func makeWithLibvips(source: String, destinationBase: String, shape: Shape,
+                                limits: Limits) throws(MediaFailure) -> ThumbnailOutcome {
         let header = try openHeader(source, limits: limits)
         let box = try boxSize(width: header.width, height: header.height, shape: shape, maxEdge: limits.maxEdge)
         var out: UnsafeMutablePointer<VipsImage>?
@@ -114,13 +123,14 @@ enum Thumbnailer {
         guard width > 0, height > 0 else {
             throw MediaFailure(code: .corruptMedia, message: "the image has no pixels")
         }
-        try checkBudgets(header, width: width, height: height, limits: limits)
+        try checkBudgets(width: width, height: height, interlaced: header.integer("interlaced") == 1,
+                         frames: header.integer("n-pages") ?? 1, limits: limits)
         return (header, width, height)
     }
 
     /// The box the whole image is scaled into so that the clipped region's longest edge becomes
     /// `maxEdge` (never enlarged), and the clip in the unit square.
-    private static func boxSize(width: Int, height: Int, shape: Shape,
+    static func boxSize(width: Int, height: Int, shape: Shape,
                                 maxEdge: Int) throws(MediaFailure) -> (width: Int, height: Int, clip: ClippingRectangle) {
         guard width > 0, height > 0 else { throw MediaFailure(code: .corruptMedia, message: "the image has no pixels") }
         let clip: ClippingRectangle
@@ -144,13 +154,10 @@ enum Thumbnailer {
                                destinationBase: String) throws(MediaFailure) -> ThumbnailOutcome {
         var image = scaled
         if clip != .whole {
-            let left = min(image.width - 1, Int((clip.x * Double(image.width)).rounded()))
-            let top = min(image.height - 1, Int((clip.y * Double(image.height)).rounded()))
-            let regionWidth = max(1, min(image.width - left, Int((clip.width * Double(image.width)).rounded())))
-            let regionHeight = max(1, min(image.height - top, Int((clip.height * Double(image.height)).rounded())))
+            let area = clipRegion(clip, width: image.width, height: image.height)
             var region: UnsafeMutablePointer<VipsImage>?
-            guard af_vips_extract_area(image.pointer, &region, Int32(left), Int32(top),
-                                       Int32(regionWidth), Int32(regionHeight)) == 0, let region else {
+            guard af_vips_extract_area(image.pointer, &region, Int32(area.left), Int32(area.top),
+                                       Int32(area.width), Int32(area.height)) == 0, let region else {
                 throw MediaFailure(code: .corruptMedia, message: "libvips cannot clip the image: \(Vips.takeError())")
             }
             image = VipsImageRef(region)
@@ -210,26 +217,34 @@ enum Thumbnailer {
         return VipsImageRef(colour)
     }
 
+    /// The clip, in the unit square, as whole pixels of a `width` x `height` image (at least one).
+    static func clipRegion(_ clip: ClippingRectangle, width: Int, height: Int) -> (left: Int, top: Int, width: Int, height: Int) {
+        let left = min(width - 1, Int((clip.x * Double(width)).rounded()))
+        let top = min(height - 1, Int((clip.y * Double(height)).rounded()))
+        return (left, top, max(1, min(width - left, Int((clip.width * Double(width)).rounded()))),
+                max(1, min(height - top, Int((clip.height * Double(height)).rounded()))))
+    }
+
     /// Every size check that the header alone can answer, before any pixel is decoded.
-    static func checkBudgets(_ header: VipsImageRef, width: Int, height: Int,
-                                     limits: Limits) throws(MediaFailure) {
+    static func checkBudgets(width: Int, height: Int, interlaced: Bool, frames: Int,
+                             limits: Limits) throws(MediaFailure) {
         let pixels = width * height
         guard pixels <= limits.maxPixels else {
             throw MediaFailure(code: .pixelLimitExceeded,
-                                   message: "\(width)x\(height) is \(pixels) pixels, over the limit of \(limits.maxPixels)")
+                               message: "\(width)x\(height) is \(pixels) pixels, over the limit of \(limits.maxPixels)")
         }
-        if header.integer("interlaced") == 1, pixels > limits.maxProgressivePixels {
+        if interlaced, pixels > limits.maxProgressivePixels {
             throw MediaFailure(code: .pixelLimitExceeded,
-                                   message: "\(width)x\(height) progressive/interlaced image is \(pixels) pixels, over the limit of \(limits.maxProgressivePixels) for images that cannot be shrunk while loading")
+                               message: "\(width)x\(height) progressive/interlaced image is \(pixels) pixels, over the limit of \(limits.maxProgressivePixels) for images that cannot be shrunk while loading")
         }
-        if let frames = header.integer("n-pages"), frames > 1 {
+        if frames > 1 {
             guard frames <= limits.maxAnimationFrames else {
                 throw MediaFailure(code: .pixelLimitExceeded,
-                                       message: "the animation has \(frames) frames, over the limit of \(limits.maxAnimationFrames)")
+                                   message: "the animation has \(frames) frames, over the limit of \(limits.maxAnimationFrames)")
             }
             guard frames * pixels <= limits.maxAnimationPixels else {
                 throw MediaFailure(code: .pixelLimitExceeded,
-                                       message: "the animation's \(frames) frames hold \(frames * pixels) pixels, over the limit of \(limits.maxAnimationPixels)")
+                                   message: "the animation's \(frames) frames hold \(frames * pixels) pixels, over the limit of \(limits.maxAnimationPixels)")
             }
         }
     }
