@@ -98,8 +98,8 @@ import Testing
         let before = Self.ownThreads()
         var pipeline: AttachmentPipeline? = try makePipeline(scratch) { $0.thumbnailThreads = 3 }
         // Threads name themselves once running: give them up to 2 s to start.
-        for _ in 0..<40 where Self.ownThreads() < before + 4 { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(Self.ownThreads() == before + 4) // the curl thread and three thumbnail threads
+        for _ in 0..<40 where Self.ownThreads() < before + 5 { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(Self.ownThreads() == before + 5) // the curl thread, three thumbnail threads, one probe thread
         _ = await pipeline!.process([AttachmentRequest(url: "http://127.0.0.1:1/x.jpg")])
         pipeline = nil
         for _ in 0..<40 where Self.ownThreads() > before { try await Task.sleep(for: .milliseconds(50)) }

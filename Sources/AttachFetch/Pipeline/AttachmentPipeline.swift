@@ -24,6 +24,7 @@ public final class AttachmentPipeline: Sendable {
     public let configuration: AttachFetchConfiguration
     private let engine: TransferEngine
     private let thumbnailPool: WorkerPool
+    private let probePool: WorkerPool
     private let logger: Logger
 
     /// A logger that discards everything: the library is silent unless given one.
@@ -37,6 +38,7 @@ public final class AttachmentPipeline: Sendable {
         self.logger = logger
         self.engine = try TransferEngine(maxConcurrent: configuration.maxConcurrentTransfers, logger: logger)
         self.thumbnailPool = WorkerPool(threads: configuration.thumbnailThreads, name: "af-thumb")
+        self.probePool = WorkerPool(threads: configuration.probeThreads, name: "af-probe")
     }
 
     deinit { engine.shutdown() }
@@ -237,7 +239,7 @@ public final class AttachmentPipeline: Sendable {
             let time = request.options?.thumbnailTime
             let shape: Thumbnailer.Shape = .clip(request.clip ?? .whole)
             let limits = MediaProber.Limits(configuration)
-            let result = await runOnWorker(batch: batch, discard: { (made: Result<ProbeOutcome, MediaFailure>) in
+            let result = await runOnWorker(batch: batch, pool: probePool, discard: { (made: Result<ProbeOutcome, MediaFailure>) in
                 if case .success(let probed) = made, let poster = probed.poster { unlink(poster.file) }
             }) { shouldStop in
                 MediaProber.probe(source: bodyPath, type: type, thumbnailTime: time, thumbnailBase: destination,
@@ -287,11 +289,11 @@ public final class AttachmentPipeline: Sendable {
     /// Runs blocking C work on the worker threads. Returns nil when the task was cancelled (the
     /// deadline or the caller) first; the late result is then discarded (`discard` removes its
     /// files). `work` gets a `shouldStop` to check between steps, true once nobody waits.
-    private func runOnWorker<Value: Sendable>(batch: Batch, discard: @escaping @Sendable (Value) -> Void,
+    private func runOnWorker<Value: Sendable>(batch: Batch, pool: WorkerPool? = nil, discard: @escaping @Sendable (Value) -> Void,
                                               _ work: @escaping @Sendable (_ shouldStop: () -> Bool) -> Value) async -> Value? {
         let result = OneShot<Value>()
         let directory = batch.directory
-        thumbnailPool.submit {
+        (pool ?? thumbnailPool).submit {
             // Abandoned while queued (deadline or cancellation): do not start.
             if result.isAbandoned {
                 directory.lateFileRemoved()

@@ -101,6 +101,10 @@ public struct AttachFetchConfiguration: Sendable {
     public var temporaryDirectory: String = FileManager.default.temporaryDirectory.path
     /// Threads that make thumbnails. Default: the number of active cores.
     public var thumbnailThreads = max(1, ProcessInfo.processInfo.activeProcessorCount)
+    /// Threads that probe audio and video with FFmpeg and make video posters, apart from the
+    /// image threads so that neither kind waits behind the other. Default 1: a video decoder
+    /// holds several full frames, so few run at once (peak memory).
+    public var probeThreads = 1
 
     public init() {}
 
@@ -124,5 +128,6 @@ public struct AttachFetchConfiguration: Sendable {
         guard maxNormalizeAttempts >= 1 else { throw .invalidConfiguration("maxNormalizeAttempts must be at least 1") }
         guard maxVideoDecodeFrames >= 1 else { throw .invalidConfiguration("maxVideoDecodeFrames must be at least 1") }
         guard thumbnailThreads >= 1 else { throw .invalidConfiguration("thumbnailThreads must be at least 1") }
+        guard probeThreads >= 1 else { throw .invalidConfiguration("probeThreads must be at least 1") }
     }
 }

@@ -90,7 +90,16 @@ final class AVInput {
         }
         context = opened
         self.context = context
-        let found = avformat_find_stream_info(context, nil)
+        // Containers with a header (MP4, WAV, AIFF, ...) already describe their streams; probing
+        // them would open and run a second decoder per stream (memory: a video's reference
+        // frames twice over). Only headerless ones (MPEG program streams) are probed.
+        guard context.pointee.ctx_flags & AVFMTCTX_NOHEADER != 0 || context.pointee.nb_streams == 0 else { return }
+        // Probing opens a decoder per stream; one thread each (FFmpeg's default is one per
+        // core, each holding frames), as the decoders attach-fetch opens itself.
+        var streamOptions = [OpaquePointer?](repeating: nil, count: Int(context.pointee.nb_streams))
+        for index in streamOptions.indices { av_dict_set(&streamOptions[index], "threads", "1", 0) }
+        let found = streamOptions.withUnsafeMutableBufferPointer { avformat_find_stream_info(context, $0.baseAddress) }
+        for index in streamOptions.indices { av_dict_free(&streamOptions[index]) }
         guard found >= 0 else {
             throw MediaFailure(code: .corruptMedia, message: "FFmpeg cannot find the streams: \(FFmpeg.errorText(found))")
         }

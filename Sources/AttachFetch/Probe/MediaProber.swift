@@ -173,11 +173,20 @@ enum MediaProber {
 
         var outcome = ProbeOutcome(probe: probe, resolvedType: resolvedType)
         if let video {
-            let image = try rgbImage(poster.pointer)
-            let rotated = try rotate(image, degrees: rotation(of: video.stream))
-            outcome.probe.width = rotated.width
-            outcome.probe.height = rotated.height
+            let turns = rotation(of: video.stream)
+            let display = displaySize(poster.pointer)
+            let shown = turns % 2 == 1 ? (width: display.height, height: display.width) : display
+            outcome.probe.width = shown.width
+            outcome.probe.height = shown.height
             if let thumbnailBase {
+                // libswscale converts straight to the size the thumbnail needs (the whole frame
+                // scaled so that the clip gets the thumbnail's edge): a full-size RGB copy of a
+                // large frame is never made.
+                let box = try Thumbnailer.boxSize(width: shown.width, height: shown.height, shape: shape,
+                                                  maxEdge: limits.thumbnail.maxEdge)
+                let image = try rgbImage(poster.pointer, width: turns % 2 == 1 ? box.height : box.width,
+                                         height: turns % 2 == 1 ? box.width : box.height)
+                let rotated = try rotate(image, degrees: turns)
                 var poster = try Thumbnailer.make(image: rotated, destinationBase: thumbnailBase, shape: shape,
                                                   limits: limits.thumbnail).get()
                 poster.time = posterSeconds.map { max(0, $0) } ?? target
@@ -218,21 +227,29 @@ enum MediaProber {
         return ((quarterTurns % 4) + 4) % 4
     }
 
-    /// The decoded frame as an 8-bit RGB libvips image at its display aspect ratio (libswscale
-    /// converts the pixel format and stretches anamorphic video).
-    private static func rgbImage(_ frame: UnsafeMutablePointer<AVFrame>) throws(MediaFailure) -> VipsImageRef {
+    /// A frame's size as displayed before rotation: anamorphic video (a sample aspect ratio
+    /// other than 1) is stretched to its display width.
+    private static func displaySize(_ frame: UnsafeMutablePointer<AVFrame>) -> (width: Int, height: Int) {
         let width = Int(frame.pointee.width)
-        let height = Int(frame.pointee.height)
         let aspect = frame.pointee.sample_aspect_ratio
         let displayWidth = aspect.num > 0 && aspect.den > 0
             ? max(1, min(width * 4, Int((Double(width) * av_q2d(aspect)).rounded()))) : width
+        return (displayWidth, Int(frame.pointee.height))
+    }
+
+    /// The decoded frame as an 8-bit RGB libvips image of `width` x `height` (libswscale
+    /// converts the pixel format and scales, averaging areas when it shrinks).
+    private static func rgbImage(_ frame: UnsafeMutablePointer<AVFrame>, width outWidth: Int,
+                                 height outHeight: Int) throws(MediaFailure) -> VipsImageRef {
+        let width = Int(frame.pointee.width)
+        let height = Int(frame.pointee.height)
         guard let scaler = sws_getContext(Int32(width), Int32(height), AVPixelFormat(frame.pointee.format),
-                                          Int32(displayWidth), Int32(height), AV_PIX_FMT_RGB24, SWS_BILINEAR, nil, nil, nil) else {
+                                          Int32(outWidth), Int32(outHeight), AV_PIX_FMT_RGB24, SWS_AREA, nil, nil, nil) else {
             throw MediaFailure(code: .corruptMedia, message: "libswscale cannot convert the frame's pixel format")
         }
         defer { sws_freeContext(scaler) }
-        let stride = displayWidth * 3
-        var pixels = [UInt8](repeating: 0, count: stride * height)
+        let stride = outWidth * 3
+        var pixels = [UInt8](repeating: 0, count: stride * outHeight)
         let scaled = pixels.withUnsafeMutableBufferPointer { rgb -> Int32 in
             var destination: [UnsafeMutablePointer<UInt8>?] = [rgb.baseAddress, nil, nil, nil]
             var destinationStride: [Int32] = [Int32(stride), 0, 0, 0]
@@ -246,11 +263,11 @@ enum MediaProber {
                 }
             }
         }
-        guard scaled == Int32(height) else {
-            throw MediaFailure(code: .corruptMedia, message: "libswscale converted \(scaled) of \(height) rows")
+        guard scaled == Int32(outHeight) else {
+            throw MediaFailure(code: .corruptMedia, message: "libswscale made \(scaled) of \(outHeight) rows")
         }
         guard let image = pixels.withUnsafeBytes({
-            vips_image_new_from_memory_copy($0.baseAddress, $0.count, Int32(displayWidth), Int32(height), 3, VIPS_FORMAT_UCHAR)
+            vips_image_new_from_memory_copy($0.baseAddress, $0.count, Int32(outWidth), Int32(outHeight), 3, VIPS_FORMAT_UCHAR)
         }) else {
             throw MediaFailure(code: .ioError, message: "libvips cannot take the frame: \(Vips.takeError())")
         }
