@@ -90,10 +90,6 @@ final class AVInput {
         }
         context = opened
         self.context = context
-        // Containers with a header (MP4, WAV, AIFF, ...) already describe their streams; probing
-        // them would open and run a second decoder per stream (memory: a video's reference
-        // frames twice over). Only headerless ones (MPEG program streams) are probed.
-        guard context.pointee.ctx_flags & AVFMTCTX_NOHEADER != 0 || context.pointee.nb_streams == 0 else { return }
         // Probing opens a decoder per stream; one thread each (FFmpeg's default is one per
         // core, each holding frames), as the decoders attach-fetch opens itself.
         var streamOptions = [OpaquePointer?](repeating: nil, count: Int(context.pointee.nb_streams))
