@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes the sniff -> table -> limits -> decode -> thumbnail path (LocalMediaInspector) on
+# Fuzzes the sniff -> table -> limits -> convert -> decode -> thumbnail -> FFmpeg probe path (LocalMediaInspector) on
 # arbitrary bytes with libFuzzer and AddressSanitizer, seeded from TestMedia/.
 # Usage: scripts/fuzz.sh [SECONDS]   (default 300). Crashing inputs land in .fuzz/crashes/;
 # replay one with: swift run attach-fetch-fuzz .fuzz/crashes/crash-...

@@ -26,8 +26,8 @@ private final class FuzzState {
         _ = FileManager.default.createFile(atPath: input, contents: Data(bytes))
         _ = inspector.inspect(file: input, thumbnailBase: thumbnail)
         unlink(input)
-        unlink(thumbnail + ".jpg")
-        unlink(thumbnail + ".png")
+        // The thumbnail, and a converted image when the input had to be converted to fit.
+        for suffix in [".jpg", ".png", ".delivered.jpg", ".delivered.png", ".delivered.gif"] { unlink(thumbnail + suffix) }
     }
 }
 

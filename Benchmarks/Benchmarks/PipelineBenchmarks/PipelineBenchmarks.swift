@@ -54,6 +54,18 @@ private final class Fixture: Sendable {
 
 private let fixture = try! Fixture()
 
+/// The comparison corpus' 640x480 JPEGs (about 40 KB each), served on loopback, when
+/// Benchmarks/compare has made them.
+private let smallJPEGs: (server: LoopbackHTTPServer, names: [String])? = {
+    let directory = URL(fileURLWithPath: largeJPEG).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("small").path
+    guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory).filter({ $0.hasSuffix(".jpg") }).sorted(),
+          !names.isEmpty else { return nil }
+    let routes = MediaRoutes(directory: directory)
+    guard let server = try? LoopbackHTTPServer(handler: { request, connection in routes.handle(request, connection) }) else { return nil }
+    return (server, names)
+}()
+
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
         metrics: [.wallClock, .cpuTotal, .mallocCountTotal, .peakMemoryResident, .throughput],
@@ -121,6 +133,21 @@ let benchmarks: @Sendable () -> Void = {
         let paths = (0..<32).map { ["media/photo.jpg", "media/alpha.png", "media/animated.gif", "media/rotated.jpg"][$0 % 4] + "?n=\($0)" }
         for _ in benchmark.scaledIterations {
             blackHole(await fixture.run(paths))
+        }
+    }
+
+    // The small-image case inside one process (the library's use): 200 JPEGs of
+    // 640x480 per batch; throughput x 200 = attachments per second.
+    if let smallJPEGs {
+        Benchmark("Pipeline: 200 small JPEGs (640x480) with thumbnails, one batch",
+                  configuration: .init(maxDuration: .seconds(10), maxIterations: 50)) { benchmark in
+            let urls = (0..<200).map { "\(smallJPEGs.server.baseURL)/media/\(smallJPEGs.names[$0 % smallJPEGs.names.count])?n=\($0)" }
+            for _ in benchmark.scaledIterations {
+                let batch = await fixture.pipeline.process(urls.map { AttachmentRequest(url: $0) })
+                precondition(batch.attachments.allSatisfy { $0.status == .ready && $0.thumbnail != nil })
+                if let directory = batch.directory { try? FileManager.default.removeItem(atPath: directory) }
+                blackHole(batch)
+            }
         }
     }
 

@@ -1,3 +1,4 @@
+import CAttachFetchShims
 import Foundation
 import Glibc
 import Synchronization
@@ -63,9 +64,16 @@ enum FileNames {
         return name.isEmpty ? "attachment" : name
     }
 
-    /// Moves `source` to `destination` without ever replacing an existing file (link(2)
-    /// fails with EEXIST), then removes the source name.
+    /// Moves `source` to `destination` without ever replacing an existing file: one
+    /// renameat2(RENAME_NOREPLACE), or where the file system lacks it, link(2) (which fails with
+    /// EEXIST) and then unlink of the source name.
     static func moveNoReplace(_ source: String, to destination: String) -> String? {
+        if af_rename_noreplace(source, destination) == 0 { return nil }
+        let renameError = errno
+        if renameError == EEXIST { return "\(destination) already exists; it is not overwritten" }
+        guard renameError == EINVAL || renameError == ENOSYS || renameError == EPERM || renameError == ENOTSUP else {
+            return "cannot move the file to \(destination): \(String(cString: strerror(renameError)))"
+        }
         guard link(source, destination) == 0 else {
             let error = errno
             if error == EEXIST { return "\(destination) already exists; it is not overwritten" }

@@ -47,4 +47,8 @@ int af_vips_jpegsave_buffer(VipsImage *in, void **buffer, size_t *length, int qu
 int af_vips_pngsave_buffer(VipsImage *in, void **buffer, size_t *length);
 int af_vips_gifsave_buffer(VipsImage *in, void **buffer, size_t *length);
 
+// MARK: files
+// renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE): a move that never replaces a file.
+int af_rename_noreplace(const char *from, const char *to);
+
 #endif
