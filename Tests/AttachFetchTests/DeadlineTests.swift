@@ -123,7 +123,7 @@ import Testing
             await withTaskGroup(of: Void.self) { group in
                 for batchIndex in 0..<4 {
                     group.addTask {
-                        let requests = (0..<3).map { AttachmentRequest(url: "\(server.baseURL)/stall/photo.jpg?b=\(batchIndex)&n=\($0)") }
+                        let requests = (0..<8).map { AttachmentRequest(url: "\(server.baseURL)/stall/photo.jpg?b=\(batchIndex)&n=\($0)") }
                         let batch = await pipeline.process(requests, deadline: .milliseconds(700))
                         #expect(batch.attachments.allSatisfy { $0.status == .timedOut })
                     }
@@ -157,8 +157,9 @@ import Testing
     @Test func thumbnailThatCannotFinishDegradesToNoThumbnailNotALateBatch() async throws {
         let media = Scratch()
         let scratch = Scratch()
-        // One thumbnail thread and three slow-to-decode images: the deadline comes while
-        // thumbnails are still running or queued, after every download has finished.
+        // One thumbnail thread and eight slow-to-decode images (about 0.25–0.8 s each here,
+        // depending on the machine's state): the deadline comes while thumbnails are still
+        // running or queued, after every download has finished.
         let pipeline = try makePipeline(scratch) {
             $0.thumbnailThreads = 1
             $0.maxImagePixels = 100_000_000
@@ -168,7 +169,7 @@ import Testing
         try await offPool { try writeBlackJPEG(path: "\(mediaPath)/slow.jpg", width: 7000, height: 7000, progressive: true) }
         let routes = MediaRoutes(directory: media.path)
         let server = try LoopbackHTTPServer { request, connection in routes.handle(request, connection) }
-        let requests = (0..<3).map { AttachmentRequest(url: "\(server.baseURL)/media/slow.jpg?n=\($0)", identifier: "slow\($0)") }
+        let requests = (0..<8).map { AttachmentRequest(url: "\(server.baseURL)/media/slow.jpg?n=\($0)", identifier: "slow\($0)") }
         let started = ContinuousClock.now
         let batch = await pipeline.process(requests, deadline: .milliseconds(800))
         let elapsed = ContinuousClock.now - started
