@@ -1,6 +1,23 @@
 /// How the stages' results are written into a descriptor, the same way by the pipeline and by
 /// `LocalMediaInspector`.
 extension AttachmentDescriptor {
+    /// The downloaded original, before any stage: delivered as it is until a stage says otherwise.
+    mutating func recordSource(_ type: MediaType, bytes: Int64) {
+        sourceMimeType = type.mimeType
+        sourceBytes = bytes
+        self.bytes = bytes
+        transforms = []
+    }
+
+    /// An image's thumbnail was made from the delivered file: its size as displayed is the
+    /// delivered size, and the source size too unless a conversion recorded another.
+    mutating func record(thumbnailOf made: ThumbnailOutcome) {
+        width = made.sourceWidth
+        height = made.sourceHeight
+        sourceWidth = sourceWidth ?? made.sourceWidth
+        sourceHeight = sourceHeight ?? made.sourceHeight
+    }
+
     /// A converted image: the delivered file's facts, and the original's size as displayed.
     mutating func record(_ image: NormalizedImage) {
         bytes = image.bytes
@@ -29,16 +46,5 @@ extension AttachmentDescriptor {
         kind = type.kind
         uti = type.uti
         fileExtension = type.fileExtension
-    }
-}
-
-extension MediaPolicy {
-    /// The delivered file against its kind's limit, once the kind is final (an MPEG-4 file
-    /// streamed under the larger of the audio and video limits).
-    static func checkDelivered(_ type: MediaType, bytes: Int64, limits: AttachFetchConfiguration.SizeLimits) -> Refusal? {
-        let limit = limits.limit(for: type.kind)
-        guard bytes > limit else { return nil }
-        return Refusal(code: .sizeLimitExceeded,
-                       message: "the file is \(type.mimeType) (its streams say so), and its \(bytes) bytes exceed the \(type.kind.rawValue) limit of \(limit) bytes")
     }
 }

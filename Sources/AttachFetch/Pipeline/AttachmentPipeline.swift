@@ -160,15 +160,9 @@ public final class AttachmentPipeline: Sendable {
         }
         if let reason = outcome.failure { return failed(reason.code, reason.message) }
         guard let type = outcome.mediaType else { return failed(.ioError, "the transfer ended without a type") }
-        descriptor.uti = type.uti
-        descriptor.fileExtension = type.fileExtension
-        descriptor.bytes = outcome.bytes
         descriptor.sha256 = outcome.sha256
-
+        descriptor.recordSource(type, bytes: outcome.bytes)
         let baseName = FileNames.sanitise(identifier)
-        descriptor.sourceMimeType = type.mimeType
-        descriptor.sourceBytes = outcome.bytes
-        descriptor.transforms = []
         var delivered = (path: bodyPath, type: type)
         var thumbnailWork: ThumbnailOutcome?
         /// Work abandoned at the deadline degrades (no thumbnail, no probe); on cancellation it fails.
@@ -182,12 +176,12 @@ public final class AttachmentPipeline: Sendable {
 
         switch type.kind {
         case .image:
-            if !type.isDeliverable || outcome.bytes > configuration.sizeLimits.image {
+            if MediaPolicy.needsConversion(type, bytes: outcome.bytes, limits: configuration.sizeLimits) {
                 // Not deliverable as it is: convert and fit it, or fail. This cannot degrade.
                 let started = ContinuousClock.now
                 let limits = ImageNormalizer.Limits(configuration)
                 let base = batch.directory.normalizedBase(index: index)
-                let result = await runOnWorker(batch: batch, discard: { (made: Result<NormalizedImage, MediaFailure>) in
+                let result = await runOnWorker(batch: batch, pool: thumbnailPool, discard: { (made: Result<NormalizedImage, MediaFailure>) in
                     if case .success(let image) = made { unlink(image.file) }
                 }) { shouldStop in
                     ImageNormalizer.normalize(source: bodyPath, type: type, destinationBase: base, limits: limits, shouldStop: shouldStop)
@@ -210,7 +204,7 @@ public final class AttachmentPipeline: Sendable {
             let source = delivered.path
             let destination = batch.directory.thumbnailBase(index: index)
             let limits = Thumbnailer.Limits(configuration)
-            let result = await runOnWorker(batch: batch, discard: { (made: Result<ThumbnailOutcome, MediaFailure>) in
+            let result = await runOnWorker(batch: batch, pool: thumbnailPool, discard: { (made: Result<ThumbnailOutcome, MediaFailure>) in
                 if case .success(let thumbnail) = made { unlink(thumbnail.file) }
             }) { _ in
                 Thumbnailer.make(source: source, destinationBase: destination, shape: shape, limits: limits)
@@ -218,8 +212,7 @@ public final class AttachmentPipeline: Sendable {
             switch result {
             case .some(.success(let made)):
                 thumbnailWork = made
-                descriptor.width = made.sourceWidth
-                descriptor.height = made.sourceHeight
+                descriptor.record(thumbnailOf: made)
                 descriptor.timings.thumbnail = started.millisecondsElapsed
             case .some(.failure(let problem)):
                 unlink(delivered.path)
@@ -229,8 +222,6 @@ public final class AttachmentPipeline: Sendable {
                 // rather than missing the deadline.
                 if let cancelled = abandoned([delivered.path]) { return cancelled }
             }
-            descriptor.sourceWidth = descriptor.sourceWidth ?? descriptor.width
-            descriptor.sourceHeight = descriptor.sourceHeight ?? descriptor.height
 
         case .audio, .video:
             let started = ContinuousClock.now
@@ -289,11 +280,11 @@ public final class AttachmentPipeline: Sendable {
     /// Runs blocking C work on the worker threads. Returns nil when the task was cancelled (the
     /// deadline or the caller) first; the late result is then discarded (`discard` removes its
     /// files). `work` gets a `shouldStop` to check between steps, true once nobody waits.
-    private func runOnWorker<Value: Sendable>(batch: Batch, pool: WorkerPool? = nil, discard: @escaping @Sendable (Value) -> Void,
+    private func runOnWorker<Value: Sendable>(batch: Batch, pool: WorkerPool, discard: @escaping @Sendable (Value) -> Void,
                                               _ work: @escaping @Sendable (_ shouldStop: () -> Bool) -> Value) async -> Value? {
         let result = OneShot<Value>()
         let directory = batch.directory
-        (pool ?? thumbnailPool).submit {
+        pool.submit {
             // Abandoned while queued (deadline or cancellation): do not start.
             if result.isAbandoned {
                 directory.lateFileRemoved()

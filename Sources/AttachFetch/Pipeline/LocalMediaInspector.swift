@@ -49,14 +49,11 @@ public final class LocalMediaInspector {
         case .success(let admitted): type = admitted
         case .failure(let reason): return fail(reason.code, reason.message)
         }
-        descriptor.sourceMimeType = type.mimeType
-        descriptor.sourceBytes = size
-        descriptor.bytes = size
-        descriptor.transforms = []
+        descriptor.recordSource(type, bytes: size)
         var delivered = (path: path, type: type)
         switch type.kind {
         case .image:
-            if !type.isDeliverable || size > configuration.sizeLimits.image {
+            if MediaPolicy.needsConversion(type, bytes: size, limits: configuration.sizeLimits) {
                 switch ImageNormalizer.normalize(source: path, type: type, destinationBase: thumbnailBase + ".delivered",
                                                  limits: ImageNormalizer.Limits(configuration)) {
                 case .success(let image):
@@ -69,15 +66,12 @@ public final class LocalMediaInspector {
             switch Thumbnailer.make(source: delivered.path, destinationBase: thumbnailBase, shape: .clip(clip),
                                     limits: Thumbnailer.Limits(configuration)) {
             case .success(let made):
-                descriptor.width = made.sourceWidth
-                descriptor.height = made.sourceHeight
+                descriptor.record(thumbnailOf: made)
                 descriptor.thumbnail = .init(file: made.file, width: made.width, height: made.height)
             case .failure(let problem):
                 if delivered.path != path { unlink(delivered.path) }
                 return fail(problem.code, problem.message)
             }
-            descriptor.sourceWidth = descriptor.sourceWidth ?? descriptor.width
-            descriptor.sourceHeight = descriptor.sourceHeight ?? descriptor.height
         case .audio, .video:
             switch MediaProber.probe(source: path, type: type, thumbnailTime: thumbnailTime,
                                      thumbnailBase: thumbnailBase,

@@ -51,4 +51,18 @@ enum MediaPolicy {
         let code: ReasonCode
         let message: String
     }
+
+    /// An image is converted (normalised) when iOS would not show it as it is.
+    static func needsConversion(_ type: MediaType, bytes: Int64, limits: AttachFetchConfiguration.SizeLimits) -> Bool {
+        type.kind == .image && (!type.isDeliverable || bytes > limits.image)
+    }
+
+    /// The delivered file against its kind's limit, once the kind is final (an MPEG-4 file
+    /// streamed under the larger of the audio and video limits).
+    static func checkDelivered(_ type: MediaType, bytes: Int64, limits: AttachFetchConfiguration.SizeLimits) -> Refusal? {
+        let limit = limits.limit(for: type.kind)
+        guard bytes > limit else { return nil }
+        return Refusal(code: .sizeLimitExceeded,
+                       message: "the file is \(type.mimeType) (its streams say so), and its \(bytes) bytes exceed the \(type.kind.rawValue) limit of \(limit) bytes")
+    }
 }

@@ -13,7 +13,7 @@ enum JPEGThumbnailer {
 
     static func make(source: String, destinationBase: String, shape: Thumbnailer.Shape,
                      limits: Thumbnailer.Limits) -> Result<ThumbnailOutcome, MediaFailure>? {
-        guard let data = readSmallFile(source), let layout = JPEGLayout(data),
+        guard let data = readJPEGFile(source), let layout = JPEGLayout(data),
               layout.isBaseline, layout.orientation == 1, !layout.hasColourProfile else { return nil }
         do throws(MediaFailure) {
             let decoder = try TurboHandle(compress: false)
@@ -80,10 +80,14 @@ enum JPEGThumbnailer {
         (dimension * Int(factor.num) + Int(factor.denom) - 1) / Int(factor.denom)
     }
 
-    private static func readSmallFile(_ path: String) -> [UInt8]? {
+    /// The whole file, when it starts like a JPEG (SOI) and is small enough; nil otherwise,
+    /// having read two bytes, so a PNG or GIF costs the libvips path nothing extra.
+    private static func readJPEGFile(_ path: String) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
+        var start: (UInt8, UInt8) = (0, 0)
+        guard pread(fd, &start, 2, 0) == 2, start == (0xFF, 0xD8) else { return nil }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_size > 0, info.st_size <= maxFileBytes else { return nil }
         var data = [UInt8](repeating: 0, count: Int(info.st_size))
