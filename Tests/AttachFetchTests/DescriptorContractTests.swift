@@ -102,5 +102,18 @@ import Testing
         c = AttachFetchConfiguration()
         c.timeout.request = .zero
         #expect(throws: AttachFetchError.self) { try AttachmentPipeline(configuration: c) }
+        // The settings added for converting and probing.
+        let added: [(inout AttachFetchConfiguration) -> Void] = [
+            { $0.maxNormalizeAttempts = 0 }, { $0.maxVideoDecodeFrames = 0 }, { $0.probeThreads = 0 },
+            { $0.sizeLimits.imageSource = 0 },
+        ]
+        for adjust in added {
+            c = AttachFetchConfiguration()
+            adjust(&c)
+            #expect(throws: AttachFetchError.self) { try AttachmentPipeline(configuration: c) }
+        }
+        let defaults = AttachFetchConfiguration()
+        #expect(defaults.normalize && defaults.maxNormalizeAttempts == 4 && defaults.maxVideoDecodeFrames == 600
+                && defaults.probeThreads == 1 && defaults.sizeLimits.imageSource == 41_943_040)
     }
 }

@@ -49,6 +49,16 @@ import Testing
         #expect(first != later)
     }
 
+    /// The decode budget: with one frame allowed after the seek, the poster is the keyframe
+    /// before the requested time (300 s; a keyframe every 10 s), not the frame at it (300.5 s).
+    @Test func posterDecodingStopsAtTheFrameBudget() async throws {
+        let scratch = Scratch()
+        let budgeted = try await fetch("long.mp4", into: scratch, time: 300.4) { $0.maxVideoDecodeFrames = 1 }
+        #expect(budgeted.status == .ready, "\(budgeted.reason?.message ?? "")")
+        let time = try #require(budgeted.thumbnail?.time)
+        #expect(abs(time - 300) < 0.01, "poster at \(time)")
+    }
+
     @Test func thumbnailTimePastTheEndIsClampedToTheLastFrame() async throws {
         let scratch = Scratch()
         let started = ContinuousClock.now
