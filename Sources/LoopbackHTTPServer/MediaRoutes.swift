@@ -5,7 +5,9 @@ import Glibc
 ///
 /// - `/media/NAME` — the file. `?type=T` sets Content-Type (default: from the extension);
 ///   `?length=none` sends no Content-Length; `?tag=X` counts body bytes sent under X;
-///   `?encoding=E` adds `Content-Encoding: E` (the bytes are sent as they are on disk).
+///   `?encoding=E` adds `Content-Encoding: E` (the bytes are sent as they are on disk);
+///   `?chunk=N` sends the body in writes of N bytes, a few milliseconds apart (a server that
+///   trickles), instead of one write.
 /// - `/status/CODE` — that status with a small HTML body.
 /// - `/redirect/N/REST` — a chain of N redirects ending at `/REST`.
 /// - `/redirect-to?url=U` — one redirect to U (any scheme).
@@ -91,7 +93,19 @@ public struct MediaRoutes: Sendable {
         let encoding = request.query["encoding"].map { [("Content-Encoding", $0)] } ?? []
         guard connection.sendHead(status: 200, contentType: contentType, contentLength: length,
                                   extraHeaders: encoding) else { return }
-        let ok = data.withUnsafeBytes { connection.send($0) }
+        var ok = true
+        if let chunk = request.query["chunk"].flatMap(Int.init), chunk > 0 {
+            connection.useSmallSendBuffer()
+            var sent = 0
+            while ok && sent < data.count {
+                let end = min(data.count, sent + chunk)
+                ok = data[sent..<end].withUnsafeBytes { connection.send($0) }
+                sent = end
+                usleep(2_000)
+            }
+        } else {
+            ok = data.withUnsafeBytes { connection.send($0) }
+        }
         if ok, let tag = request.query["tag"] { connection.serverForCounting.count(tag, data.count) }
     }
 

@@ -237,43 +237,68 @@ enum MediaProber {
         return (displayWidth, Int(frame.pointee.height))
     }
 
+    /// Bytes of slack libswscale may write past the end of a destination row, and after the
+    /// last row: its SIMD converters (the unscaled yuv420p -> rgb24 path among them) store whole
+    /// vectors, so a destination of exactly stride x height bytes is overrun by up to a vector.
+    /// FFmpeg's own allocators pad for this; so does attach-fetch.
+    static let scalerRowSlack = 64
+
     /// The decoded frame as an 8-bit RGB libvips image of `width` x `height` (libswscale
     /// converts the pixel format and scales, averaging areas when it shrinks).
-    private static func rgbImage(_ frame: UnsafeMutablePointer<AVFrame>, width outWidth: Int,
-                                 height outHeight: Int) throws(MediaFailure) -> VipsImageRef {
+    static func rgbImage(_ frame: UnsafeMutablePointer<AVFrame>, width outWidth: Int,
+                         height outHeight: Int) throws(MediaFailure) -> VipsImageRef {
         let width = Int(frame.pointee.width)
         let height = Int(frame.pointee.height)
-        guard let scaler = sws_getContext(Int32(width), Int32(height), AVPixelFormat(frame.pointee.format),
+        let format = frame.pointee.format
+        guard width > 0, height > 0, outWidth > 0, outHeight > 0, format >= 0, frame.pointee.data.0 != nil else {
+            throw MediaFailure(code: .corruptMedia, message: "the decoder returned a frame without pixels")
+        }
+        guard let scaler = sws_getContext(Int32(width), Int32(height), AVPixelFormat(format),
                                           Int32(outWidth), Int32(outHeight), AV_PIX_FMT_RGB24, SWS_AREA, nil, nil, nil) else {
             throw MediaFailure(code: .corruptMedia, message: "libswscale cannot convert the frame's pixel format")
         }
         defer { sws_freeContext(scaler) }
-        let stride = outWidth * 3
-        var pixels = [UInt8](repeating: 0, count: stride * outHeight)
-        let scaled = pixels.withUnsafeMutableBufferPointer { rgb -> Int32 in
-            var destination: [UnsafeMutablePointer<UInt8>?] = [rgb.baseAddress, nil, nil, nil]
-            var destinationStride: [Int32] = [Int32(stride), 0, 0, 0]
-            return withUnsafePointer(to: &frame.pointee.data) { data in
-                withUnsafePointer(to: &frame.pointee.linesize) { linesize in
-                    data.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: 8) { planes in
-                        linesize.withMemoryRebound(to: Int32.self, capacity: 8) { strides in
-                            sws_scale(scaler, planes, strides, 0, Int32(height), &destination, &destinationStride)
-                        }
+        // Each row padded and 64-byte aligned, one spare row after the last, from FFmpeg's own
+        // aligned allocator: room for every store the converters make.
+        let rowBytes = outWidth * 3
+        let stride = (rowBytes + scalerRowSlack + 63) / 64 * 64
+        let total = stride * (outHeight + 1)
+        guard let raw = av_mallocz(total) else {
+            throw MediaFailure(code: .ioError, message: "out of memory for a \(outWidth)x\(outHeight) frame")
+        }
+        defer { av_free(raw) }
+        let destinationBase = raw.assumingMemoryBound(to: UInt8.self)
+        var destination: [UnsafeMutablePointer<UInt8>?] = [destinationBase, nil, nil, nil]
+        var destinationStride: [Int32] = [Int32(stride), 0, 0, 0]
+        let scaled = withUnsafePointer(to: &frame.pointee.data) { data in
+            withUnsafePointer(to: &frame.pointee.linesize) { linesize in
+                data.withMemoryRebound(to: UnsafePointer<UInt8>?.self, capacity: 8) { planes in
+                    linesize.withMemoryRebound(to: Int32.self, capacity: 8) { strides in
+                        sws_scale(scaler, planes, strides, 0, Int32(height), &destination, &destinationStride)
                     }
                 }
             }
         }
         guard scaled == Int32(outHeight) else {
-            throw MediaFailure(code: .corruptMedia, message: "libswscale made \(scaled) of \(outHeight) rows")
+            throw MediaFailure(code: .corruptMedia, message: scaled < 0
+                ? "libswscale cannot convert the frame: \(FFmpeg.errorText(scaled))"
+                : "libswscale made \(scaled) of \(outHeight) rows")
+        }
+        // libvips takes rows without padding: pack them.
+        var pixels = [UInt8](repeating: 0, count: rowBytes * outHeight)
+        pixels.withUnsafeMutableBytes { packed in
+            for row in 0..<outHeight {
+                (packed.baseAddress! + row * rowBytes).copyMemory(from: destinationBase + row * stride, byteCount: rowBytes)
+            }
         }
         guard let image = pixels.withUnsafeBytes({
             vips_image_new_from_memory_copy($0.baseAddress, $0.count, Int32(outWidth), Int32(outHeight), 3, VIPS_FORMAT_UCHAR)
         }) else {
             throw MediaFailure(code: .ioError, message: "libvips cannot take the frame: \(Vips.takeError())")
         }
-        let raw = VipsImageRef(image)
+        let unlabelled = VipsImageRef(image)
         var labelled: UnsafeMutablePointer<VipsImage>?
-        guard af_vips_copy_interpretation(raw.pointer, &labelled, VIPS_INTERPRETATION_sRGB) == 0, let labelled else {
+        guard af_vips_copy_interpretation(unlabelled.pointer, &labelled, VIPS_INTERPRETATION_sRGB) == 0, let labelled else {
             throw MediaFailure(code: .ioError, message: "libvips cannot take the frame: \(Vips.takeError())")
         }
         return VipsImageRef(labelled)

@@ -1,0 +1,99 @@
+import CFFmpeg
+import Foundation
+import Testing
+@testable import AttachFetch
+
+/// The defects that other projects' published test files found (TestMedia/cases, made by
+/// TestMedia/make-cases.sh): each test names the file and the verdict it must get.
+@Suite struct RealWorldMediaTests {
+    static let casesDirectory = testMediaDirectory + "/cases"
+
+    /// Fetches files from TestMedia/cases in one batch; the descriptors come back in order.
+    func fetchCases(_ names: [String], into scratch: Scratch, query: String = "",
+                    _ adjust: (inout AttachFetchConfiguration) -> Void = { _ in }) async throws -> [AttachmentDescriptor] {
+        let pipeline = try makePipeline(scratch, adjust)
+        return try await withMediaServer(directory: Self.casesDirectory) { server in
+            await pipeline.process(names.map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)\(query)") }).attachments
+        }
+    }
+
+    /// H.264 at sizes whose poster conversion wrote past its buffer (heap corruption, then an
+    /// abort of the whole process), and the sizes next to them: every one gets a poster of the
+    /// size ffprobe reports.
+    @Test func videosOfEverySizeGetAPosterWithoutCorruptingTheHeap() async throws {
+        let sizes = ["1x1", "2x2", "7x5", "8x8", "10x10", "12x12", "14x14", "16x16", "24x24", "40x30", "8x320",
+                     "64x64", "200x150", "312x176", "320x240"]
+        let scratch = Scratch()
+        let names = sizes.map { "h264-\($0).mp4" }
+        let descriptors = try await fetchCases(names, into: scratch)
+        for (name, d) in zip(names, descriptors) {
+            #expect(d.status == .ready, "\(name): \(d.reason?.message ?? "")")
+            let expected = try #require(try ffprobeDisplaySize(Self.casesDirectory + "/" + name))
+            #expect(d.width == expected.width && d.height == expected.height,
+                    "\(name): \(String(describing: d.width))x\(String(describing: d.height))")
+            let thumbnail = try #require(d.thumbnail, "\(name) has no poster")
+            let size = try #require(imageSize(thumbnail.file))
+            #expect(size.width == thumbnail.width && size.height == thumbnail.height, "\(name)")
+            // Never enlarged: a poster is at most the video's own size.
+            #expect(size.width <= expected.width && size.height <= expected.height, "\(name)")
+        }
+    }
+
+    /// The poster converter alone, for every frame size from 1x1 to 48x48 and the odd ones
+    /// that crashed: the destination has room for what libswscale writes (run this suite under
+    /// AddressSanitizer too: `swift test --scratch-path .build-asan --sanitize=address`).
+    @Test func posterConversionHasRoomForEveryStoreLibswscaleMakes() throws {
+        _ = try AttachmentPipeline()
+        for name in ["h264-2x2.mp4", "h264-10x10.mp4", "h264-40x30.mp4", "h264-312x176.mp4", "h264-7x5.mp4"] {
+            try frameOf(Self.casesDirectory + "/" + name) { frame in
+                let width = Int(frame.pointee.width), height = Int(frame.pointee.height)
+                // Same size (the unscaled path that crashed), and scaled down and up.
+                for (outWidth, outHeight) in [(width, height), (max(1, width / 2), max(1, height / 2)), (width * 3 / 2 + 1, height * 3 / 2 + 1)] {
+                    let image = try MediaProber.rgbImage(frame, width: outWidth, height: outHeight)
+                    #expect(image.width == outWidth && image.height == outHeight, "\(name) to \(outWidth)x\(outHeight)")
+                }
+            }
+        }
+    }
+}
+
+/// The first decoded video frame of a file, handed to `body`.
+func frameOf(_ path: String, _ body: (UnsafeMutablePointer<AVFrame>) throws -> Void) throws {
+    let input = try AVInput(path: path, demuxers: MediaProber.demuxers(for: .mp4), decoders: MediaProber.decoders.sorted().joined(separator: ","))
+    let stream = try #require(input.streams.first { $0.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_VIDEO })
+    let decoder = try AVDecoder(stream: stream, allowed: MediaProber.decoders)
+    let packet = try AVPacketBox(), frame = try AVFrameBox()
+    while av_read_frame(input.context, packet.pointer) >= 0 {
+        defer { av_packet_unref(packet.pointer) }
+        guard packet.pointer.pointee.stream_index == stream.pointee.index else { continue }
+        _ = avcodec_send_packet(decoder.context, packet.pointer)
+        if avcodec_receive_frame(decoder.context, frame.pointer) >= 0 { return try body(frame.pointer) }
+    }
+    avcodec_send_packet(decoder.context, nil)
+    guard avcodec_receive_frame(decoder.context, frame.pointer) >= 0 else { throw MediaFailure(code: .corruptMedia, message: "no frame") }
+    try body(frame.pointer)
+}
+
+/// The display size ffprobe (an independent reader) reports for a file's first video stream:
+/// sample aspect ratio and rotation applied, as a player shows it.
+func ffprobeDisplaySize(_ path: String) throws -> (width: Int, height: Int)? {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
+    process.arguments = ["-v", "error", "-select_streams", "v:0", "-show_entries",
+                         "stream=width,height,sample_aspect_ratio:stream_side_data=rotation", "-of", "json", path]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard let json = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+          let stream = (json["streams"] as? [[String: Any]])?.first,
+          var width = stream["width"] as? Int, var height = stream["height"] as? Int else { return nil }
+    if let aspect = stream["sample_aspect_ratio"] as? String, aspect != "1:1", aspect != "0:1" {
+        let parts = aspect.split(separator: ":").compactMap { Double($0) }
+        if parts.count == 2, parts[0] > 0, parts[1] > 0 { width = max(1, Int((Double(width) * parts[0] / parts[1]).rounded())) }
+    }
+    let rotation = ((stream["side_data_list"] as? [[String: Any]])?.compactMap { $0["rotation"] as? Int }.first) ?? 0
+    if abs(rotation) % 180 == 90 { swap(&width, &height) }
+    return (width, height)
+}
