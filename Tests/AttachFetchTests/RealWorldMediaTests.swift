@@ -55,6 +55,30 @@ import Testing
             }
         }
     }
+
+    /// PNGs of 90 bytes whose metadata chunk declares a gigabyte took the process past 1 GB
+    /// each before libpng rejected them. They are refused from their chunk headers, before any
+    /// decoder allocates; an honest 100 KB text chunk is still read.
+    @Test func pngChunksThatDeclareAGigabyteAreRefusedWithoutTheMemory() async throws {
+        let kinds = ["tEXt", "zTXt", "iTXt", "sPLT", "pCAL", "sCAL", "iCCP", "eXIf", "IDAT"]
+        let scratch = Scratch()
+        let before = peakResidentBytes()
+        let descriptors = try await fetchCases(kinds.map { "png-huge-\($0).png" } + ["png-big-text.png"], into: scratch)
+        for (kind, d) in zip(kinds, descriptors) {
+            #expect(d.status == .rejected && d.reason?.code == .corruptMedia, "\(kind): \(d.status) \(d.reason?.message ?? "")")
+            #expect(d.reason?.message.contains("\(kind) chunk declares 1073741823 bytes") == true, "\(kind): \(d.reason?.message ?? "")")
+        }
+        #expect(descriptors.last?.status == .ready, "\(descriptors.last?.reason?.message ?? "")")
+        // The peak grows by far less than one declared chunk (each alone used to add 1 GB).
+        #expect(peakResidentBytes() - before < 200 << 20, "peak grew by \((peakResidentBytes() - before) >> 20) MiB")
+    }
+}
+
+/// The process's peak resident set so far (getrusage's high-water mark), in bytes.
+func peakResidentBytes() -> Int {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return usage.ru_maxrss * 1024
 }
 
 /// The first decoded video frame of a file, handed to `body`.

@@ -113,6 +113,7 @@ enum Thumbnailer {
         do throws(AttachFetchError) { try Vips.ensureStarted() } catch {
             throw MediaFailure(code: .ioError, message: error.message)
         }
+        try PNGChunkCheck.check(source)
         guard let headerPointer = af_vips_image_new_from_file(source, VIPS_FAIL_ON_ERROR) else {
             throw MediaFailure(code: .corruptMedia, message: "libvips cannot read the image: \(Vips.takeError())")
         }
