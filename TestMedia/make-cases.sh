@@ -37,4 +37,27 @@ for kind in [b"tEXt", b"zTXt", b"iTXt", b"sPLT", b"pCAL", b"sCAL", b"iCCP", b"eX
 open("png-huge-IDAT.png", "wb").write(sig + ihdr + chunk(b"IDAT", b"\x78\x9c", declared=0x3fffffff) + iend)
 open("png-big-text.png", "wb").write(sig + ihdr + chunk(b"tEXt", b"Comment\x00" + b"x" * 100_000) + idat + iend)
 PY
+# --- MP3s that libmagic cannot type from their first 4 KiB -----------------------------------
+# Cover art in an ID3v2 tag (usual for music and podcasts), and zero padding before the first
+# frame. libmagic sees only the tag or the zeros; ffprobe decodes all of them.
+ff -f lavfi -i testsrc2=size=640x480 -frames:v 1 -q:v 2 /tmp/af-cover-small.jpg
+ff -f lavfi -i testsrc2=size=1600x1200 -frames:v 1 -q:v 1 /tmp/af-cover-large.jpg
+for cover in small large; do
+  ff -f lavfi -i "sine=frequency=440:duration=2" -i "/tmp/af-cover-${cover}.jpg" -map 0 -map 1 \
+     -c:a libmp3lame -b:a 32k -c:v copy -id3v2_version 3 -metadata:s:v title="Album cover" \
+     -metadata:s:v comment="Cover (front)" "mp3-id3-cover-${cover}.mp3"
+done
+rm -f /tmp/af-cover-small.jpg /tmp/af-cover-large.jpg
+ff -f lavfi -i "sine=frequency=440:duration=1" -ac 1 -ar 22050 -c:a libmp3lame -b:a 32k -write_xing 0 -id3v2_version 0 /tmp/af-bare.mp3
+{ head -c 2000 /dev/zero; cat /tmp/af-bare.mp3; } > mp3-leading-padding.mp3
+python3 - <<'PY'
+# An ID3v2.4 tag of 6000 bytes (mostly padding, as taggers leave it), then 1000 zero bytes, then frames.
+frames = open("/tmp/af-bare.mp3", "rb").read()
+body = 6000 - 10
+size = bytes([(body >> 21) & 0x7f, (body >> 14) & 0x7f, (body >> 7) & 0x7f, body & 0x7f])
+frame = b"TIT2" + bytes([0, 0, 0, 6, 0, 0]) + b"\x03Tone"
+tag = b"ID3\x04\x00\x00" + size + frame + b"\x00" * (body - len(frame))
+open("mp3-id3-then-padding.mp3", "wb").write(tag + b"\x00" * 1000 + frames)
+PY
+rm -f /tmp/af-bare.mp3
 ls -l

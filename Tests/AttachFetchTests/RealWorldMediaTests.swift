@@ -72,6 +72,66 @@ import Testing
         // The peak grows by far less than one declared chunk (each alone used to add 1 GB).
         #expect(peakResidentBytes() - before < 200 << 20, "peak grew by \((peakResidentBytes() - before) >> 20) MiB")
     }
+
+    /// MP3s whose first 4 KiB are an ID3v2 tag (cover art) or zero padding: the window moves
+    /// past them, FFmpeg confirms, and the verdict is the same whether the server sends the
+    /// file in one write or in 1 KiB writes.
+    @Test func mp3BehindCoverArtOrPaddingIsTypedTheSameWhateverTheChunking() async throws {
+        let names = ["mp3-id3-cover-small.mp3", "mp3-id3-cover-large.mp3", "mp3-leading-padding.mp3", "mp3-id3-then-padding.mp3"]
+        let scratch = Scratch()
+        let whole = try await fetchCases(names, into: scratch)
+        let trickled = try await fetchCases(names, into: scratch, query: "?chunk=1024")
+        for (name, pair) in zip(names, zip(whole, trickled)) {
+            for d in [pair.0, pair.1] {
+                #expect(d.status == .ready && d.mimeType == "audio/mpeg" && d.kind == .audio && d.audioCodec == "mp3",
+                        "\(name): \(d.status) \(d.mimeType ?? "-") \(d.reason?.message ?? "")")
+                #expect(d.file?.hasSuffix(".mp3") == true, "\(name)")
+                #expect(d.bytes == fileSize(Self.casesDirectory + "/" + name), "\(name)")
+            }
+        }
+    }
+
+    /// The same for every file the tests have: the verdict, type and reason never depend on
+    /// the server's write size.
+    @Test func everyVerdictIsTheSameInOneWriteAndIn1KiBWrites() async throws {
+        let scratch = Scratch()
+        let names = try FileManager.default.contentsOfDirectory(atPath: testMediaDirectory)
+            .filter { !$0.hasSuffix(".sh") && $0 != "cases" && $0 != "long.mp4" }.sorted()
+        let pipeline = try makePipeline(scratch)
+        try await withMediaServer { server in
+            let whole = await pipeline.process(names.map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)") }).attachments
+            let trickled = await pipeline.process(names.map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)?chunk=1024") }).attachments
+            for (name, pair) in zip(names, zip(whole, trickled)) {
+                #expect(pair.0.status == pair.1.status && pair.0.mimeType == pair.1.mimeType && pair.0.reason?.code == pair.1.reason?.code,
+                        "\(name): \(pair.0.status)/\(pair.1.status) \(pair.0.mimeType ?? "-")/\(pair.1.mimeType ?? "-")")
+            }
+        }
+    }
+
+    /// The window itself: a fixed 4 KiB, moved only past an ID3v2 tag or padding and only
+    /// when MPEG audio follows; a tag declared larger than the lookahead is refused.
+    @Test func sniffWindowRules() throws {
+        let sniffer = try MagicSniffer()
+        let mp3 = try Data(contentsOf: URL(fileURLWithPath: Self.casesDirectory + "/mp3-id3-cover-large.mp3"))
+        let decide = { (bytes: Data, complete: Bool, lookahead: Int) in
+            bytes.withUnsafeBytes { SniffWindow.decide($0, complete: complete, maxLookahead: lookahead, sniffer: sniffer) }
+        }
+        #expect(decide(mp3.prefix(4095), false, 1 << 20) == .needMore)
+        let tag = try #require(mp3.withUnsafeBytes { SniffWindow.id3v2TagSize($0) })
+        #expect(tag > 100_000)
+        #expect(decide(mp3.prefix(tag), false, 1 << 20) == .needMore)
+        #expect(decide(mp3, true, 1 << 20) == .sniffed("audio/mpeg", skipped: tag))
+        guard case .refused(.sizeLimitExceeded, _) = decide(mp3, true, 64 << 10) else {
+            Issue.record("a tag over the lookahead must be refused")
+            return
+        }
+        // An MP4 starts with zero bytes (its box size): never "padding".
+        let mp4 = try Data(contentsOf: URL(fileURLWithPath: testMediaDirectory + "/clip.mp4"))
+        #expect(decide(mp4, true, 1 << 20) == .sniffed("video/mp4", skipped: 0))
+        // Zeros followed by a JPEG are not MP3 padding: the first window's answer stands.
+        let jpeg = try Data(contentsOf: URL(fileURLWithPath: testMediaDirectory + "/photo.jpg"))
+        #expect(decide(Data(count: 100) + jpeg, true, 1 << 20) == .sniffed("application/octet-stream", skipped: 0))
+    }
 }
 
 /// The process's peak resident set so far (getrusage's high-water mark), in bytes.

@@ -43,9 +43,6 @@ final class EasyTransfer {
     /// Easy handles alive in this process (tests check that none leak).
     static let live = Atomic<Int>(0)
 
-    /// Bytes libmagic sees before deciding. The first chunk normally holds them all.
-    static let sniffWindow = 4_096
-
     init(job: TransferJob, sniffer: MagicSniffer) throws(AttachFetchError) {
         guard let handle = curl_easy_init() else { throw .libraryInitialisation("curl_easy_init failed") }
         self.job = job
@@ -185,8 +182,11 @@ final class EasyTransfer {
         }
         if mediaType == nil {
             sniffBuffer.append(contentsOf: chunk)
-            if sniffBuffer.count < Self.sniffWindow { return chunk.count }
-            guard decideType() else { return 0 }
+            switch decideType(complete: false) {
+            case .waiting: return chunk.count
+            case .stopped: return 0
+            case .decided: break
+            }
             let buffered = sniffBuffer
             sniffBuffer = []
             return buffered.withUnsafeBytes { store($0) } ? chunk.count : 0
@@ -194,17 +194,24 @@ final class EasyTransfer {
         return store(chunk) ? chunk.count : 0
     }
 
-    /// Sniffs the buffered prefix and applies the table and the kind's limit.
-    /// Returns false (with `abortReason` set) when the transfer must stop.
-    private func decideType() -> Bool {
+    private enum TypeDecision { case waiting, decided, stopped }
+
+    /// Sniffs the buffered prefix's fixed window and applies the table and the kind's limit.
+    /// `.stopped` (with `abortReason` set) when the transfer must stop; `.waiting` until the
+    /// window has arrived (never when `complete`).
+    private func decideType(complete: Bool) -> TypeDecision {
         let sniffed: String
-        switch sniffBuffer.withUnsafeBytes({ sniffer.mimeType(of: $0) }) {
-        case .success(let mime):
+        switch sniffBuffer.withUnsafeBytes({
+            SniffWindow.decide($0, complete: complete, maxLookahead: Int(job.spec.sizeLimits.audio), sniffer: sniffer)
+        }) {
+        case .needMore:
+            return .waiting
+        case .sniffed(let mime, _):
             sniffed = mime
             sniffedMIME = mime
-        case .failure(let error):
-            abort(.unsupportedType, error.message)
-            return false
+        case .refused(let code, let message):
+            abort(code, message)
+            return .stopped
         }
         switch MediaPolicy.admit(sniffed: sniffed, size: declaredLength.map { ($0, "Content-Length") },
                                  limits: job.spec.sizeLimits, imagesOnly: job.spec.imagesOnly,
@@ -217,9 +224,9 @@ final class EasyTransfer {
                 mediaType = MediaType.forSniffedMIME(sniffed) ?? MediaType.convertibleForSniffedMIME(sniffed)
             }
             abort(reason.code, reason.message)
-            return false
+            return .stopped
         }
-        return true
+        return .decided
     }
 
     /// Appends to the body file and the hash, enforcing the kind's limit as bytes arrive.
@@ -255,7 +262,7 @@ final class EasyTransfer {
                 abort(.httpStatus, "the server answered HTTP \(status)")
             } else if bytesWritten == 0 && sniffBuffer.isEmpty {
                 abort(.emptyBody, "the server sent no body")
-            } else if mediaType == nil, decideType() {
+            } else if mediaType == nil, decideType(complete: true) == .decided {
                 let buffered = sniffBuffer
                 sniffBuffer = []
                 _ = buffered.withUnsafeBytes { store($0) }

@@ -33,14 +33,16 @@ public final class LocalMediaInspector {
             return descriptor
         }
         guard let handle = FileHandle(forReadingAtPath: path) else { return fail(.ioError, "cannot read \(path)") }
-        let prefix = (try? handle.read(upToCount: EasyTransfer.sniffWindow)) ?? Data()
+        let lookahead = Int(configuration.sizeLimits.audio)
+        let prefix = (try? handle.read(upToCount: lookahead + SniffWindow.size)) ?? Data()
         try? handle.close()
         let size = Int64(fileSize(path))
         guard size > 0 else { return fail(.emptyBody, "the file is empty") }
         let sniffed: String
-        switch prefix.withUnsafeBytes({ sniffer.mimeType(of: $0) }) {
-        case .success(let mime): sniffed = mime
-        case .failure(let error): return fail(.unsupportedType, error.message)
+        switch prefix.withUnsafeBytes({ SniffWindow.decide($0, complete: true, maxLookahead: lookahead, sniffer: sniffer) }) {
+        case .sniffed(let mime, _): sniffed = mime
+        case .refused(let code, let message): return fail(code, message)
+        case .needMore: return fail(.ioError, "the file could not be read")
         }
         descriptor.mimeType = sniffed
         let type: MediaType
