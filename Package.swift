@@ -52,7 +52,7 @@ let package = Package(
         .target(name: "CTestSupport", dependencies: ["CVips"], path: "Tests/CTestSupport"),
         .testTarget(
             name: "AttachFetchTests",
-            dependencies: ["AttachFetch", "LoopbackHTTPServer", "CAttachFetchShims", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch"]
+            dependencies: ["AttachFetch", "LoopbackHTTPServer", "CAttachFetchShims", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -3,7 +3,7 @@
 # published test corpora (see the README's "Real-world media" section). Each file reproduces one
 # defect; the tests name the file and the verdict it must get. Outputs are committed, so tests
 # never need these tools; run this only to change the cases.
-# Usage: TestMedia/make-cases.sh   (needs: apt-get install ffmpeg python3)
+# Usage: TestMedia/make-cases.sh   (needs: apt-get install ffmpeg libvips-tools libjpeg-turbo-progs python3)
 set -euo pipefail
 cd "$(dirname "$0")/cases"
 ff() { timeout 60 ffmpeg -hide_banner -loglevel error -y "$@"; }
@@ -60,4 +60,39 @@ tag = b"ID3\x04\x00\x00" + size + frame + b"\x00" * (body - len(frame))
 open("mp3-id3-then-padding.mp3", "wb").write(tag + b"\x00" * 1000 + frames)
 PY
 rm -f /tmp/af-bare.mp3
+# --- JPEGs whose scan is cut short ------------------------------------------------------------
+# A 4032x3024 photo cut after 30 KB, with an ICC profile, with an EXIF segment (orientation 1),
+# and with neither: each must be corruptMedia, whichever decoder path it takes.
+ff -f lavfi -i testsrc2=size=4032x3024 -frames:v 1 -q:v 3 /tmp/af-photo.jpg
+vips copy /tmp/af-photo.jpg "/tmp/af-photo-icc.jpg[profile=srgb,Q=90]"
+python3 - <<'PY'
+import struct
+plain = open("/tmp/af-photo.jpg", "rb").read()
+icc = open("/tmp/af-photo-icc.jpg", "rb").read()
+ifd = struct.pack(">H", 1) + struct.pack(">HHIHH", 0x0112, 3, 1, 1, 0) + struct.pack(">I", 0)
+app1 = b"Exif\x00\x00" + b"MM\x00\x2a" + struct.pack(">I", 8) + ifd
+exif = plain[:2] + b"\xff\xe1" + struct.pack(">H", len(app1) + 2) + app1 + plain[2:]
+for name, data in [("jpeg-cut-icc.jpg", icc), ("jpeg-cut-exif.jpg", exif), ("jpeg-cut-plain.jpg", plain)]:
+    open(name, "wb").write(data[:30000])
+PY
+rm -f /tmp/af-photo.jpg /tmp/af-photo-icc.jpg
+# --- JPEGs with chroma subsampling TurboJPEG cannot classify ---------------------------------
+# libjpeg (cjpeg) writes them, libvips and ffmpeg decode them; the fast path must hand them on.
+ff -f lavfi -i testsrc2=size=480x320 -frames:v 1 /tmp/af-source.ppm
+for sampling in 1x3 3x2; do
+  cjpeg -sample "${sampling},1x1,1x1" -quality 85 /tmp/af-source.ppm > "jpeg-sampling-${sampling}.jpg"
+done
+rm -f /tmp/af-source.ppm
+# --- An animated GIF whose last frame does not decode -----------------------------------------
+# TestMedia/animated.gif with the LZW data of its last frame scrambled: frame 0 is fine.
+python3 - <<'PY'
+data = bytearray(open("../animated.gif", "rb").read())
+# Image descriptors (0x2C) that follow a graphic control extension (21 F9 04 .. .. .. .. 00).
+frames = [i for i in range(8, len(data) - 10) if data[i] == 0x2C and data[i - 1] == 0 and data[i - 8] == 0x21]
+last = frames[-1]
+start = last + 10 + (3 * 2 ** ((data[last + 9] & 7) + 1) if data[last + 9] & 0x80 else 0) + 1
+for k in range(start + 1, min(start + 200, len(data) - 2)):
+    data[k] = (data[k] * 7 + 13) & 0xFF
+open("gif-bad-last-frame.gif", "wb").write(data)
+PY
 ls -l

@@ -20,14 +20,16 @@ private final class FuzzState {
         directory = String(cString: mkdtemp(&template)!)
     }
 
-    func run(_ bytes: UnsafeRawBufferPointer) {
+    @discardableResult
+    func run(_ bytes: UnsafeRawBufferPointer) -> AttachmentDescriptor {
         let input = "\(directory)/input"
         let thumbnail = "\(directory)/thumb"
         _ = FileManager.default.createFile(atPath: input, contents: Data(bytes))
-        _ = inspector.inspect(file: input, thumbnailBase: thumbnail)
+        let descriptor = inspector.inspect(file: input, thumbnailBase: thumbnail)
         unlink(input)
         // The thumbnail, and a converted image when the input had to be converted to fit.
         for suffix in [".jpg", ".png", ".delivered.jpg", ".delivered.png", ".delivered.gif"] { unlink(thumbnail + suffix) }
+        return descriptor
     }
 }
 
@@ -68,8 +70,9 @@ struct FuzzMain {
                 FileHandle.standardError.write(Data("cannot read \(path)\n".utf8))
                 exit(2)
             }
-            data.withUnsafeBytes { state.run($0) }
-            print("ok \(path)")
+            // One line per input: its path, status and reason code (tests and scripts read it).
+            let descriptor = data.withUnsafeBytes { state.run($0) }
+            print("ok \(path) \(descriptor.status.rawValue) \(descriptor.reason?.code.rawValue ?? "-")")
         }
         #endif
     }

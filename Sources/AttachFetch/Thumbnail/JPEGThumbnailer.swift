@@ -18,11 +18,11 @@ enum JPEGThumbnailer {
         do throws(MediaFailure) {
             let decoder = try TurboHandle(compress: false)
             var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0, colourspace: Int32 = 0
-            guard tjDecompressHeader3(decoder.handle, data, UInt(data.count), &width, &height, &subsampling, &colourspace) == 0 else {
-                throw MediaFailure(code: .corruptMedia, message: "libjpeg-turbo cannot read the image: \(decoder.error)")
-            }
-            // Greyscale and CMYK keep their own treatment in libvips.
-            guard colourspace == Int32(TJCS_YCbCr.rawValue) else { return nil }
+            // A header TurboJPEG cannot classify (unusual chroma subsampling such as 1x3, which
+            // libjpeg itself decodes) is libvips' to judge, not a verdict here. So are greyscale
+            // and CMYK, which keep their own treatment in libvips.
+            guard tjDecompressHeader3(decoder.handle, data, UInt(data.count), &width, &height, &subsampling, &colourspace) == 0,
+                  colourspace == Int32(TJCS_YCbCr.rawValue), subsampling >= 0 else { return nil }
             try Thumbnailer.checkBudgets(width: Int(width), height: Int(height), interlaced: false, frames: 1, limits: limits)
             var box = try Thumbnailer.boxSize(width: Int(width), height: Int(height), shape: shape, maxEdge: limits.maxEdge)
             // vips_thumbnail fits the image inside the box with one shrink factor and rounds;
@@ -80,14 +80,26 @@ enum JPEGThumbnailer {
         (dimension * Int(factor.num) + Int(factor.denom) - 1) / Int(factor.denom)
     }
 
+    /// True when the file starts with a JPEG's SOI marker.
+    static func startsLikeJPEG(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return startsLikeJPEG(fd)
+    }
+
+    private static func startsLikeJPEG(_ fd: Int32) -> Bool {
+        var start: (UInt8, UInt8) = (0, 0)
+        return pread(fd, &start, 2, 0) == 2 && start == (0xFF, 0xD8)
+    }
+
     /// The whole file, when it starts like a JPEG (SOI) and is small enough; nil otherwise,
     /// having read two bytes, so a PNG or GIF costs the libvips path nothing extra.
     private static func readJPEGFile(_ path: String) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        var start: (UInt8, UInt8) = (0, 0)
-        guard pread(fd, &start, 2, 0) == 2, start == (0xFF, 0xD8) else { return nil }
+        guard startsLikeJPEG(fd) else { return nil }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_size > 0, info.st_size <= maxFileBytes else { return nil }
         var data = [UInt8](repeating: 0, count: Int(info.st_size))

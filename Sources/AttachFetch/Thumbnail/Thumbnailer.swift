@@ -99,12 +99,33 @@ enum Thumbnailer {
         let header = try openHeader(source, limits: limits)
         let box = try boxSize(width: header.width, height: header.height, shape: shape, maxEdge: limits.maxEdge)
         var out: UnsafeMutablePointer<VipsImage>?
-        guard af_vips_thumbnail(source, &out, Int32(box.width), Int32(box.height), VIPS_SIZE_DOWN, VIPS_FAIL_ON_ERROR) == 0,
+        guard af_vips_thumbnail(source, &out, Int32(box.width), Int32(box.height), VIPS_SIZE_DOWN, failOn(source)) == 0,
               let out else {
             throw MediaFailure(code: .corruptMedia, message: "libvips cannot decode the image: \(Vips.takeError())")
         }
-        return try finish(VipsImageRef(out), clip: box.clip, sourceWidth: header.width, sourceHeight: header.height,
-                          destinationBase: destinationBase)
+        let thumbnail = try finish(VipsImageRef(out), clip: box.clip, sourceWidth: header.width, sourceHeight: header.height,
+                                   destinationBase: destinationBase)
+        if (header.image.integer("n-pages") ?? 1) > 1 {
+            do throws(MediaFailure) { try decodeEveryFrame(source) } catch {
+                unlink(thumbnail.file)
+                throw error
+            }
+        }
+        return thumbnail
+    }
+
+    /// The thumbnail shows frame 0; the other frames of an animation are decoded too (a sink
+    /// that keeps one strip at a time), so a damaged frame anywhere is caught. The frame and
+    /// pixel budgets were checked on the header.
+    private static func decodeEveryFrame(_ source: String) throws(MediaFailure) {
+        guard let pointer = af_vips_image_new_from_file_all_pages(source, VIPS_FAIL_ON_ERROR) else {
+            throw MediaFailure(code: .corruptMedia, message: "libvips cannot read the animation: \(Vips.takeError())")
+        }
+        let frames = VipsImageRef(pointer)
+        var minimum = 0.0
+        guard af_vips_min(frames.pointer, &minimum) == 0 else {
+            throw MediaFailure(code: .corruptMedia, message: "a frame of the animation does not decode: \(Vips.takeError())")
+        }
     }
 
     /// An image's header (no pixels decoded yet), its size as displayed (EXIF orientation
@@ -114,7 +135,7 @@ enum Thumbnailer {
             throw MediaFailure(code: .ioError, message: error.message)
         }
         try PNGChunkCheck.check(source)
-        guard let headerPointer = af_vips_image_new_from_file(source, VIPS_FAIL_ON_ERROR) else {
+        guard let headerPointer = af_vips_image_new_from_file(source, failOn(source)) else {
             throw MediaFailure(code: .corruptMedia, message: "libvips cannot read the image: \(Vips.takeError())")
         }
         let header = VipsImageRef(headerPointer)
@@ -127,6 +148,13 @@ enum Thumbnailer {
         try checkBudgets(width: width, height: height, interlaced: header.integer("interlaced") == 1,
                          frames: header.integer("n-pages") ?? 1, limits: limits)
         return (header, width, height)
+    }
+
+    /// One decode policy for JPEG on both paths: libjpeg's warnings (a scan cut short, corrupt
+    /// data) fail the image here as TJFLAG_STOPONWARNING does on the fast path. Other formats
+    /// fail on their decoders' errors.
+    static func failOn(_ source: String) -> VipsFailOn {
+        JPEGThumbnailer.startsLikeJPEG(source) ? VIPS_FAIL_ON_WARNING : VIPS_FAIL_ON_ERROR
     }
 
     /// The box the whole image is scaled into so that the clipped region's longest edge becomes
