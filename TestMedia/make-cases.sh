@@ -95,4 +95,35 @@ for k in range(start + 1, min(start + 200, len(data) - 2)):
     data[k] = (data[k] * 7 + 13) & 0xFF
 open("gif-bad-last-frame.gif", "wb").write(data)
 PY
+# --- Audio and video verdicts ------------------------------------------------------------------
+# An MPEG program stream holding only AC-3 audio (no video: not a video attachment).
+ff -f lavfi -i "sine=frequency=440:duration=1" -c:a ac3 -f vob mpeg-ps-ac3-only.mpg
+# Encrypted MP4 (CENC, AES-CTR): the container opens, no device can decrypt the samples.
+ff -f lavfi -i testsrc=size=160x120:rate=10 -t 0.5 -c:v libx264 -pix_fmt yuv420p -preset veryfast \
+   -encryption_scheme cenc-aes-ctr -encryption_key 00112233445566778899aabbccddeeff \
+   -encryption_kid 00112233445566778899aabbccddeeff mp4-cenc.mp4
+# 320x240 H.264 whose bitstream says 27:64 pixels while the container's pasp box says 1:1
+# (as two Samsung slow-motion files do): players follow the container, so 320x240.
+ff -f lavfi -i testsrc=size=320x240:rate=10 -t 0.5 -vf setsar=27/64 -c:v libx264 -pix_fmt yuv420p -preset veryfast /tmp/af-sar.mp4
+python3 - <<'PY'
+import struct
+d = bytearray(open("/tmp/af-sar.mp4", "rb").read())
+i = d.find(b"pasp")
+struct.pack_into(">II", d, i + 4, 1, 1)
+open("mp4-pasp-square.mp4", "wb").write(d)
+# Codecs FFmpeg has no decoder for: the sample entry's four-character code renamed to MPEG-H 3D
+# audio (its esds box renamed too, so it is not read as AAC) and to VVC video (FFmpeg on
+# Debian 12 knows neither).
+a = open("../tone.m4a", "rb").read()
+open("m4a-mpegh-codec.m4a", "wb").write(a.replace(b"mp4a", b"mha1", 1).replace(b"esds", b"free", 1))
+v = open("../clip.mp4", "rb").read()
+i = v.find(b"avc1", v.find(b"stsd"))
+open("mp4-vvc-codec.mp4", "wb").write(v[:i] + b"vvc1" + v[i + 4:])
+# An AVIF whose ispe box declares 17000x17000 (over libheif's security limit and the pixel budget).
+f = bytearray(open("../image.avif", "rb").read())
+i = f.find(b"ispe")
+struct.pack_into(">II", f, i + 8, 17000, 17000)
+open("avif-17000.avif", "wb").write(f)
+PY
+rm -f /tmp/af-sar.mp4
 ls -l

@@ -174,6 +174,36 @@ import Testing
         let good = try await withMediaServer { server in await fetchOne("\(server.baseURL)/media/animated.gif", pipeline) }
         #expect(good.status == .ready, "\(good.reason?.message ?? "")")
     }
+
+    /// Verdicts FFmpeg's streams decide: encrypted samples, codecs with no decoder, a program
+    /// stream with only audio, and an image larger than libheif's limit.
+    @Test(arguments: [
+        ("mp4-cenc.mp4", ReasonCode.unsupportedType, "encrypted"),
+        ("m4a-mpegh-codec.m4a", ReasonCode.unsupportedType, "no decoder for the mha1 codec"),
+        ("mp4-vvc-codec.mp4", ReasonCode.unsupportedType, "no decoder for the vvc1 codec"),
+        ("mpeg-ps-ac3-only.mpg", ReasonCode.unsupportedType, "only audio"),
+        ("avif-17000.avif", ReasonCode.pixelLimitExceeded, "17000x17000"),
+    ])
+    func refusedWithTheRightReason(name: String, code: ReasonCode, words: String) async throws {
+        let scratch = Scratch()
+        let d = try await fetchCases([name], into: scratch)[0]
+        #expect(d.status == code.status && d.reason?.code == code, "\(name): \(d.status) \(d.reason?.message ?? "")")
+        #expect(d.reason?.message.contains(words) == true, "\(name): \(d.reason?.message ?? "")")
+        // Nothing is left: no body, no poster, not even the batch's directory.
+        #expect(scratch.tree() == [], "\(scratch.tree())")
+    }
+
+    /// The container's pasp box (1:1) wins over the bitstream's 27:64, as FFmpeg's
+    /// av_guess_sample_aspect_ratio and players decide: 320x240, not 135x240.
+    @Test func displaySizeFollowsTheContainersAspectRatio() async throws {
+        let scratch = Scratch()
+        let d = try await fetchCases(["mp4-pasp-square.mp4"], into: scratch)[0]
+        #expect(d.status == .ready, "\(d.reason?.message ?? "")")
+        let expected = try #require(try ffprobeDisplaySize(Self.casesDirectory + "/mp4-pasp-square.mp4"))
+        #expect(expected.width == 320 && expected.height == 240)
+        #expect(d.width == 320 && d.height == 240, "\(String(describing: d.width))x\(String(describing: d.height))")
+        #expect(d.thumbnail.map { $0.width == 320 && $0.height == 240 } == true)
+    }
 }
 
 /// The first decoded video frame of a file, handed to `body`.

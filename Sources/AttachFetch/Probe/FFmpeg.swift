@@ -135,8 +135,10 @@ final class AVDecoder {
     init(stream: UnsafeMutablePointer<AVStream>, allowed: Set<String>) throws(MediaFailure) {
         self.stream = stream
         let parameters = stream.pointee.codecpar!
+        // A codec FFmpeg cannot decode at all (MPEG-H 3D audio, AC-4, VVC on Debian 12's
+        // FFmpeg) is a type no device here can show, not damage.
         guard let codec = avcodec_find_decoder(parameters.pointee.codec_id) else {
-            throw MediaFailure(code: .corruptMedia, message: "no decoder for \(String(cString: avcodec_get_name(parameters.pointee.codec_id)))")
+            throw MediaFailure(code: .unsupportedType, message: "FFmpeg has no decoder for the \(AVDecoder.codecLabel(parameters)) codec")
         }
         name = String(cString: codec.pointee.name)
         guard allowed.contains(name) else {
@@ -161,6 +163,14 @@ final class AVDecoder {
     deinit {
         var context: UnsafeMutablePointer<AVCodecContext>? = context
         avcodec_free_context(&context)
+    }
+
+    /// The codec's name, or its four-character code when FFmpeg does not know the codec.
+    static func codecLabel(_ parameters: UnsafeMutablePointer<AVCodecParameters>) -> String {
+        guard parameters.pointee.codec_id == AV_CODEC_ID_NONE else { return String(cString: avcodec_get_name(parameters.pointee.codec_id)) }
+        let tag = parameters.pointee.codec_tag
+        let letters = (0..<4).map { UInt8((tag >> ($0 * 8)) & 0xFF) }
+        return letters.allSatisfy({ (0x20...0x7E).contains($0) }) ? String(decoding: letters, as: UTF8.self) : "unknown"
     }
 
     /// The codec's common name ("h264", "aac"), which is what the descriptor reports.

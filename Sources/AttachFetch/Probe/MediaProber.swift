@@ -94,7 +94,10 @@ enum MediaProber {
         guard videoStream != nil || audioStream != nil else {
             throw MediaFailure(code: .corruptMedia, message: "the file has no audio or video stream")
         }
-        let resolvedType = resolve(type, hasVideo: videoStream != nil)
+        let resolvedType = try resolve(type, hasVideo: videoStream != nil)
+        if let encrypted = input.streams.first(where: { av_stream_get_side_data($0, AV_PKT_DATA_ENCRYPTION_INIT_INFO, nil) != nil }) {
+            throw encryptedMedia(encrypted)
+        }
         if let videoStream, area(videoStream) > limits.thumbnail.maxPixels {
             throw MediaFailure(code: .pixelLimitExceeded,
                                message: "video frames of \(area(videoStream)) pixels are over the limit of \(limits.thumbnail.maxPixels)")
@@ -152,6 +155,11 @@ enum MediaProber {
             }
             defer { av_packet_unref(packet.pointer) }
             packets += 1
+            // Samples carrying CENC encryption info (senc/tenc) are ciphertext.
+            if av_packet_get_side_data(packet.pointer, AV_PKT_DATA_ENCRYPTION_INFO, nil) != nil,
+               let stream = input.streams.first(where: { $0.pointee.index == packet.pointer.pointee.stream_index }) {
+                throw encryptedMedia(stream)
+            }
             for decoder in [video, audio].compactMap({ $0 }) where decoder.stream.pointee.index == packet.pointer.pointee.stream_index {
                 let sent = avcodec_send_packet(decoder.context, packet.pointer)
                 if sent < 0 { lastError = sent }
@@ -174,7 +182,7 @@ enum MediaProber {
         var outcome = ProbeOutcome(probe: probe, resolvedType: resolvedType)
         if let video {
             let turns = rotation(of: video.stream)
-            let display = displaySize(poster.pointer)
+            let display = displaySize(poster.pointer, stream: video.stream, input: input)
             let shown = turns % 2 == 1 ? (width: display.height, height: display.width) : display
             outcome.probe.width = shown.width
             outcome.probe.height = shown.height
@@ -196,13 +204,23 @@ enum MediaProber {
         return outcome
     }
 
-    /// An MPEG-4 file's kind follows its streams, not its brand.
-    private static func resolve(_ type: MediaType, hasVideo: Bool) -> MediaType {
+    /// The kind follows the streams, not the brand: an MPEG-4 file with no video is audio
+    /// (`.m4a`), one with video is video. An MPEG program stream with no video is no attachment
+    /// type (iOS's audio attachments are MP3, AAC in MPEG-4, WAV and AIFF).
+    private static func resolve(_ type: MediaType, hasVideo: Bool) throws(MediaFailure) -> MediaType {
         switch type {
         case .mp4, .m4v: return hasVideo ? type : .m4a
         case .m4a: return hasVideo ? .mp4 : .m4a
+        case .mpeg where !hasVideo:
+            throw MediaFailure(code: .unsupportedType,
+                               message: "the MPEG program stream holds only audio, which is not an audio attachment type iOS accepts")
         default: return type
         }
+    }
+
+    private static func encryptedMedia(_ stream: UnsafeMutablePointer<AVStream>) -> MediaFailure {
+        MediaFailure(code: .unsupportedType,
+                     message: "the \(AVDecoder.codecLabel(stream.pointee.codecpar)) stream is encrypted (Common Encryption); no device can show it without the keys")
     }
 
     private static func area(_ stream: UnsafeMutablePointer<AVStream>) -> Int {
@@ -228,10 +246,12 @@ enum MediaProber {
     }
 
     /// A frame's size as displayed before rotation: anamorphic video (a sample aspect ratio
-    /// other than 1) is stretched to its display width.
-    private static func displaySize(_ frame: UnsafeMutablePointer<AVFrame>) -> (width: Int, height: Int) {
+    /// other than 1) is stretched to its display width. The ratio is FFmpeg's choice between
+    /// the container's (an MP4 `pasp` box wins) and the bitstream's, as players make it.
+    private static func displaySize(_ frame: UnsafeMutablePointer<AVFrame>, stream: UnsafeMutablePointer<AVStream>,
+                                    input: AVInput) -> (width: Int, height: Int) {
         let width = Int(frame.pointee.width)
-        let aspect = frame.pointee.sample_aspect_ratio
+        let aspect = av_guess_sample_aspect_ratio(input.context, stream, frame)
         let displayWidth = aspect.num > 0 && aspect.den > 0
             ? max(1, min(width * 4, Int((Double(width) * av_q2d(aspect)).rounded()))) : width
         return (displayWidth, Int(frame.pointee.height))

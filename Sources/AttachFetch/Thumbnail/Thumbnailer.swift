@@ -135,6 +135,9 @@ enum Thumbnailer {
             throw MediaFailure(code: .ioError, message: error.message)
         }
         try PNGChunkCheck.check(source)
+        if let declared = HEIFImageSize.largest(source) {
+            try checkBudgets(width: declared.width, height: declared.height, interlaced: false, frames: 1, limits: limits)
+        }
         guard let headerPointer = af_vips_image_new_from_file(source, failOn(source)) else {
             throw MediaFailure(code: .corruptMedia, message: "libvips cannot read the image: \(Vips.takeError())")
         }
