@@ -74,6 +74,12 @@ struct FuzzMain {
             let descriptor = data.withUnsafeBytes { state.run($0) }
             print("ok \(path) \(descriptor.status.rawValue) \(descriptor.reason?.code.rawValue ?? "-")")
         }
+        // This process's own peak resident set (the kernel's VmHWM, which starts anew at exec;
+        // a parent's wait4 figure would include the parent's memory at the spawn).
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        if let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) {
+            print("peak-rss-kb \(line.split(separator: " ").dropFirst().first ?? "?")")
+        }
         #endif
     }
 }

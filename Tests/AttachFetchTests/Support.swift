@@ -124,35 +124,15 @@ func builtExecutable(_ name: String) -> String {
     return directory.appendingPathComponent(name).path
 }
 
-/// Runs a child process to the end and returns its exit status, its standard output, and its
-/// own peak resident set in bytes (from wait4, so no other test's memory counts).
-func runMeasuringPeakMemory(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String, peakBytes: Int) {
-    struct SpawnFailed: Error { let code: Int32 }
-    var pipe: [Int32] = [0, 0]
-    guard Glibc.pipe(&pipe) == 0 else { throw SpawnFailed(code: errno) }
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
-    posix_spawn_file_actions_addclose(&actions, pipe[0])
-    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
-    var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
-    close(pipe[1])
-    guard spawned == 0 else { close(pipe[0]); throw SpawnFailed(code: spawned) }
-    var output = [UInt8]()
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-        let count = read(pipe[0], &buffer, buffer.count)
-        if count <= 0 { break }
-        output += buffer[..<count]
-    }
-    close(pipe[0])
-    var status: Int32 = 0
-    var usage = rusage()
-    while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
-    // WEXITSTATUS / WTERMSIG are macros: exit code in bits 8-15, signal in bits 0-6.
-    let exit = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-    return (exit, String(decoding: output, as: UTF8.self), usage.ru_maxrss * 1024)
+/// Runs a child process to the end and returns its exit status and standard output.
+func runChild(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
 }

@@ -2,7 +2,7 @@ import CAttachFetchShims
 import CVips
 
 /// An image made deliverable: a format iOS shows, under the image limit.
-struct NormalizedImage: Sendable {
+struct NormalizedImage: Sendable, Codable {
     var file: String
     var type: MediaType
     var bytes: Int64
@@ -20,7 +20,7 @@ struct NormalizedImage: Sendable {
 /// downscaling in a bounded number of attempts until it fits. EXIF orientation is applied to
 /// the pixels, so the result needs no metadata. Blocking: call it from a worker thread.
 enum ImageNormalizer {
-    struct Limits: Sendable {
+    struct Limits: Sendable, Codable {
         /// The delivered file must not be larger than this (the image limit).
         var maxBytes: Int64
         /// Encodings tried at most before giving up with `sizeLimitExceeded`.

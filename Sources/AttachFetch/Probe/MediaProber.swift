@@ -4,7 +4,7 @@ import CVips
 import Glibc
 
 /// What FFmpeg learned about an audio or video file.
-struct MediaProbe: Sendable, Equatable {
+struct MediaProbe: Sendable, Equatable, Codable {
     /// Seconds, when the container states a duration.
     var duration: Double?
     var videoCodec: String?
@@ -14,7 +14,7 @@ struct MediaProbe: Sendable, Equatable {
     var height: Int?
 }
 
-struct ProbeOutcome: Sendable {
+struct ProbeOutcome: Sendable, Codable {
     var probe: MediaProbe
     /// The type the streams show: an MPEG-4 file with no real video is audio (`.m4a`), an
     /// MPEG-4 file with video is video whatever its brand says.
@@ -27,7 +27,7 @@ struct ProbeOutcome: Sendable {
 /// Blocking: call it from a worker thread.
 enum MediaProber {
     /// The decode budgets, from the configuration.
-    struct Limits: Sendable {
+    struct Limits: Sendable, Codable {
         /// Frames decoded at most to reach the thumbnail time (after seeking to the keyframe
         /// before it); past that, the last frame decoded is the poster.
         var maxDecodedFrames: Int

@@ -3,7 +3,7 @@ import CVips
 import Glibc
 
 /// What the thumbnail stage learned and made.
-struct ThumbnailOutcome: Sendable {
+struct ThumbnailOutcome: Sendable, Codable {
     /// Width and height of the original as displayed (EXIF orientation applied).
     var sourceWidth: Int
     var sourceHeight: Int
@@ -23,7 +23,7 @@ struct EncodedImage {
 }
 
 /// Why a stage after the download (normalise, probe, thumbnail) refused or failed the media.
-struct MediaFailure: Error, Sendable {
+struct MediaFailure: Error, Sendable, Codable {
     let code: ReasonCode
     let message: String
 }
@@ -43,7 +43,7 @@ enum Thumbnailer {
     }
 
     /// The decode budgets, from the configuration.
-    struct Limits: Sendable {
+    struct Limits: Sendable, Codable {
         var maxEdge: Int
         var maxPixels: Int
         var maxProgressivePixels: Int

@@ -6,6 +6,7 @@
 
 #include <curl/curl.h>
 #include <vips/vips.h>
+#include <linux/filter.h>
 
 // MARK: curl_easy_setopt (variadic: the value's C type depends on the option)
 CURLcode af_curl_easy_setopt_long(CURL *handle, CURLoption option, long value);
@@ -50,5 +51,19 @@ int af_vips_gifsave_buffer(VipsImage *in, void **buffer, size_t *length);
 // MARK: files
 // renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE): a move that never replaces a file.
 int af_rename_noreplace(const char *from, const char *to);
+
+// MARK: decoder worker sandbox
+// prctl is variadic: one shim per option the decoder worker sets.
+// PR_SET_NO_NEW_PRIVS: no exec can ever gain privileges (and seccomp needs it unprivileged).
+int af_prctl_set_no_new_privs(void);
+// PR_SET_PDEATHSIG: the worker is killed when the thread that started it ends.
+int af_prctl_set_parent_death_signal(int signal);
+// PR_SET_SECCOMP with SECCOMP_MODE_FILTER: installs a classic-BPF system-call filter.
+int af_prctl_set_seccomp_filter(struct sock_filter *instructions, unsigned short count);
+// unshare is declared only under _GNU_SOURCE, which Swift's Glibc module does not define.
+int af_unshare(int flags);
+// posix_spawn_file_actions_addclosefrom_np (glibc 2.34+) is declared only under _GNU_SOURCE:
+// the worker inherits no descriptor of the pipeline's but its socket.
+int af_spawn_close_from(void *actions, int lowest);
 
 #endif
