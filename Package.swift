@@ -6,6 +6,8 @@ let package = Package(
     products: [
         .library(name: "AttachFetch", targets: ["AttachFetch"]),
         .executable(name: "attach-fetch", targets: ["attach-fetch"]),
+        // The decoder worker process the pipeline starts; keep it beside the program using the library.
+        .executable(name: "attach-fetch-decoder", targets: ["attach-fetch-decoder"]),
         // A small HTTP/1.1 server for loopback tests, the demo and the benchmarks.
         .library(name: "LoopbackHTTPServer", targets: ["LoopbackHTTPServer"]),
     ],
@@ -34,10 +36,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .executableTarget(name: "attach-fetch-decoder", dependencies: ["AttachFetch"]),
         .executableTarget(
             name: "attach-fetch",
             dependencies: [
-                "AttachFetch",
+                "AttachFetch", "attach-fetch-decoder",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -52,7 +55,7 @@ let package = Package(
         .target(name: "CTestSupport", dependencies: ["CVips"], path: "Tests/CTestSupport"),
         .testTarget(
             name: "AttachFetchTests",
-            dependencies: ["AttachFetch", "LoopbackHTTPServer", "CAttachFetchShims", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz"]
+            dependencies: ["AttachFetch", "LoopbackHTTPServer", "CAttachFetchShims", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -11,6 +11,8 @@ import Testing
             ("transferFailed", .failed), ("timeout", .timedOut), ("deadlineExceeded", .timedOut),
             ("sizeLimitExceeded", .rejected), ("unsupportedType", .rejected), ("corruptMedia", .rejected),
             ("emptyBody", .rejected), ("pixelLimitExceeded", .rejected), ("cancelled", .failed), ("ioError", .failed),
+            // Added with decoder worker processes (codes are only ever added).
+            ("decoderCrashed", .rejected),
         ]
         #expect(ReasonCode.allKnown.map(\.rawValue) == expected.map(\.0))
         for (code, status) in expected {

@@ -47,7 +47,10 @@ import Testing
         let routes = MediaRoutes(directory: testMediaDirectory)
         let server = try LoopbackHTTPServer { request, connection in routes.handle(request, connection) }
         var pipeline: AttachmentPipeline? = try makePipeline(scratch) {
-            $0.timeout.stall = .milliseconds(200) // fault/silent: a quick per-request timeout
+            // fault/silent: a quick per-request timeout. Not shorter than 500 ms: the decoder
+            // worker processes and the test server's threads share two cores at full load, and
+            // the synthetic bodies must not stall past it while they wait for one.
+            $0.timeout.stall = .milliseconds(500)
             $0.maxConcurrentTransfers = 40
             $0.sizeLimits.image = 500_000 // the 1 MB synthetic image is re-encoded to fit
             $0.sizeLimits.imageSource = 1_500_000 // the 2 MB one is cut off

@@ -26,19 +26,23 @@ public struct ReasonCode: RawRepresentable, Hashable, Codable, Sendable, CustomS
     public static let pixelLimitExceeded = ReasonCode(rawValue: "pixelLimitExceeded")
     public static let cancelled = ReasonCode(rawValue: "cancelled")
     public static let ioError = ReasonCode(rawValue: "ioError")
+    /// The decoder worker process handling this attachment died (a signal, or a memory, CPU or
+    /// file-size limit); the message names the signal. Only this attachment fails.
+    public static let decoderCrashed = ReasonCode(rawValue: "decoderCrashed")
 
     /// Every code this version knows, in contract order.
     public static let allKnown: [ReasonCode] = [
         .invalidURL, .unsupportedScheme, .forbiddenAddress, .connectFailed, .httpStatus,
         .tooManyRedirects, .transferFailed, .timeout, .deadlineExceeded, .sizeLimitExceeded,
         .unsupportedType, .corruptMedia, .emptyBody, .pixelLimitExceeded, .cancelled, .ioError,
+        .decoderCrashed,
     ]
 
     /// The descriptor status a code implies (fixed by the contract).
     public var status: AttachmentDescriptor.Status {
         switch self {
         case .invalidURL, .unsupportedScheme, .forbiddenAddress, .sizeLimitExceeded,
-             .unsupportedType, .corruptMedia, .emptyBody, .pixelLimitExceeded:
+             .unsupportedType, .corruptMedia, .emptyBody, .pixelLimitExceeded, .decoderCrashed:
             return .rejected
         case .timeout, .deadlineExceeded:
             return .timedOut

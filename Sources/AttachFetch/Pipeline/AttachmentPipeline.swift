@@ -37,8 +37,9 @@ public final class AttachmentPipeline: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.engine = try TransferEngine(maxConcurrent: configuration.maxConcurrentTransfers, logger: logger)
-        self.thumbnailPool = WorkerPool(threads: configuration.thumbnailThreads, name: "af-thumb")
-        self.probePool = WorkerPool(threads: configuration.probeThreads, name: "af-probe")
+        let launch = try DecoderProcess.launch(for: configuration)
+        self.thumbnailPool = WorkerPool(threads: configuration.thumbnailThreads, name: "af-thumb", launch: launch)
+        self.probePool = WorkerPool(threads: configuration.probeThreads, name: "af-probe", launch: launch)
     }
 
     deinit { engine.shutdown() }
@@ -181,11 +182,8 @@ public final class AttachmentPipeline: Sendable {
                 let started = ContinuousClock.now
                 let limits = ImageNormalizer.Limits(configuration)
                 let base = batch.directory.normalizedBase(index: index)
-                let result = await runOnWorker(batch: batch, pool: thumbnailPool, discard: { (made: Result<NormalizedImage, MediaFailure>) in
-                    if case .success(let image) = made { unlink(image.file) }
-                }) { shouldStop in
-                    ImageNormalizer.normalize(source: bodyPath, type: type, destinationBase: base, limits: limits, shouldStop: shouldStop)
-                }
+                let result = await decode(.normalize(source: bodyPath, type: type, destinationBase: base, limits: limits),
+                                          batch: batch, pool: thumbnailPool)?.result(\.normalized)
                 unlink(bodyPath)
                 switch result {
                 case .some(.success(let image)):
@@ -204,11 +202,8 @@ public final class AttachmentPipeline: Sendable {
             let source = delivered.path
             let destination = batch.directory.thumbnailBase(index: index)
             let limits = Thumbnailer.Limits(configuration)
-            let result = await runOnWorker(batch: batch, pool: thumbnailPool, discard: { (made: Result<ThumbnailOutcome, MediaFailure>) in
-                if case .success(let thumbnail) = made { unlink(thumbnail.file) }
-            }) { _ in
-                Thumbnailer.make(source: source, destinationBase: destination, shape: shape, limits: limits)
-            }
+            let result = await decode(.thumbnail(source: source, destinationBase: destination, shape: shape, limits: limits),
+                                      batch: batch, pool: thumbnailPool)?.result(\.thumbnail)
             switch result {
             case .some(.success(let made)):
                 thumbnailWork = made
@@ -230,12 +225,9 @@ public final class AttachmentPipeline: Sendable {
             let time = request.options?.thumbnailTime
             let shape: Thumbnailer.Shape = .clip(request.clip ?? .whole)
             let limits = MediaProber.Limits(configuration)
-            let result = await runOnWorker(batch: batch, pool: probePool, discard: { (made: Result<ProbeOutcome, MediaFailure>) in
-                if case .success(let probed) = made, let poster = probed.poster { unlink(poster.file) }
-            }) { shouldStop in
-                MediaProber.probe(source: bodyPath, type: type, thumbnailTime: time, thumbnailBase: destination,
-                                  shape: shape, limits: limits, shouldStop: shouldStop)
-            }
+            let result = await decode(.probe(source: bodyPath, type: type, thumbnailTime: time, thumbnailBase: destination,
+                                             shape: shape, limits: limits),
+                                      batch: batch, pool: probePool)?.result(\.probed)
             switch result {
             case .some(.success(let probed)):
                 delivered.type = probed.resolvedType
@@ -277,22 +269,21 @@ public final class AttachmentPipeline: Sendable {
         return descriptor
     }
 
-    /// Runs blocking C work on the worker threads. Returns nil when the task was cancelled (the
-    /// deadline or the caller) first; the late result is then discarded (`discard` removes its
-    /// files). `work` gets a `shouldStop` to check between steps, true once nobody waits.
-    private func runOnWorker<Value: Sendable>(batch: Batch, pool: WorkerPool, discard: @escaping @Sendable (Value) -> Void,
-                                              _ work: @escaping @Sendable (_ shouldStop: () -> Bool) -> Value) async -> Value? {
-        let result = OneShot<Value>()
+    /// Runs a decode job on the pool's threads (in their worker processes, when isolated).
+    /// Returns nil when the task was cancelled (the deadline or the caller) first; a job still
+    /// running then is stopped (its worker killed, when isolated) and whatever it made is removed.
+    private func decode(_ job: DecodeJob, batch: Batch, pool: WorkerPool) async -> DecodeAnswer? {
+        let result = OneShot<DecodeAnswer>()
         let directory = batch.directory
-        pool.submit {
+        pool.submit { thread in
             // Abandoned while queued (deadline or cancellation): do not start.
             if result.isAbandoned {
                 directory.lateFileRemoved()
                 return
             }
-            let made = work { result.isAbandoned }
+            let made = thread.decode(job) { result.isAbandoned }
             if !result.deliver(made) {
-                discard(made)
+                made.files.forEach { _ = unlink($0) }
                 directory.lateFileRemoved()
             }
         }

@@ -106,6 +106,30 @@ public struct AttachFetchConfiguration: Sendable {
     /// holds several full frames, so few run at once (peak memory).
     public var probeThreads = 1
 
+    /// Where the C decoders (libvips, libheif, libjpeg-turbo, FFmpeg, libswscale) run.
+    public enum DecoderIsolation: Sendable, Equatable {
+        /// In decoder worker processes, one per thumbnail and probe thread, started once and
+        /// reused (the default): a decoder's crash, runaway memory or endless loop costs only
+        /// its own attachment (`decoderCrashed`).
+        case processes
+        /// On the pipeline's own threads, in this process: no process to start, but one
+        /// malformed file can crash or exhaust the whole process. Unsafe for untrusted input.
+        case none
+    }
+
+    /// Default `.processes`.
+    public var isolation: DecoderIsolation = .processes
+    /// The decoder worker executable. Default nil: `attach-fetch-decoder` beside the running
+    /// executable (SwiftPM builds it into the same directory as `attach-fetch`).
+    public var decoderExecutable: String?
+    /// Data memory (heap and private mappings, RLIMIT_DATA) each worker may hold. Default 512 MiB.
+    public var decoderMemoryLimit = 512 << 20
+    /// CPU seconds a worker may spend on one job before it is ended (RLIMIT_CPU). Default 20.
+    public var decoderCPUSecondsPerJob = 20
+    /// Largest file a worker may write (RLIMIT_FSIZE): thumbnails and converted images.
+    /// Default 64 MiB.
+    public var decoderFileSizeLimit = 64 << 20
+
     public init() {}
 
     /// Checks the values for sense; the pipeline's initialiser calls it.
@@ -129,5 +153,8 @@ public struct AttachFetchConfiguration: Sendable {
         guard maxVideoDecodeFrames >= 1 else { throw .invalidConfiguration("maxVideoDecodeFrames must be at least 1") }
         guard thumbnailThreads >= 1 else { throw .invalidConfiguration("thumbnailThreads must be at least 1") }
         guard probeThreads >= 1 else { throw .invalidConfiguration("probeThreads must be at least 1") }
+        guard decoderMemoryLimit >= 32 << 20 else { throw .invalidConfiguration("decoderMemoryLimit must be at least 32 MiB") }
+        guard decoderCPUSecondsPerJob >= 1 else { throw .invalidConfiguration("decoderCPUSecondsPerJob must be at least 1") }
+        guard decoderFileSizeLimit >= 1 else { throw .invalidConfiguration("decoderFileSizeLimit must be at least 1 byte") }
     }
 }

@@ -1,25 +1,28 @@
 import Foundation
 
-/// A fixed set of threads for blocking C work (libvips), so that it never runs on Swift's
-/// cooperative pool, whose few threads must stay free for async code.
+/// A fixed set of threads for blocking C work, so that it never runs on Swift's cooperative
+/// pool, whose few threads must stay free for async code. Each thread has a `WorkerThread`:
+/// with process isolation, the decoder worker process that thread drives.
 final class WorkerPool: Sendable {
     // Sendable: `jobs` and `stopping` are only touched with `condition` locked.
     private final class State: @unchecked Sendable {
         let condition = NSCondition()
-        var jobs: [@Sendable () -> Void] = []
+        var jobs: [@Sendable (WorkerThread) -> Void] = []
         var head = 0
         var stopping = false
     }
 
     private let state = State()
 
-    init(threads: Int, name: String) {
+    /// - Parameter launch: how each thread starts its decoder worker process; nil runs jobs
+    ///   on the threads themselves (isolation `.none`).
+    init(threads: Int, name: String, launch: DecoderProcess.Launch?) {
         for index in 0..<threads {
             let state = self.state
             let thread = Thread {
                 // The kernel keeps 15 characters of a thread's name.
                 Thread.current.name = String("\(name)-\(index)".prefix(15))
-                WorkerPool.work(state)
+                WorkerPool.work(state, WorkerThread(launch: launch))
             }
             thread.start()
         }
@@ -32,14 +35,14 @@ final class WorkerPool: Sendable {
         state.condition.unlock()
     }
 
-    func submit(_ job: @escaping @Sendable () -> Void) {
+    func submit(_ job: @escaping @Sendable (WorkerThread) -> Void) {
         state.condition.lock()
         state.jobs.append(job)
         state.condition.signal()
         state.condition.unlock()
     }
 
-    private static func work(_ state: State) {
+    private static func work(_ state: State, _ thread: WorkerThread) {
         while true {
             state.condition.lock()
             while state.head == state.jobs.count && !state.stopping { state.condition.wait() }
@@ -54,7 +57,34 @@ final class WorkerPool: Sendable {
                 state.head = 0
             }
             state.condition.unlock()
-            job()
+            job(thread)
         }
+    }
+}
+
+/// What one pool thread owns: its decoder worker process, when decoding is isolated. Used by
+/// that thread only, so not Sendable.
+final class WorkerThread {
+    private let launch: DecoderProcess.Launch?
+    private var decoder: DecoderProcess?
+
+    init(launch: DecoderProcess.Launch?) {
+        self.launch = launch
+        // Started before the first job, so that no attachment waits for a process start.
+        if let launch { decoder = try? DecoderProcess(launch) }
+    }
+
+    /// Runs a decode job: in this thread's worker process (started again if it died), or here.
+    func decode(_ job: DecodeJob, isAbandoned: () -> Bool) -> DecodeAnswer {
+        guard let launch else { return job.run(shouldStop: isAbandoned) }
+        if decoder?.isAlive != true {
+            do throws(MediaFailure) { decoder = try DecoderProcess(launch) } catch {
+                return DecodeAnswer(failure: error)
+            }
+        }
+        let answer = decoder!.run(job, isAbandoned: isAbandoned)
+        // A worker that died or was killed is replaced now, before the next job needs it.
+        if decoder?.isAlive != true, !isAbandoned() { decoder = try? DecoderProcess(launch) }
+        return answer
     }
 }

@@ -1,0 +1,146 @@
+import CAttachFetchShims
+import Foundation
+import Glibc
+
+/// The decoder worker: a process that runs decode jobs for an `AttachmentPipeline`, one at a
+/// time, read from standard input and answered on standard output (a socket the pipeline
+/// holds). It is started once per pipeline thread and reused; when it dies (a decoder's
+/// crash, a limit), only the job it was running fails and the pipeline starts another.
+///
+/// Before it touches any downloaded byte it caps itself (data memory, file size, no core
+/// files, CPU time per job), forbids gaining privileges, leaves the network (a network
+/// namespace of its own, where the kernel allows one), and installs a seccomp filter that
+/// refuses the system calls decoding never needs: sockets, exec, ptrace.
+public enum DecoderWorker {
+    /// Limits a worker applies to itself, passed on its command line.
+    struct Limits: Equatable {
+        var memoryBytes: Int
+        var cpuSecondsPerJob: Int
+        var fileSizeBytes: Int
+        var parent: pid_t
+
+        var arguments: [String] {
+            ["--memory", "\(memoryBytes)", "--cpu", "\(cpuSecondsPerJob)", "--file-size", "\(fileSizeBytes)", "--parent", "\(parent)"]
+        }
+
+        init(memoryBytes: Int, cpuSecondsPerJob: Int, fileSizeBytes: Int, parent: pid_t) {
+            self.memoryBytes = memoryBytes
+            self.cpuSecondsPerJob = cpuSecondsPerJob
+            self.fileSizeBytes = fileSizeBytes
+            self.parent = parent
+        }
+
+        init?(arguments: [String]) {
+            var values: [String: Int] = [:]
+            var index = 0
+            while index + 1 < arguments.count {
+                guard let value = Int(arguments[index + 1]) else { return nil }
+                values[arguments[index]] = value
+                index += 2
+            }
+            guard index == arguments.count, let memory = values["--memory"], let cpu = values["--cpu"],
+                  let fileSize = values["--file-size"], let parent = values["--parent"] else { return nil }
+            self.init(memoryBytes: memory, cpuSecondsPerJob: cpu, fileSizeBytes: fileSize, parent: pid_t(parent))
+        }
+    }
+
+    /// The entry point of `attach-fetch-decoder`. Never returns.
+    public static func main(arguments: [String]) -> Never {
+        guard let limits = Limits(arguments: arguments) else {
+            FileHandle.standardError.write(Data("attach-fetch-decoder is started by attach-fetch's pipeline, not by hand\n".utf8))
+            exit(2)
+        }
+        confine(limits)
+        do throws(AttachFetchError) { try Vips.ensureStarted() } catch {
+            FileHandle.standardError.write(Data("attach-fetch-decoder: \(error.message)\n".utf8))
+            exit(3)
+        }
+        _ = FFmpeg.startup
+        let decoder = JSONDecoder(), encoder = JSONEncoder()
+        while let frame = Frame.read(from: 0) {
+            let answer: DecodeAnswer
+            if let job = try? decoder.decode(DecodeJob.self, from: frame) {
+                allowCPU(seconds: limits.cpuSecondsPerJob)
+                answer = job.run()
+            } else {
+                answer = DecodeAnswer(failure: MediaFailure(code: .ioError, message: "the decoder worker could not read its job"))
+            }
+            guard let data = try? encoder.encode(answer), Frame.write(data, to: 1) else { exit(4) }
+        }
+        exit(0)
+    }
+
+    // MARK: Confinement
+
+    private static func confine(_ limits: Limits) {
+        // Gone with the thread that started it (and never outliving the pipeline's process).
+        _ = af_prctl_set_parent_death_signal(SIGKILL)
+        if getppid() != limits.parent { exit(5) }
+        setLimit(RLIMIT_CORE, 0)
+        setLimit(RLIMIT_DATA, limits.memoryBytes)
+        setLimit(RLIMIT_FSIZE, limits.fileSizeBytes)
+        // A network namespace of its own holds only a loopback that is down: no route anywhere.
+        // Unprivileged, that takes a user namespace too; where neither is allowed the seccomp
+        // filter below still refuses sockets.
+        // CLONE_NEWNET and CLONE_NEWUSER (<sched.h>, behind _GNU_SOURCE).
+        let newNetwork: Int32 = 0x4000_0000, newUser: Int32 = 0x1000_0000
+        if af_unshare(newNetwork) != 0 { _ = af_unshare(newUser | newNetwork) }
+        _ = af_prctl_set_no_new_privs()
+        SystemCallFilter.install()
+    }
+
+    private static func setLimit(_ resource: __rlimit_resource, _ value: Int) {
+        var limit = rlimit(rlim_cur: rlim_t(value), rlim_max: rlim_t(value))
+        _ = setrlimit(__rlimit_resource_t(resource.rawValue), &limit)
+    }
+
+    /// RLIMIT_CPU counts the whole process's time: each job gets `seconds` more than used so far
+    /// (SIGXCPU ends the worker past it). The hard limit stays open so later jobs can be given theirs.
+    private static func allowCPU(seconds: Int) {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        let used = Int(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + 1
+        var limit = rlimit(rlim_cur: rlim_t(used + seconds), rlim_max: rlim_t.max)  // RLIM_INFINITY
+        _ = setrlimit(__rlimit_resource_t(RLIMIT_CPU.rawValue), &limit)
+    }
+}
+
+/// Messages on the worker's socket: a 4-byte little-endian length, then that many bytes of JSON.
+enum Frame {
+    /// A job or answer is small (paths, sizes, a message); anything larger is a broken peer.
+    static let maxBytes = 1 << 20
+
+    static func read(from fd: Int32) -> Data? {
+        guard let header = readExactly(fd, 4) else { return nil }
+        let length = Int(header[0]) | Int(header[1]) << 8 | Int(header[2]) << 16 | Int(header[3]) << 24
+        guard length <= maxBytes else { return nil }
+        return readExactly(fd, length).map { Data($0) }
+    }
+
+    static func write(_ data: Data, to fd: Int32) -> Bool {
+        let length = data.count
+        var bytes = [UInt8(length & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length >> 16 & 0xFF), UInt8(length >> 24 & 0xFF)]
+        bytes.append(contentsOf: data)
+        var offset = 0
+        while offset < bytes.count {
+            // MSG_NOSIGNAL: a peer that went away is an error here, not a SIGPIPE.
+            let sent = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if sent < 0 && errno == EINTR { continue }
+            guard sent > 0 else { return false }
+            offset += sent
+        }
+        return true
+    }
+
+    private static func readExactly(_ fd: Int32, _ count: Int) -> [UInt8]? {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var offset = 0
+        while offset < count {
+            let got = bytes.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + offset, count - offset, 0) }
+            if got < 0 && errno == EINTR { continue }
+            guard got > 0 else { return nil }
+            offset += got
+        }
+        return bytes
+    }
+}

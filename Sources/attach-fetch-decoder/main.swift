@@ -1,0 +1,5 @@
+// The decoder worker process an AttachmentPipeline starts (isolation `.processes`): every
+// C decoder that sees downloaded bytes runs here, confined, never in the pipeline's process.
+import AttachFetch
+
+DecoderWorker.main(arguments: Array(CommandLine.arguments.dropFirst()))

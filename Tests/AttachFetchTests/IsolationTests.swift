@@ -1,0 +1,154 @@
+import Foundation
+import LoopbackHTTPServer
+import Testing
+@testable import AttachFetch
+
+/// Decoders run in worker processes: a worker's death costs only its own attachment, its
+/// limits and sandbox are in force, and abandoned work does not go on after the batch.
+@Suite(.serialized) struct IsolationTests {
+    /// This process's decoder workers, by pid (their parent is this process).
+    static func workers() -> [pid_t] {
+        let me = getpid()
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { pid_t($0) }.filter { pid in
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return false }
+            let name = stat[stat.index(after: stat.firstIndex(of: "(")!)..<close]
+            let fields = stat[stat.index(close, offsetBy: 2)...].split(separator: " ")
+            return name == "attach-fetch-de" && fields.count > 2 && pid_t(fields[1]) == me && fields[0] != "Z"
+        }
+    }
+
+    /// The files a process has open.
+    static func openFiles(_ pid: pid_t) -> [String] {
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+        return descriptors.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)") }
+    }
+
+    /// A worker that cannot write its thumbnail (a file-size limit of 100 bytes) dies from
+    /// SIGXFSZ: that attachment is decoderCrashed with the signal named, the other attachments
+    /// of the batch are delivered, nothing it began is left, and the next batch has a worker.
+    @Test func aWorkerThatDiesCostsOnlyItsAttachment() async throws {
+        let scratch = Scratch()
+        let pipeline = try makePipeline(scratch) { $0.decoderFileSizeLimit = 100 }
+        try await withMediaServer { server in
+            let urls = ["photo.jpg", "tone.mp3", "tone.wav"].map { "\(server.baseURL)/media/\($0)" }
+            let batch = await pipeline.process(urls.map { AttachmentRequest(url: $0) })
+            let photo = batch.attachments[0]
+            #expect(photo.status == .rejected && photo.reason?.code == .decoderCrashed, "\(photo.status) \(photo.reason?.message ?? "")")
+            #expect(photo.reason?.message.contains("SIGXFSZ") == true, "\(photo.reason?.message ?? "")")
+            #expect(batch.attachments[1].status == .ready && batch.attachments[2].status == .ready)
+            let directory = try #require(batch.directory)
+            let kept = try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
+            #expect(kept == ["attachment-1.mp3", "attachment-2.wav"], "\(kept)")
+            // A replacement worker takes the next job.
+            let again = await fetchOne(urls[1], pipeline)
+            #expect(again.status == .ready, "\(again.reason?.message ?? "")")
+        }
+    }
+
+    /// A worker killed from outside mid-decode (SIGSEGV, as a decoder's crash would) fails only
+    /// that attachment, with the signal in the message.
+    @Test func aDecoderCrashMidJobIsReportedWithItsSignal() async throws {
+        let media = Scratch()
+        let scratch = Scratch()
+        let earlier = Set(Self.workers())
+        let pipeline = try makePipeline(scratch) {
+            $0.thumbnailThreads = 1
+            $0.maxImagePixels = 100_000_000
+            $0.maxProgressivePixels = 100_000_000 // slow on purpose
+        }
+        // This pipeline's two workers (one image, one probe).
+        var own: [pid_t] = []
+        for _ in 0..<300 where own.count < 2 {
+            own = Self.workers().filter { !earlier.contains($0) }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let candidates = own
+        let mediaPath = media.path
+        try await offPool { try writeBlackJPEG(path: "\(mediaPath)/slow.jpg", width: 7000, height: 7000, progressive: true) }
+        try FileManager.default.copyItem(atPath: testMediaDirectory + "/tone.mp3", toPath: media.path + "/tone.mp3")
+        let routes = MediaRoutes(directory: media.path)
+        let server = try LoopbackHTTPServer { request, connection in routes.handle(request, connection) }
+        defer { server.shutdown() }
+        let killer = Task.detached {
+            // The worker decoding slow.jpg is the one holding the downloaded body open.
+            for _ in 0..<500 {
+                try await Task.sleep(for: .milliseconds(5))
+                for pid in candidates where Self.openFiles(pid).contains(where: { $0.hasSuffix("/.part-0") }) {
+                    try await Task.sleep(for: .milliseconds(30))
+                    kill(pid, SIGSEGV)
+                    return true
+                }
+            }
+            return false
+        }
+        let batch = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/slow.jpg"),
+                                            AttachmentRequest(url: "\(server.baseURL)/media/tone.mp3")])
+        #expect(try await killer.value)
+        let slow = batch.attachments[0]
+        #expect(slow.reason?.code == .decoderCrashed && slow.reason?.message.contains("SIGSEGV") == true,
+                "\(slow.status) \(slow.reason?.message ?? "")")
+        #expect(batch.attachments[1].status == .ready)
+    }
+
+    /// A decode still running at the deadline is stopped with its worker: after the batch
+    /// returns, that process is gone, not burning CPU for nobody.
+    @Test func workAbandonedAtTheDeadlineEndsWithItsWorker() async throws {
+        let media = Scratch()
+        let scratch = Scratch()
+        let pipeline = try makePipeline(scratch) {
+            $0.thumbnailThreads = 1
+            $0.maxImagePixels = 100_000_000
+            $0.maxProgressivePixels = 100_000_000
+        }
+        let mediaPath = media.path
+        try await offPool { try writeBlackJPEG(path: "\(mediaPath)/slow.jpg", width: 7000, height: 7000, progressive: true) }
+        let routes = MediaRoutes(directory: media.path)
+        let server = try LoopbackHTTPServer { request, connection in routes.handle(request, connection) }
+        defer { server.shutdown() }
+        // Both workers are up before the batch starts.
+        for _ in 0..<200 where Self.workers().count < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        let before = Set(Self.workers())
+        let batch = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/slow.jpg")], deadline: .milliseconds(120))
+        #expect(batch.attachments[0].status == .ready && batch.attachments[0].thumbnail == nil,
+                "\(batch.attachments[0].status) \(batch.attachments[0].reason?.message ?? "")")
+        try await Task.sleep(for: .milliseconds(300))
+        let after = Set(Self.workers())
+        // The image worker was replaced; the probe worker was untouched.
+        #expect(before.subtracting(after).count == 1, "before \(before), after \(after)")
+        #expect(before.subtracting(after).allSatisfy { kill($0, 0) != 0 })
+    }
+
+    /// The workers' limits and sandbox, read back from the kernel.
+    @Test func workersRunConfinedWithTheirLimits() async throws {
+        let scratch = Scratch()
+        let pipeline = try makePipeline(scratch) { $0.decoderMemoryLimit = 300 << 20; $0.decoderFileSizeLimit = 50 << 20 }
+        for _ in 0..<200 where Self.workers().isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        let workers = Self.workers()
+        #expect(!workers.isEmpty)
+        let mine = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/ns/net")
+        for pid in workers {
+            let limits = try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
+            let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+            #expect(limits.split(separator: "\n").contains { $0.hasPrefix("Max data size") && $0.contains("\(300 << 20)") }, "\(limits)")
+            #expect(limits.split(separator: "\n").contains { $0.hasPrefix("Max file size") && $0.contains("\(50 << 20)") })
+            #expect(limits.split(separator: "\n").contains { $0.hasPrefix("Max core file size") && $0.contains(" 0 ") })
+            #expect(status.contains("NoNewPrivs:\t1"))
+            #expect(status.contains("Seccomp:\t2"))
+            // A network namespace of its own (no interface but a loopback that is down).
+            let theirs = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/ns/net")
+            #expect(theirs != mine)
+        }
+        _ = pipeline
+    }
+
+    /// Without the worker executable, the pipeline refuses to start and says what to do.
+    @Test func aMissingWorkerExecutableIsAConfigurationError() throws {
+        var configuration = AttachFetchConfiguration()
+        configuration.decoderExecutable = "/nonexistent/attach-fetch-decoder"
+        #expect(throws: AttachFetchError.self) { try AttachmentPipeline(configuration: configuration) }
+        configuration.isolation = .none
+        _ = try AttachmentPipeline(configuration: configuration)
+    }
+}
