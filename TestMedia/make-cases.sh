@@ -126,4 +126,12 @@ struct.pack_into(">II", f, i + 8, 17000, 17000)
 open("avif-17000.avif", "wb").write(f)
 PY
 rm -f /tmp/af-sar.mp4
+# --- A JPEG with junk bytes before a marker ---------------------------------------------------
+# libjpeg warns ("extraneous bytes before marker") and decodes it; so do libvips and ffmpeg, and
+# so do devices: it must be delivered, on the fast path's account as on libvips'.
+python3 - <<'PY'
+data = open("../photo.jpg", "rb").read()
+i = data.find(b"\xff\xdb")
+open("jpeg-extraneous-bytes.jpg", "wb").write(data[:i] + b"\x00\x11\x22\x33\x44" + data[i:])
+PY
 ls -l

@@ -72,7 +72,7 @@ struct FuzzMain {
             }
             // One line per input: its path, status and reason code (tests and scripts read it).
             let descriptor = data.withUnsafeBytes { state.run($0) }
-            print("ok \(path) \(descriptor.status.rawValue) \(descriptor.reason?.code.rawValue ?? "-")")
+            print("ok \(path) \(descriptor.status.rawValue) \(descriptor.reason?.code.rawValue ?? "-") \(descriptor.reason?.message ?? "")")
         }
         // This process's own peak resident set (the kernel's VmHWM, which starts anew at exec;
         // a parent's wait4 figure would include the parent's memory at the spawn).

@@ -68,11 +68,14 @@ import Testing
         #expect(scratch.tree().filter { $0.hasPrefix("x") }.isEmpty)
     }
 
+    /// One decode policy for JPEG: the fast path stops at libjpeg's warning ("premature end")
+    /// and hands the file to libvips, whose verdict is corruptMedia; no thumbnail is made.
     @Test func truncatedJPEGIsCorruptOnTheFastPathToo() throws {
         let scratch = Scratch()
         _ = try makePipeline(scratch)
-        let result = try #require(JPEGThumbnailer.make(source: "\(testMediaDirectory)/truncated.jpg",
-                                                      destinationBase: "\(scratch.path)/t", shape: .clip(.whole), limits: Self.limits))
+        let source = "\(testMediaDirectory)/truncated.jpg"
+        #expect(JPEGThumbnailer.make(source: source, destinationBase: "\(scratch.path)/t", shape: .clip(.whole), limits: Self.limits) == nil)
+        let result = Thumbnailer.make(source: source, destinationBase: "\(scratch.path)/t", shape: .clip(.whole), limits: Self.limits)
         guard case .failure(let failure) = result else {
             Issue.record("a truncated JPEG made a thumbnail")
             return

@@ -33,9 +33,13 @@ enum JPEGThumbnailer {
             let scale = scalingFactor(width: Int(width), height: Int(height), atLeast: (box.width, box.height))
             let scaledWidth = scaled(Int(width), scale), scaledHeight = scaled(Int(height), scale)
             var pixels = [UInt8](repeating: 0, count: scaledWidth * scaledHeight * 3)
-            // STOPONWARNING: a truncated or damaged file is an error, as with libvips' fail_on.
+            // STOPONWARNING, then libvips decides: one decode policy for JPEG on both paths. A
+            // warning ends the fast path and the file goes to libvips with fail_on=error, which
+            // refuses a scan cut short ("premature end") and accepts what every decoder shows
+            // (extraneous bytes before a marker). Only a fatal error is a verdict here.
             guard tjDecompress2(decoder.handle, data, UInt(data.count), &pixels, Int32(scaledWidth), 0, Int32(scaledHeight),
                                 Int32(TJPF_RGB.rawValue), TJFLAG_STOPONWARNING) == 0 else {
+                if tjGetErrorCode(decoder.handle) == Int32(TJERR_WARNING.rawValue) { return nil }
                 throw MediaFailure(code: .corruptMedia, message: "libjpeg-turbo cannot decode the image: \(decoder.error)")
             }
             var image = RGBImage(width: scaledWidth, height: scaledHeight, pixels: pixels)
@@ -80,26 +84,14 @@ enum JPEGThumbnailer {
         (dimension * Int(factor.num) + Int(factor.denom) - 1) / Int(factor.denom)
     }
 
-    /// True when the file starts with a JPEG's SOI marker.
-    static func startsLikeJPEG(_ path: String) -> Bool {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        return startsLikeJPEG(fd)
-    }
-
-    private static func startsLikeJPEG(_ fd: Int32) -> Bool {
-        var start: (UInt8, UInt8) = (0, 0)
-        return pread(fd, &start, 2, 0) == 2 && start == (0xFF, 0xD8)
-    }
-
     /// The whole file, when it starts like a JPEG (SOI) and is small enough; nil otherwise,
     /// having read two bytes, so a PNG or GIF costs the libvips path nothing extra.
     private static func readJPEGFile(_ path: String) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        guard startsLikeJPEG(fd) else { return nil }
+        var start: (UInt8, UInt8) = (0, 0)
+        guard pread(fd, &start, 2, 0) == 2, start == (0xFF, 0xD8) else { return nil }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_size > 0, info.st_size <= maxFileBytes else { return nil }
         var data = [UInt8](repeating: 0, count: Int(info.st_size))

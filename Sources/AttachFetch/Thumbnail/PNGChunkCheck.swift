@@ -1,6 +1,6 @@
 import Glibc
 
-/// Walks a PNG's chunk headers before any decoder sees the file.
+/// Walks a PNG's metadata chunk headers before any decoder sees the file.
 ///
 /// libpng allocates what a chunk *declares* before reading it: libpng's own "crashers" test
 /// files are 57-byte PNGs whose tEXt, zTXt, iTXt, sPLT, pCAL or sCAL chunk declares a gigabyte,
@@ -15,8 +15,8 @@ enum PNGChunkCheck {
 
     static let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
 
-    /// Throws `corruptMedia` for a PNG whose chunks do not fit the file or the caps; files that
-    /// are not PNGs pass untouched.
+    /// Throws `corruptMedia` for a PNG whose metadata chunks do not fit the file or the caps;
+    /// files that are not PNGs pass untouched.
     static func check(_ path: String) throws(MediaFailure) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw MediaFailure(code: .ioError, message: "cannot open the image: \(String(cString: strerror(errno)))") }
@@ -40,19 +40,23 @@ enum PNGChunkCheck {
             let name = String(decoding: header[4..<8].map { (0x20...0x7E).contains($0) ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
             // 4 bytes of CRC follow the data.
             let remaining = size - offset - 12
+            // Bit 5 of the first letter: lower case is ancillary (metadata), upper case critical.
+            // Critical chunks are libpng's to judge: it streams image data (IDAT) rather than
+            // allocating it, and a last IDAT cut short may still hold the whole image.
+            guard header[4] & 0x20 != 0 else {
+                if name == "IEND" || length > remaining { return }
+                offset += 12 + length
+                continue
+            }
             guard length <= remaining else {
                 throw MediaFailure(code: .corruptMedia,
                                    message: "the PNG's \(name) chunk declares \(length) bytes but only \(max(0, remaining)) follow")
             }
-            // Bit 5 of the first letter: lower case is ancillary (metadata), upper case critical.
-            if header[4] & 0x20 != 0 {
-                ancillaryTotal += length
-                guard length <= maxAncillaryChunk, ancillaryTotal <= maxAncillaryTotal else {
-                    throw MediaFailure(code: .corruptMedia,
-                                       message: "the PNG's \(name) metadata chunk of \(length) bytes is over the limit of \(maxAncillaryChunk) (\(maxAncillaryTotal) in all)")
-                }
+            ancillaryTotal += length
+            guard length <= maxAncillaryChunk, ancillaryTotal <= maxAncillaryTotal else {
+                throw MediaFailure(code: .corruptMedia,
+                                   message: "the PNG's \(name) metadata chunk of \(length) bytes is over the limit of \(maxAncillaryChunk) (\(maxAncillaryTotal) in all)")
             }
-            if name == "IEND" { return }
             offset += 12 + length
         }
     }

@@ -99,7 +99,7 @@ enum Thumbnailer {
         let header = try openHeader(source, limits: limits)
         let box = try boxSize(width: header.width, height: header.height, shape: shape, maxEdge: limits.maxEdge)
         var out: UnsafeMutablePointer<VipsImage>?
-        guard af_vips_thumbnail(source, &out, Int32(box.width), Int32(box.height), VIPS_SIZE_DOWN, failOn(source)) == 0,
+        guard af_vips_thumbnail(source, &out, Int32(box.width), Int32(box.height), VIPS_SIZE_DOWN, VIPS_FAIL_ON_ERROR) == 0,
               let out else {
             throw MediaFailure(code: .corruptMedia, message: "libvips cannot decode the image: \(Vips.takeError())")
         }
@@ -138,7 +138,7 @@ enum Thumbnailer {
         if let declared = HEIFImageSize.largest(source) {
             try checkBudgets(width: declared.width, height: declared.height, interlaced: false, frames: 1, limits: limits)
         }
-        guard let headerPointer = af_vips_image_new_from_file(source, failOn(source)) else {
+        guard let headerPointer = af_vips_image_new_from_file(source, VIPS_FAIL_ON_ERROR) else {
             throw MediaFailure(code: .corruptMedia, message: "libvips cannot read the image: \(Vips.takeError())")
         }
         let header = VipsImageRef(headerPointer)
@@ -151,13 +151,6 @@ enum Thumbnailer {
         try checkBudgets(width: width, height: height, interlaced: header.integer("interlaced") == 1,
                          frames: header.integer("n-pages") ?? 1, limits: limits)
         return (header, width, height)
-    }
-
-    /// One decode policy for JPEG on both paths: libjpeg's warnings (a scan cut short, corrupt
-    /// data) fail the image here as TJFLAG_STOPONWARNING does on the fast path. Other formats
-    /// fail on their decoders' errors.
-    static func failOn(_ source: String) -> VipsFailOn {
-        JPEGThumbnailer.startsLikeJPEG(source) ? VIPS_FAIL_ON_WARNING : VIPS_FAIL_ON_ERROR
     }
 
     /// The box the whole image is scaled into so that the clipped region's longest edge becomes
