@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Installs the Debian packages attach-fetch builds against, when any is missing.
+# Installs the Debian packages attach-fetch builds against, when any is missing, and the
+# independent tools the tests check verdicts with (ffmpeg/ffprobe, vips/vipsheader) and the
+# corpus script fetches with (pip).
 # Usage: scripts/install-deps.sh [--update]   (--update: always run apt-get update first)
 set -euo pipefail
-packages=(pkg-config libcurl4-openssl-dev libmagic-dev libvips-dev libssl-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libturbojpeg0-dev)
+packages=(pkg-config libcurl4-openssl-dev libmagic-dev libvips-dev libssl-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libturbojpeg0-dev
+          ffmpeg libvips-tools python3-pip)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -66,6 +66,9 @@ public enum DecoderWorker {
                 answer = DecodeAnswer(failure: MediaFailure(code: .ioError, message: "the decoder worker could not read its job"))
             }
             guard let data = try? encoder.encode(answer), Frame.write(data, to: 1) else { exit(4) }
+            // A decode's buffers are freed, but the allocator keeps the pages: hand them back,
+            // so that a worker's resident size follows its current job, not its largest one.
+            malloc_trim(0)
         }
         exit(0)
     }

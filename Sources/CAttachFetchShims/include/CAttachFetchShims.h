@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 #include <vips/vips.h>
 #include <linux/filter.h>
+#include <malloc.h>  // malloc_trim: Swift's Glibc module does not include malloc.h
 
 // MARK: curl_easy_setopt (variadic: the value's C type depends on the option)
 CURLcode af_curl_easy_setopt_long(CURL *handle, CURLoption option, long value);

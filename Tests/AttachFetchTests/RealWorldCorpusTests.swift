@@ -1,0 +1,195 @@
+import Foundation
+import LoopbackHTTPServer
+import Synchronization
+import Testing
+@testable import AttachFetch
+
+/// The real-world corpus (scripts/corpus.sh: Pillow's published test images, TestMedia and its
+/// cases) served over loopback in batches of 50, through the pipeline with decoder workers.
+/// Every verdict is checked against independent tools: libvips' `vips` command and FFmpeg's
+/// `ffmpeg`/`ffprobe`. `.ci/run` assembles the corpus first and requires this suite to run.
+@Suite(.serialized) struct RealWorldCorpusTests {
+    static let repository = URL(fileURLWithPath: testMediaDirectory).deletingLastPathComponent().path
+    static let directory: String? = {
+        let path = ProcessInfo.processInfo.environment["ATTACH_FETCH_CORPUS"] ?? repository + "/.corpus/files"
+        return FileManager.default.fileExists(atPath: path) ? path : nil
+    }()
+    static let required = ProcessInfo.processInfo.environment["ATTACH_FETCH_CORPUS_REQUIRED"] == "1"
+
+    /// Verdicts that differ from an independent decoder's, each with the reason it is right
+    /// (listed in the README too): name, then reason.
+    static let knownDisagreements: [String: String] = {
+        let text = (try? String(contentsOfFile: repository + "/Tests/Corpus/known-disagreements.tsv", encoding: .utf8)) ?? ""
+        var table: [String: String] = [:]
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            let fields = line.split(separator: "\t", maxSplits: 1)
+            if fields.count == 2 { table[String(fields[0])] = String(fields[1]) }
+        }
+        return table
+    }()
+
+    @Test func theCorpusIsThereWhenRequired() {
+        #expect(!Self.required || Self.directory != nil, "ATTACH_FETCH_CORPUS_REQUIRED=1 but no corpus: run scripts/corpus.sh")
+    }
+
+    @Test(.enabled(if: directory != nil, "no corpus: run scripts/corpus.sh"))
+    func everyFileGetsAVerdictThatIndependentDecodersAgreeWith() async throws {
+        let corpus = try #require(Self.directory)
+        let names = try FileManager.default.contentsOfDirectory(atPath: corpus).sorted()
+        #expect(names.count > 1000)
+        let scratch = Scratch()
+        let pipeline = try makePipeline(scratch)
+        let routes = MediaRoutes(directory: corpus)
+        let server = try LoopbackHTTPServer { request, connection in routes.handle(request, connection) }
+        defer { server.shutdown() }
+        let deadline = Duration.seconds(20)
+        var disagreements: [String] = []
+        var counts: [String: Int] = [:]
+        var worstPeak = 0
+        for start in stride(from: 0, to: names.count, by: 50) {
+            let batchNames = Array(names[start..<min(names.count, start + 50)])
+            let sampler = PeakMemorySampler()
+            let started = ContinuousClock.now
+            let batch = await pipeline.process(batchNames.map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)") },
+                                               deadline: deadline)
+            let elapsed = ContinuousClock.now - started
+            let peak = sampler.stop()
+            worstPeak = max(worstPeak, peak)
+            #expect(batch.attachments.count == batchNames.count)
+            #expect(elapsed <= deadline + .seconds(1), "batch at \(start) took \(elapsed)")
+            #expect(peak <= 400 << 20, "batch at \(start): process tree peaked at \(peak >> 20) MiB")
+            if peak > 200 << 20 { print("corpus batch at \(start): process tree peak \(peak >> 20) MiB (PSS)") }
+            let directory = try #require(batch.directory)
+            var expectedFiles = Set<String>()
+            for (name, d) in zip(batchNames, batch.attachments) {
+                counts[d.reason?.code.rawValue ?? "ready", default: 0] += 1
+                #expect(d.reason?.code != .decoderCrashed, "\(name): \(d.reason?.message ?? "")")
+                if d.status == .ready {
+                    let file = try #require(d.file, "\(name)")
+                    expectedFiles.insert((file as NSString).lastPathComponent)
+                    if let thumbnail = d.thumbnail { expectedFiles.insert((thumbnail.file as NSString).lastPathComponent) }
+                    if let problem = try Self.checkDelivered(d, file: file) { disagreements.append("\(name): \(problem)") }
+                } else if let problem = try Self.checkRefused(d, original: corpus + "/" + name),
+                          Self.knownDisagreements[name] == nil {
+                    disagreements.append("\(name): \(problem)")
+                }
+            }
+            // Nothing else is left: no body, no half-made file.
+            let kept = Set(try FileManager.default.contentsOfDirectory(atPath: directory))
+            #expect(kept == expectedFiles, "batch at \(start): stray \(kept.subtracting(expectedFiles).sorted())")
+            try FileManager.default.removeItem(atPath: directory)
+        }
+        #expect(disagreements.isEmpty, "\(disagreements.joined(separator: "\n"))")
+        print("corpus: \(names.count) files; verdicts \(counts.sorted { $0.key < $1.key }); worst batch peak \(worstPeak >> 20) MiB (process tree, PSS)")
+        #expect(scratch.tree() == [])
+    }
+
+    /// A delivered file: its bytes and hash as described, its extension its type's, and it
+    /// decodes in full with an independent tool at the size the descriptor gives.
+    static func checkDelivered(_ d: AttachmentDescriptor, file: String) throws -> String? {
+        guard fileSize(file) == d.bytes else { return "size \(fileSize(file)) but the descriptor says \(d.bytes ?? -1)" }
+        guard try sha256sum(file) == d.sha256 else { return "SHA-256 differs from the descriptor's" }
+        guard let type = (MediaType.all).first(where: { $0.mimeType == d.mimeType }),
+              (file as NSString).pathExtension == type.fileExtension, d.fileExtension == type.fileExtension else {
+            return "extension .\((file as NSString).pathExtension) does not fit \(d.mimeType ?? "-")"
+        }
+        switch type.kind {
+        case .image:
+            guard try tool("/usr/bin/vips", ["copy", vipsInput(file, mime: type.mimeType), "/tmp/attach-fetch-corpus-check.v"]).status == 0 else {
+                return "delivered, but `vips copy` with fail_on=error does not decode it"
+            }
+            let size = try vipsDisplaySize(file)
+            guard size.width == d.width, size.height == d.height else {
+                return "descriptor says \(d.width ?? -1)x\(d.height ?? -1), vips \(size.width)x\(size.height)"
+            }
+        case .audio, .video:
+            guard try tool("/usr/bin/ffmpeg", ["-v", "error", "-xerror", "-i", file, "-f", "null", "-"]).status == 0 else {
+                return "delivered, but ffmpeg does not decode it without error"
+            }
+            if type.kind == .video, let size = try ffprobeDisplaySize(file), size.width != d.width || size.height != d.height {
+                return "descriptor says \(d.width ?? -1)x\(d.height ?? -1), ffprobe \(size.width)x\(size.height)"
+            }
+        }
+        return nil
+    }
+
+    /// A refused file of a type attach-fetch handles: refused as damaged while an independent
+    /// decoder reads it in full is a disagreement (refusals by the table, the limits or the
+    /// budgets are decisions, not disagreements).
+    static func checkRefused(_ d: AttachmentDescriptor, original: String) throws -> String? {
+        guard d.reason?.code == .corruptMedia, let mime = d.mimeType else { return nil }
+        if let type = MediaType.forSniffedMIME(mime) ?? MediaType.convertibleForSniffedMIME(mime), type.kind == .image {
+            let decoded = try tool("/usr/bin/vips", ["copy", vipsInput(original, mime: mime), "/tmp/attach-fetch-corpus-check.v"]).status == 0
+            return decoded ? "corruptMedia (\(d.reason?.message ?? "")), but `vips copy` with fail_on=error decodes it" : nil
+        }
+        if MediaType.forSniffedMIME(mime) != nil {
+            let decoded = try tool("/usr/bin/ffmpeg", ["-v", "error", "-xerror", "-i", original, "-f", "null", "-"]).status == 0
+            return decoded ? "corruptMedia (\(d.reason?.message ?? "")), but ffmpeg decodes it without error" : nil
+        }
+        return nil
+    }
+
+    /// vips' input with its options: every frame of an animation (GIF, WebP), failing on errors.
+    static func vipsInput(_ file: String, mime: String) -> String {
+        ["image/gif", "image/webp"].contains(mime) ? "\(file)[n=-1,fail_on=error]" : "\(file)[fail_on=error]"
+    }
+
+    /// An image's size as displayed, by `vipsheader` (EXIF orientations 5-8 swap the sides).
+    static func vipsDisplaySize(_ file: String) throws -> (width: Int, height: Int) {
+        func field(_ name: String) throws -> Int? {
+            Int(try tool("/usr/bin/vipsheader", ["-f", name, file]).output.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        let width = try field("width") ?? -1, height = try field("height") ?? -1
+        return (5...8).contains(try field("orientation") ?? 1) ? (height, width) : (width, height)
+    }
+}
+
+/// Runs a tool and returns its exit status and standard output. libvips runs with one worker
+/// thread: with more, `vips copy` of a damaged PNG sometimes exits 0 (an error in one tile is
+/// lost between its threads), so its verdict would be luck.
+func tool(_ path: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(["VIPS_CONCURRENCY": "1"]) { $1 }
+    let out = Pipe()
+    process.standardOutput = out
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let data = out.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
+
+/// Samples the memory of this process and its decoder workers every 10 ms, on its own thread,
+/// until stopped; returns the highest sum seen. Each process counts its proportional set size
+/// (PSS): pages the processes share (the libraries' code) are counted once in the sum, not
+/// once per worker as a sum of resident sizes would.
+final class PeakMemorySampler: Sendable {
+    private let peak = Atomic<Int>(0)
+    private let running = Atomic<Bool>(true)
+    private let finished = Atomic<Bool>(false)
+
+    init() {
+        Thread { [self] in
+            while running.load(ordering: .relaxed) {
+                let total = ([getpid()] + IsolationTests.workers()).reduce(0) { $0 + Self.proportionalBytes($1) }
+                if total > peak.load(ordering: .relaxed) { peak.store(total, ordering: .relaxed) }
+                usleep(10_000)
+            }
+            finished.store(true, ordering: .releasing)
+        }.start()
+    }
+
+    func stop() -> Int {
+        running.store(false, ordering: .relaxed)
+        while !finished.load(ordering: .acquiring) { usleep(1_000) }
+        return peak.load(ordering: .relaxed)
+    }
+
+    static func proportionalBytes(_ pid: pid_t) -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/smaps_rollup", encoding: .utf8),
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Pss:") }) else { return 0 }
+        return (Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0) * 1024
+    }
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Assembles the real-world corpus: other projects' published test files, fetched with ordinary
+# package clients (CI can reach them), checked file by file against the committed manifest.
+#   - Pillow's source distribution (its Tests/images: about 1,000 images, good, odd and broken),
+#     downloaded with pip;
+#   - TestMedia/ and TestMedia/cases/ (ours: every audio and video case, and each defect found).
+# The files land flattened (a/b.png -> SOURCE__a__b.png; characters other than letters, digits,
+# '.', '_' and '-' become '_') in .corpus/files/, served as they are by the tests.
+# Usage: scripts/corpus.sh            fetch (if needed), verify, flatten
+#        scripts/corpus.sh --manifest rewrite Tests/Corpus/manifest.tsv from what was fetched
+set -euo pipefail
+cd "$(dirname "$0")/.."
+pillow_version=12.0.0
+cache=.corpus/cache
+files=.corpus/files
+manifest=Tests/Corpus/manifest.tsv
+mkdir -p "$cache"
+
+pip=(python3 -m pip)
+if ! "${pip[@]}" --version >/dev/null 2>&1; then
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-pip >/dev/null
+fi
+sdist="$cache/pillow-$pillow_version.tar.gz"
+if [ ! -s "$sdist" ]; then
+  # --no-binary pillow: the source distribution (the wheels carry no test images); build
+  # dependencies still come as wheels. pip only reads the package's metadata; nothing is built.
+  "${pip[@]}" download --quiet --no-deps --no-binary pillow "pillow==$pillow_version" -d "$cache"
+fi
+
+rm -rf "$files" "$cache/pillow"
+mkdir -p "$files" "$cache/pillow"
+tar -xzf "$sdist" -C "$cache/pillow" --wildcards "pillow-$pillow_version/Tests/images/*"
+flatten() { # SOURCE-NAME ROOT: copies every regular file under ROOT into $files, flattened
+  local source=$1 root=$2
+  (cd "$root" && find . -type f ! -name '*.sh' -printf '%P\n') | LC_ALL=C sort | while IFS= read -r path; do
+    local name="${source}__${path//\//__}"
+    cp "$root/$path" "$files/${name//[^A-Za-z0-9._-]/_}"
+  done
+}
+flatten pillow "$cache/pillow/pillow-$pillow_version/Tests/images"
+flatten testmedia TestMedia
+
+# The manifest: source, path (flattened name) and SHA-256 of every fetched file (TestMedia is
+# in this repository already).
+listing() {
+  (cd "$files" && LC_ALL=C ls) | grep -v '^testmedia__' | while IFS= read -r name; do
+    printf '%s\t%s\t%s\n' "${name%%__*}" "$name" "$(sha256sum "$files/$name" | cut -c1-64)"
+  done
+}
+if [ "${1:-}" = "--manifest" ]; then
+  { printf 'source\tpath\tsha256\n'; listing; } > "$manifest"
+  echo "wrote $manifest ($(($(wc -l < "$manifest") - 1)) files)"
+  exit 0
+fi
+if ! diff <(tail -n +2 "$manifest") <(listing) > .corpus/manifest.diff; then
+  echo "the corpus differs from $manifest (see .corpus/manifest.diff)" >&2
+  head -n 20 .corpus/manifest.diff >&2
+  exit 1
+fi
+echo "corpus: $(ls "$files" | wc -l) files in $files, as the manifest says"

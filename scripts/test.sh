@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The README's second command: installs what is missing, assembles the real-world corpus
+# (scripts/corpus.sh: Pillow's published test images, checked against Tests/Corpus/manifest.tsv)
+# and runs the whole test suite, the corpus suite included and required.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh "$@"
+scripts/corpus.sh
+ATTACH_FETCH_CORPUS_REQUIRED=1 swift test --no-parallel
