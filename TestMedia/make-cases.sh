@@ -134,4 +134,14 @@ data = open("../photo.jpg", "rb").read()
 i = data.find(b"\xff\xdb")
 open("jpeg-extraneous-bytes.jpg", "wb").write(data[:i] + b"\x00\x11\x22\x33\x44" + data[i:])
 PY
+# --- Containers iOS refuses whose streams MPEG-4 carries: remuxed when converting -------------
+# QuickTime (what iPhones record) with H.264 and AAC;
+# 3GPP and 3GPP2 as older Android phones and MMS gateways send them; and a QuickTime file with
+# ProRes, which MPEG-4 cannot carry without re-encoding.
+ff -f lavfi -i testsrc=size=160x120:rate=10 -t 1 -f lavfi -i "sine=duration=1" -c:v libx264 -pix_fmt yuv420p \
+   -preset veryfast -crf 35 -c:a aac -b:a 32k -shortest -f mov mov-h264-aac.mov
+ff -f lavfi -i testsrc=size=176x144:rate=10 -t 1 -f lavfi -i "sine=duration=1:sample_rate=8000" -c:v libx264 \
+   -pix_fmt yuv420p -preset veryfast -crf 35 -c:a aac -ar 8000 -ac 1 -b:a 16k -shortest -f 3gp video.3gp
+ff -f lavfi -i testsrc=size=176x144:rate=10 -t 1 -c:v libx264 -pix_fmt yuv420p -preset veryfast -crf 35 -f 3g2 video.3g2
+ff -f lavfi -i testsrc=size=160x120:rate=10 -t 0.3 -c:v prores -f mov mov-prores.mov
 ls -l

@@ -56,16 +56,48 @@ def start_server(bin_dir, directory):
     return process, base
 
 
+def tree_pss_kb(root):
+    """PSS of a process and all its descendants, in KiB (shared library pages counted once)."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read()
+                children.setdefault(int(stat[stat.rindex(")") + 2:].split()[1]), []).append(int(entry))
+            except (OSError, ValueError):
+                pass
+    total, pending = 0, [root]
+    while pending:
+        pid = pending.pop()
+        pending.extend(children.get(pid, []))
+        try:
+            for line in open(f"/proc/{pid}/smaps_rollup"):
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+        except OSError:
+            pass
+    return total
+
+
 def timed(command, out_dir, env=None):
+    """Wall and CPU time (children included), the peak RSS of the largest process, and the
+    peak PSS of the whole process tree (attach-fetch's decoder workers included), sampled
+    every 20 ms."""
     shutil.rmtree(out_dir, ignore_errors=True)
     os.makedirs(out_dir)
     stats = out_dir + ".time"
     started = time.monotonic()
-    subprocess.run(["/usr/bin/time", "-o", stats, "-f", "%e %U %S %M", *command], stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, env=env, timeout=900)
+    process = subprocess.Popen(["/usr/bin/time", "-o", stats, "-f", "%e %U %S %M", *command], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, env=env)
+    tree_peak = 0
+    while process.poll() is None:
+        tree_peak = max(tree_peak, tree_pss_kb(process.pid))
+        time.sleep(0.02)
+        if time.monotonic() - started > 900:
+            process.kill()
     wall = time.monotonic() - started
     _, user, system, rss = open(stats).read().split()[-4:]
-    return {"wall": wall, "cpu": float(user) + float(system), "rssMB": int(rss) / 1024}
+    return {"wall": wall, "cpu": float(user) + float(system), "rssMB": int(rss) / 1024, "treeMB": tree_peak / 1024}
 
 
 def thumbnail_sizes(directory, prefix=""):
@@ -104,6 +136,10 @@ def main():
             tools = {
                 "attach-fetch": lambda o: [os.path.join(args.bin, "attach-fetch"), "--allow-private-network", "--format", "json",
                                            "--input", urls_file, "--out", o, "--deadline", "300", "--timeout", "120"],
+                # The same with decoders in-process (isolation none): what the worker processes cost.
+                "af in-process": lambda o: [os.path.join(args.bin, "attach-fetch"), "--allow-private-network", "--format", "json",
+                                            "--decoder-isolation", "none",
+                                            "--input", urls_file, "--out", o, "--deadline", "300", "--timeout", "120"],
                 "shell": lambda o: ["sh", "-c", f"xargs -P {CORES} -L 1 {HERE}/baseline.sh {o} < {numbered}"],
                 "python": lambda o: [python, os.path.join(HERE, "baseline.py"), urls_file, o],
                 # One curl process downloading 8 at a time (what attach-fetch's transfers do), so
@@ -131,20 +167,23 @@ def main():
         finally:
             server.terminate()
             server.wait()
-        medians = {name: {metric: statistics.median(s[metric] for s in runs) for metric in ["wall", "cpu", "rssMB"]}
+        medians = {name: {metric: statistics.median(s[metric] for s in runs) for metric in ["wall", "cpu", "rssMB", "treeMB"]}
                    for name, runs in samples.items()}
         floor = {"wall": medians["floor: download"]["wall"] + medians["floor: thumbnails"]["wall"],
                  "cpu": medians["floor: download"]["cpu"] + medians["floor: thumbnails"]["cpu"],
-                 "rssMB": max(medians["floor: download"]["rssMB"], medians["floor: thumbnails"]["rssMB"])}
+                 "rssMB": max(medians["floor: download"]["rssMB"], medians["floor: thumbnails"]["rssMB"]),
+                 "treeMB": max(medians["floor: download"]["treeMB"], medians["floor: thumbnails"]["treeMB"])}
         medians["floor (sum)"] = floor
         ours = medians["attach-fetch"]
         ratios = {name: ours["wall"] / m["wall"] for name, m in medians.items() if m["wall"] > 0}
+        in_process = {name: medians["af in-process"]["wall"] / m["wall"] for name, m in medians.items() if m["wall"] > 0}
         results["scenarios"][scenario] = {"items": len(urls), "medians": medians, "wallRatioOfAttachFetch": ratios,
+                                          "wallRatioOfInProcess": in_process,
                                           "thumbnailCheck": check, "samples": samples}
         print(f"\n{scenario}: {len(urls)} URLs, median of {args.rounds} rounds")
-        print(f"{'tool':<20}{'wall s':>9}{'CPU s':>9}{'peak RSS MB':>13}{'attach-fetch / tool':>22}")
+        print(f"{'tool':<20}{'wall s':>9}{'CPU s':>9}{'peak RSS MB':>13}{'tree PSS MB':>13}{'attach-fetch / tool':>22}{'in-process / tool':>20}")
         for name, m in medians.items():
-            print(f"{name:<20}{m['wall']:>9.3f}{m['cpu']:>9.3f}{m['rssMB']:>13.1f}{ratios.get(name, 0):>22.2f}")
+            print(f"{name:<20}{m['wall']:>9.3f}{m['cpu']:>9.3f}{m['rssMB']:>13.1f}{m['treeMB']:>13.1f}{ratios.get(name, 0):>22.2f}{in_process.get(name, 0):>20.2f}")
         print(f"thumbnail check: {json.dumps(check)}")
         if scenario == "small images":
             print(f"attach-fetch: {len(urls) / ours['wall']:.0f} attachments/s (process start included)")
@@ -157,10 +196,14 @@ def main():
             urls_file = os.path.join(args.work, "memory.txt")
             open(urls_file, "w").write("".join(f"{base}/media/{name}?n={i}\n" for i in range(count)))
             o = os.path.join(args.work, "out-memory")
-            memory[label] = timed([os.path.join(args.bin, "attach-fetch"), "--allow-private-network", "--format", "json",
-                                   "--input", urls_file, "--out", o, "--max-concurrency", "32", "--deadline", "300",
-                                   "--timeout", "120"], o)
-            print(f"memory, {label}: peak RSS {memory[label]['rssMB']:.1f} MB, wall {memory[label]['wall']:.2f} s")
+            for isolation in ["processes", "none"]:
+                key = f"{label}, isolation {isolation}"
+                memory[key] = timed([os.path.join(args.bin, "attach-fetch"), "--allow-private-network", "--format", "json",
+                                     "--decoder-isolation", isolation,
+                                     "--input", urls_file, "--out", o, "--max-concurrency", "32", "--deadline", "300",
+                                     "--timeout", "120"], o)
+                print(f"memory, {key}: largest process RSS {memory[key]['rssMB']:.1f} MB, "
+                      f"process tree PSS {memory[key]['treeMB']:.1f} MB, wall {memory[key]['wall']:.2f} s")
         results["memory"] = memory
     finally:
         mixed_server.terminate()

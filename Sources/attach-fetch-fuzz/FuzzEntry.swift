@@ -28,7 +28,7 @@ private final class FuzzState {
         let descriptor = inspector.inspect(file: input, thumbnailBase: thumbnail)
         unlink(input)
         // The thumbnail, and a converted image when the input had to be converted to fit.
-        for suffix in [".jpg", ".png", ".delivered.jpg", ".delivered.png", ".delivered.gif"] { unlink(thumbnail + suffix) }
+        for suffix in [".jpg", ".png", ".delivered.jpg", ".delivered.png", ".delivered.gif", ".delivered.mp4"] { unlink(thumbnail + suffix) }
         return descriptor
     }
 }

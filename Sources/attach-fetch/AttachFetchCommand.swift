@@ -65,6 +65,9 @@ struct AttachFetchCommand: AsyncParsableCommand {
     @Flag(name: .customLong("no-normalize"), help: "Deliver media only as downloaded: refuse WebP/HEIC/AVIF and images over the limit instead of converting and fitting them.")
     var noNormalize = false
 
+    @Option(name: .customLong("decoder-isolation"), help: "Where decoders run: 'processes' (confined worker processes; a crash costs one attachment) or 'none' (in this process; unsafe for untrusted input).")
+    var decoderIsolation: String = "processes"
+
     @Option(help: "Output format: json, jsonl or table (default: table on a terminal, json otherwise).")
     var format: Format?
 
@@ -106,6 +109,9 @@ struct AttachFetchCommand: AsyncParsableCommand {
         guard (1...256).contains(maxConcurrency) else { throw ValidationError("--max-concurrency must be between 1 and 256") }
         guard (1...4096).contains(thumbnailSize) else { throw ValidationError("--thumbnail-size must be between 1 and 4096 pixels") }
         if clip != nil { _ = try parsedClip() }
+        guard ["processes", "none"].contains(decoderIsolation) else {
+            throw ValidationError("--decoder-isolation must be 'processes' or 'none', not '\(decoderIsolation)'")
+        }
         if let thumbnailTime, !(thumbnailTime.isFinite && thumbnailTime >= 0) {
             throw ValidationError("--thumbnail-time must be a number of seconds, 0 or more")
         }
@@ -223,6 +229,7 @@ struct AttachFetchCommand: AsyncParsableCommand {
         configuration.thumbnailMaxEdge = thumbnailSize
         configuration.allowPrivateNetwork = allowPrivateNetwork
         configuration.normalize = !noNormalize
+        configuration.isolation = decoderIsolation == "none" ? .none : .processes
         configuration.allowedRanges = try ranges(allowCIDR, "--allow-cidr")
         configuration.deniedRanges = try ranges(denyCIDR, "--deny-cidr")
         var logger = Logger(label: "attach-fetch") { StreamLogHandler.standardError(label: $0) }

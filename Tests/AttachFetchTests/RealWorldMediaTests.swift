@@ -206,6 +206,38 @@ import Testing
         #expect(scratch.tree() == [], "\(scratch.tree())")
     }
 
+    /// QuickTime (what iPhones record) and 3GPP/3GPP2 with codecs MPEG-4 carries are moved
+    /// into MPEG-4 without re-encoding: delivered as `.mp4`, `transforms: ["remuxed"]`, the
+    /// source facts kept, the file decodable by ffmpeg at the same size. ProRes is refused.
+    @Test func quickTimeAnd3GPPAreRemuxedIntoMPEG4() async throws {
+        let names = ["mov-h264-aac.mov", "video.3gp", "video.3g2", "mov-prores.mov"]
+        let scratch = Scratch()
+        let descriptors = try await fetchCases(names, into: scratch)
+        for (name, d) in zip(names.prefix(3), descriptors) {
+            #expect(d.status == .ready, "\(name): \(d.reason?.message ?? "")")
+            #expect(d.mimeType == "video/mp4" && d.fileExtension == "mp4" && d.kind == .video, "\(name): \(d.mimeType ?? "-")")
+            #expect(d.transforms == [.remuxed], "\(name)")
+            #expect(d.sourceMimeType == MediaType.convertibleForSniffedMIME(d.sourceMimeType ?? "")?.mimeType && d.sourceMimeType != "video/mp4", "\(name)")
+            #expect(d.sourceBytes == fileSize(Self.casesDirectory + "/" + name))
+            let file = try #require(d.file)
+            let digest = try sha256sum(file)
+            #expect(file.hasSuffix(".mp4") && d.bytes == fileSize(file) && d.sha256 == digest, "\(name)")
+            let original = try #require(try ffprobeDisplaySize(Self.casesDirectory + "/" + name))
+            let delivered = try #require(try ffprobeDisplaySize(file))
+            #expect(delivered.width == original.width && delivered.height == original.height && d.width == original.width, "\(name)")
+            let decoded = try tool("/usr/bin/ffmpeg", ["-v", "error", "-xerror", "-i", file, "-f", "null", "-"])
+            #expect(decoded.status == 0, "\(name)")
+            #expect(d.thumbnail != nil, "\(name)")
+        }
+        #expect(descriptors[0].audioCodec == "aac" && descriptors[0].videoCodec == "h264")
+        let prores = descriptors[3]
+        #expect(prores.reason?.code == .unsupportedType && prores.reason?.message.contains("prores") == true,
+                "\(prores.reason?.message ?? "ready")")
+        // Strict accept-or-reject: refused as today.
+        let strict = try await fetchCases(["mov-h264-aac.mov"], into: scratch) { $0.normalize = false }
+        #expect(strict[0].reason?.code == .unsupportedType, "\(strict[0].reason?.message ?? "ready")")
+    }
+
     /// The container's pasp box (1:1) wins over the bitstream's 27:64, as FFmpeg's
     /// av_guess_sample_aspect_ratio and players decide: 320x240, not 135x240.
     @Test func displaySizeFollowsTheContainersAspectRatio() async throws {

@@ -8,6 +8,7 @@ enum DecodeJob: Codable, Sendable {
     case normalize(source: String, type: MediaType, destinationBase: String, limits: ImageNormalizer.Limits)
     case probe(source: String, type: MediaType, thumbnailTime: Double?, thumbnailBase: String?,
                shape: Thumbnailer.Shape, limits: MediaProber.Limits)
+    case remux(source: String, destinationBase: String)
 
     /// Runs the job here, on the calling thread. `shouldStop` is checked between steps.
     func run(shouldStop: () -> Bool = { false }) -> DecodeAnswer {
@@ -22,13 +23,16 @@ enum DecodeJob: Codable, Sendable {
             answer = .init(MediaProber.probe(source: source, type: type, thumbnailTime: thumbnailTime,
                                              thumbnailBase: thumbnailBase, shape: shape, limits: limits,
                                              shouldStop: shouldStop), \.probed)
+        case .remux(let source, let destinationBase):
+            answer = .init(VideoRemuxer.remux(source: source, destinationBase: destinationBase, shouldStop: shouldStop), \.remuxed)
         }
         return answer.withoutWorkingPaths(source: source, outputBase: outputBase)
     }
 
     var source: String {
         switch self {
-        case .thumbnail(let source, _, _, _), .normalize(let source, _, _, _), .probe(let source, _, _, _, _, _): return source
+        case .thumbnail(let source, _, _, _), .normalize(let source, _, _, _), .probe(let source, _, _, _, _, _),
+             .remux(let source, _): return source
         }
     }
 
@@ -37,13 +41,14 @@ enum DecodeJob: Codable, Sendable {
         switch self {
         case .thumbnail(_, let base, _, _), .normalize(_, _, let base, _): return base
         case .probe(_, _, _, let base, _, _): return base
+        case .remux(_, let base): return base
         }
     }
 
     /// Every file the job may have made, for removal when it was killed or abandoned.
     var possibleOutputs: [String] {
         guard let base = outputBase else { return [] }
-        return ["jpg", "png", "gif"].map { "\(base).\($0)" }
+        return ["jpg", "png", "gif", "mp4"].map { "\(base).\($0)" }
     }
 }
 
@@ -53,6 +58,7 @@ struct DecodeAnswer: Codable, Sendable {
     var thumbnail: ThumbnailOutcome?
     var normalized: NormalizedImage?
     var probed: ProbeOutcome?
+    var remuxed: RemuxedVideo?
 
     init(failure: MediaFailure) { self.failure = failure }
 
@@ -71,7 +77,7 @@ struct DecodeAnswer: Codable, Sendable {
 
     /// Files the answer hands over (removed when nobody takes them).
     var files: [String] {
-        [thumbnail?.file, normalized?.file, probed?.poster?.file].compactMap { $0 }
+        [thumbnail?.file, normalized?.file, probed?.poster?.file, remuxed?.file].compactMap { $0 }
     }
 
     /// A reason message never shows working paths: the decoders' messages may name the

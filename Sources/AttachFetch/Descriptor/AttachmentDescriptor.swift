@@ -36,6 +36,8 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         case downscaled
         /// Encoded again in the same format, to fit the size limit.
         case reencoded
+        /// Moved into another container without re-encoding (QuickTime or 3GPP to MPEG-4).
+        case remuxed
     }
 
     /// What the media is for in a notification (set when it came from a push payload).

@@ -29,7 +29,14 @@ extension AttachmentDescriptor {
         transforms = image.transforms
     }
 
-    /// FFmpeg's probe of audio or video (delivered as downloaded, so source size = delivered).
+    /// A video moved into MPEG-4: the delivered file's facts.
+    mutating func record(_ video: RemuxedVideo) {
+        bytes = video.bytes
+        sha256 = video.sha256
+        transforms = [.remuxed]
+    }
+
+    /// FFmpeg's probe of audio or video (streams are never re-encoded, so source size = delivered).
     mutating func record(_ probe: MediaProbe) {
         duration = probe.duration
         videoCodec = probe.videoCodec

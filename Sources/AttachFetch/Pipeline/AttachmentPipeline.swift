@@ -219,13 +219,32 @@ public final class AttachmentPipeline: Sendable {
             }
 
         case .audio, .video:
+            if MediaPolicy.needsRemux(type) {
+                // QuickTime or 3GPP: copied into MPEG-4, or refused. This cannot degrade.
+                let started = ContinuousClock.now
+                let result = await decode(.remux(source: bodyPath, destinationBase: batch.directory.normalizedBase(index: index)),
+                                          batch: batch, pool: probePool)?.result(\.remuxed)
+                unlink(bodyPath)
+                switch result {
+                case .some(.success(let video)):
+                    delivered = (video.file, .mp4)
+                    descriptor.record(video)
+                    descriptor.timings.normalize = started.millisecondsElapsed
+                case .some(.failure(let problem)):
+                    return failed(problem.code, problem.message)
+                case .none:
+                    if let cancelled = abandoned([]) { return cancelled }
+                    return failed(.deadlineExceeded, "the batch deadline passed while the video was being moved into MPEG-4")
+                }
+            }
             let started = ContinuousClock.now
             // Any MPEG-4 file may turn out to hold video: a poster is made whenever there is one.
             let destination = batch.directory.thumbnailBase(index: index)
             let time = request.options?.thumbnailTime
             let shape: Thumbnailer.Shape = .clip(request.clip ?? .whole)
             let limits = MediaProber.Limits(configuration)
-            let result = await decode(.probe(source: bodyPath, type: type, thumbnailTime: time, thumbnailBase: destination,
+            let source = delivered.path
+            let result = await decode(.probe(source: source, type: delivered.type, thumbnailTime: time, thumbnailBase: destination,
                                              shape: shape, limits: limits),
                                       batch: batch, pool: probePool)?.result(\.probed)
             switch result {
@@ -235,14 +254,14 @@ public final class AttachmentPipeline: Sendable {
                 thumbnailWork = probed.poster
                 descriptor.timings.probe = started.millisecondsElapsed
             case .some(.failure(let problem)):
-                unlink(bodyPath)
+                unlink(source)
                 return failed(problem.code, problem.message)
             case .none:
                 // At the deadline the file is delivered as sniffed, without probe or poster.
-                if let cancelled = abandoned([bodyPath]) { return cancelled }
+                if let cancelled = abandoned([source]) { return cancelled }
             }
-            if let refusal = MediaPolicy.checkDelivered(delivered.type, bytes: outcome.bytes, limits: configuration.sizeLimits) {
-                unlink(bodyPath)
+            if let refusal = MediaPolicy.checkDelivered(delivered.type, bytes: descriptor.bytes ?? outcome.bytes, limits: configuration.sizeLimits) {
+                unlink(source)
                 if let thumbnailWork { unlink(thumbnailWork.file) }
                 return failed(refusal.code, refusal.message)
             }

@@ -75,18 +75,29 @@ public final class LocalMediaInspector {
                 return fail(problem.code, problem.message)
             }
         case .audio, .video:
-            switch MediaProber.probe(source: path, type: type, thumbnailTime: thumbnailTime,
+            if MediaPolicy.needsRemux(type) {
+                switch VideoRemuxer.remux(source: path, destinationBase: thumbnailBase + ".delivered") {
+                case .success(let video):
+                    delivered = (video.file, .mp4)
+                    descriptor.record(video)
+                case .failure(let problem):
+                    return fail(problem.code, problem.message)
+                }
+            }
+            switch MediaProber.probe(source: delivered.path, type: delivered.type, thumbnailTime: thumbnailTime,
                                      thumbnailBase: thumbnailBase,
                                      shape: .clip(clip), limits: MediaProber.Limits(configuration)) {
             case .success(let probed):
-                if let refusal = MediaPolicy.checkDelivered(probed.resolvedType, bytes: size, limits: configuration.sizeLimits) {
+                if let refusal = MediaPolicy.checkDelivered(probed.resolvedType, bytes: descriptor.bytes ?? size, limits: configuration.sizeLimits) {
                     if let poster = probed.poster { unlink(poster.file) }
+                    if delivered.path != path { unlink(delivered.path) }
                     return fail(refusal.code, refusal.message)
                 }
                 delivered.type = probed.resolvedType
                 descriptor.record(probed.probe)
                 descriptor.thumbnail = probed.poster.map { .init(file: $0.file, width: $0.width, height: $0.height, time: $0.time) }
             case .failure(let problem):
+                if delivered.path != path { unlink(delivered.path) }
                 return fail(problem.code, problem.message)
             }
         }

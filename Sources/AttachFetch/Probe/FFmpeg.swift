@@ -202,3 +202,120 @@ final class AVPacketBox {
         av_packet_free(&packet)
     }
 }
+
+/// The file descriptor FFmpeg writes through; its address is the AVIOContext's opaque pointer.
+private final class FileSink {
+    let fd: Int32
+    init(fd: Int32) { self.fd = fd }
+}
+
+/// One media file being written by a muxer. FFmpeg writes only through callbacks on a
+/// descriptor this class created (O_EXCL, mode 0600), never through a protocol. Owns the
+/// output AVFormatContext, its AVIOContext and the descriptor; not thread-safe, not Sendable.
+final class AVOutput {
+    let context: UnsafeMutablePointer<AVFormatContext>
+    private let io: UnsafeMutablePointer<AVIOContext>
+    private let sink: FileSink
+
+    init(path: String, format: String) throws(MediaFailure) {
+        _ = FFmpeg.startup
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw MediaFailure(code: .ioError, message: "cannot create the output file: \(String(cString: strerror(errno)))")
+        }
+        sink = FileSink(fd: fd)
+        let bufferSize: Int32 = 65_536
+        guard let buffer = av_malloc(Int(bufferSize))?.assumingMemoryBound(to: UInt8.self) else {
+            close(fd)
+            throw MediaFailure(code: .ioError, message: "FFmpeg cannot allocate its writer: out of memory")
+        }
+        guard let io = avio_alloc_context(buffer, bufferSize, 1, Unmanaged.passUnretained(sink).toOpaque(), nil,
+                                          { opaque, buffer, size in
+                                              let sink = Unmanaged<FileSink>.fromOpaque(opaque!).takeUnretainedValue()
+                                              var offset = 0
+                                              while offset < Int(size) {
+                                                  let written = write(sink.fd, buffer! + offset, Int(size) - offset)
+                                                  if written < 0 {
+                                                      if errno == EINTR { continue }
+                                                      return -errno
+                                                  }
+                                                  offset += written
+                                              }
+                                              return size
+                                          },
+                                          { opaque, offset, whence in
+                                              let sink = Unmanaged<FileSink>.fromOpaque(opaque!).takeUnretainedValue()
+                                              if whence & AVSEEK_SIZE != 0 {
+                                                  var info = stat()
+                                                  return fstat(sink.fd, &info) == 0 ? Int64(info.st_size) : Int64(-errno)
+                                              }
+                                              let position = lseek(sink.fd, off_t(offset), whence & ~AVSEEK_FORCE)
+                                              return position < 0 ? Int64(-errno) : Int64(position)
+                                          })
+        else {
+            av_free(buffer)
+            close(fd)
+            throw MediaFailure(code: .ioError, message: "FFmpeg cannot allocate its writer: out of memory")
+        }
+        self.io = io
+        var made: UnsafeMutablePointer<AVFormatContext>?
+        let status = avformat_alloc_output_context2(&made, nil, format, nil)
+        guard status >= 0, let made else {
+            AVOutput.release(io: io, fd: fd)
+            throw MediaFailure(code: .ioError, message: "FFmpeg cannot start the \(format) muxer: \(FFmpeg.errorText(status))")
+        }
+        context = made
+        context.pointee.pb = io
+        context.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
+        context.pointee.io_open = { _, _, _, _, _ in -EPERM }
+    }
+
+    deinit {
+        avformat_free_context(context)
+        AVOutput.release(io: io, fd: sink.fd)
+    }
+
+    private static func release(io: UnsafeMutablePointer<AVIOContext>, fd: Int32) {
+        av_freep(&io.pointee.buffer)
+        var io: UnsafeMutablePointer<AVIOContext>? = io
+        avio_context_free(&io)
+        close(fd)
+    }
+
+    /// A new output stream with the input stream's parameters, time base, aspect ratio and
+    /// display matrix.
+    func addStream(copying input: UnsafeMutablePointer<AVStream>) throws(MediaFailure) -> UnsafeMutablePointer<AVStream> {
+        guard let stream = avformat_new_stream(context, nil) else {
+            throw MediaFailure(code: .ioError, message: "FFmpeg cannot add a stream: out of memory")
+        }
+        let copied = avcodec_parameters_copy(stream.pointee.codecpar, input.pointee.codecpar)
+        guard copied >= 0 else {
+            throw MediaFailure(code: .corruptMedia, message: "FFmpeg cannot copy the stream's parameters: \(FFmpeg.errorText(copied))")
+        }
+        // The tag is the input container's; the MPEG-4 muxer chooses its own.
+        stream.pointee.codecpar.pointee.codec_tag = 0
+        stream.pointee.time_base = input.pointee.time_base
+        stream.pointee.sample_aspect_ratio = input.pointee.sample_aspect_ratio
+        var size = 0
+        if let matrix = av_stream_get_side_data(input, AV_PKT_DATA_DISPLAYMATRIX, &size), size > 0,
+           let copy = av_stream_new_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, size) {
+            copy.update(from: matrix, count: size)
+        }
+        return stream
+    }
+
+    func writeHeader() throws(MediaFailure) {
+        let status = avformat_write_header(context, nil)
+        guard status >= 0 else {
+            throw MediaFailure(code: .unsupportedType, message: "FFmpeg cannot write these streams as MPEG-4: \(FFmpeg.errorText(status))")
+        }
+    }
+
+    func finish() throws(MediaFailure) {
+        let status = av_write_trailer(context)
+        avio_flush(io)
+        guard status >= 0, io.pointee.error >= 0 else {
+            throw MediaFailure(code: .ioError, message: "FFmpeg cannot finish the file: \(FFmpeg.errorText(status < 0 ? status : io.pointee.error))")
+        }
+    }
+}

@@ -45,7 +45,7 @@ enum MediaProber {
     /// Demuxers per sniffed type: FFmpeg may probe a file only as what libmagic said it is.
     static func demuxers(for type: MediaType) -> String {
         switch type {
-        case .mp4, .m4v, .m4a: return "mov,mp4,m4a,3gp,3g2,mj2"
+        case .mp4, .m4v, .m4a, .quickTime, .threeGPP, .threeGPP2: return "mov,mp4,m4a,3gp,3g2,mj2"
         case .mp3: return "mp3"
         case .wav: return "wav"
         case .aiff: return "aiff"

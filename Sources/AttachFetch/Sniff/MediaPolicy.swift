@@ -33,7 +33,7 @@ enum MediaPolicy {
     static func streamingLimit(for type: MediaType, limits: AttachFetchConfiguration.SizeLimits, normalize: Bool) -> Int64 {
         switch type {
         case _ where type.kind == .image && normalize: return max(limits.image, limits.imageSource)
-        case .mp4, .m4v, .m4a: return max(limits.audio, limits.video)
+        case .mp4, .m4v, .m4a, .quickTime, .threeGPP, .threeGPP2: return max(limits.audio, limits.video)
         default: return limits.limit(for: type.kind)
         }
     }
@@ -41,7 +41,7 @@ enum MediaPolicy {
     static func limitName(_ type: MediaType, normalize: Bool) -> String {
         switch type {
         case _ where type.kind == .image && normalize: return "image source"
-        case .mp4, .m4v, .m4a: return "MPEG-4"
+        case .mp4, .m4v, .m4a, .quickTime, .threeGPP, .threeGPP2: return "MPEG-4"
         default: return type.kind.rawValue
         }
     }
@@ -50,6 +50,11 @@ enum MediaPolicy {
     struct Refusal: Error {
         let code: ReasonCode
         let message: String
+    }
+
+    /// A video container iOS would not show (QuickTime, 3GPP) is remuxed into MPEG-4.
+    static func needsRemux(_ type: MediaType) -> Bool {
+        type.kind != .image && !type.isDeliverable
     }
 
     /// An image is converted (normalised) when iOS would not show it as it is.

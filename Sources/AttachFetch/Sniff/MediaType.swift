@@ -29,8 +29,14 @@ public struct MediaType: Sendable, Hashable {
     public static let heif = MediaType(kind: .image, mimeType: "image/heif", uti: "public.heif", fileExtension: "heif")
     public static let avif = MediaType(kind: .image, mimeType: "image/avif", uti: "public.avif", fileExtension: "avif")
 
+    // Video containers iOS does not take as attachments, whose streams an MPEG-4 file can carry
+    // as they are: remuxed (stream copy) into MPEG-4 when converting is on.
+    public static let quickTime = MediaType(kind: .video, mimeType: "video/quicktime", uti: "com.apple.quicktime-movie", fileExtension: "mov")
+    public static let threeGPP = MediaType(kind: .video, mimeType: "video/3gpp", uti: "public.3gpp", fileExtension: "3gp")
+    public static let threeGPP2 = MediaType(kind: .video, mimeType: "video/3gpp2", uti: "public.3gpp2", fileExtension: "3g2")
+
     /// Formats that are converted to one in `all` before delivery, never delivered as they are.
-    public static let convertible: [MediaType] = [.webp, .heic, .heif, .avif]
+    public static let convertible: [MediaType] = [.webp, .heic, .heif, .avif, .quickTime, .threeGPP, .threeGPP2]
 
     /// True for the formats iOS accepts as they are.
     public var isDeliverable: Bool { MediaType.all.contains(self) }
@@ -55,6 +61,9 @@ public struct MediaType: Sendable, Hashable {
         "image/heic": .heic, "image/heic-sequence": .heic,
         "image/heif": .heif, "image/heif-sequence": .heif,
         "image/avif": .avif,
+        "video/quicktime": .quickTime,
+        "video/3gpp": .threeGPP, "audio/3gpp": .threeGPP,
+        "video/3gpp2": .threeGPP2, "audio/3gpp2": .threeGPP2,
     ]
 
     /// The table row for a MIME type as libmagic reports it, or nil when it is not allowed.

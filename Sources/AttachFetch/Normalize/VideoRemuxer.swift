@@ -1,0 +1,91 @@
+import CFFmpeg
+import Glibc
+
+/// A QuickTime or 3GPP file moved into MPEG-4, streams copied as they are.
+struct RemuxedVideo: Sendable, Codable {
+    var file: String
+    var bytes: Int64
+    var sha256: String
+}
+
+/// Moves the streams of a QuickTime (`.mov`, what iPhones record) or 3GPP file into an MPEG-4
+/// file without re-encoding: the codecs MPEG-4 carries (H.264, HEVC, MPEG-4 Part 2, AAC, MP3,
+/// ALAC, AC-3) are copied packet by packet; anything else is refused. The display matrix
+/// (rotation) and the sample aspect ratio go along. Blocking: a decode job.
+enum VideoRemuxer {
+    /// Codecs copied into MPEG-4 as they are.
+    static let copyable: Set<String> = ["h264", "hevc", "mpeg4", "aac", "mp3", "alac", "ac3"]
+
+    static func remux(source: String, destinationBase: String,
+                      shouldStop: () -> Bool = { false }) -> Result<RemuxedVideo, MediaFailure> {
+        let file = destinationBase + ".mp4"
+        do throws(MediaFailure) {
+            try copyStreams(source: source, file: file, shouldStop: shouldStop)
+            return .success(try describe(file))
+        } catch {
+            unlink(file)
+            return .failure(error)
+        }
+    }
+
+    private static func copyStreams(source: String, file: String, shouldStop: () -> Bool) throws(MediaFailure) {
+        let input = try AVInput(path: source, demuxers: MediaProber.demuxers(for: .quickTime),
+                                decoders: MediaProber.decoders.sorted().joined(separator: ","))
+        let media = input.streams.filter {
+            let type = $0.pointee.codecpar.pointee.codec_type
+            return (type == AVMEDIA_TYPE_VIDEO && $0.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC == 0) || type == AVMEDIA_TYPE_AUDIO
+        }
+        guard !media.isEmpty else { throw MediaFailure(code: .corruptMedia, message: "the file has no audio or video stream") }
+        if let other = media.first(where: { !copyable.contains(AVDecoder.codecLabel($0.pointee.codecpar)) }) {
+            throw MediaFailure(code: .unsupportedType,
+                               message: "the \(AVDecoder.codecLabel(other.pointee.codecpar)) stream cannot be carried in MPEG-4 without re-encoding")
+        }
+        let output = try AVOutput(path: file, format: "mp4")
+        var mapping: [Int32: (output: UnsafeMutablePointer<AVStream>, input: UnsafeMutablePointer<AVStream>)] = [:]
+        for stream in media {
+            let copy = try output.addStream(copying: stream)
+            mapping[stream.pointee.index] = (copy, stream)
+        }
+        try output.writeHeader()
+        let packet = try AVPacketBox()
+        while true {
+            if shouldStop() { throw MediaFailure(code: .cancelled, message: "abandoned") }
+            let status = av_read_frame(input.context, packet.pointer)
+            if status == FFmpeg.endOfFile { break }
+            guard status >= 0 else {
+                throw MediaFailure(code: .corruptMedia, message: "FFmpeg cannot read the file: \(FFmpeg.errorText(status))")
+            }
+            guard let target = mapping[packet.pointer.pointee.stream_index] else {
+                av_packet_unref(packet.pointer)
+                continue
+            }
+            packet.pointer.pointee.stream_index = target.output.pointee.index
+            av_packet_rescale_ts(packet.pointer, target.input.pointee.time_base, target.output.pointee.time_base)
+            packet.pointer.pointee.pos = -1
+            // Takes the packet's reference whatever it answers.
+            let written = av_interleaved_write_frame(output.context, packet.pointer)
+            guard written >= 0 else {
+                throw MediaFailure(code: .corruptMedia, message: "FFmpeg cannot write the MPEG-4 file: \(FFmpeg.errorText(written))")
+            }
+        }
+        try output.finish()
+    }
+
+    /// Size and SHA-256 of the finished file (read back: the muxer seeks to patch its header).
+    private static func describe(_ file: String) throws(MediaFailure) -> RemuxedVideo {
+        let fd = open(file, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw MediaFailure(code: .ioError, message: "cannot read the remuxed file") }
+        defer { close(fd) }
+        let digest = SHA256Digest()
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var total: Int64 = 0
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard count >= 0 else { throw MediaFailure(code: .ioError, message: "cannot read the remuxed file") }
+            if count == 0 { break }
+            buffer.withUnsafeBytes { digest.update(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+            total += Int64(count)
+        }
+        return RemuxedVideo(file: file, bytes: total, sha256: digest.finalizeHex())
+    }
+}
