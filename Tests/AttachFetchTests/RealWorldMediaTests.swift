@@ -238,6 +238,28 @@ import Testing
         #expect(strict[0].reason?.code == .unsupportedType, "\(strict[0].reason?.message ?? "ready")")
     }
 
+    /// Damaged files decoded side by side: each reason is its own decoder's (one job per worker
+    /// at a time, so libvips' process-wide error buffer holds one attachment's text), and no
+    /// message names a working file or directory.
+    @Test func reasonsAreEachAttachmentsOwnAndNameNoWorkingPath() async throws {
+        let cases: [(String, String)] = [("jpeg-cut-icc.jpg", "Premature end"), ("gif-bad-last-frame.gif", "frame"),
+                                         ("png-huge-tEXt.png", "tEXt"), ("jpeg-cut-plain.jpg", "Premature end"),
+                                         ("png-huge-IDAT.png", "png"), ("mp4-vvc-codec.mp4", "vvc1")]
+        let scratch = Scratch()
+        for _ in 0..<3 {
+            let descriptors = try await fetchCases(cases.map(\.0) + cases.map(\.0), into: scratch)
+            for (expected, d) in zip(cases + cases, descriptors) {
+                let message = d.reason?.message ?? "ready"
+                #expect(message.contains(expected.1), "\(expected.0): \(message)")
+                #expect(!message.contains(scratch.path) && !message.contains(".part-") && !message.contains("/tmp"), "\(expected.0): \(message)")
+                // Nothing of another attachment's decoder.
+                for other in cases where other.1 != expected.1 && !["png", "frame"].contains(other.1) {
+                    #expect(!message.contains(other.1), "\(expected.0): \(message)")
+                }
+            }
+        }
+    }
+
     /// The container's pasp box (1:1) wins over the bitstream's 27:64, as FFmpeg's
     /// av_guess_sample_aspect_ratio and players decide: 320x240, not 135x240.
     @Test func displaySizeFollowsTheContainersAspectRatio() async throws {

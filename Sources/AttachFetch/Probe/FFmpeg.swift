@@ -10,6 +10,17 @@ enum FFmpeg {
     static let endOfFile: Int32 = -Int32(bitPattern: 0x45 | 0x4F << 8 | 0x46 << 16 | 0x20 << 24)
     static let noTimestamp = Int64.min
 
+    /// An AVIOContext's seek callback on a file descriptor: AVSEEK_SIZE asks for the size, and
+    /// AVSEEK_FORCE is a hint for network streams that a file ignores.
+    static func seek(_ fd: Int32, _ offset: Int64, _ whence: Int32) -> Int64 {
+        if whence & AVSEEK_SIZE != 0 {
+            var info = stat()
+            return fstat(fd, &info) == 0 ? Int64(info.st_size) : Int64(-errno)
+        }
+        let position = lseek(fd, off_t(offset), whence & ~AVSEEK_FORCE)
+        return position < 0 ? Int64(-errno) : Int64(position)
+    }
+
     /// FFmpeg's own text for an error code.
     static func errorText(_ code: Int32) -> String {
         var text = [CChar](repeating: 0, count: 128)
@@ -52,14 +63,7 @@ final class AVInput {
                                               return count < 0 ? -errno : Int32(count)
                                           }, nil,
                                           { opaque, offset, whence in
-                                              let source = Unmanaged<FileSource>.fromOpaque(opaque!).takeUnretainedValue()
-                                              if whence & AVSEEK_SIZE != 0 {
-                                                  var info = stat()
-                                                  return fstat(source.fd, &info) == 0 ? Int64(info.st_size) : Int64(-errno)
-                                              }
-                                              // AVSEEK_FORCE is a hint for network streams; a file ignores it.
-                                              let position = lseek(source.fd, off_t(offset), whence & ~AVSEEK_FORCE)
-                                              return position < 0 ? Int64(-errno) : Int64(position)
+                                              FFmpeg.seek(Unmanaged<FileSource>.fromOpaque(opaque!).takeUnretainedValue().fd, offset, whence)
                                           })
         else {
             close(fd)
@@ -244,13 +248,7 @@ final class AVOutput {
                                               return size
                                           },
                                           { opaque, offset, whence in
-                                              let sink = Unmanaged<FileSink>.fromOpaque(opaque!).takeUnretainedValue()
-                                              if whence & AVSEEK_SIZE != 0 {
-                                                  var info = stat()
-                                                  return fstat(sink.fd, &info) == 0 ? Int64(info.st_size) : Int64(-errno)
-                                              }
-                                              let position = lseek(sink.fd, off_t(offset), whence & ~AVSEEK_FORCE)
-                                              return position < 0 ? Int64(-errno) : Int64(position)
+                                              FFmpeg.seek(Unmanaged<FileSink>.fromOpaque(opaque!).takeUnretainedValue().fd, offset, whence)
                                           })
         else {
             av_free(buffer)
