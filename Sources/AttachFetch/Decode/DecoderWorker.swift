@@ -44,6 +44,9 @@ public enum DecoderWorker {
         }
     }
 
+    /// Free heap bytes above which a worker hands pages back after a job.
+    static let trimThreshold = 16 << 20
+
     /// The entry point of `attach-fetch-decoder`. Never returns.
     public static func main(arguments: [String]) -> Never {
         guard let limits = Limits(arguments: arguments) else {
@@ -66,9 +69,10 @@ public enum DecoderWorker {
                 answer = DecodeAnswer(failure: MediaFailure(code: .ioError, message: "the decoder worker could not read its job"))
             }
             guard let data = try? encoder.encode(answer), Frame.write(data, to: 1) else { exit(4) }
-            // A decode's buffers are freed, but the allocator keeps the pages: hand them back,
-            // so that a worker's resident size follows its current job, not its largest one.
-            malloc_trim(0)
+            // A large decode's buffers are freed, but the allocator keeps the pages: hand them
+            // back, so that a worker's resident size follows its current job, not its largest
+            // one. Small jobs leave little free and are not worth the page faults of a trim.
+            if mallinfo2().fordblks > trimThreshold { malloc_trim(0) }
         }
         exit(0)
     }

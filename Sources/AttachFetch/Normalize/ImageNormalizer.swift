@@ -50,6 +50,7 @@ enum ImageNormalizer {
 
     private static func normalizeThrowing(source: String, type: MediaType, destinationBase: String, limits: Limits,
                                           shouldStop: () -> Bool) throws(MediaFailure) -> NormalizedImage {
+        if [.heic, .heif, .avif].contains(type) { _ = Vips.heifLoader }
         let header = try Thumbnailer.openHeader(source, limits: limits.decode)
         func delivered(_ encoded: EncodedImage, downscaled: Bool) throws(MediaFailure) -> NormalizedImage {
             let file = destinationBase + "." + encoded.type.fileExtension

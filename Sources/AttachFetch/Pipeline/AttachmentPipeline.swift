@@ -38,8 +38,10 @@ public final class AttachmentPipeline: Sendable {
         self.logger = logger
         self.engine = try TransferEngine(maxConcurrent: configuration.maxConcurrentTransfers, logger: logger)
         let launch = try DecoderProcess.launch(for: configuration)
-        self.thumbnailPool = WorkerPool(threads: configuration.thumbnailThreads, name: "af-thumb", launch: launch)
-        self.probePool = WorkerPool(threads: configuration.probeThreads, name: "af-probe", launch: launch)
+        // Image workers start with the pipeline (images are the common case); the probe worker
+        // at the first audio or video, so that image-only use never starts one.
+        self.thumbnailPool = WorkerPool(threads: configuration.thumbnailThreads, name: "af-thumb", launch: launch, eager: true)
+        self.probePool = WorkerPool(threads: configuration.probeThreads, name: "af-probe", launch: launch, eager: false)
     }
 
     deinit { engine.shutdown() }

@@ -54,8 +54,11 @@ final class AVInput {
         }
         source = FileSource(fd: fd)
         let bufferSize: Int32 = 65_536
-        guard let buffer = av_malloc(Int(bufferSize))?.assumingMemoryBound(to: UInt8.self),
-              let io = avio_alloc_context(buffer, bufferSize, 0, Unmanaged.passUnretained(source).toOpaque(),
+        guard let buffer = av_malloc(Int(bufferSize))?.assumingMemoryBound(to: UInt8.self) else {
+            close(fd)
+            throw MediaFailure(code: .ioError, message: "FFmpeg cannot allocate its reader: out of memory")
+        }
+        guard let io = avio_alloc_context(buffer, bufferSize, 0, Unmanaged.passUnretained(source).toOpaque(),
                                           { opaque, buffer, size in
                                               let source = Unmanaged<FileSource>.fromOpaque(opaque!).takeUnretainedValue()
                                               let count = read(source.fd, buffer, Int(size))
@@ -66,6 +69,8 @@ final class AVInput {
                                               FFmpeg.seek(Unmanaged<FileSource>.fromOpaque(opaque!).takeUnretainedValue().fd, offset, whence)
                                           })
         else {
+            // The context did not take the buffer: it is still ours to free.
+            av_free(buffer)
             close(fd)
             throw MediaFailure(code: .ioError, message: "FFmpeg cannot allocate its reader: out of memory")
         }

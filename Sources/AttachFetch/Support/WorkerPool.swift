@@ -14,15 +14,18 @@ final class WorkerPool: Sendable {
 
     private let state = State()
 
-    /// - Parameter launch: how each thread starts its decoder worker process; nil runs jobs
-    ///   on the threads themselves (isolation `.none`).
-    init(threads: Int, name: String, launch: DecoderProcess.Launch?) {
+    /// - Parameters:
+    ///   - launch: how each thread starts its decoder worker process; nil runs jobs on the
+    ///     threads themselves (isolation `.none`).
+    ///   - eager: start the workers now (no job waits for a process start), or at each
+    ///     thread's first job (a pool that may never be used costs nothing).
+    init(threads: Int, name: String, launch: DecoderProcess.Launch?, eager: Bool) {
         for index in 0..<threads {
             let state = self.state
             let thread = Thread {
                 // The kernel keeps 15 characters of a thread's name.
                 Thread.current.name = String("\(name)-\(index)".prefix(15))
-                WorkerPool.work(state, WorkerThread(launch: launch))
+                WorkerPool.work(state, WorkerThread(launch: launch, eager: eager))
             }
             thread.start()
         }
@@ -68,10 +71,9 @@ final class WorkerThread {
     private let launch: DecoderProcess.Launch?
     private var decoder: DecoderProcess?
 
-    init(launch: DecoderProcess.Launch?) {
+    init(launch: DecoderProcess.Launch?, eager: Bool) {
         self.launch = launch
-        // Started before the first job, so that no attachment waits for a process start.
-        if let launch { decoder = try? DecoderProcess(launch) }
+        if eager, let launch { decoder = try? DecoderProcess(launch) }
     }
 
     /// Runs a decode job: in this thread's worker process (started again if it died), or here.

@@ -12,7 +12,6 @@ enum Vips {
         guard vips_init("attach-fetch") == 0 else {
             return .failure(.libraryInitialisation("vips_init failed: \(takeError())"))
         }
-        loadHEIFModuleIfMissing()
         vips_cache_set_max(0)
         vips_cache_set_max_mem(0)
         // One libvips worker per operation: images are thumbnailed in parallel by the
@@ -33,10 +32,18 @@ enum Vips {
         return .success(())
     }()
 
+    /// The HEIF loader (HEIC and AVIF), made available once, when the first such file is
+    /// converted: libheif and its codecs are not mapped by a process that never needs them.
+    static let heifLoader: Void = {
+        loadHEIFModuleIfMissing()
+        // Loaded after the blocking above, its class inherited "blocked" from VipsForeignLoad.
+        vips_operation_block_set("VipsForeignLoadHeif", 0)
+    }()
+
     /// libvips loads its optional loaders as modules from its own directory at start-up. When
-    /// that was skipped (the CLI points VIPSHOME at nothing, so that the ImageMagick, PDF,
-    /// OpenSlide and JPEG XL modules — all blocked anyway — are never mapped, which saves about
-    /// 50 ms of start-up), the one module attach-fetch uses, HEIF (HEIC and AVIF), is loaded
+    /// that was skipped (the CLI and the decoder workers point VIPSHOME at nothing, so that the
+    /// ImageMagick, PDF, OpenSlide and JPEG XL modules — all blocked anyway — are never mapped,
+    /// which saves about 50 ms of start-up), the one module attach-fetch uses, HEIF, is loaded
     /// here from beside the libvips actually in use.
     private static func loadHEIFModuleIfMissing() {
         guard vips_type_find("VipsOperation", "heifload") == 0 else { return }
