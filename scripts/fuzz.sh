@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes the sniff -> table -> limits -> convert -> decode -> thumbnail -> FFmpeg probe path (LocalMediaInspector) on
-# arbitrary bytes with libFuzzer and AddressSanitizer, seeded from TestMedia/.
+# arbitrary bytes with libFuzzer and AddressSanitizer, seeded from TestMedia/, TestMedia/cases/ and
+# the real-world corpus (.corpus/files, from scripts/corpus.sh) when present. It runs in-process
+# (libFuzzer needs its target in-process); the corpus suite drives the worker path.
 # Usage: scripts/fuzz.sh [SECONDS]   (default 300). Crashing inputs land in .fuzz/crashes/;
 # replay one with: swift run attach-fetch-fuzz .fuzz/crashes/crash-...
 set -euo pipefail
@@ -11,8 +13,13 @@ swift build --scratch-path .build-fuzz -c debug --product attach-fetch-fuzz \
   -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING
 bin="$(swift build --scratch-path .build-fuzz -c debug --show-bin-path)/attach-fetch-fuzz"
 mkdir -p .fuzz/corpus .fuzz/crashes
-cp -n TestMedia/*.* .fuzz/corpus/ 2>/dev/null || true
-rm -f .fuzz/corpus/make-media.sh
+cp -n TestMedia/*.* TestMedia/cases/* .fuzz/corpus/ 2>/dev/null || true
+# The real-world corpus (scripts/corpus.sh), when assembled: other projects' test files find
+# what ours do not. Files over -max_len are left out.
+if [ -d .corpus/files ]; then
+  find .corpus/files -type f -size -256k -exec cp -n {} .fuzz/corpus/ \;
+fi
+rm -f .fuzz/corpus/make-media.sh .fuzz/corpus/make-cases.sh
 # -rss_limit_mb: libvips decoding is bounded by the pixel budgets; exceeding 2 GB is a finding.
 "$bin" .fuzz/corpus -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=262144 \
   -artifact_prefix=.fuzz/crashes/ -print_final_stats=1 2>&1 | tee .fuzz/last-run.log | grep -E "^#|Done|ERROR|stat::" | tail -n 30

@@ -29,10 +29,70 @@ enum FFmpeg {
     }
 }
 
-/// The file descriptor FFmpeg reads through; its address is the AVIOContext's opaque pointer.
-private final class FileSource {
-    let fd: Int32
-    init(fd: Int32) { self.fd = fd }
+/// A file descriptor as an AVIOContext: FFmpeg reads or writes the file only through these
+/// callbacks, never through a protocol. Owns the descriptor, the context and its buffer; used
+/// by one demuxer or muxer on one thread, so not Sendable.
+final class AVFileIO {
+    /// The callbacks' opaque pointer: it holds only the descriptor.
+    private final class Descriptor {
+        let fd: Int32
+        init(fd: Int32) { self.fd = fd }
+    }
+
+    let context: UnsafeMutablePointer<AVIOContext>
+    private let descriptor: Descriptor
+
+    /// Takes `fd` over: it is closed with this object, or at once when this throws.
+    init(fd: Int32, writable: Bool) throws(MediaFailure) {
+        descriptor = Descriptor(fd: fd)
+        let bufferSize: Int32 = 65_536
+        guard let buffer = av_malloc(Int(bufferSize))?.assumingMemoryBound(to: UInt8.self) else {
+            close(fd)
+            throw MediaFailure(code: .ioError, message: "FFmpeg cannot allocate its file buffer: out of memory")
+        }
+        let opaque = Unmanaged.passUnretained(descriptor).toOpaque()
+        let made = writable
+            ? avio_alloc_context(buffer, bufferSize, 1, opaque, nil, { opaque, buffer, size in
+                AVFileIO.write(Unmanaged<Descriptor>.fromOpaque(opaque!).takeUnretainedValue().fd, buffer!, size)
+            }, { opaque, offset, whence in
+                FFmpeg.seek(Unmanaged<Descriptor>.fromOpaque(opaque!).takeUnretainedValue().fd, offset, whence)
+            })
+            : avio_alloc_context(buffer, bufferSize, 0, opaque, { opaque, buffer, size in
+                let count = read(Unmanaged<Descriptor>.fromOpaque(opaque!).takeUnretainedValue().fd, buffer, Int(size))
+                if count == 0 { return FFmpeg.endOfFile }
+                return count < 0 ? -errno : Int32(count)
+            }, nil, { opaque, offset, whence in
+                FFmpeg.seek(Unmanaged<Descriptor>.fromOpaque(opaque!).takeUnretainedValue().fd, offset, whence)
+            })
+        guard let made else {
+            // The context did not take the buffer: it is still ours to free.
+            av_free(buffer)
+            close(fd)
+            throw MediaFailure(code: .ioError, message: "FFmpeg cannot allocate its file context: out of memory")
+        }
+        context = made
+    }
+
+    deinit {
+        // The buffer may have been replaced by FFmpeg; free whatever the context holds now.
+        av_freep(&context.pointee.buffer)
+        var context: UnsafeMutablePointer<AVIOContext>? = context
+        avio_context_free(&context)
+        close(descriptor.fd)
+    }
+
+    private static func write(_ fd: Int32, _ buffer: UnsafeMutablePointer<UInt8>, _ size: Int32) -> Int32 {
+        var offset = 0
+        while offset < Int(size) {
+            let written = Glibc.write(fd, buffer + offset, Int(size) - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                return -errno
+            }
+            offset += written
+        }
+        return size
+    }
 }
 
 /// One media file opened for demuxing. FFmpeg reads it only through callbacks on a descriptor
@@ -43,8 +103,7 @@ private final class FileSource {
 /// Owns the AVFormatContext, the AVIOContext and the descriptor; not thread-safe, so not Sendable.
 final class AVInput {
     let context: UnsafeMutablePointer<AVFormatContext>
-    private var io: UnsafeMutablePointer<AVIOContext>?
-    private let source: FileSource
+    private let file: AVFileIO
 
     init(path: String, demuxers: String, decoders: String) throws(MediaFailure) {
         _ = FFmpeg.startup
@@ -52,34 +111,11 @@ final class AVInput {
         guard fd >= 0 else {
             throw MediaFailure(code: .ioError, message: "cannot open \(path): \(String(cString: strerror(errno)))")
         }
-        source = FileSource(fd: fd)
-        let bufferSize: Int32 = 65_536
-        guard let buffer = av_malloc(Int(bufferSize))?.assumingMemoryBound(to: UInt8.self) else {
-            close(fd)
-            throw MediaFailure(code: .ioError, message: "FFmpeg cannot allocate its reader: out of memory")
-        }
-        guard let io = avio_alloc_context(buffer, bufferSize, 0, Unmanaged.passUnretained(source).toOpaque(),
-                                          { opaque, buffer, size in
-                                              let source = Unmanaged<FileSource>.fromOpaque(opaque!).takeUnretainedValue()
-                                              let count = read(source.fd, buffer, Int(size))
-                                              if count == 0 { return FFmpeg.endOfFile }
-                                              return count < 0 ? -errno : Int32(count)
-                                          }, nil,
-                                          { opaque, offset, whence in
-                                              FFmpeg.seek(Unmanaged<FileSource>.fromOpaque(opaque!).takeUnretainedValue().fd, offset, whence)
-                                          })
-        else {
-            // The context did not take the buffer: it is still ours to free.
-            av_free(buffer)
-            close(fd)
-            throw MediaFailure(code: .ioError, message: "FFmpeg cannot allocate its reader: out of memory")
-        }
-        self.io = io
+        file = try AVFileIO(fd: fd, writable: false)
         guard var context = avformat_alloc_context() else {
-            AVInput.release(io: io, fd: fd)
             throw MediaFailure(code: .ioError, message: "FFmpeg cannot allocate a format context: out of memory")
         }
-        context.pointee.pb = io
+        context.pointee.pb = file.context
         context.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
         context.pointee.io_open = { _, _, _, _, _ in -EPERM }
         // Bounds on what probing may read and decode before the streams are known.
@@ -92,9 +128,8 @@ final class AVInput {
         var opened: UnsafeMutablePointer<AVFormatContext>? = context
         let status = avformat_open_input(&opened, "", nil, &options)
         av_dict_free(&options)
+        // avformat_open_input frees the context when it fails (the file's context stays ours).
         guard status >= 0, let opened else {
-            // avformat_open_input frees the context when it fails.
-            AVInput.release(io: io, fd: fd)
             throw MediaFailure(code: .corruptMedia, message: "FFmpeg cannot read the container: \(FFmpeg.errorText(status))")
         }
         context = opened
@@ -111,17 +146,9 @@ final class AVInput {
     }
 
     deinit {
+        // Before `file` (released after this body): the demuxer may still touch its context.
         var context: UnsafeMutablePointer<AVFormatContext>? = context
         avformat_close_input(&context)
-        if let io { AVInput.release(io: io, fd: source.fd) }
-    }
-
-    private static func release(io: UnsafeMutablePointer<AVIOContext>, fd: Int32) {
-        // The buffer may have been replaced by FFmpeg; free whatever the context holds now.
-        av_freep(&io.pointee.buffer)
-        var io: UnsafeMutablePointer<AVIOContext>? = io
-        avio_context_free(&io)
-        close(fd)
     }
 
     var streams: [UnsafeMutablePointer<AVStream>] {
@@ -212,19 +239,12 @@ final class AVPacketBox {
     }
 }
 
-/// The file descriptor FFmpeg writes through; its address is the AVIOContext's opaque pointer.
-private final class FileSink {
-    let fd: Int32
-    init(fd: Int32) { self.fd = fd }
-}
-
 /// One media file being written by a muxer. FFmpeg writes only through callbacks on a
 /// descriptor this class created (O_EXCL, mode 0600), never through a protocol. Owns the
-/// output AVFormatContext, its AVIOContext and the descriptor; not thread-safe, not Sendable.
+/// output AVFormatContext and its file; not thread-safe, not Sendable.
 final class AVOutput {
     let context: UnsafeMutablePointer<AVFormatContext>
-    private let io: UnsafeMutablePointer<AVIOContext>
-    private let sink: FileSink
+    private let file: AVFileIO
 
     init(path: String, format: String) throws(MediaFailure) {
         _ = FFmpeg.startup
@@ -232,58 +252,19 @@ final class AVOutput {
         guard fd >= 0 else {
             throw MediaFailure(code: .ioError, message: "cannot create the output file: \(String(cString: strerror(errno)))")
         }
-        sink = FileSink(fd: fd)
-        let bufferSize: Int32 = 65_536
-        guard let buffer = av_malloc(Int(bufferSize))?.assumingMemoryBound(to: UInt8.self) else {
-            close(fd)
-            throw MediaFailure(code: .ioError, message: "FFmpeg cannot allocate its writer: out of memory")
-        }
-        guard let io = avio_alloc_context(buffer, bufferSize, 1, Unmanaged.passUnretained(sink).toOpaque(), nil,
-                                          { opaque, buffer, size in
-                                              let sink = Unmanaged<FileSink>.fromOpaque(opaque!).takeUnretainedValue()
-                                              var offset = 0
-                                              while offset < Int(size) {
-                                                  let written = write(sink.fd, buffer! + offset, Int(size) - offset)
-                                                  if written < 0 {
-                                                      if errno == EINTR { continue }
-                                                      return -errno
-                                                  }
-                                                  offset += written
-                                              }
-                                              return size
-                                          },
-                                          { opaque, offset, whence in
-                                              FFmpeg.seek(Unmanaged<FileSink>.fromOpaque(opaque!).takeUnretainedValue().fd, offset, whence)
-                                          })
-        else {
-            av_free(buffer)
-            close(fd)
-            throw MediaFailure(code: .ioError, message: "FFmpeg cannot allocate its writer: out of memory")
-        }
-        self.io = io
+        file = try AVFileIO(fd: fd, writable: true)
         var made: UnsafeMutablePointer<AVFormatContext>?
         let status = avformat_alloc_output_context2(&made, nil, format, nil)
         guard status >= 0, let made else {
-            AVOutput.release(io: io, fd: fd)
             throw MediaFailure(code: .ioError, message: "FFmpeg cannot start the \(format) muxer: \(FFmpeg.errorText(status))")
         }
         context = made
-        context.pointee.pb = io
+        context.pointee.pb = file.context
         context.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
         context.pointee.io_open = { _, _, _, _, _ in -EPERM }
     }
 
-    deinit {
-        avformat_free_context(context)
-        AVOutput.release(io: io, fd: sink.fd)
-    }
-
-    private static func release(io: UnsafeMutablePointer<AVIOContext>, fd: Int32) {
-        av_freep(&io.pointee.buffer)
-        var io: UnsafeMutablePointer<AVIOContext>? = io
-        avio_context_free(&io)
-        close(fd)
-    }
+    deinit { avformat_free_context(context) }
 
     /// A new output stream with the input stream's parameters, time base, aspect ratio and
     /// display matrix.
@@ -316,9 +297,9 @@ final class AVOutput {
 
     func finish() throws(MediaFailure) {
         let status = av_write_trailer(context)
-        avio_flush(io)
-        guard status >= 0, io.pointee.error >= 0 else {
-            throw MediaFailure(code: .ioError, message: "FFmpeg cannot finish the file: \(FFmpeg.errorText(status < 0 ? status : io.pointee.error))")
+        avio_flush(file.context)
+        guard status >= 0, file.context.pointee.error >= 0 else {
+            throw MediaFailure(code: .ioError, message: "FFmpeg cannot finish the file: \(FFmpeg.errorText(status < 0 ? status : file.context.pointee.error))")
         }
     }
 }
