@@ -124,6 +124,14 @@ f = bytearray(open("../image.avif", "rb").read())
 i = f.find(b"ispe")
 struct.pack_into(">II", f, i + 8, 17000, 17000)
 open("avif-17000.avif", "wb").write(f)
+# Found by the fuzzer: an ispe box of 2^32-1 x 2^32-1 (the area overflowed a 64-bit product and
+# trapped), and a box whose 64-bit "largesize" runs to 2^63 (the offset sum overflowed).
+struct.pack_into(">II", f, i + 8, 0xFFFFFFFF, 0xFFFFFFFF)
+open("avif-ispe-overflow.avif", "wb").write(f)
+g = bytearray(open("../image.avif", "rb").read())
+j = g.find(b"meta") - 4
+box = struct.pack(">I", 1) + b"free" + struct.pack(">Q", (1 << 63) - 8)
+open("avif-largesize.avif", "wb").write(bytes(g[:j]) + box + bytes(g[j:]))
 PY
 rm -f /tmp/af-sar.mp4
 # --- A JPEG with junk bytes before a marker ---------------------------------------------------

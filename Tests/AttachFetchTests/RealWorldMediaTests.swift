@@ -196,6 +196,7 @@ import Testing
         ("mp4-vvc-codec.mp4", ReasonCode.unsupportedType, "no decoder for the vvc1 codec"),
         ("mpeg-ps-ac3-only.mpg", ReasonCode.unsupportedType, "only audio"),
         ("avif-17000.avif", ReasonCode.pixelLimitExceeded, "17000x17000"),
+        ("avif-ispe-overflow.avif", ReasonCode.pixelLimitExceeded, "4294967295x4294967295"),
     ])
     func refusedWithTheRightReason(name: String, code: ReasonCode, words: String) async throws {
         let scratch = Scratch()
@@ -257,6 +258,18 @@ import Testing
                     #expect(!message.contains(other.1), "\(expected.0): \(message)")
                 }
             }
+        }
+    }
+
+    /// Box sizes an attacker wrote never overflow the arithmetic that reads them (the fuzzer
+    /// found a trap in the ispe area): read in this process, where a trap would end the tests.
+    @Test func heifBoxSizesNeverOverflow() throws {
+        let overflow = try #require(HEIFImageSize.largest(Self.casesDirectory + "/avif-ispe-overflow.avif"))
+        #expect(overflow.width == 0xFFFF_FFFF && HEIFImageSize.area(overflow.width, overflow.height) == Int.max)
+        #expect(HEIFImageSize.largest(Self.casesDirectory + "/avif-largesize.avif") == nil)
+        let limits = Thumbnailer.Limits(AttachFetchConfiguration())
+        #expect(throws: MediaFailure.self) {
+            try Thumbnailer.checkBudgets(width: Int.max / 2, height: 3, interlaced: false, frames: Int.max / 4, limits: limits)
         }
     }
 

@@ -25,8 +25,9 @@ enum HEIFImageSize {
             for iprp in boxes(data, in: (meta.lowerBound + 4)..<meta.upperBound, named: "iprp") {
                 for ipco in boxes(data, in: iprp, named: "ipco") {
                     for ispe in boxes(data, in: ipco, named: "ispe") where ispe.count >= 12 {
+                        // Each side is 32 bits: the product is compared without overflowing.
                         let width = integer(data, at: ispe.lowerBound + 4), height = integer(data, at: ispe.lowerBound + 8)
-                        if width * height > (best.map { $0.width * $0.height } ?? -1) { best = (width, height) }
+                        if area(width, height) > (best.map { area($0.width, $0.height) } ?? -1) { best = (width, height) }
                     }
                 }
             }
@@ -48,11 +49,18 @@ enum HEIFImageSize {
             } else if size == 0 {
                 size = range.upperBound - offset
             }
-            guard size >= header, offset + size <= range.upperBound else { break }
+            // A declared size runs to 2^64: compared with what is left, never added to the offset first.
+            guard size >= header, size <= range.upperBound - offset else { break }
             if data[(offset + 4)..<(offset + 8)].elementsEqual(name.utf8) { found.append((offset + header)..<(offset + size)) }
             offset += size
         }
         return found
+    }
+
+    /// Width x height, saturating at Int.max.
+    static func area(_ width: Int, _ height: Int) -> Int {
+        let (product, overflow) = width.multipliedReportingOverflow(by: height)
+        return overflow ? Int.max : product
     }
 
     private static func integer(_ data: ArraySlice<UInt8>, at offset: Int) -> Int {

@@ -253,7 +253,8 @@ enum Thumbnailer {
     /// Every size check that the header alone can answer, before any pixel is decoded.
     static func checkBudgets(width: Int, height: Int, interlaced: Bool, frames: Int,
                              limits: Limits) throws(MediaFailure) {
-        let pixels = width * height
+        // Sides come from headers an attacker wrote: products saturate rather than overflow.
+        let pixels = HEIFImageSize.area(width, height)
         guard pixels <= limits.maxPixels else {
             throw MediaFailure(code: .pixelLimitExceeded,
                                message: "\(width)x\(height) is \(pixels) pixels, over the limit of \(limits.maxPixels)")
@@ -267,9 +268,10 @@ enum Thumbnailer {
                 throw MediaFailure(code: .pixelLimitExceeded,
                                    message: "the animation has \(frames) frames, over the limit of \(limits.maxAnimationFrames)")
             }
-            guard frames * pixels <= limits.maxAnimationPixels else {
+            let total = HEIFImageSize.area(frames, pixels)
+            guard total <= limits.maxAnimationPixels else {
                 throw MediaFailure(code: .pixelLimitExceeded,
-                                   message: "the animation's \(frames) frames hold \(frames * pixels) pixels, over the limit of \(limits.maxAnimationPixels)")
+                                   message: "the animation's \(frames) frames hold \(total) pixels, over the limit of \(limits.maxAnimationPixels)")
             }
         }
     }
