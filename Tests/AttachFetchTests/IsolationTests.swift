@@ -50,27 +50,10 @@ import Testing
     /// A worker killed from outside mid-decode (SIGSEGV, as a decoder's crash would) fails only
     /// that attachment, with the signal in the message.
     @Test func aDecoderCrashMidJobIsReportedWithItsSignal() async throws {
-        let media = Scratch()
-        let scratch = Scratch()
-        let earlier = Set(Self.workers())
-        let pipeline = try makePipeline(scratch) {
-            $0.thumbnailThreads = 1
-            $0.maxImagePixels = 100_000_000
-            $0.maxProgressivePixels = 100_000_000 // slow on purpose
-        }
-        // This pipeline's image worker (the probe worker starts at the first audio or video).
-        var own: [pid_t] = []
-        for _ in 0..<300 where own.isEmpty {
-            own = Self.workers().filter { !earlier.contains($0) }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        let candidates = own
-        let mediaPath = media.path
-        try await offPool { try writeBlackJPEG(path: "\(mediaPath)/slow.jpg", width: 7000, height: 7000, progressive: true) }
-        try FileManager.default.copyItem(atPath: testMediaDirectory + "/tone.mp3", toPath: media.path + "/tone.mp3")
-        let routes = MediaRoutes(directory: media.path)
-        let server = try LoopbackHTTPServer { request, connection in routes.handle(request, connection) }
+        let rig = try await SlowImageRig()
+        let pipeline = rig.pipeline, server = rig.server
         defer { server.shutdown() }
+        let candidates = Array(rig.workers)
         let killer = Task.detached {
             // The worker decoding slow.jpg is the one holding the downloaded body open.
             for _ in 0..<500 {
@@ -95,27 +78,15 @@ import Testing
     /// A decode still running at the deadline is stopped with its worker: after the batch
     /// returns, that process is gone, not burning CPU for nobody.
     @Test func workAbandonedAtTheDeadlineEndsWithItsWorker() async throws {
-        let media = Scratch()
-        let scratch = Scratch()
-        let earlier = Set(Self.workers())
-        let pipeline = try makePipeline(scratch) {
-            $0.thumbnailThreads = 1
-            $0.maxImagePixels = 100_000_000
-            $0.maxProgressivePixels = 100_000_000
-        }
-        let mediaPath = media.path
-        try await offPool { try writeBlackJPEG(path: "\(mediaPath)/slow.jpg", width: 7000, height: 7000, progressive: true) }
-        let routes = MediaRoutes(directory: media.path)
-        let server = try LoopbackHTTPServer { request, connection in routes.handle(request, connection) }
+        let rig = try await SlowImageRig()
+        let pipeline = rig.pipeline, server = rig.server
         defer { server.shutdown() }
-        // This pipeline's image worker is up before the batch starts.
-        for _ in 0..<200 where Set(Self.workers()).subtracting(earlier).isEmpty { try await Task.sleep(for: .milliseconds(10)) }
-        let before = Set(Self.workers()).subtracting(earlier)
+        let before = rig.workers
         let batch = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/slow.jpg")], deadline: .milliseconds(120))
         #expect(batch.attachments[0].status == .ready && batch.attachments[0].thumbnail == nil,
                 "\(batch.attachments[0].status) \(batch.attachments[0].reason?.message ?? "")")
         try await Task.sleep(for: .milliseconds(300))
-        let after = Set(Self.workers()).subtracting(earlier)
+        let after = Set(Self.workers()).subtracting(rig.earlier)
         // The image worker was replaced.
         #expect(before.count == 1 && before.subtracting(after).count == 1, "before \(before), after \(after)")
         #expect(before.subtracting(after).allSatisfy { kill($0, 0) != 0 })
@@ -151,5 +122,37 @@ import Testing
         #expect(throws: AttachFetchError.self) { try AttachmentPipeline(configuration: configuration) }
         configuration.isolation = .none
         _ = try AttachmentPipeline(configuration: configuration)
+    }
+}
+
+/// One image thread and a slow image to decode (a 7000x7000 progressive JPEG, about 0.27 s in a
+/// worker), served on loopback with tone.mp3; ready once this pipeline's image worker is up.
+struct SlowImageRig {
+    let media = Scratch(), scratch = Scratch()
+    /// Decoder workers that were already running (other tests' pipelines).
+    let earlier: Set<pid_t>
+    let pipeline: AttachmentPipeline
+    let server: LoopbackHTTPServer
+    /// This pipeline's workers (its image worker; the probe worker starts at the first audio).
+    let workers: Set<pid_t>
+
+    init() async throws {
+        earlier = Set(IsolationTests.workers())
+        pipeline = try makePipeline(scratch) {
+            $0.thumbnailThreads = 1
+            $0.maxImagePixels = 100_000_000
+            $0.maxProgressivePixels = 100_000_000 // slow on purpose: let it through to the decoder
+        }
+        let mediaPath = media.path
+        try await offPool { try writeBlackJPEG(path: "\(mediaPath)/slow.jpg", width: 7000, height: 7000, progressive: true) }
+        try FileManager.default.copyItem(atPath: testMediaDirectory + "/tone.mp3", toPath: mediaPath + "/tone.mp3")
+        let routes = MediaRoutes(directory: mediaPath)
+        server = try LoopbackHTTPServer { request, connection in routes.handle(request, connection) }
+        var own = Set<pid_t>()
+        for _ in 0..<300 where own.isEmpty {
+            own = Set(IsolationTests.workers()).subtracting(earlier)
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        workers = own
     }
 }
