@@ -140,7 +140,7 @@ import Testing
         }
     }
 
-    @Test func normalisingIsOnByDefaultAndNoNormalizeTurnsItOff() async throws {
+    @Test func normalizingIsOnByDefaultAndNoNormalizeTurnsItOff() async throws {
         let out = Scratch()
         try await withMediaServer { server in
             let url = "\(server.baseURL)/media/image.heic"

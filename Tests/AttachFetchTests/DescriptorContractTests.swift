@@ -44,7 +44,7 @@ import Testing
         #expect(object["kind"] as? String == "image")
     }
 
-    /// Fields added for normalising and probing; the earlier ones keep their names.
+    /// Fields added for normalizing and probing; the earlier ones keep their names.
     @Test func addedFieldNamesAreTheContracts() throws {
         var d = AttachmentDescriptor(identifier: "id", url: "http://x/a.heic", status: .ready,
                                      timings: .init(total: 5, normalize: 3, probe: 2))
@@ -66,8 +66,8 @@ import Testing
     }
 
     @Test func failureEncodesReasonAndOmitsUnknownFields() throws {
-        let d = AttachmentDescriptor.failure(identifier: "x", url: "ftp://a", code: .unsupportedScheme,
-                                             message: "no", totalMilliseconds: 0)
+        let d = AttachmentDescriptor(identifier: "x", url: "ftp://a", status: .rejected,
+                                     reason: .init(code: .unsupportedScheme, message: "no"), timings: .init(total: 0))
         let object = try #require(JSONSerialization.jsonObject(with: JSONEncoder().encode(d)) as? [String: Any])
         #expect(Set(object.keys) == ["identifier", "url", "status", "reason", "timings"])
         #expect(object["status"] as? String == "rejected")

@@ -179,7 +179,7 @@ import Testing
             let first = await pipeline.process(requests, outputDirectory: out.path)
             #expect(first.attachments.map(\.status) == [.ready, .ready, .rejected])
             #expect(first.directory == out.path)
-            // Identifiers are sanitised: no traversal, no hidden files.
+            // Identifiers are sanitized: no traversal, no hidden files.
             #expect(out.tree() == ["_.._etc_evil.mp3", "hero.jpg", "hero.thumb.jpg"])
             #expect(first.attachments[0].file == "\(out.path)/hero.jpg")
             #expect(scratch.tree() == [])
@@ -204,12 +204,12 @@ import Testing
     }
 
     @Test func fileNamesAreSanitised() {
-        #expect(FileNames.sanitise("../../etc/passwd") == "_.._etc_passwd")
-        #expect(FileNames.sanitise("...hidden") == "hidden")
-        #expect(FileNames.sanitise("") == "attachment")
-        #expect(FileNames.sanitise("..") == "attachment")
-        #expect(FileNames.sanitise("ok-Name_1.2") == "ok-Name_1.2")
-        #expect(FileNames.sanitise("a/b\\c d\u{0}é") == "a_b_c_d__")
-        #expect(FileNames.sanitise(String(repeating: "x", count: 500)).count == 100)
+        #expect(FileNames.sanitize("../../etc/passwd") == "_.._etc_passwd")
+        #expect(FileNames.sanitize("...hidden") == "hidden")
+        #expect(FileNames.sanitize("") == "attachment")
+        #expect(FileNames.sanitize("..") == "attachment")
+        #expect(FileNames.sanitize("ok-Name_1.2") == "ok-Name_1.2")
+        #expect(FileNames.sanitize("a/b\\c d\u{0}é") == "a_b_c_d__")
+        #expect(FileNames.sanitize(String(repeating: "x", count: 500)).count == 100)
     }
 }

@@ -28,7 +28,7 @@ import Testing
     }
 
     @Test(arguments: [Thumbnailer.Shape.clip(.whole), .clip(try! ClippingRectangle(x: 0.1, y: 0.2, width: 0.5, height: 0.6)),
-                      .squareCentre])
+                      .squareCenter])
     func plainJPEGThumbnailMatchesLibvips(shape: Thumbnailer.Shape) throws {
         let scratch = Scratch()
         _ = try makePipeline(scratch)

@@ -34,7 +34,7 @@ import Testing
         }
     }
 
-    /// Normalising on: an image may stream up to the source limit (to be fitted), not past it.
+    /// Normalizing on: an image may stream up to the source limit (to be fitted), not past it.
     @Test func imageGrowingPastTheSourceLimitIsCutOffThere() async throws {
         let scratch = Scratch()
         let pipeline = try makePipeline(scratch)

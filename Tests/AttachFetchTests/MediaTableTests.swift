@@ -82,9 +82,9 @@ import Testing
         }
     }
 
-    /// With normalising off, the convertible formats are refused as they were before it existed.
+    /// With normalizing off, the convertible formats are refused as they were before it existed.
     @Test(arguments: ["image.webp", "image.heic", "image.avif", "animated.webp"])
-    func convertibleFormatIsRefusedWithNormalisingOff(file: String) async throws {
+    func convertibleFormatIsRefusedWithNormalizingOff(file: String) async throws {
         let scratch = Scratch()
         let pipeline = try makePipeline(scratch) { $0.normalize = false }
         try await withMediaServer { server in

@@ -5,7 +5,7 @@ import LoopbackHTTPServer
 import Testing
 @testable import AttachFetch
 
-/// Normalising: formats iOS would not show are converted, oversize images are fitted, and the
+/// Normalizing: formats iOS would not show are converted, oversize images are fitted, and the
 /// descriptor keeps the original's facts. Real libcurl, libmagic and libvips throughout.
 @Suite struct NormalizeTests {
     /// Reads back what libvips sees in a delivered file.
@@ -166,7 +166,7 @@ import Testing
         }
     }
 
-    @Test func normalisingOffKeepsStrictLimits() async throws {
+    @Test func normalizingOffKeepsStrictLimits() async throws {
         let media = Scratch()
         let scratch = Scratch()
         let pipeline = try makePipeline(scratch) { $0.normalize = false }

@@ -142,7 +142,7 @@ func loadPayload(_ name: String, base: String = "http://127.0.0.1:9") throws -> 
             #expect(attachment["role"] as? String == "attachment")
             #expect(attachment["payloadPath"] as? String == "\"com.urbanairship.media_attachment\".url")
             #expect((attachment["options"] as? [String: Any])?["UNNotificationAttachmentOptionsThumbnailTimeKey"] as? Double == 2.5)
-            // The payload's crop is the thumbnail's clip: the centre of 480x320 is 240x160 (never enlarged).
+            // The payload's crop is the thumbnail's clip: the center of 480x320 is 240x160 (never enlarged).
             let thumbnail = try #require(attachment["thumbnail"] as? [String: Any])
             #expect(thumbnail["width"] as? Int == 240 && thumbnail["height"] as? Int == 160)
             #expect((object["lint"] as? [Any])?.isEmpty == true)

@@ -268,7 +268,7 @@ import Testing
         #expect(overflow.width == 0xFFFF_FFFF && HEIFImageSize.area(overflow.width, overflow.height) == Int.max)
         #expect(HEIFImageSize.largest(Self.casesDirectory + "/avif-largesize.avif") == nil)
         let limits = Thumbnailer.Limits(AttachFetchConfiguration())
-        #expect(throws: MediaFailure.self) {
+        #expect(throws: Reason.self) {
             try Thumbnailer.checkBudgets(width: Int.max / 2, height: 3, interlaced: false, frames: Int.max / 4, limits: limits)
         }
     }
@@ -299,7 +299,7 @@ func frameOf(_ path: String, _ body: (UnsafeMutablePointer<AVFrame>) throws -> V
         if avcodec_receive_frame(decoder.context, frame.pointer) >= 0 { return try body(frame.pointer) }
     }
     avcodec_send_packet(decoder.context, nil)
-    guard avcodec_receive_frame(decoder.context, frame.pointer) >= 0 else { throw MediaFailure(code: .corruptMedia, message: "no frame") }
+    guard avcodec_receive_frame(decoder.context, frame.pointer) >= 0 else { throw Reason(code: .corruptMedia, message: "no frame") }
     try body(frame.pointer)
 }
 

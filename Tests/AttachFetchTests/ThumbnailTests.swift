@@ -42,7 +42,7 @@ import Testing
     @Test(arguments: [
         // (x, y, w, h) of 480x320, maxEdge 100 -> expected thumbnail size
         (0.0, 0.0, 0.5, 1.0, 75, 100),   // left half: 240x320 -> 75x100
-        (0.25, 0.25, 0.5, 0.5, 100, 67), // centre: 240x160 -> 100x67
+        (0.25, 0.25, 0.5, 0.5, 100, 67), // center: 240x160 -> 100x67
         (0.0, 0.0, 1.0, 0.25, 100, 17),  // top strip: 480x80 -> 100x17
     ])
     func clippingRectangleSetsTheRegionAndItsAspect(x: Double, y: Double, w: Double, h: Double,

@@ -54,15 +54,15 @@ enum DecodeJob: Codable, Sendable {
 
 /// What a decode job made, or why it failed: exactly one of the fields is set.
 struct DecodeAnswer: Codable, Sendable {
-    var failure: MediaFailure?
+    var failure: Reason?
     var thumbnail: ThumbnailOutcome?
     var normalized: NormalizedImage?
     var probed: ProbeOutcome?
     var remuxed: RemuxedVideo?
 
-    init(failure: MediaFailure) { self.failure = failure }
+    init(failure: Reason) { self.failure = failure }
 
-    init<Value>(_ result: Result<Value, MediaFailure>, _ field: WritableKeyPath<DecodeAnswer, Value?>) {
+    init<Value>(_ result: Result<Value, Reason>, _ field: WritableKeyPath<DecodeAnswer, Value?>) {
         switch result {
         case .success(let value): self[keyPath: field] = value
         case .failure(let problem): failure = problem
@@ -70,9 +70,9 @@ struct DecodeAnswer: Codable, Sendable {
     }
 
     /// The outcome at `field`, or the failure.
-    func result<Value>(_ field: KeyPath<DecodeAnswer, Value?>) -> Result<Value, MediaFailure> {
+    func result<Value>(_ field: KeyPath<DecodeAnswer, Value?>) -> Result<Value, Reason> {
         if let value = self[keyPath: field] { return .success(value) }
-        return .failure(failure ?? MediaFailure(code: .ioError, message: "the decoder gave no answer"))
+        return .failure(failure ?? Reason(code: .ioError, message: "the decoder gave no answer"))
     }
 
     /// Files the answer hands over (removed when nobody takes them).
@@ -89,7 +89,7 @@ struct DecodeAnswer: Codable, Sendable {
         let directory = (source as NSString).deletingLastPathComponent
         if !directory.isEmpty { message = message.replacingOccurrences(of: directory + "/", with: "") }
         var answer = self
-        answer.failure = MediaFailure(code: failure.code, message: message)
+        answer.failure = Reason(code: failure.code, message: message)
         return answer
     }
 }
@@ -101,7 +101,7 @@ extension Thumbnailer.Shape: Codable {
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        self = try container.decodeIfPresent(ClippingRectangle.self, forKey: .clip).map { .clip($0) } ?? .squareCentre
+        self = try container.decodeIfPresent(ClippingRectangle.self, forKey: .clip).map { .clip($0) } ?? .squareCenter
     }
 
     func encode(to encoder: any Encoder) throws {

@@ -37,10 +37,10 @@ final class DecoderProcess {
                       cpuSecondsPerJob: configuration.decoderCPUSecondsPerJob, fileSizeBytes: configuration.decoderFileSizeLimit)
     }
 
-    init(_ launch: Launch) throws(MediaFailure) {
+    init(_ launch: Launch) throws(Reason) {
         var pair: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
-            throw MediaFailure(code: .ioError, message: "cannot make the decoder's socket: \(String(cString: strerror(errno)))")
+            throw Reason(code: .ioError, message: "cannot make the decoder's socket: \(String(cString: strerror(errno)))")
         }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -78,7 +78,7 @@ final class DecoderProcess {
         close(pair[1])
         guard status == 0 else {
             close(pair[0])
-            throw MediaFailure(code: .ioError, message: "cannot start \(launch.executable): \(String(cString: strerror(status)))")
+            throw Reason(code: .ioError, message: "cannot start \(launch.executable): \(String(cString: strerror(status)))")
         }
         pid = child
         socket = pair[0]
@@ -101,7 +101,7 @@ final class DecoderProcess {
             if isAbandoned() {
                 stop(waitingUpTo: 0)
                 job.possibleOutputs.forEach { _ = unlink($0) }
-                return DecodeAnswer(failure: MediaFailure(code: .cancelled, message: "abandoned"))
+                return DecodeAnswer(failure: Reason(code: .cancelled, message: "abandoned"))
             }
             let ready = poll(&poller, 1, 10)
             if ready < 0 && errno != EINTR { return died(job) }
@@ -118,7 +118,7 @@ final class DecoderProcess {
         // Its end of the socket closed: it is exiting (or already has); give it a moment to.
         let cause = stop(waitingUpTo: 1_000)
         job.possibleOutputs.forEach { _ = unlink($0) }
-        return DecodeAnswer(failure: MediaFailure(code: .decoderCrashed, message: "the decoder process \(cause)"))
+        return DecodeAnswer(failure: Reason(code: .decoderCrashed, message: "the decoder process \(cause)"))
     }
 
     /// Reaps the worker, killing it if it has not ended within `milliseconds`; returns how it

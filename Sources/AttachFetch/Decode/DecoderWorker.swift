@@ -66,7 +66,7 @@ public enum DecoderWorker {
                 allowCPU(seconds: limits.cpuSecondsPerJob)
                 answer = job.run()
             } else {
-                answer = DecodeAnswer(failure: MediaFailure(code: .ioError, message: "the decoder worker could not read its job"))
+                answer = DecodeAnswer(failure: Reason(code: .ioError, message: "the decoder worker could not read its job"))
             }
             guard let data = try? encoder.encode(answer), Frame.write(data, to: 1) else { exit(4) }
             // A large decode's buffers are freed, but the allocator keeps the pages: hand them

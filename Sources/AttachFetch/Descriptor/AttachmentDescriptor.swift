@@ -9,7 +9,10 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         case image, audio, video
     }
 
-    public struct Reason: Codable, Sendable, Equatable {
+    /// Why an attachment is not ready: a code from the contract's table and a message for
+    /// people. The one (code, message) type of the library: the fetch, the sniffer, the policy
+    /// and every decoder stage report their failures with it.
+    public struct Reason: Error, Codable, Sendable, Equatable {
         public var code: ReasonCode
         public var message: String
         public init(code: ReasonCode, message: String) {
@@ -26,6 +29,13 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         /// Added for video: the poster frame's time in seconds (the requested thumbnail time,
         /// clamped to the duration, on the frame actually shown).
         public var time: Double?
+
+        public init(file: String, width: Int, height: Int, time: Double? = nil) {
+            self.file = file
+            self.width = width
+            self.height = height
+            self.time = time
+        }
     }
 
     /// What was done to the downloaded bytes to make the delivered file.
@@ -56,9 +66,20 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         public var firstByte: Int?
         public var download: Int?
         public var thumbnail: Int?
-        /// Added: converting an image to fit (normalising), and probing audio or video.
+        /// Added: converting an image to fit (normalizing), and probing audio or video.
         public var normalize: Int?
         public var probe: Int?
+
+        public init(total: Int, connect: Int? = nil, firstByte: Int? = nil, download: Int? = nil,
+                    thumbnail: Int? = nil, normalize: Int? = nil, probe: Int? = nil) {
+            self.total = total
+            self.connect = connect
+            self.firstByte = firstByte
+            self.download = download
+            self.thumbnail = thumbnail
+            self.normalize = normalize
+            self.probe = probe
+        }
     }
 
     /// The caller's identifier, or `attachment-<index>`.
@@ -94,7 +115,7 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     public var options: AttachmentOptions?
     /// ... and where in the payload the URL was found.
     public var payloadPath: String?
-    /// Added for normalising: the downloaded original, as libmagic typed it, ...
+    /// Added for normalizing: the downloaded original, as libmagic typed it, ...
     public var sourceMimeType: String?
     /// ... its size in bytes, ...
     public var sourceBytes: Int64?
@@ -116,13 +137,5 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         self.status = status
         self.reason = reason
         self.timings = timings
-    }
-
-    /// A descriptor for an attachment that is not ready; the status follows from the code.
-    static func failure(identifier: String, url: String, code: ReasonCode, message: String,
-                        totalMilliseconds: Int) -> AttachmentDescriptor {
-        AttachmentDescriptor(identifier: identifier, url: url, status: code.status,
-                             reason: Reason(code: code, message: message),
-                             timings: Timings(total: totalMilliseconds))
     }
 }

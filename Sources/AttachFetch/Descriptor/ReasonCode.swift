@@ -60,3 +60,6 @@ public struct ReasonCode: RawRepresentable, Hashable, Codable, Sendable, CustomS
         try container.encode(rawValue)
     }
 }
+
+/// The library's one (code, message) type, by its short name.
+typealias Reason = AttachmentDescriptor.Reason

@@ -48,7 +48,11 @@ final class TransferEngine: @unchecked Sendable {
     func fetch(_ spec: TransferSpec) async -> TransferOutcome {
         let job = TransferJob(spec: spec)
         return await withTaskCancellationHandler {
-            shared.withLock { $0.queue.append(job) }
+            let accepted = shared.withLock { shared in
+                if !shared.stopping { shared.queue.append(job) }
+                return !shared.stopping
+            }
+            guard accepted else { return TransferOutcome.failed(.cancelled, "the pipeline was shut down") }
             multi.wakeup()
             return await job.outcome()
         } onCancel: {

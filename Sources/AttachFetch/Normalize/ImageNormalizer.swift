@@ -39,8 +39,8 @@ enum ImageNormalizer {
 
     /// - Parameter shouldStop: checked before each attempt; true when nobody waits any more.
     static func normalize(source: String, type: MediaType, destinationBase: String, limits: Limits,
-                          shouldStop: () -> Bool = { false }) -> Result<NormalizedImage, MediaFailure> {
-        do throws(MediaFailure) {
+                          shouldStop: () -> Bool = { false }) -> Result<NormalizedImage, Reason> {
+        do throws(Reason) {
             return .success(try normalizeThrowing(source: source, type: type, destinationBase: destinationBase,
                                                   limits: limits, shouldStop: shouldStop))
         } catch {
@@ -49,17 +49,17 @@ enum ImageNormalizer {
     }
 
     private static func normalizeThrowing(source: String, type: MediaType, destinationBase: String, limits: Limits,
-                                          shouldStop: () -> Bool) throws(MediaFailure) -> NormalizedImage {
+                                          shouldStop: () -> Bool) throws(Reason) -> NormalizedImage {
         if [.heic, .heif, .avif].contains(type) { _ = Vips.heifLoader }
         let header = try Thumbnailer.openHeader(source, limits: limits.decode)
-        func delivered(_ encoded: EncodedImage, downscaled: Bool) throws(MediaFailure) -> NormalizedImage {
+        func delivered(_ encoded: EncodedImage, downscaled: Bool) throws(Reason) -> NormalizedImage {
             let file = destinationBase + "." + encoded.type.fileExtension
             let digest = SHA256Digest()
             let problem = encoded.data.withUnsafeBytes { bytes in
                 digest.update(bytes)
                 return SafeFile.create(file, contents: bytes)
             }
-            if let problem { throw MediaFailure(code: .ioError, message: problem) }
+            if let problem { throw Reason(code: .ioError, message: problem) }
             var transforms: [AttachmentDescriptor.Transform] = [encoded.type == type ? .reencoded : .transcoded]
             if downscaled { transforms.append(.downscaled) }
             return NormalizedImage(file: file, type: encoded.type, bytes: Int64(encoded.data.count),
@@ -70,7 +70,7 @@ enum ImageNormalizer {
         // An animation stays one while it fits as a GIF at full size; otherwise its first frame
         // is delivered as a still.
         if let frames = header.image.integer("n-pages"), frames > 1 {
-            if shouldStop() { throw MediaFailure(code: .cancelled, message: "abandoned") }
+            if shouldStop() { throw Reason(code: .cancelled, message: "abandoned") }
             if let gif = try? animatedGIF(source), Int64(gif.data.count) <= limits.maxBytes {
                 return try delivered(gif, downscaled: false)
             }
@@ -79,7 +79,7 @@ enum ImageNormalizer {
         var scale = 1.0
         var lastSize = 0
         for _ in 0..<max(1, limits.maxAttempts) {
-            if shouldStop() { throw MediaFailure(code: .cancelled, message: "abandoned") }
+            if shouldStop() { throw Reason(code: .cancelled, message: "abandoned") }
             let width = max(1, Int((Double(header.width) * scale).rounded()))
             let height = max(1, Int((Double(header.height) * scale).rounded()))
             // vips_thumbnail shrinks on load where the format allows and applies the EXIF
@@ -87,13 +87,13 @@ enum ImageNormalizer {
             var out: UnsafeMutablePointer<VipsImage>?
             guard af_vips_thumbnail(source, &out, Int32(width), Int32(height), VIPS_SIZE_DOWN, VIPS_FAIL_ON_ERROR) == 0,
                   let out else {
-                throw MediaFailure(code: .corruptMedia, message: "libvips cannot decode the image: \(Vips.takeError())")
+                throw Vips.failure("decode the image")
             }
             var image = VipsImageRef(out)
             // Alpha needs two passes (is it all opaque? then encode): decode once into memory.
             if image.hasAlpha {
                 guard let rendered = vips_image_copy_memory(image.pointer) else {
-                    throw MediaFailure(code: .corruptMedia, message: "libvips cannot decode the image: \(Vips.takeError())")
+                    throw Vips.failure("decode the image")
                 }
                 image = VipsImageRef(rendered)
             }
@@ -105,21 +105,21 @@ enum ImageNormalizer {
             // Encoded size grows roughly with the pixel count: aim a little under the limit.
             scale *= min(0.9, (Double(limits.maxBytes) / Double(encoded.data.count)).squareRoot() * 0.95)
         }
-        throw MediaFailure(code: .sizeLimitExceeded,
+        throw Reason(code: .sizeLimitExceeded,
                            message: "the image could not be brought under \(limits.maxBytes) bytes in \(limits.maxAttempts) attempts (last: \(lastSize) bytes)")
     }
 
     /// Every frame, as an animated GIF.
-    private static func animatedGIF(_ source: String) throws(MediaFailure) -> EncodedImage {
+    private static func animatedGIF(_ source: String) throws(Reason) -> EncodedImage {
         guard let pointer = af_vips_image_new_from_file_all_pages(source, VIPS_FAIL_ON_ERROR) else {
-            throw MediaFailure(code: .corruptMedia, message: "libvips cannot read the animation: \(Vips.takeError())")
+            throw Vips.failure("read the animation")
         }
         let image = VipsImageRef(pointer)
         var buffer: UnsafeMutableRawPointer?
         var length = 0
         defer { g_free(buffer) }
         guard af_vips_gifsave_buffer(image.pointer, &buffer, &length) == 0, let buffer else {
-            throw MediaFailure(code: .corruptMedia, message: "libvips cannot encode the animation: \(Vips.takeError())")
+            throw Vips.failure("encode the animation")
         }
         let pageHeight = image.integer("page-height") ?? image.height
         return EncodedImage(data: [UInt8](UnsafeRawBufferPointer(start: buffer, count: length)), type: .gif,

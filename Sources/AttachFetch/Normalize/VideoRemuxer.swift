@@ -17,9 +17,9 @@ enum VideoRemuxer {
     static let copyable: Set<String> = ["h264", "hevc", "mpeg4", "aac", "mp3", "alac", "ac3"]
 
     static func remux(source: String, destinationBase: String,
-                      shouldStop: () -> Bool = { false }) -> Result<RemuxedVideo, MediaFailure> {
+                      shouldStop: () -> Bool = { false }) -> Result<RemuxedVideo, Reason> {
         let file = destinationBase + ".mp4"
-        do throws(MediaFailure) {
+        do throws(Reason) {
             try copyStreams(source: source, file: file, shouldStop: shouldStop)
             return .success(try describe(file))
         } catch {
@@ -28,16 +28,16 @@ enum VideoRemuxer {
         }
     }
 
-    private static func copyStreams(source: String, file: String, shouldStop: () -> Bool) throws(MediaFailure) {
+    private static func copyStreams(source: String, file: String, shouldStop: () -> Bool) throws(Reason) {
         let input = try AVInput(path: source, demuxers: MediaProber.demuxers(for: .quickTime),
                                 decoders: MediaProber.decoders.sorted().joined(separator: ","))
         let media = input.streams.filter {
             let type = $0.pointee.codecpar.pointee.codec_type
             return (type == AVMEDIA_TYPE_VIDEO && $0.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC == 0) || type == AVMEDIA_TYPE_AUDIO
         }
-        guard !media.isEmpty else { throw MediaFailure(code: .corruptMedia, message: "the file has no audio or video stream") }
+        guard !media.isEmpty else { throw Reason(code: .corruptMedia, message: "the file has no audio or video stream") }
         if let other = media.first(where: { !copyable.contains(AVDecoder.codecLabel($0.pointee.codecpar)) }) {
-            throw MediaFailure(code: .unsupportedType,
+            throw Reason(code: .unsupportedType,
                                message: "the \(AVDecoder.codecLabel(other.pointee.codecpar)) stream cannot be carried in MPEG-4 without re-encoding")
         }
         let output = try AVOutput(path: file, format: "mp4")
@@ -49,11 +49,11 @@ enum VideoRemuxer {
         try output.writeHeader()
         let packet = try AVPacketBox()
         while true {
-            if shouldStop() { throw MediaFailure(code: .cancelled, message: "abandoned") }
+            if shouldStop() { throw Reason(code: .cancelled, message: "abandoned") }
             let status = av_read_frame(input.context, packet.pointer)
             if status == FFmpeg.endOfFile { break }
             guard status >= 0 else {
-                throw MediaFailure(code: .corruptMedia, message: "FFmpeg cannot read the file: \(FFmpeg.errorText(status))")
+                throw FFmpeg.failure(.corruptMedia, "FFmpeg cannot read the file", status)
             }
             guard let target = mapping[packet.pointer.pointee.stream_index] else {
                 av_packet_unref(packet.pointer)
@@ -65,23 +65,23 @@ enum VideoRemuxer {
             // Takes the packet's reference whatever it answers.
             let written = av_interleaved_write_frame(output.context, packet.pointer)
             guard written >= 0 else {
-                throw MediaFailure(code: .corruptMedia, message: "FFmpeg cannot write the MPEG-4 file: \(FFmpeg.errorText(written))")
+                throw FFmpeg.failure(.corruptMedia, "FFmpeg cannot write the MPEG-4 file", written)
             }
         }
         try output.finish()
     }
 
     /// Size and SHA-256 of the finished file (read back: the muxer seeks to patch its header).
-    private static func describe(_ file: String) throws(MediaFailure) -> RemuxedVideo {
+    private static func describe(_ file: String) throws(Reason) -> RemuxedVideo {
         let fd = open(file, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw MediaFailure(code: .ioError, message: "cannot read the remuxed file") }
+        guard fd >= 0 else { throw Reason(code: .ioError, message: "cannot read the remuxed file") }
         defer { close(fd) }
         let digest = SHA256Digest()
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         var total: Int64 = 0
         while true {
             let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            guard count >= 0 else { throw MediaFailure(code: .ioError, message: "cannot read the remuxed file") }
+            guard count >= 0 else { throw Reason(code: .ioError, message: "cannot read the remuxed file") }
             if count == 0 { break }
             buffer.withUnsafeBytes { digest.update(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
             total += Int64(count)

@@ -38,6 +38,13 @@ public struct PayloadLintFinding: Codable, Sendable, Equatable {
     public var message: String
     /// Where in the payload (empty for the whole payload).
     public var path: String
+
+    public init(code: String, severity: Severity, message: String, path: String) {
+        self.code = code
+        self.severity = severity
+        self.message = message
+        self.path = path
+    }
 }
 
 /// A push payload (APNs, FCM v1, or a provider's APNs payload), parsed, searched for media in

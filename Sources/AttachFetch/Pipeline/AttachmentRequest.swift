@@ -2,13 +2,13 @@
 public struct AttachmentRequest: Sendable, Equatable {
     /// Used exactly as given; it is echoed in the descriptor.
     public var url: String
-    /// The caller's name for it; also the base of the saved file's name (after sanitising).
+    /// The caller's name for it; also the base of the saved file's name (after sanitizing).
     /// Default: `attachment-<index>`.
     public var identifier: String?
     /// Part of the image that the thumbnail shows; default the whole image.
     public var clip: ClippingRectangle?
 
-    /// An avatar must be an image and gets a square centre-cropped thumbnail.
+    /// An avatar must be an image and gets a square center-cropped thumbnail.
     public var role: AttachmentDescriptor.Role?
     /// A shorter request timeout for this one (clipped like the others).
     public var timeout: Duration?

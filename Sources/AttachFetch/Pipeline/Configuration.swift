@@ -24,7 +24,7 @@ public struct AttachFetchConfiguration: Sendable {
         public var image: Int64 = 10_485_760
         public var audio: Int64 = 5_242_880
         public var video: Int64 = 52_428_800
-        /// With normalising on, an image may download up to this size and is then re-encoded
+        /// With normalizing on, an image may download up to this size and is then re-encoded
         /// and downscaled to fit `image`. Default 40 MiB.
         public var imageSource: Int64 = 41_943_040
 

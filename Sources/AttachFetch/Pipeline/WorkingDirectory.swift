@@ -4,7 +4,7 @@ import Glibc
 import Synchronization
 
 /// A batch's private directory (mode 0700, from mkdtemp). Bodies are streamed into it under
-/// working names that start with a dot, which sanitised identifiers never do, so working files
+/// working names that start with a dot, which sanitized identifiers never do, so working files
 /// and finished files cannot collide.
 final class WorkingDirectory: Sendable {
     let path: String
@@ -25,7 +25,7 @@ final class WorkingDirectory: Sendable {
 
     func bodyPath(index: Int) -> String { "\(path)/.part-\(index)" }
     func thumbnailBase(index: Int) -> String { "\(path)/.thumb-\(index)" }
-    func normalizedBase(index: Int) -> String { "\(path)/.norm-\(index)" }
+    func convertedBase(index: Int) -> String { "\(path)/.norm-\(index)" }
 
     /// Removes every working file and, when it is scratch or nothing was kept, the directory.
     /// Work still running (an abandoned thumbnail or conversion) calls `lateFileRemoved()` when it is done.
@@ -53,7 +53,7 @@ enum FileNames {
     /// The saved file's base name: the identifier with anything but letters, digits, '.', '-'
     /// and '_' replaced, no leading dots (so never hidden, never "." or ".."), at most 100
     /// bytes. Never taken from the URL or a header.
-    static func sanitise(_ identifier: String) -> String {
+    static func sanitize(_ identifier: String) -> String {
         var scalars = identifier.unicodeScalars.map { scalar -> Character in
             let allowed = ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar)
                 || ("0"..."9").contains(scalar) || scalar == "." || scalar == "-" || scalar == "_"

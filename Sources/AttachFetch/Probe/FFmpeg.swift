@@ -21,6 +21,12 @@ enum FFmpeg {
         return position < 0 ? Int64(-errno) : Int64(position)
     }
 
+    /// The one mapping of an FFmpeg failure: the code the caller decides (what failed tells
+    /// whether the media is corrupt, unsupported, or the machine failed), with FFmpeg's own text.
+    static func failure(_ code: ReasonCode, _ what: String, _ status: Int32) -> Reason {
+        Reason(code: code, message: "\(what): \(errorText(status))")
+    }
+
     /// FFmpeg's own text for an error code.
     static func errorText(_ code: Int32) -> String {
         var text = [CChar](repeating: 0, count: 128)
@@ -43,12 +49,12 @@ final class AVFileIO {
     private let descriptor: Descriptor
 
     /// Takes `fd` over: it is closed with this object, or at once when this throws.
-    init(fd: Int32, writable: Bool) throws(MediaFailure) {
+    init(fd: Int32, writable: Bool) throws(Reason) {
         descriptor = Descriptor(fd: fd)
         let bufferSize: Int32 = 65_536
         guard let buffer = av_malloc(Int(bufferSize))?.assumingMemoryBound(to: UInt8.self) else {
             close(fd)
-            throw MediaFailure(code: .ioError, message: "FFmpeg cannot allocate its file buffer: out of memory")
+            throw Reason(code: .ioError, message: "FFmpeg cannot allocate its file buffer: out of memory")
         }
         let opaque = Unmanaged.passUnretained(descriptor).toOpaque()
         let made = writable
@@ -68,7 +74,7 @@ final class AVFileIO {
             // The context did not take the buffer: it is still ours to free.
             av_free(buffer)
             close(fd)
-            throw MediaFailure(code: .ioError, message: "FFmpeg cannot allocate its file context: out of memory")
+            throw Reason(code: .ioError, message: "FFmpeg cannot allocate its file context: out of memory")
         }
         context = made
     }
@@ -105,15 +111,15 @@ final class AVInput {
     let context: UnsafeMutablePointer<AVFormatContext>
     private let file: AVFileIO
 
-    init(path: String, demuxers: String, decoders: String) throws(MediaFailure) {
+    init(path: String, demuxers: String, decoders: String) throws(Reason) {
         _ = FFmpeg.startup
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw MediaFailure(code: .ioError, message: "cannot open \(path): \(String(cString: strerror(errno)))")
+            throw Reason(code: .ioError, message: "cannot open \(path): \(String(cString: strerror(errno)))")
         }
         file = try AVFileIO(fd: fd, writable: false)
         guard var context = avformat_alloc_context() else {
-            throw MediaFailure(code: .ioError, message: "FFmpeg cannot allocate a format context: out of memory")
+            throw Reason(code: .ioError, message: "FFmpeg cannot allocate a format context: out of memory")
         }
         context.pointee.pb = file.context
         context.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
@@ -130,7 +136,7 @@ final class AVInput {
         av_dict_free(&options)
         // avformat_open_input frees the context when it fails (the file's context stays ours).
         guard status >= 0, let opened else {
-            throw MediaFailure(code: .corruptMedia, message: "FFmpeg cannot read the container: \(FFmpeg.errorText(status))")
+            throw FFmpeg.failure(.corruptMedia, "FFmpeg cannot read the container", status)
         }
         context = opened
         self.context = context
@@ -141,7 +147,7 @@ final class AVInput {
         let found = streamOptions.withUnsafeMutableBufferPointer { avformat_find_stream_info(context, $0.baseAddress) }
         for index in streamOptions.indices { av_dict_free(&streamOptions[index]) }
         guard found >= 0 else {
-            throw MediaFailure(code: .corruptMedia, message: "FFmpeg cannot find the streams: \(FFmpeg.errorText(found))")
+            throw FFmpeg.failure(.corruptMedia, "FFmpeg cannot find the streams", found)
         }
     }
 
@@ -168,31 +174,31 @@ final class AVDecoder {
     let stream: UnsafeMutablePointer<AVStream>
     let name: String
 
-    init(stream: UnsafeMutablePointer<AVStream>, allowed: Set<String>) throws(MediaFailure) {
+    init(stream: UnsafeMutablePointer<AVStream>, allowed: Set<String>) throws(Reason) {
         self.stream = stream
         let parameters = stream.pointee.codecpar!
         // A codec FFmpeg cannot decode at all (MPEG-H 3D audio, AC-4, VVC on Debian 12's
         // FFmpeg) is a type no device here can show, not damage.
         guard let codec = avcodec_find_decoder(parameters.pointee.codec_id) else {
-            throw MediaFailure(code: .unsupportedType, message: "FFmpeg has no decoder for the \(AVDecoder.codecLabel(parameters)) codec")
+            throw Reason(code: .unsupportedType, message: "FFmpeg has no decoder for the \(AVDecoder.codecLabel(parameters)) codec")
         }
         name = String(cString: codec.pointee.name)
         guard allowed.contains(name) else {
-            throw MediaFailure(code: .unsupportedType, message: "the \(name) codec is not one attach-fetch decodes")
+            throw Reason(code: .unsupportedType, message: "the \(name) codec is not one attach-fetch decodes")
         }
         guard let context = avcodec_alloc_context3(codec) else {
-            throw MediaFailure(code: .ioError, message: "FFmpeg cannot allocate a decoder: out of memory")
+            throw Reason(code: .ioError, message: "FFmpeg cannot allocate a decoder: out of memory")
         }
         self.context = context
         let copied = avcodec_parameters_to_context(context, parameters)
         guard copied >= 0 else {
-            throw MediaFailure(code: .corruptMedia, message: "bad \(name) parameters: \(FFmpeg.errorText(copied))")
+            throw FFmpeg.failure(.corruptMedia, "bad \(name) parameters", copied)
         }
         // One thread: decoders run on the pipeline's worker threads, which are the parallelism.
         context.pointee.thread_count = 1
         let status = avcodec_open2(context, codec, nil)
         guard status >= 0 else {
-            throw MediaFailure(code: .corruptMedia, message: "FFmpeg cannot open the \(name) decoder: \(FFmpeg.errorText(status))")
+            throw FFmpeg.failure(.corruptMedia, "FFmpeg cannot open the \(name) decoder", status)
         }
     }
 
@@ -216,8 +222,8 @@ final class AVDecoder {
 /// Owns one AVFrame.
 final class AVFrameBox {
     let pointer: UnsafeMutablePointer<AVFrame>
-    init() throws(MediaFailure) {
-        guard let frame = av_frame_alloc() else { throw MediaFailure(code: .ioError, message: "out of memory") }
+    init() throws(Reason) {
+        guard let frame = av_frame_alloc() else { throw Reason(code: .ioError, message: "out of memory") }
         pointer = frame
     }
     deinit {
@@ -229,8 +235,8 @@ final class AVFrameBox {
 /// Owns one AVPacket.
 final class AVPacketBox {
     let pointer: UnsafeMutablePointer<AVPacket>
-    init() throws(MediaFailure) {
-        guard let packet = av_packet_alloc() else { throw MediaFailure(code: .ioError, message: "out of memory") }
+    init() throws(Reason) {
+        guard let packet = av_packet_alloc() else { throw Reason(code: .ioError, message: "out of memory") }
         pointer = packet
     }
     deinit {
@@ -246,17 +252,17 @@ final class AVOutput {
     let context: UnsafeMutablePointer<AVFormatContext>
     private let file: AVFileIO
 
-    init(path: String, format: String) throws(MediaFailure) {
+    init(path: String, format: String) throws(Reason) {
         _ = FFmpeg.startup
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw MediaFailure(code: .ioError, message: "cannot create the output file: \(String(cString: strerror(errno)))")
+            throw Reason(code: .ioError, message: "cannot create the output file: \(String(cString: strerror(errno)))")
         }
         file = try AVFileIO(fd: fd, writable: true)
         var made: UnsafeMutablePointer<AVFormatContext>?
         let status = avformat_alloc_output_context2(&made, nil, format, nil)
         guard status >= 0, let made else {
-            throw MediaFailure(code: .ioError, message: "FFmpeg cannot start the \(format) muxer: \(FFmpeg.errorText(status))")
+            throw FFmpeg.failure(.ioError, "FFmpeg cannot start the \(format) muxer", status)
         }
         context = made
         context.pointee.pb = file.context
@@ -268,13 +274,13 @@ final class AVOutput {
 
     /// A new output stream with the input stream's parameters, time base, aspect ratio and
     /// display matrix.
-    func addStream(copying input: UnsafeMutablePointer<AVStream>) throws(MediaFailure) -> UnsafeMutablePointer<AVStream> {
+    func addStream(copying input: UnsafeMutablePointer<AVStream>) throws(Reason) -> UnsafeMutablePointer<AVStream> {
         guard let stream = avformat_new_stream(context, nil) else {
-            throw MediaFailure(code: .ioError, message: "FFmpeg cannot add a stream: out of memory")
+            throw Reason(code: .ioError, message: "FFmpeg cannot add a stream: out of memory")
         }
         let copied = avcodec_parameters_copy(stream.pointee.codecpar, input.pointee.codecpar)
         guard copied >= 0 else {
-            throw MediaFailure(code: .corruptMedia, message: "FFmpeg cannot copy the stream's parameters: \(FFmpeg.errorText(copied))")
+            throw FFmpeg.failure(.corruptMedia, "FFmpeg cannot copy the stream's parameters", copied)
         }
         // The tag is the input container's; the MPEG-4 muxer chooses its own.
         stream.pointee.codecpar.pointee.codec_tag = 0
@@ -288,18 +294,18 @@ final class AVOutput {
         return stream
     }
 
-    func writeHeader() throws(MediaFailure) {
+    func writeHeader() throws(Reason) {
         let status = avformat_write_header(context, nil)
         guard status >= 0 else {
-            throw MediaFailure(code: .unsupportedType, message: "FFmpeg cannot write these streams as MPEG-4: \(FFmpeg.errorText(status))")
+            throw FFmpeg.failure(.unsupportedType, "FFmpeg cannot write these streams as MPEG-4", status)
         }
     }
 
-    func finish() throws(MediaFailure) {
+    func finish() throws(Reason) {
         let status = av_write_trailer(context)
         avio_flush(file.context)
         guard status >= 0, file.context.pointee.error >= 0 else {
-            throw MediaFailure(code: .ioError, message: "FFmpeg cannot finish the file: \(FFmpeg.errorText(status < 0 ? status : file.context.pointee.error))")
+            throw FFmpeg.failure(.ioError, "FFmpeg cannot finish the file", status < 0 ? status : file.context.pointee.error)
         }
     }
 }

@@ -71,8 +71,8 @@ enum MediaProber {
     ///   - shouldStop: checked between packets; true when nobody waits for the result any more.
     static func probe(source: String, type: MediaType, thumbnailTime: Double?, thumbnailBase: String?,
                       shape: Thumbnailer.Shape, limits: Limits,
-                      shouldStop: () -> Bool = { false }) -> Result<ProbeOutcome, MediaFailure> {
-        do throws(MediaFailure) {
+                      shouldStop: () -> Bool = { false }) -> Result<ProbeOutcome, Reason> {
+        do throws(Reason) {
             return .success(try probeThrowing(source: source, type: type, thumbnailTime: thumbnailTime,
                                               thumbnailBase: thumbnailBase, shape: shape, limits: limits, shouldStop: shouldStop))
         } catch {
@@ -82,7 +82,7 @@ enum MediaProber {
 
     private static func probeThrowing(source: String, type: MediaType, thumbnailTime: Double?, thumbnailBase: String?,
                                       shape: Thumbnailer.Shape, limits: Limits,
-                                      shouldStop: () -> Bool) throws(MediaFailure) -> ProbeOutcome {
+                                      shouldStop: () -> Bool) throws(Reason) -> ProbeOutcome {
         let input = try AVInput(path: source, demuxers: demuxers(for: type), decoders: decoderList)
         var probe = MediaProbe(duration: input.duration)
         // The largest video stream that is not cover art, and the first audio stream.
@@ -92,18 +92,18 @@ enum MediaProber {
             .max { area($0) < area($1) }
         let audioStream = input.streams.first { $0.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_AUDIO }
         guard videoStream != nil || audioStream != nil else {
-            throw MediaFailure(code: .corruptMedia, message: "the file has no audio or video stream")
+            throw Reason(code: .corruptMedia, message: "the file has no audio or video stream")
         }
         let resolvedType = try resolve(type, hasVideo: videoStream != nil)
         if let encrypted = input.streams.first(where: { av_stream_get_side_data($0, AV_PKT_DATA_ENCRYPTION_INIT_INFO, nil) != nil }) {
             throw encryptedMedia(encrypted)
         }
         if let videoStream, area(videoStream) > limits.thumbnail.maxPixels {
-            throw MediaFailure(code: .pixelLimitExceeded,
+            throw Reason(code: .pixelLimitExceeded,
                                message: "video frames of \(area(videoStream)) pixels are over the limit of \(limits.thumbnail.maxPixels)")
         }
-        let video = try videoStream.map { stream throws(MediaFailure) in try AVDecoder(stream: stream, allowed: decoders) }
-        let audio = try audioStream.map { stream throws(MediaFailure) in try AVDecoder(stream: stream, allowed: decoders) }
+        let video = try videoStream.map { stream throws(Reason) in try AVDecoder(stream: stream, allowed: decoders) }
+        let audio = try audioStream.map { stream throws(Reason) in try AVDecoder(stream: stream, allowed: decoders) }
         probe.videoCodec = video?.codecName
         probe.audioCodec = audio?.codecName
 
@@ -147,7 +147,7 @@ enum MediaProber {
 
         var packets = 0
         while !(videoDone && audioDecoded) && packets < limits.maxPackets {
-            if shouldStop() { throw MediaFailure(code: .cancelled, message: "abandoned") }
+            if shouldStop() { throw Reason(code: .cancelled, message: "abandoned") }
             let status = av_read_frame(input.context, packet.pointer)
             if status < 0 {
                 if status != FFmpeg.endOfFile { lastError = status }
@@ -173,10 +173,10 @@ enum MediaProber {
         }
         let detail = lastError == 0 ? "" : " (\(FFmpeg.errorText(lastError)))"
         if let video, poster.pointer.pointee.width <= 0 {
-            throw MediaFailure(code: .corruptMedia, message: "the \(video.codecName) video stream does not decode\(detail)")
+            throw Reason(code: .corruptMedia, message: "the \(video.codecName) video stream does not decode\(detail)")
         }
         if let audio, !audioDecoded {
-            throw MediaFailure(code: .corruptMedia, message: "the \(audio.codecName) audio stream does not decode\(detail)")
+            throw Reason(code: .corruptMedia, message: "the \(audio.codecName) audio stream does not decode\(detail)")
         }
 
         var outcome = ProbeOutcome(probe: probe, resolvedType: resolvedType)
@@ -207,19 +207,19 @@ enum MediaProber {
     /// The kind follows the streams, not the brand: an MPEG-4 file with no video is audio
     /// (`.m4a`), one with video is video. An MPEG program stream with no video is no attachment
     /// type (iOS's audio attachments are MP3, AAC in MPEG-4, WAV and AIFF).
-    private static func resolve(_ type: MediaType, hasVideo: Bool) throws(MediaFailure) -> MediaType {
+    private static func resolve(_ type: MediaType, hasVideo: Bool) throws(Reason) -> MediaType {
         switch type {
         case .mp4, .m4v: return hasVideo ? type : .m4a
         case .m4a: return hasVideo ? .mp4 : .m4a
         case .mpeg where !hasVideo:
-            throw MediaFailure(code: .unsupportedType,
+            throw Reason(code: .unsupportedType,
                                message: "the MPEG program stream holds only audio, which is not an audio attachment type iOS accepts")
         default: return type
         }
     }
 
-    private static func encryptedMedia(_ stream: UnsafeMutablePointer<AVStream>) -> MediaFailure {
-        MediaFailure(code: .unsupportedType,
+    private static func encryptedMedia(_ stream: UnsafeMutablePointer<AVStream>) -> Reason {
+        Reason(code: .unsupportedType,
                      message: "the \(AVDecoder.codecLabel(stream.pointee.codecpar)) stream is encrypted (Common Encryption); no device can show it without the keys")
     }
 
@@ -266,16 +266,16 @@ enum MediaProber {
     /// The decoded frame as an 8-bit RGB libvips image of `width` x `height` (libswscale
     /// converts the pixel format and scales, averaging areas when it shrinks).
     static func rgbImage(_ frame: UnsafeMutablePointer<AVFrame>, width outWidth: Int,
-                         height outHeight: Int) throws(MediaFailure) -> VipsImageRef {
+                         height outHeight: Int) throws(Reason) -> VipsImageRef {
         let width = Int(frame.pointee.width)
         let height = Int(frame.pointee.height)
         let format = frame.pointee.format
         guard width > 0, height > 0, outWidth > 0, outHeight > 0, format >= 0, frame.pointee.data.0 != nil else {
-            throw MediaFailure(code: .corruptMedia, message: "the decoder returned a frame without pixels")
+            throw Reason(code: .corruptMedia, message: "the decoder returned a frame without pixels")
         }
         guard let scaler = sws_getContext(Int32(width), Int32(height), AVPixelFormat(format),
                                           Int32(outWidth), Int32(outHeight), AV_PIX_FMT_RGB24, SWS_AREA, nil, nil, nil) else {
-            throw MediaFailure(code: .corruptMedia, message: "libswscale cannot convert the frame's pixel format")
+            throw Reason(code: .corruptMedia, message: "libswscale cannot convert the frame's pixel format")
         }
         defer { sws_freeContext(scaler) }
         // Each row padded and 64-byte aligned, one spare row after the last, from FFmpeg's own
@@ -284,7 +284,7 @@ enum MediaProber {
         let stride = (rowBytes + scalerRowSlack + 63) / 64 * 64
         let total = stride * (outHeight + 1)
         guard let raw = av_mallocz(total) else {
-            throw MediaFailure(code: .ioError, message: "out of memory for a \(outWidth)x\(outHeight) frame")
+            throw Reason(code: .ioError, message: "out of memory for a \(outWidth)x\(outHeight) frame")
         }
         defer { av_free(raw) }
         let destinationBase = raw.assumingMemoryBound(to: UInt8.self)
@@ -300,7 +300,7 @@ enum MediaProber {
             }
         }
         guard scaled == Int32(outHeight) else {
-            throw MediaFailure(code: .corruptMedia, message: scaled < 0
+            throw Reason(code: .corruptMedia, message: scaled < 0
                 ? "libswscale cannot convert the frame: \(FFmpeg.errorText(scaled))"
                 : "libswscale made \(scaled) of \(outHeight) rows")
         }
@@ -314,22 +314,22 @@ enum MediaProber {
         guard let image = pixels.withUnsafeBytes({
             vips_image_new_from_memory_copy($0.baseAddress, $0.count, Int32(outWidth), Int32(outHeight), 3, VIPS_FORMAT_UCHAR)
         }) else {
-            throw MediaFailure(code: .ioError, message: "libvips cannot take the frame: \(Vips.takeError())")
+            throw Vips.failure("take the frame")
         }
         let unlabelled = VipsImageRef(image)
         var labelled: UnsafeMutablePointer<VipsImage>?
         guard af_vips_copy_interpretation(unlabelled.pointer, &labelled, VIPS_INTERPRETATION_sRGB) == 0, let labelled else {
-            throw MediaFailure(code: .ioError, message: "libvips cannot take the frame: \(Vips.takeError())")
+            throw Vips.failure("take the frame")
         }
         return VipsImageRef(labelled)
     }
 
-    private static func rotate(_ image: VipsImageRef, degrees quarterTurns: Int) throws(MediaFailure) -> VipsImageRef {
+    private static func rotate(_ image: VipsImageRef, degrees quarterTurns: Int) throws(Reason) -> VipsImageRef {
         guard quarterTurns != 0 else { return image }
         let angle: VipsAngle = quarterTurns == 1 ? VIPS_ANGLE_D90 : quarterTurns == 2 ? VIPS_ANGLE_D180 : VIPS_ANGLE_D270
         var out: UnsafeMutablePointer<VipsImage>?
         guard af_vips_rot(image.pointer, &out, angle) == 0, let out else {
-            throw MediaFailure(code: .corruptMedia, message: "libvips cannot rotate the frame: \(Vips.takeError())")
+            throw Vips.failure("rotate the frame")
         }
         return VipsImageRef(out)
     }

@@ -22,16 +22,12 @@ final class MagicSniffer {
     deinit { magic_close(cookie) }
 
     /// The MIME type libmagic gives these bytes.
-    func mimeType(of bytes: UnsafeRawBufferPointer) -> Result<String, SniffError> {
+    func mimeType(of bytes: UnsafeRawBufferPointer) -> Result<String, Reason> {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return .success("application/x-empty") }
         guard let answer = magic_buffer(cookie, base, bytes.count) else {
             let message = magic_error(cookie).map { String(cString: $0) } ?? "unknown error"
-            return .failure(SniffError(message: "libmagic: \(message)"))
+            return .failure(Reason(code: .unsupportedType, message: "libmagic: \(message)"))
         }
         return .success(String(cString: answer))
     }
-}
-
-struct SniffError: Error {
-    let message: String
 }

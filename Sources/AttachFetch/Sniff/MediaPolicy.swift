@@ -9,25 +9,25 @@ enum MediaPolicy {
     ///     the source limit (they are fitted after the download).
     static func admit(sniffed: String, size: (value: Int64, source: String)?,
                       limits: AttachFetchConfiguration.SizeLimits,
-                      imagesOnly: Bool, normalize: Bool) -> Result<MediaType, Refusal> {
+                      imagesOnly: Bool, normalize: Bool) -> Result<MediaType, Reason> {
         guard let type = MediaType.forSniffedMIME(sniffed) ?? (normalize ? MediaType.convertibleForSniffedMIME(sniffed) : nil) else {
             let why = MediaType.convertibleForSniffedMIME(sniffed) != nil ? " (converting it is turned off)" : ""
-            return .failure(Refusal(code: .unsupportedType,
+            return .failure(Reason(code: .unsupportedType,
                                   message: "the bytes are \(sniffed), which is not an attachment type iOS accepts\(why)"))
         }
         if imagesOnly && type.kind != .image {
-            return .failure(Refusal(code: .unsupportedType, message: "the bytes are \(sniffed), but an avatar must be an image"))
+            return .failure(Reason(code: .unsupportedType, message: "the bytes are \(sniffed), but an avatar must be an image"))
         }
         let limit = streamingLimit(for: type, limits: limits, normalize: normalize)
         if let size, size.value > limit {
-            return .failure(Refusal(code: .sizeLimitExceeded,
+            return .failure(Reason(code: .sizeLimitExceeded,
                                   message: "\(size.source) \(size.value) exceeds the \(limitName(type, normalize: normalize)) limit of \(limit) bytes"))
         }
         return .success(type)
     }
 
     /// The most a body of this type may hold while it downloads. Images up to the source limit
-    /// are fitted afterwards when normalising. An MPEG-4 file's kind is only known once its
+    /// are fitted afterwards when normalizing. An MPEG-4 file's kind is only known once its
     /// streams are probed (an `.mp4` may hold only audio, an `.m4a` video), so it gets the
     /// larger of the two limits here and its kind's own limit after the probe.
     static func streamingLimit(for type: MediaType, limits: AttachFetchConfiguration.SizeLimits, normalize: Bool) -> Int64 {
@@ -46,28 +46,22 @@ enum MediaPolicy {
         }
     }
 
-    /// Why the bytes are refused.
-    struct Refusal: Error {
-        let code: ReasonCode
-        let message: String
-    }
-
     /// A video container iOS would not show (QuickTime, 3GPP) is remuxed into MPEG-4.
     static func needsRemux(_ type: MediaType) -> Bool {
         type.kind != .image && !type.isDeliverable
     }
 
-    /// An image is converted (normalised) when iOS would not show it as it is.
+    /// An image is converted (normalized) when iOS would not show it as it is.
     static func needsConversion(_ type: MediaType, bytes: Int64, limits: AttachFetchConfiguration.SizeLimits) -> Bool {
         type.kind == .image && (!type.isDeliverable || bytes > limits.image)
     }
 
     /// The delivered file against its kind's limit, once the kind is final (an MPEG-4 file
     /// streamed under the larger of the audio and video limits).
-    static func checkDelivered(_ type: MediaType, bytes: Int64, limits: AttachFetchConfiguration.SizeLimits) -> Refusal? {
+    static func checkDelivered(_ type: MediaType, bytes: Int64, limits: AttachFetchConfiguration.SizeLimits) -> Reason? {
         let limit = limits.limit(for: type.kind)
         guard bytes > limit else { return nil }
-        return Refusal(code: .sizeLimitExceeded,
+        return Reason(code: .sizeLimitExceeded,
                        message: "the file is \(type.mimeType) (its streams say so), and its \(bytes) bytes exceed the \(type.kind.rawValue) limit of \(limit) bytes")
     }
 }

@@ -23,7 +23,7 @@ public struct MediaType: Sendable, Hashable {
 
     public static let all: [MediaType] = [.jpeg, .png, .gif, .aiff, .wav, .mp3, .m4a, .mpeg, .mp4, .m4v, .avi]
 
-    // Images iOS does not take as attachments, which the pipeline converts (normalising on).
+    // Images iOS does not take as attachments, which the pipeline converts (normalizing on).
     public static let webp = MediaType(kind: .image, mimeType: "image/webp", uti: "org.webmproject.webp", fileExtension: "webp")
     public static let heic = MediaType(kind: .image, mimeType: "image/heic", uti: "public.heic", fileExtension: "heic")
     public static let heif = MediaType(kind: .image, mimeType: "image/heif", uti: "public.heif", fileExtension: "heif")

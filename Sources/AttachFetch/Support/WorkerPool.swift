@@ -80,7 +80,7 @@ final class WorkerThread {
     func decode(_ job: DecodeJob, isAbandoned: () -> Bool) -> DecodeAnswer {
         guard let launch else { return job.run(shouldStop: isAbandoned) }
         if decoder?.isAlive != true {
-            do throws(MediaFailure) { decoder = try DecoderProcess(launch) } catch {
+            do throws(Reason) { decoder = try DecoderProcess(launch) } catch {
                 return DecodeAnswer(failure: error)
             }
         }

@@ -12,10 +12,10 @@ enum JPEGThumbnailer {
     static let maxFileBytes = 16 << 20
 
     static func make(source: String, destinationBase: String, shape: Thumbnailer.Shape,
-                     limits: Thumbnailer.Limits) -> Result<ThumbnailOutcome, MediaFailure>? {
+                     limits: Thumbnailer.Limits) -> Result<ThumbnailOutcome, Reason>? {
         guard let data = readJPEGFile(source), let layout = JPEGLayout(data),
               layout.isBaseline, layout.orientation == 1, !layout.hasColourProfile else { return nil }
-        do throws(MediaFailure) {
+        do throws(Reason) {
             let decoder = try TurboHandle(compress: false)
             var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0, colourspace: Int32 = 0
             // A header TurboJPEG cannot classify (unusual chroma subsampling such as 1x3, which
@@ -40,7 +40,7 @@ enum JPEGThumbnailer {
             guard tjDecompress2(decoder.handle, data, UInt(data.count), &pixels, Int32(scaledWidth), 0, Int32(scaledHeight),
                                 Int32(TJPF_RGB.rawValue), TJFLAG_STOPONWARNING) == 0 else {
                 if tjGetErrorCode(decoder.handle) == Int32(TJERR_WARNING.rawValue) { return nil }
-                throw MediaFailure(code: .corruptMedia, message: "libjpeg-turbo cannot decode the image: \(decoder.error)")
+                throw Reason(code: .corruptMedia, message: "libjpeg-turbo cannot decode the image: \(decoder.error)")
             }
             var image = RGBImage(width: scaledWidth, height: scaledHeight, pixels: pixels)
             if (scaledWidth, scaledHeight) != (box.width, box.height) {
@@ -54,11 +54,11 @@ enum JPEGThumbnailer {
             // Quality 80 with 4:2:0 chroma, as the libvips path writes thumbnails.
             guard tjCompress2(encoder.handle, image.pixels, Int32(image.width), 0, Int32(image.height), Int32(TJPF_RGB.rawValue),
                               &jpeg, &length, Int32(TJSAMP_420.rawValue), 80, 0) == 0, let jpeg else {
-                throw MediaFailure(code: .ioError, message: "libjpeg-turbo cannot encode the thumbnail: \(encoder.error)")
+                throw Reason(code: .ioError, message: "libjpeg-turbo cannot encode the thumbnail: \(encoder.error)")
             }
             let file = destinationBase + ".jpg"
             if let problem = SafeFile.create(file, contents: UnsafeRawBufferPointer(start: jpeg, count: Int(length))) {
-                throw MediaFailure(code: .ioError, message: problem)
+                throw Reason(code: .ioError, message: problem)
             }
             return .success(ThumbnailOutcome(sourceWidth: Int(width), sourceHeight: Int(height), file: file,
                                               width: image.width, height: image.height))
@@ -104,9 +104,9 @@ enum JPEGThumbnailer {
 private final class TurboHandle {
     let handle: tjhandle
 
-    init(compress: Bool) throws(MediaFailure) {
+    init(compress: Bool) throws(Reason) {
         guard let handle = compress ? tjInitCompress() : tjInitDecompress() else {
-            throw MediaFailure(code: .ioError, message: "libjpeg-turbo cannot start: \(String(cString: tjGetErrorStr2(nil)))")
+            throw Reason(code: .ioError, message: "libjpeg-turbo cannot start: \(String(cString: tjGetErrorStr2(nil)))")
         }
         self.handle = handle
     }

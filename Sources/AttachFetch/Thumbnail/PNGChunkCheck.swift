@@ -17,12 +17,12 @@ enum PNGChunkCheck {
 
     /// Throws `corruptMedia` for a PNG whose metadata chunks do not fit the file or the caps;
     /// files that are not PNGs pass untouched.
-    static func check(_ path: String) throws(MediaFailure) {
+    static func check(_ path: String) throws(Reason) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw MediaFailure(code: .ioError, message: "cannot open the image: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw Reason(code: .ioError, message: "cannot open the image: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0 else { throw MediaFailure(code: .ioError, message: "cannot stat the image") }
+        guard fstat(fd, &info) == 0 else { throw Reason(code: .ioError, message: "cannot stat the image") }
         let size = Int(info.st_size)
         var header = [UInt8](repeating: 0, count: 8)
         guard pread(fd, &header, 8, 0) == 8, header == signature else { return }
@@ -34,7 +34,7 @@ enum PNGChunkCheck {
             // missing image or IEND itself); only declared sizes are checked here.
             guard offset + 8 <= size else { return }
             guard pread(fd, &header, 8, off_t(offset)) == 8 else {
-                throw MediaFailure(code: .ioError, message: "cannot read the image")
+                throw Reason(code: .ioError, message: "cannot read the image")
             }
             let length = Int(header[0]) << 24 | Int(header[1]) << 16 | Int(header[2]) << 8 | Int(header[3])
             let name = String(decoding: header[4..<8].map { (0x20...0x7E).contains($0) ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
@@ -49,12 +49,12 @@ enum PNGChunkCheck {
                 continue
             }
             guard length <= remaining else {
-                throw MediaFailure(code: .corruptMedia,
+                throw Reason(code: .corruptMedia,
                                    message: "the PNG's \(name) chunk declares \(length) bytes but only \(max(0, remaining)) follow")
             }
             ancillaryTotal += length
             guard length <= maxAncillaryChunk, ancillaryTotal <= maxAncillaryTotal else {
-                throw MediaFailure(code: .corruptMedia,
+                throw Reason(code: .corruptMedia,
                                    message: "the PNG's \(name) metadata chunk of \(length) bytes is over the limit of \(maxAncillaryChunk) (\(maxAncillaryTotal) in all)")
             }
             offset += 12 + length

@@ -22,12 +22,6 @@ struct EncodedImage {
     var height: Int
 }
 
-/// Why a stage after the download (normalise, probe, thumbnail) refused or failed the media.
-struct MediaFailure: Error, Sendable, Codable {
-    let code: ReasonCode
-    let message: String
-}
-
 /// Makes clipped thumbnails with libvips. Stateless; safe to call from many threads
 /// (libvips is thread-safe once started). Blocking: call it from a worker thread.
 enum Thumbnailer {
@@ -38,8 +32,8 @@ enum Thumbnailer {
     enum Shape: Sendable, Equatable {
         /// A clipping rectangle in the unit square.
         case clip(ClippingRectangle)
-        /// The largest centred square (avatars).
-        case squareCentre
+        /// The largest centered square (avatars).
+        case squareCenter
     }
 
     /// The decode budgets, from the configuration.
@@ -60,8 +54,8 @@ enum Thumbnailer {
     }
 
     static func make(source: String, destinationBase: String, shape: Shape,
-                     limits: Limits) -> Result<ThumbnailOutcome, MediaFailure> {
-        do throws(MediaFailure) {
+                     limits: Limits) -> Result<ThumbnailOutcome, Reason> {
+        do throws(Reason) {
             return .success(try makeThrowing(source: source, destinationBase: destinationBase, shape: shape, limits: limits))
         } catch {
             return .failure(error)
@@ -70,13 +64,13 @@ enum Thumbnailer {
 
     /// The same, for a frame already in memory (a video's poster frame).
     static func make(image: VipsImageRef, destinationBase: String, shape: Shape,
-                     limits: Limits) -> Result<ThumbnailOutcome, MediaFailure> {
-        do throws(MediaFailure) {
+                     limits: Limits) -> Result<ThumbnailOutcome, Reason> {
+        do throws(Reason) {
             let box = try boxSize(width: image.width, height: image.height, shape: shape, maxEdge: limits.maxEdge)
             var out: UnsafeMutablePointer<VipsImage>?
             guard af_vips_thumbnail_image(image.pointer, &out, Int32(box.width), Int32(box.height), VIPS_SIZE_DOWN) == 0,
                   let out else {
-                throw MediaFailure(code: .corruptMedia, message: "libvips cannot scale the frame: \(Vips.takeError())")
+                throw Vips.failure("scale the frame")
             }
             return .success(try finish(VipsImageRef(out), clip: box.clip, sourceWidth: image.width, sourceHeight: image.height,
                                        destinationBase: destinationBase))
@@ -86,7 +80,7 @@ enum Thumbnailer {
     }
 
     private static func makeThrowing(source: String, destinationBase: String, shape: Shape,
-                                     limits: Limits) throws(MediaFailure) -> ThumbnailOutcome {
+                                     limits: Limits) throws(Reason) -> ThumbnailOutcome {
         if let fast = JPEGThumbnailer.make(source: source, destinationBase: destinationBase, shape: shape, limits: limits) {
             return try fast.get()
         }
@@ -95,18 +89,18 @@ enum Thumbnailer {
 
     /// The general path: any image libvips' enabled loaders read.
     static func makeWithLibvips(source: String, destinationBase: String, shape: Shape,
-                                limits: Limits) throws(MediaFailure) -> ThumbnailOutcome {
+                                limits: Limits) throws(Reason) -> ThumbnailOutcome {
         let header = try openHeader(source, limits: limits)
         let box = try boxSize(width: header.width, height: header.height, shape: shape, maxEdge: limits.maxEdge)
         var out: UnsafeMutablePointer<VipsImage>?
         guard af_vips_thumbnail(source, &out, Int32(box.width), Int32(box.height), VIPS_SIZE_DOWN, VIPS_FAIL_ON_ERROR) == 0,
               let out else {
-            throw MediaFailure(code: .corruptMedia, message: "libvips cannot decode the image: \(Vips.takeError())")
+            throw Vips.failure("decode the image")
         }
         let thumbnail = try finish(VipsImageRef(out), clip: box.clip, sourceWidth: header.width, sourceHeight: header.height,
                                    destinationBase: destinationBase)
         if (header.image.integer("n-pages") ?? 1) > 1 {
-            do throws(MediaFailure) { try decodeEveryFrame(source) } catch {
+            do throws(Reason) { try decodeEveryFrame(source) } catch {
                 unlink(thumbnail.file)
                 throw error
             }
@@ -117,36 +111,36 @@ enum Thumbnailer {
     /// The thumbnail shows frame 0; the other frames of an animation are decoded too (a sink
     /// that keeps one strip at a time), so a damaged frame anywhere is caught. The frame and
     /// pixel budgets were checked on the header.
-    private static func decodeEveryFrame(_ source: String) throws(MediaFailure) {
+    private static func decodeEveryFrame(_ source: String) throws(Reason) {
         guard let pointer = af_vips_image_new_from_file_all_pages(source, VIPS_FAIL_ON_ERROR) else {
-            throw MediaFailure(code: .corruptMedia, message: "libvips cannot read the animation: \(Vips.takeError())")
+            throw Vips.failure("read the animation")
         }
         let frames = VipsImageRef(pointer)
         var minimum = 0.0
         guard af_vips_min(frames.pointer, &minimum) == 0 else {
-            throw MediaFailure(code: .corruptMedia, message: "a frame of the animation does not decode: \(Vips.takeError())")
+            throw Vips.failure("decode a frame of the animation")
         }
     }
 
     /// An image's header (no pixels decoded yet), its size as displayed (EXIF orientation
     /// applied), after every budget the header alone can check.
-    static func openHeader(_ source: String, limits: Limits) throws(MediaFailure) -> (image: VipsImageRef, width: Int, height: Int) {
+    static func openHeader(_ source: String, limits: Limits) throws(Reason) -> (image: VipsImageRef, width: Int, height: Int) {
         do throws(AttachFetchError) { try Vips.ensureStarted() } catch {
-            throw MediaFailure(code: .ioError, message: error.message)
+            throw Reason(code: .ioError, message: error.message)
         }
         try PNGChunkCheck.check(source)
         if let declared = HEIFImageSize.largest(source) {
             try checkBudgets(width: declared.width, height: declared.height, interlaced: false, frames: 1, limits: limits)
         }
         guard let headerPointer = af_vips_image_new_from_file(source, VIPS_FAIL_ON_ERROR) else {
-            throw MediaFailure(code: .corruptMedia, message: "libvips cannot read the image: \(Vips.takeError())")
+            throw Vips.failure("read the image")
         }
         let header = VipsImageRef(headerPointer)
         let rotated = (5...8).contains(header.orientation)
         let width = rotated ? header.height : header.width
         let height = rotated ? header.width : header.height
         guard width > 0, height > 0 else {
-            throw MediaFailure(code: .corruptMedia, message: "the image has no pixels")
+            throw Reason(code: .corruptMedia, message: "the image has no pixels")
         }
         try checkBudgets(width: width, height: height, interlaced: header.integer("interlaced") == 1,
                          frames: header.integer("n-pages") ?? 1, limits: limits)
@@ -156,13 +150,13 @@ enum Thumbnailer {
     /// The box the whole image is scaled into so that the clipped region's longest edge becomes
     /// `maxEdge` (never enlarged), and the clip in the unit square.
     static func boxSize(width: Int, height: Int, shape: Shape,
-                                maxEdge: Int) throws(MediaFailure) -> (width: Int, height: Int, clip: ClippingRectangle) {
-        guard width > 0, height > 0 else { throw MediaFailure(code: .corruptMedia, message: "the image has no pixels") }
+                                maxEdge: Int) throws(Reason) -> (width: Int, height: Int, clip: ClippingRectangle) {
+        guard width > 0, height > 0 else { throw Reason(code: .corruptMedia, message: "the image has no pixels") }
         let clip: ClippingRectangle
         switch shape {
         case .clip(let rectangle):
             clip = rectangle
-        case .squareCentre:
+        case .squareCenter:
             let side = Double(min(width, height))
             clip = (try? ClippingRectangle(x: (Double(width) - side) / 2 / Double(width),
                                            y: (Double(height) - side) / 2 / Double(height),
@@ -176,34 +170,34 @@ enum Thumbnailer {
 
     /// Cuts the clip out of the scaled image, renders it, and writes the thumbnail file.
     private static func finish(_ scaled: VipsImageRef, clip: ClippingRectangle, sourceWidth: Int, sourceHeight: Int,
-                               destinationBase: String) throws(MediaFailure) -> ThumbnailOutcome {
+                               destinationBase: String) throws(Reason) -> ThumbnailOutcome {
         var image = scaled
         if clip != .whole {
             let area = clipRegion(clip, width: image.width, height: image.height)
             var region: UnsafeMutablePointer<VipsImage>?
             guard af_vips_extract_area(image.pointer, &region, Int32(area.left), Int32(area.top),
                                        Int32(area.width), Int32(area.height)) == 0, let region else {
-                throw MediaFailure(code: .corruptMedia, message: "libvips cannot clip the image: \(Vips.takeError())")
+                throw Vips.failure("clip the image")
             }
             image = VipsImageRef(region)
         }
         // Render once into memory (a thumbnail is small): this decodes the whole source, so a
         // truncated or corrupt file fails here, and the checks below do not decode it again.
         guard let rendered = vips_image_copy_memory(image.pointer) else {
-            throw MediaFailure(code: .corruptMedia, message: "libvips cannot decode the image: \(Vips.takeError())")
+            throw Vips.failure("decode the image")
         }
         image = VipsImageRef(rendered)
         let encoded = try encode(image)
         let file = destinationBase + "." + encoded.type.fileExtension
         if let problem = encoded.data.withUnsafeBytes({ SafeFile.create(file, contents: $0) }) {
-            throw MediaFailure(code: .ioError, message: problem)
+            throw Reason(code: .ioError, message: problem)
         }
         return ThumbnailOutcome(sourceWidth: sourceWidth, sourceHeight: sourceHeight, file: file,
                                 width: encoded.width, height: encoded.height)
     }
 
     /// Encodes a rendered image as JPEG, or as PNG when some pixel is transparent.
-    static func encode(_ rendered: VipsImageRef, jpegQuality: Int = 80) throws(MediaFailure) -> EncodedImage {
+    static func encode(_ rendered: VipsImageRef, jpegQuality: Int = 80) throws(Reason) -> EncodedImage {
         var image = rendered
         if image.hasAlpha, let opaque = try dropOpaqueAlpha(image) { image = opaque }
         var buffer: UnsafeMutableRawPointer?
@@ -213,7 +207,7 @@ enum Thumbnailer {
             : af_vips_jpegsave_buffer(image.pointer, &buffer, &length, Int32(jpegQuality))
         defer { g_free(buffer) }
         guard encoded == 0, let buffer else {
-            throw MediaFailure(code: .corruptMedia, message: "libvips cannot encode the image: \(Vips.takeError())")
+            throw Vips.failure("encode the image")
         }
         return EncodedImage(data: [UInt8](UnsafeRawBufferPointer(start: buffer, count: length)),
                             type: image.hasAlpha ? .png : .jpeg, width: image.width, height: image.height)
@@ -221,23 +215,23 @@ enum Thumbnailer {
 
     /// An alpha channel that is opaque everywhere (common in GIFs and PNGs) is dropped, so the
     /// thumbnail can be a JPEG; returns nil when some pixel is transparent.
-    private static func dropOpaqueAlpha(_ image: VipsImageRef) throws(MediaFailure) -> VipsImageRef? {
+    private static func dropOpaqueAlpha(_ image: VipsImageRef) throws(Reason) -> VipsImageRef? {
         let bands = Int32(vips_image_get_bands(image.pointer))
         var alpha: UnsafeMutablePointer<VipsImage>?
         guard af_vips_extract_bands(image.pointer, &alpha, bands - 1, 1) == 0, let alpha else {
-            throw MediaFailure(code: .corruptMedia, message: "libvips: \(Vips.takeError())")
+            throw Vips.failure(nil)
         }
         let alphaRef = VipsImageRef(alpha)
         var minimum = 0.0
         guard af_vips_min(alphaRef.pointer, &minimum) == 0 else {
-            throw MediaFailure(code: .corruptMedia, message: "libvips: \(Vips.takeError())")
+            throw Vips.failure(nil)
         }
         let interpretation = vips_image_get_interpretation(image.pointer)
         let opaqueValue: Double = interpretation == VIPS_INTERPRETATION_RGB16 || interpretation == VIPS_INTERPRETATION_GREY16 ? 65535 : 255
         guard minimum >= opaqueValue else { return nil }
         var colour: UnsafeMutablePointer<VipsImage>?
         guard af_vips_extract_bands(image.pointer, &colour, 0, bands - 1) == 0, let colour else {
-            throw MediaFailure(code: .corruptMedia, message: "libvips: \(Vips.takeError())")
+            throw Vips.failure(nil)
         }
         return VipsImageRef(colour)
     }
@@ -252,25 +246,25 @@ enum Thumbnailer {
 
     /// Every size check that the header alone can answer, before any pixel is decoded.
     static func checkBudgets(width: Int, height: Int, interlaced: Bool, frames: Int,
-                             limits: Limits) throws(MediaFailure) {
+                             limits: Limits) throws(Reason) {
         // Sides come from headers an attacker wrote: products saturate rather than overflow.
         let pixels = HEIFImageSize.area(width, height)
         guard pixels <= limits.maxPixels else {
-            throw MediaFailure(code: .pixelLimitExceeded,
+            throw Reason(code: .pixelLimitExceeded,
                                message: "\(width)x\(height) is \(pixels) pixels, over the limit of \(limits.maxPixels)")
         }
         if interlaced, pixels > limits.maxProgressivePixels {
-            throw MediaFailure(code: .pixelLimitExceeded,
+            throw Reason(code: .pixelLimitExceeded,
                                message: "\(width)x\(height) progressive/interlaced image is \(pixels) pixels, over the limit of \(limits.maxProgressivePixels) for images that cannot be shrunk while loading")
         }
         if frames > 1 {
             guard frames <= limits.maxAnimationFrames else {
-                throw MediaFailure(code: .pixelLimitExceeded,
+                throw Reason(code: .pixelLimitExceeded,
                                    message: "the animation has \(frames) frames, over the limit of \(limits.maxAnimationFrames)")
             }
             let total = HEIFImageSize.area(frames, pixels)
             guard total <= limits.maxAnimationPixels else {
-                throw MediaFailure(code: .pixelLimitExceeded,
+                throw Reason(code: .pixelLimitExceeded,
                                    message: "the animation's \(frames) frames hold \(total) pixels, over the limit of \(limits.maxAnimationPixels)")
             }
         }

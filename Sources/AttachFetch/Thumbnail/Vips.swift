@@ -71,6 +71,13 @@ enum Vips {
         try startup.get()
     }
 
+    /// The one mapping of a libvips failure: always `corruptMedia` (libvips fails on what it is
+    /// given: bytes it cannot decode, or a decoded image it cannot process), with libvips' own
+    /// message. `doing` says what was attempted ("decode the image").
+    static func failure(_ doing: String?) -> Reason {
+        Reason(code: .corruptMedia, message: doing.map { "libvips cannot \($0): \(takeError())" } ?? "libvips: \(takeError())")
+    }
+
     /// libvips' error buffer as text, cleared for the next caller. `vips_error_buffer_copy`
     /// copies and clears under libvips' own lock (reading `vips_error_buffer()` directly races
     /// with other threads writing to it). The buffer is per process, so under concurrency a

@@ -1,0 +1,120 @@
+/// The one writer of descriptor fields, for the pipeline and `LocalMediaInspector` alike. Each
+/// fact is recorded when it becomes known; `ready` or `failed` then writes the descriptor. A
+/// failure keeps every fact known by then (URL after redirects, declared and sniffed type,
+/// kind, bytes, source facts, transforms, timings); only a ready attachment has a file.
+struct DescriptorBuilder: Sendable {
+    private var descriptor: AttachmentDescriptor
+    /// `timings.total` is measured from here (the start of the batch).
+    private let start: ContinuousClock.Instant
+
+    init(identifier: String, url: String, start: ContinuousClock.Instant,
+         role: AttachmentDescriptor.Role? = nil, options: AttachmentOptions? = nil, payloadPath: String? = nil) {
+        descriptor = AttachmentDescriptor(identifier: identifier, url: url, status: .ready, timings: .init(total: 0))
+        descriptor.role = role
+        descriptor.options = options
+        descriptor.payloadPath = payloadPath
+        self.start = start
+    }
+
+    /// What the download learned, also when it failed: where it ended, what the server said
+    /// and what the bytes were (the table's name, or libmagic's).
+    mutating func record(_ outcome: TransferOutcome) {
+        descriptor.finalUrl = outcome.finalURL
+        descriptor.declaredMimeType = outcome.declaredMIME
+        descriptor.timings.connect = outcome.connectMilliseconds
+        descriptor.timings.firstByte = outcome.firstByteMilliseconds
+        descriptor.timings.download = outcome.downloadMilliseconds
+        record(sniffed: outcome.mediaType?.mimeType ?? outcome.sniffedMIME, kind: outcome.mediaType?.kind)
+    }
+
+    mutating func record(sniffed mime: String?, kind: AttachmentDescriptor.Kind?) {
+        descriptor.mimeType = mime
+        descriptor.kind = kind
+    }
+
+    /// The original, admitted: delivered as it is until a stage says otherwise.
+    mutating func recordSource(_ type: MediaType, bytes: Int64, sha256: String) {
+        record(sniffed: type.mimeType, kind: type.kind)
+        descriptor.sourceMimeType = type.mimeType
+        descriptor.sourceBytes = bytes
+        descriptor.bytes = bytes
+        descriptor.sha256 = sha256
+        descriptor.transforms = []
+    }
+
+    /// An image's thumbnail was made from the delivered file: its size as displayed is the
+    /// delivered size, and the source size too unless a conversion recorded another.
+    mutating func record(thumbnailOf made: ThumbnailOutcome) {
+        descriptor.width = made.sourceWidth
+        descriptor.height = made.sourceHeight
+        descriptor.sourceWidth = descriptor.sourceWidth ?? made.sourceWidth
+        descriptor.sourceHeight = descriptor.sourceHeight ?? made.sourceHeight
+    }
+
+    /// A converted image: the delivered file's facts, and the original's size as displayed.
+    mutating func record(_ image: NormalizedImage) {
+        descriptor.bytes = image.bytes
+        descriptor.sha256 = image.sha256
+        descriptor.width = image.width
+        descriptor.height = image.height
+        descriptor.sourceWidth = image.sourceWidth
+        descriptor.sourceHeight = image.sourceHeight
+        descriptor.transforms = image.transforms
+    }
+
+    /// A video moved into MPEG-4: the delivered file's facts.
+    mutating func record(_ video: RemuxedVideo) {
+        descriptor.bytes = video.bytes
+        descriptor.sha256 = video.sha256
+        descriptor.transforms = [.remuxed]
+    }
+
+    /// FFmpeg's probe of audio or video (streams are never re-encoded, so source size = delivered).
+    mutating func record(_ probe: MediaProbe) {
+        descriptor.duration = probe.duration
+        descriptor.videoCodec = probe.videoCodec
+        descriptor.audioCodec = probe.audioCodec
+        descriptor.width = probe.width
+        descriptor.height = probe.height
+        descriptor.sourceWidth = probe.width
+        descriptor.sourceHeight = probe.height
+    }
+
+    /// The steps after the download that have a timing of their own.
+    enum TimedStep: Sendable { case normalize, thumbnail, probe }
+
+    /// How long a step took, in milliseconds.
+    mutating func recordTime(_ step: TimedStep, since started: ContinuousClock.Instant) {
+        let elapsed = started.millisecondsElapsed
+        switch step {
+        case .normalize: descriptor.timings.normalize = elapsed
+        case .thumbnail: descriptor.timings.thumbnail = elapsed
+        case .probe: descriptor.timings.probe = elapsed
+        }
+    }
+
+    /// The bytes that will be delivered (the original's, or a conversion's).
+    var deliveredBytes: Int64? { descriptor.bytes }
+
+    /// A ready attachment: the delivered type's row of the table, its file and thumbnail.
+    func ready(_ type: MediaType, file: String, thumbnail: AttachmentDescriptor.Thumbnail?) -> AttachmentDescriptor {
+        var result = descriptor
+        result.mimeType = type.mimeType
+        result.kind = type.kind
+        result.uti = type.uti
+        result.fileExtension = type.fileExtension
+        result.file = file
+        result.thumbnail = thumbnail
+        result.timings.total = start.millisecondsElapsed
+        return result
+    }
+
+    /// An attachment that is not ready, with every fact known so far; the status follows from the code.
+    func failed(_ reason: Reason) -> AttachmentDescriptor {
+        var result = descriptor
+        result.status = reason.code.status
+        result.reason = reason
+        result.timings.total = start.millisecondsElapsed
+        return result
+    }
+}

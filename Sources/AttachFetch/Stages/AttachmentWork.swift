@@ -1,0 +1,51 @@
+/// One attachment between the download and its delivery: what is known of it (the descriptor
+/// being built), the file that will be delivered, the thumbnail made, and the ledger owning the
+/// files made on the way. Every stage reads and updates it; both runners carry it the same way.
+struct AttachmentWork: Sendable {
+    /// The bytes as they arrived: their file, libmagic's type, size and SHA-256.
+    struct Source: Sendable {
+        var path: String
+        var sniffedMIME: String
+        var bytes: Int64
+        var sha256: String
+    }
+
+    /// What the caller asked for beyond the URL, and where the stages write.
+    struct Plan: Sendable {
+        var shape: Thumbnailer.Shape = .clip(.whole)
+        var thumbnailTime: Double?
+        /// Avatars: only images are admitted.
+        var imagesOnly = false
+        /// Where a converted image or remuxed video is written (plus an extension).
+        var convertedBase: String
+        /// Where the thumbnail or poster is written (plus an extension).
+        var thumbnailBase: String
+    }
+
+    /// A file and its type.
+    struct TypedFile: Sendable {
+        var path: String
+        var type: MediaType
+    }
+
+    var descriptor: DescriptorBuilder
+    let source: Source
+    let plan: Plan
+    let ledger: FileLedger
+    /// Set by the admitting stage: the original; then whatever a conversion made.
+    var delivered: TypedFile?
+    var thumbnail: ThumbnailOutcome?
+
+    /// The delivered file, once admitted (the stages after admission rely on it).
+    var admitted: TypedFile {
+        guard let delivered else { preconditionFailure("a stage ran before the admitting stage") }
+        return delivered
+    }
+
+    /// The descriptor of a ready attachment whose files are at `file` and `thumbnailFile`.
+    func ready(file: String, thumbnailFile: String?) -> AttachmentDescriptor {
+        descriptor.ready(admitted.type, file: file, thumbnail: thumbnail.flatMap { made in
+            thumbnailFile.map { .init(file: $0, width: made.width, height: made.height, time: made.time) }
+        })
+    }
+}

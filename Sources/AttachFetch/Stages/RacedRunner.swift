@@ -1,0 +1,45 @@
+/// Runs the stages for the pipeline: each decode on its worker threads (in decoder worker
+/// processes when isolated), raced against the batch deadline and the caller's cancellation.
+/// A stage still running at the deadline does what it declares (fail or degrade); on
+/// cancellation the attachment fails as cancelled.
+struct RacedRunner: Sendable {
+    let configuration: AttachFetchConfiguration
+    let imageWorkers: WorkerPool
+    let probeWorkers: WorkerPool
+
+    /// Runs `stages` on `work`; returns why the attachment stopped, or nil when it passed them all.
+    func run(_ stages: [Stage], on work: inout AttachmentWork, batch: Batch) async -> Reason? {
+        for stage in stages {
+            switch stage.body {
+            case .check(let check):
+                if let reason = check(&work, configuration) { return reason }
+            case .decode(let workers, let whenLate, let timing, let job, let take):
+                guard let job = job(work, configuration) else { continue }
+                let started = ContinuousClock.now
+                guard let answer = await decode(job, on: workers == .image ? imageWorkers : probeWorkers, ledger: work.ledger) else {
+                    switch (batch.stopCause, whenLate) {
+                    case (.cancellation, _): return batch.stopReason(queued: false)
+                    case (.deadline, .fail(let reason)): return reason
+                    case (.deadline, .degrade): continue
+                    }
+                }
+                if let reason = Stage.finish(answer, started: started, timing: timing, take: take, work: &work) { return reason }
+            }
+        }
+        return nil
+    }
+
+    /// Runs a decode job on the pool's threads. Returns nil when the task was cancelled (the
+    /// deadline or the caller) first; a job still running then is stopped (its worker killed,
+    /// when isolated), and whatever it made goes to the ledger, which removes it.
+    private func decode(_ job: DecodeJob, on pool: WorkerPool, ledger: FileLedger) async -> DecodeAnswer? {
+        let result = OneShot<DecodeAnswer>()
+        pool.submit { thread in
+            // Abandoned while queued: do not start.
+            if result.isAbandoned { return ledger.own([]) }
+            let made = thread.decode(job) { result.isAbandoned }
+            if !result.deliver(made) { ledger.own(made.files) }
+        }
+        return await result.wait()
+    }
+}

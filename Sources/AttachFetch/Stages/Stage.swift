@@ -1,0 +1,159 @@
+/// One step after the download, as data: what it runs, on which worker threads, and what
+/// happens when the batch deadline passes before it finishes. `Stage.afterDownload` is the one
+/// list; `InlineRunner` (the inspector, the fuzzer) and `RacedRunner` (the pipeline) execute it.
+struct Stage: Sendable {
+    /// The worker threads a decode runs on.
+    enum Workers: Sendable {
+        /// The thumbnail threads (`thumbnailThreads`): libvips and libjpeg-turbo work.
+        case image
+        /// The probe thread (`probeThreads`): FFmpeg work.
+        case probe
+    }
+
+    /// What a stage that is still running at the deadline means for the attachment.
+    enum WhenLate: Sendable {
+        /// The attachment fails with this reason.
+        case fail(Reason)
+        /// The attachment is delivered without what the stage would have added.
+        case degrade
+    }
+
+    /// What a stage does with an attachment.
+    enum Body: Sendable {
+        /// A quick decision in Swift, made where the flow runs; a reason stops the attachment.
+        case check(@Sendable (inout AttachmentWork, AttachFetchConfiguration) -> Reason?)
+        /// A decoder job on worker threads. `job` is nil when the stage does not apply to this
+        /// attachment; `take` records the answer's success, which the runner has checked.
+        case decode(on: Workers, whenLate: WhenLate, timing: DescriptorBuilder.TimedStep,
+                    job: @Sendable (AttachmentWork, AttachFetchConfiguration) -> DecodeJob?,
+                    take: @Sendable (DecodeAnswer, inout AttachmentWork) -> Void)
+    }
+
+    let name: String
+    let body: Body
+
+    /// What the runners do with a stage's decode answer: record it, or stop with its failure.
+    /// The answer's files belong to the ledger from here, whatever happens next.
+    static func finish(_ answer: DecodeAnswer, started: ContinuousClock.Instant,
+                       timing: DescriptorBuilder.TimedStep,
+                       take: (DecodeAnswer, inout AttachmentWork) -> Void, work: inout AttachmentWork) -> Reason? {
+        work.ledger.own(answer.files)
+        if let failure = answer.failure { return failure }
+        take(answer, &work)
+        work.descriptor.recordTime(timing, since: started)
+        return nil
+    }
+}
+
+extension Stage {
+    /// The steps after the download, in order. Each applies only to the kinds it names.
+    static let afterDownload: [Stage] = [admit, convertImage, remuxVideo, thumbnail, probe, deliveredLimit]
+
+    /// The sniffed type against the table, the request and the size limit (the same decision
+    /// the download made while streaming, now on the whole body).
+    static let admit = Stage(name: "admit", body: .check { work, configuration in
+        let source = work.source
+        switch MediaPolicy.admit(sniffed: source.sniffedMIME, size: (source.bytes, "the body's size"),
+                                 limits: configuration.sizeLimits, imagesOnly: work.plan.imagesOnly,
+                                 normalize: configuration.normalize) {
+        case .success(let type):
+            work.descriptor.recordSource(type, bytes: source.bytes, sha256: source.sha256)
+            work.delivered = .init(path: source.path, type: type)
+            return nil
+        case .failure(let reason):
+            // As the download records it: the table's type when only its size is refused,
+            // libmagic's answer otherwise.
+            if reason.code == .sizeLimitExceeded, let type = MediaType.forSniffedMIME(source.sniffedMIME)
+                ?? MediaType.convertibleForSniffedMIME(source.sniffedMIME) {
+                work.descriptor.record(sniffed: type.mimeType, kind: type.kind)
+            }
+            return reason
+        }
+    })
+
+    /// An image iOS would not show as it is (type or size) is converted and fitted, or fails.
+    static let convertImage = Stage(name: "convert image", body: .decode(
+        on: .image,
+        whenLate: .fail(Reason(code: .deadlineExceeded, message: "the batch deadline passed while the image was being converted to fit")),
+        timing: .normalize,
+        job: { work, configuration in
+            let file = work.admitted
+            guard MediaPolicy.needsConversion(file.type, bytes: work.source.bytes, limits: configuration.sizeLimits) else { return nil }
+            return .normalize(source: file.path, type: file.type, destinationBase: work.plan.convertedBase,
+                              limits: ImageNormalizer.Limits(configuration))
+        },
+        take: { answer, work in
+            guard let image = answer.normalized else { return }
+            work.supersede(with: .init(path: image.file, type: image.type))
+            work.descriptor.record(image)
+        }))
+
+    /// QuickTime or 3GPP is copied into MPEG-4, or fails.
+    static let remuxVideo = Stage(name: "remux video", body: .decode(
+        on: .probe,
+        whenLate: .fail(Reason(code: .deadlineExceeded, message: "the batch deadline passed while the video was being moved into MPEG-4")),
+        timing: .normalize,
+        job: { work, _ in
+            let file = work.admitted
+            guard MediaPolicy.needsRemux(file.type) else { return nil }
+            return .remux(source: file.path, destinationBase: work.plan.convertedBase)
+        },
+        take: { answer, work in
+            guard let video = answer.remuxed else { return }
+            work.supersede(with: .init(path: video.file, type: .mp4))
+            work.descriptor.record(video)
+        }))
+
+    /// An image is decoded in full (so truncated or corrupt files fail) and thumbnailed. Late,
+    /// the attachment is still good: it is delivered without a thumbnail.
+    static let thumbnail = Stage(name: "thumbnail", body: .decode(
+        on: .image, whenLate: .degrade, timing: .thumbnail,
+        job: { work, configuration in
+            let file = work.admitted
+            guard file.type.kind == .image else { return nil }
+            return .thumbnail(source: file.path, destinationBase: work.plan.thumbnailBase, shape: work.plan.shape,
+                              limits: Thumbnailer.Limits(configuration))
+        },
+        take: { answer, work in
+            guard let made = answer.thumbnail else { return }
+            work.thumbnail = made
+            work.descriptor.record(thumbnailOf: made)
+        }))
+
+    /// Audio and video are probed with FFmpeg (streams decoded; kind from the streams) and a
+    /// video gets a poster frame. Any MPEG-4 file may turn out to hold video. Late, the file is
+    /// delivered as sniffed, without probe or poster.
+    static let probe = Stage(name: "probe", body: .decode(
+        on: .probe, whenLate: .degrade, timing: .probe,
+        job: { work, configuration in
+            let file = work.admitted
+            guard file.type.kind != .image else { return nil }
+            return .probe(source: file.path, type: file.type, thumbnailTime: work.plan.thumbnailTime,
+                          thumbnailBase: work.plan.thumbnailBase, shape: work.plan.shape,
+                          limits: MediaProber.Limits(configuration))
+        },
+        take: { answer, work in
+            guard let probed = answer.probed else { return }
+            work.delivered?.type = probed.resolvedType
+            work.descriptor.record(probed.probe)
+            work.thumbnail = probed.poster
+        }))
+
+    /// Audio or video against its final kind's limit (an MPEG-4 file streamed under the larger
+    /// of the audio and video limits).
+    static let deliveredLimit = Stage(name: "delivered limit", body: .check { work, configuration in
+        let file = work.admitted
+        guard file.type.kind != .image else { return nil }
+        return MediaPolicy.checkDelivered(file.type, bytes: work.descriptor.deliveredBytes ?? work.source.bytes,
+                                          limits: configuration.sizeLimits)
+    })
+}
+
+extension AttachmentWork {
+    /// A conversion replaced the delivered file: the one before it goes now (the caller's own
+    /// file, outside the ledger, is left alone).
+    mutating func supersede(with file: TypedFile) {
+        if let old = delivered?.path { ledger.remove(old) }
+        delivered = file
+    }
+}
