@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <spawn.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <linux/seccomp.h>
 #include "CAttachFetchShims.h"
 
@@ -26,4 +27,8 @@ int af_unshare(int flags) {
 
 int af_spawn_close_from(void *actions, int lowest) {
     return posix_spawn_file_actions_addclosefrom_np((posix_spawn_file_actions_t *)actions, lowest);
+}
+
+int af_socketpair_stream_cloexec(int fds[2]) {
+    return socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds);
 }

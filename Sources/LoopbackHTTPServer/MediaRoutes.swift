@@ -1,5 +1,7 @@
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#endif
 
 /// The routes the tests, the demo and the benchmarks use, over a directory of media files.
 ///

@@ -11,11 +11,9 @@ import Testing
     func fetch(_ file: String, into scratch: Scratch, time: Double? = nil, clip: ClippingRectangle? = nil,
                _ adjust: (inout AttachFetchConfiguration) -> Void = { _ in }) async throws -> AttachmentDescriptor {
         let pipeline = try makePipeline(scratch, adjust)
-        let d = try await withMediaServer { server in
-            await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/\(file)", clip: clip,
-                                                      options: time.map { AttachmentOptions(thumbnailTime: $0) })]).attachments[0]
+        return try await withMediaServer { server in
+            await fetchOne("\(server.baseURL)/media/\(file)", pipeline, clip: clip, thumbnailTime: time)
         }
-        return d
     }
 
     @Test func videoGetsDurationCodecsSizeAndAPosterThumbnail() async throws {

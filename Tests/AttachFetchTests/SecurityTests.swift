@@ -7,17 +7,9 @@ import Testing
 /// address policy on, so that even a broken policy can reach nothing but this machine; other
 /// ranges are checked on the policy and classifier directly.
 @Suite struct SecurityTests {
-    /// A pipeline with the default (strict) address policy, adjusted.
-    func strictPipeline(_ scratch: Scratch, _ adjust: (inout AttachFetchConfiguration) -> Void = { _ in }) throws -> AttachmentPipeline {
-        var configuration = AttachFetchConfiguration()
-        configuration.temporaryDirectory = scratch.path
-        adjust(&configuration)
-        return try AttachmentPipeline(configuration: configuration)
-    }
-
     @Test func loopbackInEveryNumericDisguiseIsRefusedBeforeConnecting() async throws {
         let scratch = Scratch()
-        let pipeline = try strictPipeline(scratch)
+        let pipeline = try makePipeline(scratch, loopback: false)
         try await withMediaServer { server in
             let p = server.port
             let disguises = ["127.0.0.1", "127.1", "2130706433", "0x7f000001", "0x7f.1", "017700000001", "127.000.000.001",
@@ -34,7 +26,7 @@ import Testing
 
     @Test func allowListOpensOneRangeAndRedirectsOutOfItAreRefused() async throws {
         let scratch = Scratch()
-        let pipeline = try strictPipeline(scratch) { $0.allowedRanges = [try! CIDRRange("127.0.0.1/32")] }
+        let pipeline = try makePipeline(scratch, loopback: false) { $0.allowedRanges = [try! CIDRRange("127.0.0.1/32")] }
         try await withMediaServer { server in
             let p = server.port
             #expect(await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline).status == .ready)
@@ -49,7 +41,7 @@ import Testing
 
     @Test func denyListWinsOverEveryAllowance() async throws {
         let scratch = Scratch()
-        let pipeline = try strictPipeline(scratch) {
+        let pipeline = try makePipeline(scratch, loopback: false) {
             $0.allowPrivateNetwork = true
             $0.allowedRanges = [try! CIDRRange("127.0.0.1")]
             $0.deniedRanges = [try! CIDRRange("127.0.0.0/8")]

@@ -47,10 +47,12 @@ final class Scratch {
     }
 }
 
-/// A pipeline that may reach loopback (the tests' server), with its temp dir in `scratch`.
-func makePipeline(_ scratch: Scratch, _ adjust: (inout AttachFetchConfiguration) -> Void = { _ in }) throws -> AttachmentPipeline {
+/// A pipeline with its temp dir in `scratch` that may reach loopback (the tests' server), or
+/// with `loopback: false` the default address policy, which refuses it.
+func makePipeline(_ scratch: Scratch, loopback: Bool = true,
+                  _ adjust: (inout AttachFetchConfiguration) -> Void = { _ in }) throws -> AttachmentPipeline {
     var configuration = AttachFetchConfiguration()
-    configuration.allowPrivateNetwork = true
+    configuration.allowPrivateNetwork = loopback
     configuration.temporaryDirectory = scratch.path
     adjust(&configuration)
     return try AttachmentPipeline(configuration: configuration)
@@ -58,8 +60,9 @@ func makePipeline(_ scratch: Scratch, _ adjust: (inout AttachFetchConfiguration)
 
 /// One URL through a pipeline; returns its descriptor.
 func fetchOne(_ url: String, _ pipeline: AttachmentPipeline, clip: ClippingRectangle? = nil,
-              deadline: Duration? = nil) async -> AttachmentDescriptor {
-    await pipeline.process([AttachmentRequest(url: url, clip: clip)], deadline: deadline).attachments[0]
+              thumbnailTime: Double? = nil, deadline: Duration? = nil) async -> AttachmentDescriptor {
+    let options = thumbnailTime.map { AttachmentOptions(thumbnailTime: $0) }
+    return await pipeline.process([AttachmentRequest(url: url, clip: clip, options: options)], deadline: deadline).attachments[0]
 }
 
 /// Pixel size of an image file, read back with libvips.

@@ -12,6 +12,9 @@ enum DecodeJob: Codable, Sendable {
 
     /// Runs the job here, on the calling thread. `shouldStop` is checked between steps.
     func run(shouldStop: () -> Bool = { false }) -> DecodeAnswer {
+        // libvips' error buffer is per process: whatever an earlier job left in it (a fallback
+        // that failed quietly, a message nobody took) must not become this job's reason.
+        Vips.clearError()
         let answer: DecodeAnswer
         switch self {
         case .thumbnail(let source, let destinationBase, let shape, let limits):

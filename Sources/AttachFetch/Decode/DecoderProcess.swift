@@ -1,6 +1,8 @@
-import CAttachFetchShims
+internal import CAttachFetchShims
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#endif
 
 /// One decoder worker process, seen from the pipeline: it is started, given a job, waited
 /// for, and killed when nobody waits any more or when it stops answering. Owned and used by
@@ -39,7 +41,7 @@ final class DecoderProcess {
 
     init(_ launch: Launch) throws(Reason) {
         var pair: [Int32] = [-1, -1]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
+        guard af_socketpair_stream_cloexec(&pair) == 0 else {
             throw Reason(code: .ioError, message: "cannot make the decoder's socket: \(String(cString: strerror(errno)))")
         }
         var actions = posix_spawn_file_actions_t()

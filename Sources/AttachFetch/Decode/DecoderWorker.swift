@@ -1,6 +1,8 @@
-import CAttachFetchShims
+internal import CAttachFetchShims
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#endif
 
 /// The decoder worker: a process that runs decode jobs for an `AttachmentPipeline`, one at a
 /// time, read from standard input and answered on standard output (a socket the pipeline

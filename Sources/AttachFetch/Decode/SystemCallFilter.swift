@@ -1,5 +1,7 @@
-import CAttachFetchShims
+internal import CAttachFetchShims
+#if canImport(Glibc)
 import Glibc
+#endif
 
 /// The decoder worker's seccomp filter: the system calls decoding never needs fail with EPERM
 /// (sockets, connecting, exec, ptrace, reading other processes' memory, mounting). It is a

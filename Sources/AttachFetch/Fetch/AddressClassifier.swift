@@ -1,4 +1,6 @@
+#if canImport(Glibc)
 import Glibc
+#endif
 
 /// What kind of destination an IP address is. Everything but `global` is refused unless the
 /// configuration allows private networks.

@@ -1,4 +1,6 @@
+#if canImport(Glibc)
 import Glibc
+#endif
 
 /// An IPv4 or IPv6 network in CIDR notation, e.g. `203.0.113.0/24`, `2001:db8::/32`, or a
 /// single address (`/32` or `/128` implied).

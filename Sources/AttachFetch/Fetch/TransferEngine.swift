@@ -1,4 +1,4 @@
-import CCurl
+internal import CCurl
 import Foundation
 import Logging
 import Synchronization
@@ -108,21 +108,23 @@ final class TransferEngine: @unchecked Sendable {
             for job in starting { start(job) }
 
             var running: Int32 = 0
-            curl_multi_perform(multi.handle, &running)
-            var pending: Int32 = 0
+            if let failure = multi.perform(running: &running) { failAll(failure) }
             let activeBefore = active.count
-            while let message = curl_multi_info_read(multi.handle, &pending) {
-                if message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle {
-                    finish(easy, curlCode: message.pointee.data.result)
-                }
-            }
+            while let (easy, result) = multi.nextDone() { finish(easy, curlCode: result) }
             let wait = enforceLimits()
             var curlTimeout = -1
-            curl_multi_timeout(multi.handle, &curlTimeout)
+            switch multi.timeout() {
+            case .success(let milliseconds): curlTimeout = milliseconds
+            case .failure(let failure): failAll(failure)
+            }
             var timeoutMs = curlTimeout >= 0 ? min(curlTimeout, wait) : wait
             // A slot came free: go round at once to start the next queued job.
             if active.count < activeBefore { timeoutMs = 0 }
-            curl_multi_poll(multi.handle, nil, 0, Int32(max(0, timeoutMs)), nil)
+            if let failure = multi.poll(milliseconds: Int32(max(0, timeoutMs))) {
+                failAll(failure)
+                // Never spin on a multi handle that keeps failing.
+                Thread.sleep(forTimeInterval: 0.01)
+            }
         }
     }
 
@@ -165,20 +167,33 @@ final class TransferEngine: @unchecked Sendable {
             job.finish(outcome)
             return
         }
+        if let failure = multi.add(transfer.handle) {
+            var outcome = transfer.complete(curlCode: nil)
+            outcome.failure = failure
+            job.finish(outcome)
+            return
+        }
         active[transfer.handle] = transfer
-        curl_multi_add_handle(multi.handle, transfer.handle)
         logger.trace("transfer started", metadata: ["url": "\(job.spec.url)"])
     }
 
     private func finish(_ handle: UnsafeMutableRawPointer, curlCode: CURLcode?) {
         guard let transfer = active.removeValue(forKey: handle) else { return }
-        curl_multi_remove_handle(multi.handle, handle)
+        if let failure = multi.remove(handle) {
+            logger.debug("transfer not removed cleanly", metadata: ["problem": "\(failure.message)"])
+        }
         let outcome = transfer.complete(curlCode: curlCode)
         logger.trace("transfer finished", metadata: [
             "url": "\(transfer.job.spec.url)",
             "result": "\(outcome.failure?.code.rawValue ?? "ok")",
         ])
         transfer.job.finish(outcome)
+    }
+
+    /// The multi handle failed: every running transfer ends with that reason.
+    private func failAll(_ failure: Reason) {
+        for transfer in active.values { transfer.abort(failure.code, failure.message) }
+        for key in Array(active.keys) { finish(key, curlCode: nil) }
     }
 
     /// Cancels, deadline-expires and stall-expires active transfers. Returns how many

@@ -1,4 +1,4 @@
-import CCurl
+internal import CCurl
 
 /// Refuses what is not worth a request: malformed URLs and schemes other than http(s).
 /// Redirect hops are held to the same schemes by libcurl (CURLOPT_REDIR_PROTOCOLS_STR).

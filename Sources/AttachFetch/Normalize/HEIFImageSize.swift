@@ -1,4 +1,6 @@
+#if canImport(Glibc)
 import Glibc
+#endif
 
 /// The image sizes a HEIF or AVIF file declares (its `ispe` item properties), read from the
 /// box structure before libheif sees the file. libheif refuses images over its own security

@@ -1,5 +1,5 @@
-import CAttachFetchShims
-import CVips
+internal import CAttachFetchShims
+internal import CVips
 
 /// An image made deliverable: a format iOS shows, under the image limit.
 struct NormalizedImage: Sendable, Codable {
@@ -63,7 +63,7 @@ enum ImageNormalizer {
             var transforms: [AttachmentDescriptor.Transform] = [encoded.type == type ? .reencoded : .transcoded]
             if downscaled { transforms.append(.downscaled) }
             return NormalizedImage(file: file, type: encoded.type, bytes: Int64(encoded.data.count),
-                                   sha256: digest.finalizeHex(), width: encoded.width, height: encoded.height,
+                                   sha256: try digest.finalizeHex(), width: encoded.width, height: encoded.height,
                                    sourceWidth: header.width, sourceHeight: header.height, transforms: transforms)
         }
 

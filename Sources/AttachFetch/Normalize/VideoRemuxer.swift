@@ -1,5 +1,7 @@
-import CFFmpeg
+internal import CFFmpeg
+#if canImport(Glibc)
 import Glibc
+#endif
 
 /// A QuickTime or 3GPP file moved into MPEG-4, streams copied as they are.
 struct RemuxedVideo: Sendable, Codable {
@@ -86,6 +88,6 @@ enum VideoRemuxer {
             buffer.withUnsafeBytes { digest.update(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
             total += Int64(count)
         }
-        return RemuxedVideo(file: file, bytes: total, sha256: digest.finalizeHex())
+        return RemuxedVideo(file: file, bytes: total, sha256: try digest.finalizeHex())
     }
 }

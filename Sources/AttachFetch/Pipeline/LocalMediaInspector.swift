@@ -76,6 +76,8 @@ public final class LocalMediaInspector {
         }
         guard bytes > 0 else { return .failure(Reason(code: .emptyBody, message: "the file is empty")) }
         guard let sniffed else { return .failure(Reason(code: .ioError, message: "the file could not be typed")) }
-        return .success(.init(path: path, sniffedMIME: sniffed, bytes: bytes, sha256: digest.finalizeHex()))
+        return Result { () throws(Reason) in
+            .init(path: path, sniffedMIME: sniffed, bytes: bytes, sha256: try digest.finalizeHex())
+        }
     }
 }

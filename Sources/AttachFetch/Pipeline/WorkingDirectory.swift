@@ -1,6 +1,8 @@
-import CAttachFetchShims
+internal import CAttachFetchShims
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#endif
 import Synchronization
 
 /// A batch's private directory (mode 0700, from mkdtemp). Bodies are streamed into it under

@@ -1,5 +1,7 @@
 #if canImport(Glibc)
+#if canImport(Glibc)
 import Glibc
+#endif
 #endif
 
 /// Owns every file made for one attachment on its way: the downloaded body, a converted image or

@@ -1,5 +1,7 @@
-import CTurboJPEG
+internal import CTurboJPEG
+#if canImport(Glibc)
 import Glibc
+#endif
 
 /// The fast path for the most common thumbnail: a baseline YCbCr JPEG with no orientation tag
 /// and no colour profile. libjpeg-turbo (the decoder libvips itself uses for JPEG) decodes it
@@ -98,23 +100,6 @@ enum JPEGThumbnailer {
         let count = data.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         return count == data.count ? data : nil
     }
-}
-
-/// One TurboJPEG instance. Not thread-safe (not Sendable): made and used by one call.
-private final class TurboHandle {
-    let handle: tjhandle
-
-    init(compress: Bool) throws(Reason) {
-        guard let handle = compress ? tjInitCompress() : tjInitDecompress() else {
-            throw Reason(code: .ioError, message: "libjpeg-turbo cannot start: \(String(cString: tjGetErrorStr2(nil)))")
-        }
-        self.handle = handle
-    }
-
-    deinit { tjDestroy(handle) }
-
-    /// libjpeg-turbo's message for the last failure on this handle.
-    var error: String { String(cString: tjGetErrorStr2(handle)) }
 }
 
 /// What the JPEG's markers say before its scan: enough to choose the path.

@@ -1,4 +1,6 @@
+#if canImport(Glibc)
 import Glibc
+#endif
 
 /// Walks a PNG's metadata chunk headers before any decoder sees the file.
 ///

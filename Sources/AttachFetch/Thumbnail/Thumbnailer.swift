@@ -1,6 +1,8 @@
-import CAttachFetchShims
-import CVips
+internal import CAttachFetchShims
+internal import CVips
+#if canImport(Glibc)
 import Glibc
+#endif
 
 /// What the thumbnail stage learned and made.
 struct ThumbnailOutcome: Sendable, Codable {

@@ -63,6 +63,10 @@ int af_prctl_set_parent_death_signal(int signal);
 int af_prctl_set_seccomp_filter(struct sock_filter *instructions, unsigned short count);
 // unshare is declared only under _GNU_SOURCE, which Swift's Glibc module does not define.
 int af_unshare(int flags);
+
+// socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC): Swift sees <sys/socket.h>'s SOCK_* constants
+// only through whichever module includes that header first, so it cannot name them reliably.
+int af_socketpair_stream_cloexec(int fds[2]);
 // posix_spawn_file_actions_addclosefrom_np (glibc 2.34+) is declared only under _GNU_SOURCE:
 // the worker inherits no descriptor of the pipeline's but its socket.
 int af_spawn_close_from(void *actions, int lowest);

@@ -1,5 +1,5 @@
-import CCurl
-import CAttachFetchShims
+internal import CCurl
+internal import CAttachFetchShims
 
 /// libcurl's global state, initialised once per process before the first handle is made
 /// (`curl_global_init` is not thread-safe; a static `let` runs its initialiser exactly once).
@@ -16,6 +16,7 @@ enum CurlGlobal {
 
 /// Owns one libcurl multi handle. libcurl handles are not thread-safe: only the engine thread
 /// calls into it, except `wakeup()`, which libcurl documents as callable from any thread.
+/// Every call's result is checked; a failure becomes a reason through `failure(_:_:)`.
 final class CurlMulti {
     let handle: UnsafeMutableRawPointer
 
@@ -24,13 +25,55 @@ final class CurlMulti {
     init(maxIdleConnections: Int) throws(AttachFetchError) {
         try CurlGlobal.ensureInitialised()
         guard let handle = curl_multi_init() else { throw .libraryInitialisation("curl_multi_init failed") }
+        let code = af_curl_multi_setopt_long(handle, CURLMOPT_MAXCONNECTS, maxIdleConnections)
+        guard code == CURLM_OK else {
+            curl_multi_cleanup(handle)
+            throw .libraryInitialisation(Self.failure(code, "curl_multi_setopt(MAXCONNECTS)").message)
+        }
         self.handle = handle
-        af_curl_multi_setopt_long(handle, CURLMOPT_MAXCONNECTS, maxIdleConnections)
     }
 
     deinit { curl_multi_cleanup(handle) }
 
-    func wakeup() { curl_multi_wakeup(handle) }
+    /// The one mapping of a multi-interface failure: libcurl's own text. The multi handle
+    /// failing is the machine's or the library's problem, never the media's: `ioError`.
+    static func failure(_ code: CURLMcode, _ call: String) -> Reason {
+        Reason(code: .ioError, message: "libcurl's \(call) failed: \(String(cString: curl_multi_strerror(code)))")
+    }
+
+    private func check(_ code: CURLMcode, _ call: String) -> Reason? {
+        code == CURLM_OK ? nil : Self.failure(code, call)
+    }
+
+    func add(_ easy: UnsafeMutableRawPointer) -> Reason? { check(curl_multi_add_handle(handle, easy), "curl_multi_add_handle") }
+    func remove(_ easy: UnsafeMutableRawPointer) -> Reason? { check(curl_multi_remove_handle(handle, easy), "curl_multi_remove_handle") }
+
+    /// Runs the transfers; `running` is how many are still going.
+    func perform(running: inout Int32) -> Reason? { check(curl_multi_perform(handle, &running), "curl_multi_perform") }
+
+    /// How long libcurl wants to wait before it is called again (-1: no opinion), or a failure.
+    func timeout() -> Result<Int, Reason> {
+        var milliseconds = -1
+        if let failure = check(curl_multi_timeout(handle, &milliseconds), "curl_multi_timeout") { return .failure(failure) }
+        return .success(milliseconds)
+    }
+
+    /// Waits for socket activity, `wakeup()`, or the timeout.
+    func poll(milliseconds: Int32) -> Reason? { check(curl_multi_poll(handle, nil, 0, milliseconds, nil), "curl_multi_poll") }
+
+    /// A finished transfer's easy handle and result, or nil when none is waiting.
+    func nextDone() -> (easy: UnsafeMutableRawPointer, result: CURLcode)? {
+        var pending: Int32 = 0
+        while let message = curl_multi_info_read(handle, &pending) {
+            if message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle {
+                return (easy, message.pointee.data.result)
+            }
+        }
+        return nil
+    }
+
+    /// Breaks a `poll` from any thread. Its only failure is a bad handle, which `init` rules out.
+    func wakeup() { _ = curl_multi_wakeup(handle) }
 }
 
 extension CURLcode {

@@ -1,7 +1,9 @@
-import CCurl
-import CAttachFetchShims
+internal import CCurl
+internal import CAttachFetchShims
 import Foundation
+#if canImport(Glibc)
 import Glibc
+#endif
 import Synchronization
 
 /// One running download: owns its curl easy handle, the body file's descriptor and the
@@ -12,7 +14,7 @@ final class EasyTransfer {
     let handle: UnsafeMutableRawPointer
     let startedAt: ContinuousClock.Instant
     private let sniffer: MagicSniffer
-    private let errorBuffer: UnsafeMutablePointer<CChar>
+    let errorBuffer: UnsafeMutablePointer<CChar>
     private var fileDescriptor: Int32 = -1
     private var sniffBuffer: [UInt8] = []
     private let digest = SHA256Digest()
@@ -20,7 +22,7 @@ final class EasyTransfer {
     private(set) var mediaType: MediaType?
     private(set) var sniffedMIME: String?
     /// Content-Length of the response being received (the last one, after redirects).
-    private var declaredLength: Int64?
+    private(set) var declaredLength: Int64?
     /// Header bytes of the response being received; capped so a server cannot make us buffer
     /// or parse an endless header block (libcurl's own cap is far larger).
     private var headerBytes = 0
@@ -79,8 +81,12 @@ final class EasyTransfer {
         let connectTimeout = min(spec.timeout.connect, remaining)
         let me = Unmanaged.passUnretained(self).toOpaque()
 
+        // The URL is the caller's input: libcurl refusing it is the URL's fault.
+        let urlCode = CurlOption.set(handle, CURLOPT_URL, spec.url)
+        guard urlCode == CURLE_OK else {
+            return .init(code: .invalidURL, message: "libcurl refused the URL: \(urlCode.curlMessage)")
+        }
         var codes: [CURLcode] = [
-            CurlOption.set(handle, CURLOPT_URL, spec.url),
             CurlOption.set(handle, CURLOPT_ERRORBUFFER, pointer: UnsafeMutableRawPointer(errorBuffer)),
             // Threads: never let libcurl use signals for timeouts.
             CurlOption.set(handle, CURLOPT_NOSIGNAL, 1),
@@ -116,8 +122,10 @@ final class EasyTransfer {
         codes.append(af_curl_easy_setopt_opensocket_function(handle) { me, _, address in
             EasyTransfer.from(me).openSocket(address!)
         })
+        // Any other option refused is our fault or the library's (an option this libcurl lacks):
+        // an internal error, reported as `ioError` with curl's text.
         if let failed = codes.first(where: { $0 != CURLE_OK }) {
-            return .init(code: .invalidURL, message: "curl rejected an option: \(failed.curlMessage)")
+            return .init(code: .ioError, message: "libcurl refused an option (an internal error): \(failed.curlMessage)")
         }
         return nil
     }
@@ -132,22 +140,6 @@ final class EasyTransfer {
     }
 
     // MARK: Callbacks (engine thread)
-
-    /// CURLOPT_OPENSOCKETFUNCTION sees every resolved address before libcurl connects to it,
-    /// so names that resolve to, or redirects that lead to, a forbidden address are caught.
-    private func openSocket(_ address: UnsafeMutablePointer<curl_sockaddr>) -> curl_socket_t {
-        let family = address.pointee.family
-        let sockaddrPointer = UnsafeRawPointer(address) + MemoryLayout<curl_sockaddr>.offset(of: \curl_sockaddr.addr)!
-        guard let (bytes, text) = AddressClassifier.address(sockaddr: sockaddrPointer, family: family) else {
-            abort(.forbiddenAddress, "address family \(family) is not IPv4 or IPv6")
-            return CURL_SOCKET_BAD
-        }
-        if let refusal = job.spec.addressPolicy.refusal(address: bytes, text: text) {
-            abort(.forbiddenAddress, refusal)
-            return CURL_SOCKET_BAD
-        }
-        return socket(family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
-    }
 
     /// One header line. Only Content-Length is read (for the size limits and messages); the
     /// status line of each response in a redirect chain resets it.
@@ -285,46 +277,11 @@ final class EasyTransfer {
         fileDescriptor = -1
         if outcome.failure == nil {
             outcome.bytes = bytesWritten
-            outcome.sha256 = digest.finalizeHex()
-        } else {
+            do throws(Reason) { outcome.sha256 = try digest.finalizeHex() } catch { outcome.failure = error }
+        }
+        if outcome.failure != nil {
             unlink(job.spec.bodyPath)
         }
         return outcome
-    }
-
-    private func reason(for code: CURLcode) -> AttachmentDescriptor.Reason? {
-        let detail = errorBuffer.pointee != 0 ? String(cString: errorBuffer) : code.curlMessage
-        switch code {
-        case CURLE_OK:
-            return nil
-        case CURLE_HTTP_RETURNED_ERROR:
-            let status = CurlOption.long(handle, CURLINFO_RESPONSE_CODE) ?? 0
-            return .init(code: .httpStatus, message: "the server answered HTTP \(status)")
-        case CURLE_OPERATION_TIMEDOUT:
-            return timeoutClippedByDeadline
-                ? .init(code: .deadlineExceeded, message: "the batch deadline passed: \(detail)")
-                : .init(code: .timeout, message: detail)
-        case CURLE_TOO_MANY_REDIRECTS:
-            return .init(code: .tooManyRedirects, message: detail)
-        case CURLE_UNSUPPORTED_PROTOCOL:
-            // Also raised for a garbled response (e.g. "HTTP/0.9"); only a redirect to another
-            // scheme is a scheme problem.
-            let target = CurlOption.string(handle, CURLINFO_REDIRECT_URL) ?? CurlOption.string(handle, CURLINFO_EFFECTIVE_URL) ?? ""
-            let scheme = target.split(separator: ":", maxSplits: 1).first.map { $0.lowercased() } ?? ""
-            return scheme == "http" || scheme == "https"
-                ? .init(code: .transferFailed, message: detail)
-                : .init(code: .unsupportedScheme, message: detail)
-        case CURLE_URL_MALFORMAT:
-            return .init(code: .invalidURL, message: detail)
-        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_PROXY,
-             CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION:
-            return .init(code: .connectFailed, message: detail)
-        case CURLE_FILESIZE_EXCEEDED:
-            let declared = declaredLength.map(String.init) ?? "(unknown)"
-            return .init(code: .sizeLimitExceeded,
-                         message: "Content-Length \(declared) exceeds the largest limit of \(job.spec.sizeLimits.largest) bytes")
-        default:
-            return .init(code: .transferFailed, message: detail)
-        }
     }
 }

@@ -1,4 +1,4 @@
-import CMagic
+internal import CMagic
 
 /// Decides a body's type from its bytes with libmagic. One `magic_t` per instance; libmagic
 /// handles are not thread-safe, so this class is not Sendable: each thread that sniffs owns one.

@@ -1,6 +1,8 @@
-import CAttachFetchShims
-import CVips
+internal import CAttachFetchShims
+internal import CVips
+#if canImport(Glibc)
 import Glibc
+#endif
 
 /// libvips' process-wide set-up, done once: start it, turn its operation cache off (every
 /// file is new; a cache would only hold memory), and let only the loaders of the formats in
@@ -77,6 +79,9 @@ enum Vips {
     static func failure(_ doing: String?) -> Reason {
         Reason(code: .corruptMedia, message: doing.map { "libvips cannot \($0): \(takeError())" } ?? "libvips: \(takeError())")
     }
+
+    /// Empties libvips' error buffer before a job, so its messages are only that job's.
+    static func clearError() { vips_error_clear() }
 
     /// libvips' error buffer as text, cleared for the next caller. `vips_error_buffer_copy`
     /// copies and clears under libvips' own lock (reading `vips_error_buffer()` directly races

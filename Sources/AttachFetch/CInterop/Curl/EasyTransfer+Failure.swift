@@ -1,0 +1,41 @@
+internal import CCurl
+
+extension EasyTransfer {
+    /// The one mapping of a libcurl result to the descriptor's reason, with curl's own message
+    /// (its error buffer, else `curl_easy_strerror`).
+    func reason(for code: CURLcode) -> AttachmentDescriptor.Reason? {
+        let detail = errorBuffer.pointee != 0 ? String(cString: errorBuffer) : code.curlMessage
+        switch code {
+        case CURLE_OK:
+            return nil
+        case CURLE_HTTP_RETURNED_ERROR:
+            let status = CurlOption.long(handle, CURLINFO_RESPONSE_CODE) ?? 0
+            return .init(code: .httpStatus, message: "the server answered HTTP \(status)")
+        case CURLE_OPERATION_TIMEDOUT:
+            return timeoutClippedByDeadline
+                ? .init(code: .deadlineExceeded, message: "the batch deadline passed: \(detail)")
+                : .init(code: .timeout, message: detail)
+        case CURLE_TOO_MANY_REDIRECTS:
+            return .init(code: .tooManyRedirects, message: detail)
+        case CURLE_UNSUPPORTED_PROTOCOL:
+            // Also raised for a garbled response (e.g. "HTTP/0.9"); only a redirect to another
+            // scheme is a scheme problem.
+            let target = CurlOption.string(handle, CURLINFO_REDIRECT_URL) ?? CurlOption.string(handle, CURLINFO_EFFECTIVE_URL) ?? ""
+            let scheme = target.split(separator: ":", maxSplits: 1).first.map { $0.lowercased() } ?? ""
+            return scheme == "http" || scheme == "https"
+                ? .init(code: .transferFailed, message: detail)
+                : .init(code: .unsupportedScheme, message: detail)
+        case CURLE_URL_MALFORMAT:
+            return .init(code: .invalidURL, message: detail)
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_PROXY,
+             CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION:
+            return .init(code: .connectFailed, message: detail)
+        case CURLE_FILESIZE_EXCEEDED:
+            let declared = declaredLength.map(String.init) ?? "(unknown)"
+            return .init(code: .sizeLimitExceeded,
+                         message: "Content-Length \(declared) exceeds the largest limit of \(job.spec.sizeLimits.largest) bytes")
+        default:
+            return .init(code: .transferFailed, message: detail)
+        }
+    }
+}

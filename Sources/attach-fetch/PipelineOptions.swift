@@ -1,0 +1,109 @@
+import ArgumentParser
+import AttachFetch
+import Foundation
+
+/// The pipeline's settings. Every default is the library's own (`AttachFetchConfiguration()`),
+/// so the command and the library cannot drift apart.
+struct PipelineOptions: ParsableArguments {
+    private static let library = AttachFetchConfiguration()
+
+    @Option(help: ArgumentHelp("Seconds the whole batch may take.", valueName: "SECONDS"))
+    var deadline: Double = library.defaultDeadline.seconds
+
+    @Option(help: ArgumentHelp("Seconds one request may take, redirects included.", valueName: "SECONDS"))
+    var timeout: Double = library.timeout.request.seconds
+
+    @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds to connect.", valueName: "SECONDS"))
+    var connectTimeout: Double = library.timeout.connect.seconds
+
+    @Option(name: .customLong("stall-timeout"), help: ArgumentHelp("Seconds without any bytes before a request times out.", valueName: "SECONDS"))
+    var stallTimeout: Double = library.timeout.stall.seconds
+
+    @Option(name: .customLong("max-concurrency"), help: ArgumentHelp("Transfers at once.", valueName: "N"))
+    var maxConcurrency: Int = library.maxConcurrentTransfers
+
+    @Option(name: .customLong("thumbnail-size"), help: ArgumentHelp("Longest edge of thumbnails, in pixels.", valueName: "PX"))
+    var thumbnailSize: Int = library.thumbnailMaxEdge
+
+    @Option(help: ArgumentHelp("Clipping rectangle for image thumbnails, in the unit square with the origin top-left, e.g. 0.25,0.25,0.5,0.5.", valueName: "X,Y,W,H"))
+    var clip: String?
+
+    @Option(name: .customLong("thumbnail-time"), help: ArgumentHelp("Seconds into a video for its poster-frame thumbnail (clamped to the duration; default 0).", valueName: "SECONDS"))
+    var thumbnailTime: Double?
+
+    @Flag(name: .customLong("no-normalize"), help: "Deliver media only as downloaded: refuse WebP/HEIC/AVIF and images over the limit instead of converting and fitting them.")
+    var noNormalize = false
+
+    @Option(name: .customLong("decoder-isolation"), help: "Where decoders run: 'processes' (confined worker processes; a crash costs one attachment) or 'none' (in this process; unsafe for untrusted input).")
+    var decoderIsolation: String = "processes"
+
+    @Flag(name: .customLong("allow-private-network"), help: "Allow loopback, private and link-local destinations (refused by default).")
+    var allowPrivateNetwork = false
+
+    @Option(name: .customLong("allow-cidr"), help: ArgumentHelp("Always allow this address range (repeatable), e.g. 10.1.2.0/24.", valueName: "CIDR"))
+    var allowCIDR: [String] = []
+
+    @Option(name: .customLong("deny-cidr"), help: ArgumentHelp("Always refuse this address range (repeatable); wins over every allowance.", valueName: "CIDR"))
+    var denyCIDR: [String] = []
+
+    func validate() throws {
+        for (name, value) in [("--deadline", deadline), ("--timeout", timeout), ("--connect-timeout", connectTimeout), ("--stall-timeout", stallTimeout)] {
+            guard value.isFinite, value > 0, value <= 3600 else {
+                throw ValidationError("\(name) must be a number of seconds greater than 0 and at most 3600, not \(value)")
+            }
+        }
+        guard (1...256).contains(maxConcurrency) else { throw ValidationError("--max-concurrency must be between 1 and 256") }
+        guard (1...4096).contains(thumbnailSize) else { throw ValidationError("--thumbnail-size must be between 1 and 4096 pixels") }
+        if clip != nil { _ = try parsedClip() }
+        guard ["processes", "none"].contains(decoderIsolation) else {
+            throw ValidationError("--decoder-isolation must be 'processes' or 'none', not '\(decoderIsolation)'")
+        }
+        if let thumbnailTime, !(thumbnailTime.isFinite && thumbnailTime >= 0) {
+            throw ValidationError("--thumbnail-time must be a number of seconds, 0 or more")
+        }
+        _ = try ranges(allowCIDR, "--allow-cidr")
+        _ = try ranges(denyCIDR, "--deny-cidr")
+    }
+
+    func parsedClip() throws -> ClippingRectangle? {
+        guard let clip else { return nil }
+        let values = clip.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+        guard values.count == 4, let x = values[0], let y = values[1], let w = values[2], let h = values[3] else {
+            throw ValidationError("--clip takes four numbers X,Y,W,H, not '\(clip)'")
+        }
+        do {
+            return try ClippingRectangle(x: x, y: y, width: w, height: h)
+        } catch {
+            throw ValidationError("--clip: \(error.message)")
+        }
+    }
+
+    private func ranges(_ texts: [String], _ option: String) throws -> [CIDRRange] {
+        try texts.map { text throws -> CIDRRange in
+            do throws(AttachFetchError) {
+                return try CIDRRange(text)
+            } catch {
+                throw ValidationError("\(option): \(error.message)")
+            }
+        }
+    }
+
+    /// The library's configuration with these options applied.
+    func configuration() throws -> AttachFetchConfiguration {
+        var configuration = AttachFetchConfiguration()
+        configuration.timeout = .init(connect: .seconds(connectTimeout), request: .seconds(timeout), stall: .seconds(stallTimeout))
+        configuration.maxConcurrentTransfers = maxConcurrency
+        configuration.thumbnailMaxEdge = thumbnailSize
+        configuration.allowPrivateNetwork = allowPrivateNetwork
+        configuration.normalize = !noNormalize
+        configuration.isolation = decoderIsolation == "none" ? .none : .processes
+        configuration.allowedRanges = try ranges(allowCIDR, "--allow-cidr")
+        configuration.deniedRanges = try ranges(denyCIDR, "--deny-cidr")
+        return configuration
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, for options given in seconds.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
