@@ -124,6 +124,8 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
 
     /// The most connections that were open at the same time.
     public var peakConnections: Int { withState { $0.peakConnections } }
+    /// Connections open right now.
+    public var openConnections: Int { withState { $0.connections.count } }
 
     /// Connections accepted so far.
     public var acceptedConnections: Int { withState { $0.acceptedConnections } }

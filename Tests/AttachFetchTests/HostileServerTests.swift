@@ -5,20 +5,6 @@ import Testing
 
 /// The time contract against a fault-injecting server on 127.0.0.1.
 @Suite struct HostileServerTests {
-    static let slack = DeadlineTests.slack
-
-    /// Runs one URL and returns its descriptor and how long the batch took.
-    func timed(_ url: String, _ pipeline: AttachmentPipeline, deadline: Duration = .seconds(20)) async -> (AttachmentDescriptor, Duration) {
-        let started = ContinuousClock.now
-        let d = await fetchOne(url, pipeline, deadline: deadline)
-        return (d, ContinuousClock.now - started)
-    }
-
-    func expectNear(_ elapsed: Duration, _ setting: Duration, _ what: String) {
-        #expect(elapsed >= setting - .milliseconds(5), "\(what): \(elapsed) is before \(setting)")
-        #expect(elapsed < setting + Self.slack, "\(what): \(elapsed) is late for \(setting)")
-    }
-
     @Test func serverThatNeverAnswersHitsTheStallTimeout() async throws {
         let scratch = Scratch()
         let pipeline = try makePipeline(scratch) { $0.timeout.stall = .milliseconds(500) }
@@ -134,37 +120,6 @@ import Testing
         }
     }
 
-    @Test func batchDeadlineHoldsWhenEveryTransferMisbehaves() async throws {
-        let scratch = Scratch()
-        let pipeline = try makePipeline(scratch) // default timeouts: 5 s, 10 s, 3 s stall
-        try await withMediaServer { server in
-            let paths = ["media/photo.jpg", "fault/silent", "fault/drip", "fault/slow-headers", "stall/clip.mp4", "media/tone.mp3"]
-            let started = ContinuousClock.now
-            let batch = await pipeline.process(paths.map { AttachmentRequest(url: "\(server.baseURL)/\($0)") },
-                                               deadline: .milliseconds(1200))
-            let elapsed = ContinuousClock.now - started
-            expectNear(elapsed, .milliseconds(1200), "deadline")
-            #expect(batch.attachments.map(\.status) == [.ready, .timedOut, .timedOut, .timedOut, .timedOut, .ready])
-            #expect(batch.attachments.filter { $0.status == .timedOut }.allSatisfy { $0.reason?.code == .deadlineExceeded })
-        }
-    }
-
-    @Test func hundredStallingConnectionsAtOnceStillMeetTheDeadline() async throws {
-        let scratch = Scratch()
-        let pipeline = try makePipeline(scratch) { $0.maxConcurrentTransfers = 100 }
-        try await withMediaServer { server in
-            let requests = (0..<100).map { AttachmentRequest(url: "\(server.baseURL)/fault/silent?n=\($0)") }
-            let started = ContinuousClock.now
-            let batch = await pipeline.process(requests, deadline: .seconds(1))
-            let elapsed = ContinuousClock.now - started
-            expectNear(elapsed, .seconds(1), "100 stalls")
-            #expect(batch.attachments.count == 100)
-            #expect(batch.attachments.allSatisfy { $0.reason?.code == .deadlineExceeded })
-            #expect(server.peakConnections == 100)
-            #expect(scratch.tree() == [])
-        }
-    }
-
     @Test func oneBatchsStallsDoNotStarveAnotherBatch() async throws {
         let scratch = Scratch()
         let pipeline = try makePipeline(scratch) {
@@ -183,33 +138,9 @@ import Testing
             let waited = ContinuousClock.now - started
             #expect(good.attachments.allSatisfy { $0.status == .ready })
             // B waits only for the first slots to free (one stall timeout), not for A's whole queue.
-            #expect(waited < .milliseconds(500) + Self.slack, "batch B took \(waited)")
+            #expect(waited < .milliseconds(500) + timingSlack, "batch B took \(waited)")
             let a = await hostile
             #expect(a.attachments.allSatisfy { $0.reason?.code == .timeout })
-        }
-    }
-
-    @Test func fiftyConcurrentBatchesEachMeetTheirOwnDeadline() async throws {
-        let scratch = Scratch()
-        let pipeline = try makePipeline(scratch)
-        try await withMediaServer { server in
-            await withTaskGroup(of: Void.self) { group in
-                for index in 0..<50 {
-                    group.addTask {
-                        let deadline = Duration.milliseconds(400 + 20 * index)
-                        let requests = ["media/photo.jpg", "fault/silent", "media/tone.mp3", "fault/drip"].map {
-                            AttachmentRequest(url: "\(server.baseURL)/\($0)?b=\(index)")
-                        }
-                        let started = ContinuousClock.now
-                        let batch = await pipeline.process(requests, deadline: deadline)
-                        let elapsed = ContinuousClock.now - started
-                        #expect(elapsed < deadline + Self.slack, "batch \(index): \(elapsed) for \(deadline)")
-                        #expect(batch.attachments.count == 4)
-                        #expect(batch.attachments[1].status == .timedOut && batch.attachments[3].status == .timedOut)
-                    }
-                }
-            }
-            #expect(scratch.tree().allSatisfy { !$0.contains(".part-") && !$0.contains(".thumb-") })
         }
     }
 }

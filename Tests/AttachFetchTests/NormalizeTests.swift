@@ -180,45 +180,4 @@ import Testing
             #expect(scratch.tree() == [])
         }
     }
-
-    /// Converting cannot degrade (the original is not deliverable): past the deadline it is a
-    /// deadline failure, on time, and its late files are removed.
-    @Test func conversionThatCannotFinishFailsAtTheDeadline() async throws {
-        let media = Scratch()
-        let scratch = Scratch()
-        // Two attempts (13 megapixels of noise is too big once, under a 2 MB limit).
-        let pipeline = try makePipeline(scratch) { $0.sizeLimits.image = 2_000_000 }
-        try writeNoiseImage(path: "\(media.path)/big.png", width: 3_600, height: 3_600, png: 3)
-        try await withMediaServer(directory: media.path) { server in
-            let request = AttachmentRequest(url: "\(server.baseURL)/media/big.png")
-            // First learn this machine's download and conversion times (the fastest of two
-            // runs), then set the deadline a quarter of the way into the conversion. Too early
-            // is harmless (the download is cut off: also deadlineExceeded); only too late fails.
-            var downloads: [Int] = [], conversions: [Int] = []
-            for _ in 0..<2 {
-                let timed = await pipeline.process([request], deadline: .seconds(30)).attachments[0]
-                #expect(timed.status == .ready, "\(timed.reason?.message ?? "")")
-                #expect(timed.transforms == [.transcoded, .downscaled])
-                let convert = try #require(timed.timings.normalize)
-                // When the conversion started, from the batch's start.
-                downloads.append(timed.timings.total - (timed.timings.thumbnail ?? 0) - convert)
-                conversions.append(convert)
-                try? FileManager.default.removeItem(atPath: scratch.path)
-                try FileManager.default.createDirectory(atPath: scratch.path, withIntermediateDirectories: false)
-            }
-            let download = downloads.min()!, convert = conversions.min()!
-            let deadline = Duration.milliseconds(download + convert / 4)
-
-            let started = ContinuousClock.now
-            let batch = await pipeline.process([request], deadline: deadline)
-            let elapsed = ContinuousClock.now - started
-            let d = batch.attachments[0]
-            #expect(d.status == .timedOut, "conversion from \(download) ms, for \(convert) ms: \(d.reason?.message ?? "ready")")
-            #expect(d.reason?.code == .deadlineExceeded)
-            #expect(elapsed < deadline + .milliseconds(300), "\(elapsed)")
-            // The abandoned conversion finishes on its thread and removes what it made.
-            for _ in 0..<100 where !scratch.tree().isEmpty { try await Task.sleep(for: .milliseconds(100)) }
-            #expect(scratch.tree() == [])
-        }
-    }
 }

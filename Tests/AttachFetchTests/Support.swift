@@ -65,6 +65,23 @@ func fetchOne(_ url: String, _ pipeline: AttachmentPipeline, clip: ClippingRecta
     return await pipeline.process([AttachmentRequest(url: url, clip: clip, options: options)], deadline: deadline).attachments[0]
 }
 
+/// How late a timing test lets anything be. Generous (300 ms) because CI machines are noisy;
+/// the real figures come from the benchmarks.
+let timingSlack: Duration = .milliseconds(300)
+
+/// Runs one URL and returns its descriptor and how long the batch took.
+func timed(_ url: String, _ pipeline: AttachmentPipeline, deadline: Duration = .seconds(20)) async -> (AttachmentDescriptor, Duration) {
+    let started = ContinuousClock.now
+    let d = await fetchOne(url, pipeline, deadline: deadline)
+    return (d, ContinuousClock.now - started)
+}
+
+/// A timer or deadline fired when it should: not before `setting`, at most `timingSlack` after.
+func expectNear(_ elapsed: Duration, _ setting: Duration, _ what: String) {
+    #expect(elapsed >= setting - .milliseconds(5), "\(what): \(elapsed) is before \(setting)")
+    #expect(elapsed < setting + timingSlack, "\(what): \(elapsed) is late for \(setting)")
+}
+
 /// Pixel size of an image file, read back with libvips.
 func imageSize(_ path: String) -> (width: Int, height: Int)? {
     guard let image = af_vips_image_new_from_file(path, VIPS_FAIL_ON_NONE) else { return nil }

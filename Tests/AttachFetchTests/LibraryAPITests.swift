@@ -1,0 +1,145 @@
+import Foundation
+import LoopbackHTTPServer
+import Logging
+import Testing
+@testable import AttachFetch
+
+/// The library as a Swift service uses it: a stream of results, shutdown, a logger per call,
+/// failures that keep what is known, and the inspector on its own.
+@Suite struct LibraryAPITests {
+    @Test func descriptorsStreamYieldsEachAttachmentOnceWithItsIndex() async throws {
+        let scratch = Scratch()
+        let pipeline = try makePipeline(scratch)
+        try await withMediaServer { server in
+            let names = ["photo.jpg", "tone.mp3", "document.pdf", "alpha.png"]
+            let requests = names.map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)", identifier: $0) }
+            var seen: [Int: AttachmentDescriptor] = [:]
+            for await finished in pipeline.descriptors(for: requests, deadline: .seconds(20)) {
+                #expect(seen[finished.index] == nil, "index \(finished.index) yielded twice")
+                seen[finished.index] = finished.descriptor
+            }
+            #expect(seen.count == names.count)
+            for (index, name) in names.enumerated() { #expect(seen[index]?.identifier == name) }
+            #expect(seen[2]?.reason?.code == .unsupportedType)
+            #expect(seen[0]?.status == .ready && seen[1]?.status == .ready && seen[3]?.status == .ready)
+        }
+        await pipeline.shutdown()
+    }
+
+    @Test func leavingTheStreamEarlyCancelsTheRest() async throws {
+        let scratch = Scratch()
+        let pipeline = try makePipeline(scratch)
+        try await withMediaServer { server in
+            let requests = [AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg")]
+                + (0..<3).map { AttachmentRequest(url: "\(server.baseURL)/fault/silent?n=\($0)") }
+            let started = ContinuousClock.now
+            for await finished in pipeline.descriptors(for: requests, deadline: .seconds(20)) {
+                #expect(finished.index == 0)
+                break
+            }
+            // The silent requests are cancelled, not left to run to their stall timeouts (3 s):
+            // their connections close; only the finished request's stays, kept alive by libcurl.
+            for _ in 0..<50 where server.openConnections > 1 { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(server.openConnections <= 1)
+            #expect(ContinuousClock.now - started < .seconds(2))
+        }
+        await pipeline.shutdown()
+    }
+
+    @Test func afterShutdownBatchesFailAtOnceAsCancelled() async throws {
+        let scratch = Scratch()
+        let pipeline = try makePipeline(scratch)
+        try await withMediaServer { server in
+            #expect(await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline).status == .ready)
+            await pipeline.shutdown()
+            await pipeline.shutdown() // twice is harmless
+            let started = ContinuousClock.now
+            let d = await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline)
+            #expect(d.reason?.code == .cancelled && d.reason?.message == "the pipeline was shut down")
+            #expect(ContinuousClock.now - started < timingSlack)
+        }
+    }
+
+    @Test func aLoggerPerCallGetsThatBatchsDebugMessagesOnly() async throws {
+        let scratch = Scratch()
+        let pipeline = try makePipeline(scratch)
+        let captured = CapturedLog()
+        var logger = Logger(label: "test") { _ in captured }
+        logger.logLevel = .trace
+        try await withMediaServer { server in
+            _ = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg")], logger: logger)
+            _ = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg")]) // default: silent
+        }
+        await pipeline.shutdown()
+        let entries = captured.entries
+        #expect(entries.map(\.message) == ["batch started", "batch finished"])
+        #expect(entries.allSatisfy { $0.level <= .debug }, "the library logs at debug and trace only")
+    }
+
+    /// A failure keeps what was learned before it: the type, size and digest of the bytes,
+    /// the source facts, the network timings.
+    @Test func aFailureDescriptorKeepsEveryFactAlreadyKnown() async throws {
+        let scratch = Scratch()
+        let pipeline = try makePipeline(scratch)
+        let path = "\(testMediaDirectory)/truncated.jpg"
+        let d = try await withMediaServer { server in await fetchOne("\(server.baseURL)/media/truncated.jpg", pipeline) }
+        await pipeline.shutdown()
+        #expect(d.reason?.code == .corruptMedia)
+        #expect(d.file == nil && d.thumbnail == nil)
+        #expect(d.finalUrl?.hasSuffix("/media/truncated.jpg") == true)
+        #expect(d.declaredMimeType != nil)
+        #expect(d.mimeType == "image/jpeg" && d.kind == .image && d.sourceMimeType == "image/jpeg")
+        #expect(d.bytes == fileSize(path) && d.sourceBytes == fileSize(path))
+        #expect(try d.sha256 == sha256sum(path))
+        #expect(d.transforms == [])
+        #expect(d.timings.download != nil)
+        #expect(scratch.tree() == [])
+    }
+
+    /// The inspector on its own: the caller's file is never touched, the digest is the file's,
+    /// a conversion is delivered beside the thumbnail, and nothing else is left.
+    @Test func inspectorLeavesTheCallersFileAndDeliversBesideTheThumbnail() throws {
+        let scratch = Scratch()
+        let inspector = try LocalMediaInspector()
+        let photo = "\(testMediaDirectory)/photo.jpg"
+        let plain = inspector.inspect(file: photo, thumbnailBase: "\(scratch.path)/photo")
+        #expect(plain.status == .ready && plain.file == photo)
+        #expect(try plain.sha256 == sha256sum(photo))
+        #expect(plain.timings.thumbnail != nil)
+        #expect(scratch.tree() == ["photo.jpg"])
+
+        let webp = "\(testMediaDirectory)/image.webp"
+        let before = try sha256sum(webp)
+        let converted = inspector.inspect(file: webp, thumbnailBase: "\(scratch.path)/webp")
+        #expect(converted.status == .ready && converted.transforms == [.transcoded])
+        #expect(converted.file == "\(scratch.path)/webp.delivered.\(converted.fileExtension ?? "?")")
+        #expect(try converted.sha256 == sha256sum(try #require(converted.file)))
+        #expect(converted.timings.normalize != nil)
+        #expect(try sha256sum(webp) == before)
+
+        let corrupt = inspector.inspect(file: "\(testMediaDirectory)/truncated.jpg", thumbnailBase: "\(scratch.path)/cut")
+        #expect(corrupt.reason?.code == .corruptMedia)
+        #expect(scratch.tree().filter { $0.hasPrefix("cut") } == [])
+    }
+}
+
+/// A swift-log handler that keeps what it is given.
+final class CapturedLog: LogHandler, @unchecked Sendable {
+    // @unchecked Sendable: `stored` is only touched under `lock`; the rest is set before use.
+    struct Entry { var level: Logger.Level; var message: String }
+    private let lock = NSLock()
+    private var stored: [Entry] = []
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    var entries: [Entry] { lock.withLock { stored } }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        lock.withLock { stored.append(Entry(level: event.level, message: event.message.description)) }
+    }
+}
