@@ -1,20 +1,6 @@
 internal import CAttachFetchShims
 internal import CVips
 
-/// An image made deliverable: a format iOS shows, under the image limit.
-struct NormalizedImage: Sendable, Codable {
-    var file: String
-    var type: MediaType
-    var bytes: Int64
-    var sha256: String
-    /// The delivered size, and the original's, both as displayed.
-    var width: Int
-    var height: Int
-    var sourceWidth: Int
-    var sourceHeight: Int
-    var transforms: [AttachmentDescriptor.Transform]
-}
-
 /// Turns an image iOS would not show — WebP, HEIC/HEIF, AVIF, or any image over the limit —
 /// into a JPEG (PNG when some pixel is transparent, GIF for an animation that still fits),
 /// downscaling in a bounded number of attempts until it fits. EXIF orientation is applied to

@@ -3,13 +3,6 @@ internal import CFFmpeg
 import Glibc
 #endif
 
-/// A QuickTime or 3GPP file moved into MPEG-4, streams copied as they are.
-struct RemuxedVideo: Sendable, Codable {
-    var file: String
-    var bytes: Int64
-    var sha256: String
-}
-
 /// Moves the streams of a QuickTime (`.mov`, what iPhones record) or 3GPP file into an MPEG-4
 /// file without re-encoding: the codecs MPEG-4 carries (H.264, HEVC, MPEG-4 Part 2, AAC, MP3,
 /// ALAC, AC-3) are copied packet by packet; anything else is refused. The display matrix

@@ -35,7 +35,8 @@ struct RacedRunner: Sendable {
     private func decode(_ job: DecodeJob, on pool: WorkerPool, ledger: FileLedger) async -> DecodeAnswer? {
         let result = OneShot<DecodeAnswer>()
         pool.submit { thread in
-            // Abandoned while queued: do not start.
+            // Abandoned while queued: do not start. (Handing the ledger nothing still tells a
+            // batch that has ended that its last late work is done, so its directory can go.)
             if result.isAbandoned { return ledger.own([]) }
             let made = thread.decode(job) { result.isAbandoned }
             if !result.deliver(made) { ledger.own(made.files) }

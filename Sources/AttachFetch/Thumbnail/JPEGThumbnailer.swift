@@ -42,7 +42,7 @@ enum JPEGThumbnailer {
             guard tjDecompress2(decoder.handle, data, UInt(data.count), &pixels, Int32(scaledWidth), 0, Int32(scaledHeight),
                                 Int32(TJPF_RGB.rawValue), TJFLAG_STOPONWARNING) == 0 else {
                 if tjGetErrorCode(decoder.handle) == Int32(TJERR_WARNING.rawValue) { return nil }
-                throw Reason(code: .corruptMedia, message: "libjpeg-turbo cannot decode the image: \(decoder.error)")
+                throw decoder.failure(.corruptMedia, "decode the image")
             }
             var image = RGBImage(width: scaledWidth, height: scaledHeight, pixels: pixels)
             if (scaledWidth, scaledHeight) != (box.width, box.height) {
@@ -56,7 +56,7 @@ enum JPEGThumbnailer {
             // Quality 80 with 4:2:0 chroma, as the libvips path writes thumbnails.
             guard tjCompress2(encoder.handle, image.pixels, Int32(image.width), 0, Int32(image.height), Int32(TJPF_RGB.rawValue),
                               &jpeg, &length, Int32(TJSAMP_420.rawValue), 80, 0) == 0, let jpeg else {
-                throw Reason(code: .ioError, message: "libjpeg-turbo cannot encode the thumbnail: \(encoder.error)")
+                throw encoder.failure(.ioError, "encode the thumbnail")
             }
             let file = destinationBase + ".jpg"
             if let problem = SafeFile.create(file, contents: UnsafeRawBufferPointer(start: jpeg, count: Int(length))) {

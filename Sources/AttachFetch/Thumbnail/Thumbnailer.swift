@@ -4,18 +4,6 @@ internal import CVips
 import Glibc
 #endif
 
-/// What the thumbnail stage learned and made.
-struct ThumbnailOutcome: Sendable, Codable {
-    /// Width and height of the original as displayed (EXIF orientation applied).
-    var sourceWidth: Int
-    var sourceHeight: Int
-    var file: String
-    var width: Int
-    var height: Int
-    /// For a video's poster frame: its time in seconds.
-    var time: Double?
-}
-
 /// An encoded image in memory.
 struct EncodedImage {
     var data: [UInt8]

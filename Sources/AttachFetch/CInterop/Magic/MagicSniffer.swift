@@ -12,9 +12,9 @@ final class MagicSniffer {
             throw .libraryInitialisation("magic_open failed: out of memory")
         }
         guard magic_load(cookie, nil) == 0 else {
-            let message = magic_error(cookie).map { String(cString: $0) } ?? "unknown error"
+            let failure = Self.failure(cookie, "magic_load")
             magic_close(cookie)
-            throw .libraryInitialisation("magic_load failed: \(message)")
+            throw .libraryInitialisation(failure.message)
         }
         self.cookie = cookie
     }
@@ -24,10 +24,14 @@ final class MagicSniffer {
     /// The MIME type libmagic gives these bytes.
     func mimeType(of bytes: UnsafeRawBufferPointer) -> Result<String, Reason> {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return .success("application/x-empty") }
-        guard let answer = magic_buffer(cookie, base, bytes.count) else {
-            let message = magic_error(cookie).map { String(cString: $0) } ?? "unknown error"
-            return .failure(Reason(code: .unsupportedType, message: "libmagic: \(message)"))
-        }
+        guard let answer = magic_buffer(cookie, base, bytes.count) else { return .failure(Self.failure(cookie, "magic_buffer")) }
         return .success(String(cString: answer))
+    }
+
+    /// The one mapping of a libmagic failure: `magic_error`'s text. Bytes libmagic cannot type
+    /// cannot be shown either: `unsupportedType`.
+    private static func failure(_ cookie: magic_t, _ call: String) -> Reason {
+        let message = magic_error(cookie).map { String(cString: $0) } ?? "unknown error"
+        return Reason(code: .unsupportedType, message: "libmagic (\(call)): \(message)")
     }
 }

@@ -13,6 +13,9 @@ final class TurboHandle {
 
     deinit { tjDestroy(handle) }
 
-    /// libjpeg-turbo's message for the last failure on this handle.
-    var error: String { String(cString: tjGetErrorStr2(handle)) }
+    /// The one mapping of a libjpeg-turbo failure: its message for the last failure on this
+    /// handle. The code is the caller's: a decode fails on the media, an encode on the machine.
+    func failure(_ code: ReasonCode, _ doing: String) -> Reason {
+        Reason(code: code, message: "libjpeg-turbo cannot \(doing): \(String(cString: tjGetErrorStr2(handle)))")
+    }
 }

@@ -1,0 +1,43 @@
+import Foundation
+
+/// What a decode job made, or why it failed: exactly one of the fields is set.
+struct DecodeAnswer: Codable, Sendable {
+    var failure: Reason?
+    var thumbnail: ThumbnailOutcome?
+    var normalized: NormalizedImage?
+    var probed: ProbeOutcome?
+    var remuxed: RemuxedVideo?
+
+    init(failure: Reason) { self.failure = failure }
+
+    init<Value>(_ result: Result<Value, Reason>, _ field: WritableKeyPath<DecodeAnswer, Value?>) {
+        switch result {
+        case .success(let value): self[keyPath: field] = value
+        case .failure(let problem): failure = problem
+        }
+    }
+
+    /// The outcome at `field`, or the failure.
+    func result<Value>(_ field: KeyPath<DecodeAnswer, Value?>) -> Result<Value, Reason> {
+        if let value = self[keyPath: field] { return .success(value) }
+        return .failure(failure ?? Reason(code: .ioError, message: "the decoder gave no answer"))
+    }
+
+    /// Files the answer hands over (removed when nobody takes them).
+    var files: [String] {
+        [thumbnail?.file, normalized?.file, probed?.poster?.file, remuxed?.file].compactMap { $0 }
+    }
+
+    /// A reason message never shows working paths: the decoders' messages may name the
+    /// downloaded file or an output file, which mean nothing to the caller.
+    func withoutWorkingPaths(source: String, outputBase: String?) -> DecodeAnswer {
+        guard let failure else { return self }
+        var message = failure.message.replacingOccurrences(of: source, with: "the downloaded file")
+        if let outputBase { message = message.replacingOccurrences(of: outputBase, with: "the output file") }
+        let directory = (source as NSString).deletingLastPathComponent
+        if !directory.isEmpty { message = message.replacingOccurrences(of: directory + "/", with: "") }
+        var answer = self
+        answer.failure = Reason(code: failure.code, message: message)
+        return answer
+    }
+}

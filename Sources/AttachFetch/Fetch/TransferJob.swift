@@ -1,0 +1,45 @@
+import Synchronization
+
+/// One queued or running download, shared between the task that awaits it and the engine
+/// thread. The engine finishes every job exactly once, also when it is cancelled, so the
+/// awaiting task learns only after the engine has removed any partial file.
+final class TransferJob: Sendable {
+    let spec: TransferSpec
+
+    private struct State {
+        var continuation: CheckedContinuation<TransferOutcome, Never>?
+        var outcome: TransferOutcome?
+        var cancelRequested = false
+    }
+
+    private let state = Locked(State())
+
+    init(spec: TransferSpec) { self.spec = spec }
+
+    var isCancelRequested: Bool { state.withLock { $0.cancelRequested } }
+
+    func requestCancel() { state.withLock { $0.cancelRequested = true } }
+
+    /// Engine side: called exactly once.
+    func finish(_ outcome: TransferOutcome) {
+        let continuation = state.withLock { state -> CheckedContinuation<TransferOutcome, Never>? in
+            precondition(state.outcome == nil, "a transfer job finishes once")
+            state.outcome = outcome
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume(returning: outcome)
+    }
+
+    /// Awaiting side.
+    func outcome() async -> TransferOutcome {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> TransferOutcome? in
+                if let outcome = state.outcome { return outcome }
+                state.continuation = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+}
