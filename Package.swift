@@ -25,6 +25,7 @@ let package = Package(
                        providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libavutil-dev"])]),
         // libjpeg-turbo's TurboJPEG API: the fast path for plain JPEG thumbnails.
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
+        // OpenSSL: libcrypto (SHA-256, PEM) and libssl (reading the TLS session libcurl negotiated).
         .systemLibrary(name: "CLibcrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Non-variadic wrappers around the variadic C calls Swift cannot make. No logic.
         .target(name: "CAttachFetchShims", dependencies: ["CCurl", "CVips"]),

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages attach-fetch builds against, when any is missing, and the
 # independent tools the tests check verdicts with (ffmpeg/ffprobe, vips/vipsheader) and the
-# corpus script fetches with (pip).
+# corpus script fetches with (pip), and the TLS server the HTTPS tests start on loopback
+# (nginx-light; openssl makes their test CA).
 # Usage: scripts/install-deps.sh [--update]   (--update: always run apt-get update first)
 set -euo pipefail
 packages=(pkg-config libcurl4-openssl-dev libmagic-dev libvips-dev libssl-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libturbojpeg0-dev
-          ffmpeg libvips-tools python3-pip)
+          ffmpeg libvips-tools python3-pip nginx-light openssl)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -17,6 +18,13 @@ if [ "${1:-}" = "--update" ] || [ ${#missing[@]} -gt 0 ]; then
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"
+  # policy-rc.d exit 101: no service starts while packages install (nginx would start its
+  # default site on port 80; the tests start their own on loopback).
+  policy=/usr/sbin/policy-rc.d
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null && $sudo chmod +x "$policy"
+    trap '$sudo rm -f "$policy"' EXIT
+  fi
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 command -v swift >/dev/null || { echo "swift is not on PATH: install the Swift 6 toolchain first" >&2; exit 1; }

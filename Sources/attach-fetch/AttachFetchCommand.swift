@@ -114,7 +114,7 @@ struct AttachFetchCommand: AsyncParsableCommand {
         }
         await attachmentPipeline.shutdown()
         if showProgress { output.writeError("\r\u{1B}[K") }
-        let lint = pushPayload.map { $0.lint(media: payloadMedia) }
+        let lint = pushPayload.map { $0.lint(media: payloadMedia, descriptors: batch.attachments) }
         if pushPayload != nil && payloadMedia.isEmpty {
             output.writeError("attach-fetch: no media URL found in the payload\n")
         }

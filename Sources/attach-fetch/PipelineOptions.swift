@@ -46,7 +46,11 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .customLong("deny-cidr"), help: ArgumentHelp("Always refuse this address range (repeatable); wins over every allowance.", valueName: "CIDR"))
     var denyCIDR: [String] = []
 
+    @Option(name: .customLong("ca-file"), help: ArgumentHelp("Also trust the CA certificates in this PEM file (repeatable); the system store stays trusted.", valueName: "FILE"))
+    var caFiles: [String] = []
+
     func validate() throws {
+        _ = try trustedCertificates()
         for (name, value) in [("--deadline", deadline), ("--timeout", timeout), ("--connect-timeout", connectTimeout), ("--stall-timeout", stallTimeout)] {
             guard value.isFinite, value > 0, value <= 3600 else {
                 throw ValidationError("\(name) must be a number of seconds greater than 0 and at most 3600, not \(value)")
@@ -88,6 +92,21 @@ struct PipelineOptions: ParsableArguments {
         }
     }
 
+    /// The contents of the --ca-file files, each checked to hold a certificate.
+    private func trustedCertificates() throws -> [String] {
+        try caFiles.map { path in
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ValidationError("--ca-file \(path) cannot be read")
+            }
+            var check = AttachFetchConfiguration()
+            check.trustedCertificates = [String(decoding: data, as: UTF8.self)]
+            do { try check.validate() } catch {
+                throw ValidationError("--ca-file \(path) holds no PEM certificate")
+            }
+            return check.trustedCertificates[0]
+        }
+    }
+
     /// The library's configuration with these options applied.
     func configuration() throws -> AttachFetchConfiguration {
         var configuration = AttachFetchConfiguration()
@@ -99,6 +118,7 @@ struct PipelineOptions: ParsableArguments {
         configuration.isolation = decoderIsolation == "none" ? .none : .processes
         configuration.allowedRanges = try ranges(allowCIDR, "--allow-cidr")
         configuration.deniedRanges = try ranges(denyCIDR, "--deny-cidr")
+        configuration.trustedCertificates = try trustedCertificates()
         return configuration
     }
 }

@@ -13,6 +13,8 @@ import Testing
             ("emptyBody", .rejected), ("pixelLimitExceeded", .rejected), ("cancelled", .failed), ("ioError", .failed),
             // Added with decoder worker processes (codes are only ever added).
             ("decoderCrashed", .rejected),
+            // Added with TLS tests: handshake and certificate failures (before: connectFailed).
+            ("tlsFailed", .failed),
         ]
         #expect(ReasonCode.allKnown.map(\.rawValue) == expected.map(\.0))
         for (code, status) in expected {
@@ -117,5 +119,20 @@ import Testing
         let defaults = AttachFetchConfiguration()
         #expect(defaults.normalize && defaults.maxNormalizeAttempts == 4 && defaults.maxVideoDecodeFrames == 600
                 && defaults.probeThreads == 1 && defaults.sizeLimits.imageSource == 41_943_040)
+    }
+
+    /// Added for HTTPS: the App Transport Security verdict and its problem codes.
+    @Test func atsFieldNamesAreTheContracts() throws {
+        var d = AttachmentDescriptor(identifier: "id", url: "http://x/a.jpg", status: .ready, timings: .init(total: 1))
+        d.ats = ATSVerdict(problems: [.init(code: ATSVerdict.insecureScheme, message: "plain http")])
+        let object = try #require(JSONSerialization.jsonObject(with: JSONEncoder().encode(d)) as? [String: Any])
+        let ats = try #require(object["ats"] as? [String: Any])
+        #expect(Set(ats.keys) == ["compliant", "problems"])
+        #expect(ats["compliant"] as? Bool == false)
+        let problem = try #require((ats["problems"] as? [[String: Any]])?.first)
+        #expect(Set(problem.keys) == ["code", "message"])
+        #expect([ATSVerdict.insecureScheme, ATSVerdict.insecureRedirect, ATSVerdict.tlsVersion, ATSVerdict.cipherNotForwardSecret,
+                 ATSVerdict.certificateSignature, ATSVerdict.certificateKeySize]
+                == ["insecureScheme", "insecureRedirect", "tlsVersion", "cipherNotForwardSecret", "certificateSignature", "certificateKeySize"])
     }
 }

@@ -74,7 +74,7 @@ import Testing
     }
 
     /// A descriptor without what only one runner can know: identifiers and URLs, the server's
-    /// Content-Type, paths, timings. A reason decided while downloading (the body's emptiness,
+    /// Content-Type and transport (ATS), paths, timings. A reason decided while downloading (the body's emptiness,
     /// a size refused while streaming, before the whole size is known) is worded for the
     /// network there and for a file here; its code must still agree.
     func comparable(_ descriptor: AttachmentDescriptor) -> AttachmentDescriptor {
@@ -83,6 +83,7 @@ import Testing
         d.url = ""
         d.finalUrl = nil
         d.declaredMimeType = nil
+        d.ats = nil // a file has no transport to judge
         d.file = d.file.map { _ in "" }
         d.thumbnail?.file = ""
         d.timings = .init(total: 0, thumbnail: d.timings.thumbnail.map { _ in 0 },

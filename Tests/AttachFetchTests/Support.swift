@@ -28,7 +28,7 @@ func withMediaServer<T>(host: LoopbackHTTPServer.Host = .ipv4, directory: String
 }
 
 /// A fresh directory for one test's batches, removed afterwards.
-final class Scratch {
+final class Scratch: Sendable {
     let path: String
 
     init() {

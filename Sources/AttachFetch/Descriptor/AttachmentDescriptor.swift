@@ -130,6 +130,9 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     /// ... and the codecs of the streams used ("h264", "aac").
     public var videoCodec: String?
     public var audioCodec: String?
+    /// Added for http(s) media: whether App Transport Security would load it without an
+    /// exception, and why not.
+    public var ats: ATSVerdict?
 
     public init(identifier: String, url: String, status: Status, reason: Reason? = nil, timings: Timings) {
         self.identifier = identifier

@@ -30,12 +30,17 @@ public struct ReasonCode: RawRepresentable, Hashable, Codable, Sendable, CustomS
     /// file-size limit); the message names the signal. Only this attachment fails.
     public static let decoderCrashed = ReasonCode(rawValue: "decoderCrashed")
 
+    /// Added: the TLS handshake or the certificate check failed: an untrusted CA, a wrong host
+    /// name, an expired certificate, a server offering only TLS below 1.2. The message is the
+    /// verifier's own. (Until this code existed these were `connectFailed`.)
+    public static let tlsFailed = ReasonCode(rawValue: "tlsFailed")
+
     /// Every code this version knows, in contract order.
     public static let allKnown: [ReasonCode] = [
         .invalidURL, .unsupportedScheme, .forbiddenAddress, .connectFailed, .httpStatus,
         .tooManyRedirects, .transferFailed, .timeout, .deadlineExceeded, .sizeLimitExceeded,
         .unsupportedType, .corruptMedia, .emptyBody, .pixelLimitExceeded, .cancelled, .ioError,
-        .decoderCrashed,
+        .decoderCrashed, .tlsFailed,
     ]
 
     /// The descriptor status a code implies (fixed by the contract).

@@ -15,6 +15,8 @@ struct TransferSpec: Sendable {
     let imagesOnly: Bool
     /// Convertible images are admitted, and images may grow to the source limit.
     let normalize: Bool
+    /// Certificates trusted besides the system's, when the configuration adds some.
+    let trustStore: TrustStore?
 }
 
 /// What a download produced. On failure the body file has already been removed.
@@ -33,6 +35,8 @@ struct TransferOutcome: Sendable {
     var downloadMilliseconds: Int?
     /// True when the job ended before it got a connection slot.
     var endedWhileQueued = false
+    /// What App Transport Security would say, when a request was made.
+    var ats: ATSVerdict?
 
     static func failed(_ code: ReasonCode, _ message: String) -> TransferOutcome {
         TransferOutcome(failure: .init(code: code, message: message))

@@ -11,6 +11,7 @@ public final class AttachmentPipeline: Sendable {
     public let configuration: AttachFetchConfiguration
     private let engine: TransferEngine
     private let stages: RacedRunner
+    private let trustStore: TrustStore?
     private let logger: Logger
     private let isShutDown = Atomic<Bool>(false)
     private static let releasedWithoutShutdown = Atomic<Bool>(false)
@@ -24,6 +25,7 @@ public final class AttachmentPipeline: Sendable {
         try Vips.ensureStarted()
         self.configuration = configuration
         self.logger = logger
+        self.trustStore = try TrustStore.adding(configuration.trustedCertificates)
         self.engine = try TransferEngine(maxConcurrent: configuration.maxConcurrentTransfers, logger: logger)
         let launch = try DecoderProcess.launch(for: configuration)
         // Image workers start with the pipeline (images are the common case); the probe worker
@@ -166,7 +168,7 @@ public final class AttachmentPipeline: Sendable {
         return TransferSpec(batch: batch.id, url: request.url, bodyPath: bodyPath, deadline: batch.deadline, timeout: timeout,
                             sizeLimits: configuration.sizeLimits, maxRedirects: configuration.maxRedirects,
                             addressPolicy: configuration.addressPolicy, imagesOnly: request.role == .avatar,
-                            normalize: configuration.normalize)
+                            normalize: configuration.normalize, trustStore: trustStore)
     }
 
     /// Moves the delivered file, and its thumbnail, to `directory` under the attachment's name.

@@ -130,6 +130,11 @@ public struct AttachFetchConfiguration: Sendable {
     /// Default 64 MiB.
     public var decoderFileSizeLimit = 64 << 20
 
+    /// Certificates trusted in addition to the system's store, as PEM text (each string one or
+    /// more certificates), for media on hosts with a private CA. They add to the system store;
+    /// they never replace it. Default: none.
+    public var trustedCertificates: [String] = []
+
     public init() {}
 
     /// Checks the values for sense; the pipeline's initialiser calls it.
@@ -156,5 +161,8 @@ public struct AttachFetchConfiguration: Sendable {
         guard decoderMemoryLimit >= 32 << 20 else { throw .invalidConfiguration("decoderMemoryLimit must be at least 32 MiB") }
         guard decoderCPUSecondsPerJob >= 1 else { throw .invalidConfiguration("decoderCPUSecondsPerJob must be at least 1") }
         guard decoderFileSizeLimit >= 1 else { throw .invalidConfiguration("decoderFileSizeLimit must be at least 1 byte") }
+        for (index, pem) in trustedCertificates.enumerated() where PEMCertificates.count(in: pem) == 0 {
+            throw .invalidConfiguration("trustedCertificates[\(index)] holds no PEM certificate")
+        }
     }
 }

@@ -27,9 +27,13 @@ extension EasyTransfer {
                 : .init(code: .unsupportedScheme, message: detail)
         case CURLE_URL_MALFORMAT:
             return .init(code: .invalidURL, message: detail)
-        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_PROXY,
-             CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION:
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_PROXY:
             return .init(code: .connectFailed, message: detail)
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
+             CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
+             CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_CRL_BADFILE, CURLE_USE_SSL_FAILED:
+            // The verifier's or the handshake's own words ("certificate has expired").
+            return .init(code: .tlsFailed, message: detail)
         case CURLE_FILESIZE_EXCEEDED:
             let declared = declaredLength.map(String.init) ?? "(unknown)"
             return .init(code: .sizeLimitExceeded,

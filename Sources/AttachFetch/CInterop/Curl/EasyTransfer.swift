@@ -41,6 +41,10 @@ final class EasyTransfer {
     /// timeout is reported as `deadlineExceeded`.
     private(set) var timeoutClippedByDeadline = false
     private var firstByteAt: ContinuousClock.Instant?
+    /// The URL of each response (redirects included) and the TLS facts of each https one, for
+    /// the App Transport Security verdict.
+    var hops: [String] = []
+    var sessions: [TLSFacts] = []
 
     /// Easy handles alive in this process (tests check that none leak).
     static let live = Atomic<Int>(0)
@@ -107,10 +111,19 @@ final class EasyTransfer {
             // Ignore http_proxy and friends from the environment: a proxy would make the
             // address checked be the proxy's, and let it reach private addresses for us.
             CurlOption.set(handle, CURLOPT_PROXY, ""),
+            // TLS 1.2 at least: what iOS requires of media servers (App Transport Security).
+            CurlOption.set(handle, CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2)),
+            // https: wait for a connection that may be multiplexed (HTTP/2, known from ALPN
+            // once its handshake is done) rather than open another one per transfer: many media
+            // URLs share a CDN host. Never for plain http, where nothing tells libcurl a
+            // connection can be shared, and a server that stalls would hold every transfer
+            // to its host behind the first.
+            CurlOption.set(handle, CURLOPT_PIPEWAIT, ATSCheck.isPlainHTTP(spec.url) ? 0 : 1),
             CurlOption.set(handle, CURLOPT_WRITEDATA, pointer: me),
             CurlOption.set(handle, CURLOPT_HEADERDATA, pointer: me),
             CurlOption.set(handle, CURLOPT_OPENSOCKETDATA, pointer: me),
         ]
+        if let trustStore = spec.trustStore { codes.append(trustStore.apply(to: handle)) }
         // No CURLOPT_ACCEPT_ENCODING: compressed bodies are never requested nor decoded, so a
         // body's bytes on disk are the bytes counted against the limit.
         codes.append(af_curl_easy_setopt_write_function(handle, CURLOPT_WRITEFUNCTION) { data, size, count, me in
@@ -154,6 +167,7 @@ final class EasyTransfer {
         if line.starts(with: "HTTP/".utf8) {
             headerBytes = line.count
             declaredLength = nil
+            recordHop()
         } else if line.count > 15, line.prefix(15).elementsEqual("content-length:".utf8, by: { ($0 | 0x20) == $1 | 0x20 }) {
             let value = String(decoding: line.dropFirst(15), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             declaredLength = Int64(value)
@@ -273,6 +287,7 @@ final class EasyTransfer {
         outcome.downloadMilliseconds = startedAt.millisecondsElapsed
         outcome.mediaType = mediaType
         outcome.sniffedMIME = sniffedMIME
+        outcome.ats = atsVerdict(failure: outcome.failure)
         close(fileDescriptor)
         fileDescriptor = -1
         if outcome.failure == nil {

@@ -19,4 +19,21 @@ extension EasyTransfer {
         }
         return socket(family, address.pointee.socktype | Int32(SOCK_CLOEXEC.rawValue), address.pointee.protocol)
     }
+
+    /// A response began: note its URL and, on https, what its TLS session shows. Once per hop
+    /// (a 1xx interim response on the same URL adds nothing new).
+    func recordHop() {
+        guard let url = CurlOption.string(handle, CURLINFO_EFFECTIVE_URL), hops.last != url else { return }
+        hops.append(url)
+        if !ATSCheck.isPlainHTTP(url), let facts = TLSSession.facts(handle) { sessions.append(facts) }
+    }
+
+    /// The App Transport Security verdict on what this transfer saw.
+    /// Nil when nothing was seen to judge (no response, no handshake failure, an https URL).
+    func atsVerdict(failure: Reason?) -> ATSVerdict? {
+        guard !hops.isEmpty || failure?.code == .tlsFailed || ATSCheck.isPlainHTTP(job.spec.url) else { return nil }
+        return ATSCheck.verdict(url: job.spec.url, hops: hops, sessions: sessions,
+                         tlsFailure: failure?.code == .tlsFailed ? failure : nil,
+                         verifyResult: failure?.code == .tlsFailed ? CurlOption.long(handle, CURLINFO_SSL_VERIFYRESULT) : nil)
+    }
 }

@@ -1,0 +1,36 @@
+/// Added: whether iOS App Transport Security would let an app (and its notification service
+/// extension) load this media without an exception in its `NSAppTransportSecurity` dictionary.
+/// Judged from the TLS session the download negotiated and from every hop of its redirects.
+public struct ATSVerdict: Codable, Sendable, Equatable {
+    public struct Problem: Codable, Sendable, Equatable {
+        /// One of the `ATSVerdict` codes below; more may be added.
+        public var code: String
+        public var message: String
+
+        public init(code: String, message: String) {
+            self.code = code
+            self.message = message
+        }
+    }
+
+    public var compliant: Bool
+    public var problems: [Problem]
+
+    public init(problems: [Problem]) {
+        self.compliant = problems.isEmpty
+        self.problems = problems
+    }
+
+    /// The URL is plain `http`.
+    public static let insecureScheme = "insecureScheme"
+    /// A redirect led to a plain `http` URL.
+    public static let insecureRedirect = "insecureRedirect"
+    /// The server negotiated (or offered only) TLS below 1.2.
+    public static let tlsVersion = "tlsVersion"
+    /// The cipher suite has no ECDHE key exchange.
+    public static let cipherNotForwardSecret = "cipherNotForwardSecret"
+    /// A certificate of the chain is signed with SHA-1 (or MD5).
+    public static let certificateSignature = "certificateSignature"
+    /// A certificate's key is below RSA 2048 or ECC 256 bits.
+    public static let certificateKeySize = "certificateKeySize"
+}

@@ -1,0 +1,172 @@
+import Foundation
+import Testing
+@testable import AttachFetch
+
+/// HTTPS against a real TLS server: nginx from Debian on 127.0.0.1, with a test CA and
+/// certificates made at test time by `openssl`. nginx rather than a swift-nio-ssl server: it is
+/// what CDNs' origins run, it speaks HTTP/2 by ALPN, and its protocols, ciphers and access log
+/// (`$connection`) are set in a few lines.
+@Suite(.serialized) struct TLSTests {
+    static let certificates = Result { try TestCertificates() }
+
+    func trustingTestCA(_ configuration: inout AttachFetchConfiguration) {
+        configuration.trustedCertificates = [(try? String(contentsOfFile: (try? Self.certificates.get())?.pem("ca") ?? "", encoding: .utf8)) ?? ""]
+    }
+
+    @Test func aCertificateFromAnAddedCAIsVerifiedAndWithoutItRefused() async throws {
+        let certificates = try Self.certificates.get()
+        let server = try NginxTLSServer(serving: testMediaDirectory, certificates: certificates)
+        defer { server.shutdown() }
+        let scratch = Scratch()
+        let trusting = try makePipeline(scratch, trustingTestCA)
+        let d = await fetchOne("\(server.baseURL)/photo.jpg", trusting)
+        #expect(d.status == .ready, "\(d.reason?.message ?? "")")
+        #expect(try d.sha256 == sha256sum("\(testMediaDirectory)/photo.jpg"))
+
+        let plain = try makePipeline(scratch)
+        let refused = await fetchOne("\(server.baseURL)/photo.jpg", plain)
+        #expect(refused.reason?.code == .tlsFailed && refused.status == .failed)
+        #expect(refused.reason?.message.contains("unable to get local issuer certificate") == true, "\(refused.reason?.message ?? "")")
+        await trusting.shutdown()
+        await plain.shutdown()
+        #expect(scratch.tree().allSatisfy { !$0.contains(".part-") })
+    }
+
+    /// The added CA joins the system's bundle; it does not replace it.
+    @Test func addedCertificatesAddToTheSystemStore() throws {
+        let ca = try String(contentsOfFile: try Self.certificates.get().pem("ca"), encoding: .utf8)
+        let store = try #require(try TrustStore.adding([ca]))
+        let system = try #require(FileManager.default.contents(atPath: "/etc/ssl/certs/ca-certificates.crt"))
+        let systemCount = PEMCertificates.count(in: String(decoding: system, as: UTF8.self))
+        #expect(systemCount > 50)
+        #expect(PEMCertificates.count(in: String(decoding: store.pem, as: UTF8.self)) == systemCount + 1)
+        #expect(try TrustStore.adding([]) == nil)
+    }
+
+    /// Each TLS failure is `tlsFailed` with the verifier's own words, and leaves no file.
+    @Test(arguments: [
+        ("untrusted", "TLSv1.2 TLSv1.3", "unable to get local issuer certificate"),
+        ("wrong-host", "TLSv1.2 TLSv1.3", "no alternative certificate subject name matches"),
+        ("expired", "TLSv1.2 TLSv1.3", "certificate has expired"),
+        ("server", "TLSv1 TLSv1.1", "protocol"),
+    ])
+    func tlsFailuresAreTlsFailedWithTheVerifiersMessage(certificate: String, protocols: String, expected: String) async throws {
+        let certificates = try Self.certificates.get()
+        // TLS 1.0 and 1.1 need OpenSSL's security level 0 on the server side to be offered at all.
+        let server = try NginxTLSServer(serving: testMediaDirectory, certificates: certificates, certificate: certificate,
+                                        protocols: protocols, ciphers: protocols.hasPrefix("TLSv1 ") ? "DEFAULT:@SECLEVEL=0" : "HIGH:!aNULL")
+        defer { server.shutdown() }
+        let scratch = Scratch()
+        let pipeline = try makePipeline(scratch, trustingTestCA)
+        let d = await fetchOne("\(server.baseURL)/photo.jpg", pipeline)
+        await pipeline.shutdown()
+        #expect(d.reason?.code == .tlsFailed, "\(certificate) \(protocols): \(d.reason?.message ?? "ready")")
+        #expect(d.status == .failed)
+        #expect(d.reason?.message.localizedCaseInsensitiveContains(expected) == true, "\(d.reason?.message ?? "")")
+        #expect(d.file == nil && d.bytes == nil)
+        #expect(scratch.tree() == [])
+    }
+
+    /// Transfers to one HTTP/2 host share its connection: 300 requests, 1–2 connections.
+    @Test func http2MultiplexesTransfersToOneHost() async throws {
+        let certificates = try Self.certificates.get()
+        let server = try NginxTLSServer(serving: testMediaDirectory, certificates: certificates)
+        defer { server.shutdown() }
+        let scratch = Scratch()
+        let pipeline = try makePipeline(scratch, trustingTestCA)
+        let requests = (0..<300).map { AttachmentRequest(url: "\(server.baseURL)/tone.mp3?n=\($0)") }
+        let batch = await pipeline.process(requests, deadline: .seconds(60))
+        await pipeline.shutdown()
+        #expect(batch.attachments.allSatisfy { $0.status == .ready })
+        let log = server.accessLog()
+        #expect(log.count == 300)
+        #expect(log.allSatisfy { $0.protocolName == "HTTP/2.0" })
+        let connections = Set(log.map(\.connection))
+        #expect((1...2).contains(connections.count), "\(connections.count) connections")
+    }
+
+    @Test func cliTrustsACAFileAndRefusesAMissingOrEmptyOne() async throws {
+        let certificates = try Self.certificates.get()
+        let server = try NginxTLSServer(serving: testMediaDirectory, certificates: certificates)
+        defer { server.shutdown() }
+        let out = Scratch()
+        let url = "\(server.baseURL)/photo.jpg"
+        let trusted = try await CLITests.run(["--allow-private-network", "--format", "json", "--out", out.path,
+                                              "--ca-file", certificates.pem("ca"), url])
+        #expect(trusted.status == 0, "\(trusted.stdout)")
+        let refused = try await CLITests.run(["--allow-private-network", "--format", "json", "--out", out.path, url])
+        #expect(refused.status == 1 && refused.stdout.contains("\"tlsFailed\""))
+
+        let missing = "\(out.path)/no-such-ca.pem"
+        let notCertificate = "\(out.path)/not-a-ca.pem"
+        try "just text\n".write(toFile: notCertificate, atomically: true, encoding: .utf8)
+        for (file, message) in [(missing, "cannot be read"), (notCertificate, "holds no PEM certificate")] {
+            let run = try await CLITests.run(["--ca-file", file, url])
+            #expect(run.status == 2)
+            #expect(run.stderr.contains("--ca-file \(file) \(message)"), "\(run.stderr)")
+        }
+    }
+}
+
+/// The App Transport Security verdict from real connections: nginx configured to show each
+/// problem, and the loopback HTTP server for plain http.
+@Suite(.serialized) struct ATSVerdictTests {
+    func verdict(certificate: String = "server", protocols: String = "TLSv1.2 TLSv1.3", ciphers: String = "HIGH:!aNULL",
+                 path: String = "photo.jpg", locations: String = "") async throws -> AttachmentDescriptor {
+        let certificates = try TLSTests.certificates.get()
+        let server = try NginxTLSServer(serving: testMediaDirectory, certificates: certificates, certificate: certificate,
+                                        protocols: protocols, ciphers: ciphers, locations: locations)
+        defer { server.shutdown() }
+        let scratch = Scratch()
+        let ca = try String(contentsOfFile: certificates.pem("ca"), encoding: .utf8)
+        let pipeline = try makePipeline(scratch) { $0.trustedCertificates = [ca] }
+        let d = await fetchOne("\(server.baseURL)/\(path)", pipeline)
+        await pipeline.shutdown()
+        #expect(scratch.tree().allSatisfy { !$0.hasPrefix(".") && !$0.contains("/.") })
+        return d
+    }
+
+    func codes(_ d: AttachmentDescriptor) -> [String] { d.ats?.problems.map(\.code) ?? ["no verdict"] }
+
+    @Test func modernTLSIsCompliant() async throws {
+        let d = try await verdict()
+        #expect(d.status == .ready)
+        #expect(d.ats == ATSVerdict(problems: []))
+    }
+
+    @Test func aCipherWithoutECDHEIsNotForwardSecret() async throws {
+        let d = try await verdict(protocols: "TLSv1.2", ciphers: "AES128-SHA")
+        #expect(d.status == .ready, "\(d.reason?.message ?? "")")
+        #expect(codes(d) == [ATSVerdict.cipherNotForwardSecret])
+        #expect(d.ats?.problems.first?.message.contains("AES128-SHA") == true)
+    }
+
+    /// OpenSSL refuses these too (Debian's security level 2), so the download fails as
+    /// `tlsFailed`; the verdict still names what ATS would object to.
+    @Test(arguments: [
+        ("sha1", "TLSv1.2 TLSv1.3", ATSVerdict.certificateSignature),
+        ("weak-key", "TLSv1.2 TLSv1.3", ATSVerdict.certificateKeySize),
+        ("server", "TLSv1 TLSv1.1", ATSVerdict.tlsVersion),
+    ])
+    func refusedConnectionsNameTheirATSProblem(certificate: String, protocols: String, problem: String) async throws {
+        let d = try await verdict(certificate: certificate, protocols: protocols, ciphers: "DEFAULT:@SECLEVEL=0")
+        #expect(d.reason?.code == .tlsFailed, "\(d.reason?.message ?? "ready")")
+        #expect(codes(d) == [problem], "\(d.reason?.message ?? "")")
+    }
+
+    @Test func plainHTTPAndAnHTTPSToHTTPRedirectAreInsecure() async throws {
+        let scratch = Scratch()
+        try await withMediaServer { http in
+            let pipeline = try makePipeline(scratch)
+            let plain = await fetchOne("\(http.baseURL)/media/photo.jpg", pipeline)
+            await pipeline.shutdown()
+            #expect(plain.status == .ready && codes(plain) == [ATSVerdict.insecureScheme])
+
+            let redirected = try await verdict(path: "to-http",
+                                               locations: "location = /to-http { return 302 \(http.baseURL)/media/photo.jpg; }")
+            #expect(redirected.status == .ready, "\(redirected.reason?.message ?? "")")
+            #expect(redirected.finalUrl?.hasPrefix("http://") == true)
+            #expect(codes(redirected) == [ATSVerdict.insecureRedirect])
+        }
+    }
+}
