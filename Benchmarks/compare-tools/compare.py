@@ -214,4 +214,5 @@ def main():
     print("\nraw numbers: Benchmarks/results/compare.json")
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -49,8 +49,16 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .customLong("ca-file"), help: ArgumentHelp("Also trust the CA certificates in this PEM file (repeatable); the system store stays trusted.", valueName: "FILE"))
     var caFiles: [String] = []
 
+    @Option(help: ArgumentHelp("Send every request through this egress proxy by HTTP CONNECT (its address must be allowed, e.g. with --allow-cidr); proxies from the environment are ignored.", valueName: "URL"))
+    var proxy: String?
+
     func validate() throws {
         _ = try trustedCertificates()
+        if let proxy {
+            var check = AttachFetchConfiguration()
+            check.proxy = proxy
+            do { try check.validate() } catch { throw ValidationError("--proxy: \(error.message)") }
+        }
         for (name, value) in [("--deadline", deadline), ("--timeout", timeout), ("--connect-timeout", connectTimeout), ("--stall-timeout", stallTimeout)] {
             guard value.isFinite, value > 0, value <= 3600 else {
                 throw ValidationError("\(name) must be a number of seconds greater than 0 and at most 3600, not \(value)")
@@ -119,6 +127,7 @@ struct PipelineOptions: ParsableArguments {
         configuration.allowedRanges = try ranges(allowCIDR, "--allow-cidr")
         configuration.deniedRanges = try ranges(denyCIDR, "--deny-cidr")
         configuration.trustedCertificates = try trustedCertificates()
+        configuration.proxy = proxy
         return configuration
     }
 }

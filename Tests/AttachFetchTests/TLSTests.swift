@@ -85,6 +85,25 @@ import Testing
         #expect((1...2).contains(connections.count), "\(connections.count) connections")
     }
 
+    /// nginx relays a body its upstream (the loopback server) resets halfway: on HTTP/2 that
+    /// ends the stream with RST_STREAM mid-body, which must fail the attachment, leaving no file.
+    @Test func anHTTP2StreamResetMidBodyIsTransferFailed() async throws {
+        let certificates = try Self.certificates.get()
+        let scratch = Scratch()
+        try await withMediaServer { upstream in
+            let server = try NginxTLSServer(
+                serving: testMediaDirectory, certificates: certificates,
+                locations: "location = /reset { proxy_pass \(upstream.baseURL)/fault/reset?name=clip.avi; proxy_buffering off; }")
+            defer { server.shutdown() }
+            let pipeline = try makePipeline(scratch, trustingTestCA)
+            let d = await fetchOne("\(server.baseURL)/reset", pipeline)
+            await pipeline.shutdown()
+            #expect(d.reason?.code == .transferFailed, "\(d.reason?.message ?? "ready")")
+            #expect(server.accessLog().first?.protocolName == "HTTP/2.0")
+            #expect(d.file == nil && scratch.tree() == [])
+        }
+    }
+
     @Test func cliTrustsACAFileAndRefusesAMissingOrEmptyOne() async throws {
         let certificates = try Self.certificates.get()
         let server = try NginxTLSServer(serving: testMediaDirectory, certificates: certificates)
@@ -168,5 +187,66 @@ import Testing
             #expect(redirected.finalUrl?.hasPrefix("http://") == true)
             #expect(codes(redirected) == [ATSVerdict.insecureRedirect])
         }
+    }
+}
+
+/// An explicit egress proxy (HTTP CONNECT): the proxy's address must be allowed, literal
+/// private hosts are refused before the proxy is asked, the environment's proxies are ignored.
+@Suite(.serialized) struct ProxyTests {
+    @Test func transfersTunnelThroughTheConfiguredProxyOnly() async throws {
+        let proxy = try ConnectProxy()
+        defer { proxy.shutdown() }
+        let scratch = Scratch()
+        try await withMediaServer { server in
+            // Only the proxy's own address is allowed: loopback is private, so without the
+            // proxy this URL would be refused.
+            let pipeline = try makePipeline(scratch, loopback: false) {
+                $0.proxy = proxy.url
+                $0.allowedRanges = [try! CIDRRange("127.0.0.1/32")]
+            }
+            let d = await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline)
+            #expect(d.status == .ready, "\(d.reason?.message ?? "")")
+            let port = server.baseURL.split(separator: ":").last.map(String.init) ?? ""
+            #expect(proxy.targets == ["127.0.0.1:\(port)"])
+
+            // A literal address the policy refuses never reaches the proxy (127.0.0.2: loopback,
+            // so even a broken check could only reach this machine).
+            let refused = await fetchOne("http://127.0.0.2:\(port)/media/photo.jpg", pipeline)
+            #expect(refused.reason?.code == .forbiddenAddress, "\(refused.reason?.message ?? "ready")")
+            #expect(refused.reason?.message.contains("before asking the proxy") == true)
+            #expect(proxy.targets.count == 1)
+            await pipeline.shutdown()
+        }
+    }
+
+    @Test func theProxysOwnAddressMustBeAllowed() async throws {
+        let proxy = try ConnectProxy()
+        defer { proxy.shutdown() }
+        let scratch = Scratch()
+        try await withMediaServer { server in
+            let pipeline = try makePipeline(scratch, loopback: false) { $0.proxy = proxy.url }
+            // The host is a name, so only the open-socket check stands: it sees the proxy's
+            // loopback address and refuses it.
+            let port = server.baseURL.split(separator: ":").last.map(String.init) ?? ""
+            let d = await fetchOne("http://localhost:\(port)/media/photo.jpg", pipeline)
+            await pipeline.shutdown()
+            #expect(d.reason?.code == .forbiddenAddress, "\(d.reason?.message ?? "ready")")
+            #expect(proxy.targets.isEmpty)
+        }
+    }
+
+    @Test func aProxyThatIsNotHTTPIsAConfigurationError() async throws {
+        var configuration = AttachFetchConfiguration()
+        configuration.proxy = "socks5://127.0.0.1:1080"
+        do {
+            try configuration.validate()
+            Issue.record("a socks5 proxy was accepted")
+        } catch {
+            #expect(AttachFetchError.invalidConfiguration("") ~= error)
+            #expect(error.message.contains("socks5://127.0.0.1:1080"))
+        }
+        let run = try await CLITests.run(["--proxy", "ftp://127.0.0.1:21", "http://127.0.0.1/a.jpg"])
+        #expect(run.status == 2)
+        #expect(run.stderr.contains("--proxy: the proxy must be an http:// or https:// URL"), "\(run.stderr)")
     }
 }

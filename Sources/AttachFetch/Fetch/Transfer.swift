@@ -17,6 +17,8 @@ struct TransferSpec: Sendable {
     let normalize: Bool
     /// Certificates trusted besides the system's, when the configuration adds some.
     let trustStore: TrustStore?
+    /// The egress proxy (HTTP CONNECT), when one is configured.
+    let proxy: String?
 }
 
 /// What a download produced. On failure the body file has already been removed.

@@ -31,6 +31,22 @@ enum URLCheck {
         return nil
     }
 
+    /// Through a proxy the open-socket check sees only the proxy's address, so a URL whose host
+    /// is a literal address is held to the policy here, before anything is sent.
+    static func literalHostRefusal(_ url: String, policy: AddressPolicy) -> Reason? {
+        guard let parsed = curl_url() else { return .init(code: .ioError, message: "curl_url: out of memory") }
+        defer { curl_url_cleanup(parsed) }
+        var host: UnsafeMutablePointer<CChar>?
+        guard curl_url_set(parsed, CURLUPART_URL, url, 0) == CURLUE_OK,
+              curl_url_get(parsed, CURLUPART_HOST, &host, 0) == CURLUE_OK, let host else { return nil }
+        defer { curl_free(host) }
+        var text = String(cString: host)
+        if text.hasPrefix("[") && text.hasSuffix("]") { text = String(text.dropFirst().dropLast()) }
+        return policy.refusal(for: text).map {
+            .init(code: .forbiddenAddress, message: "\($0) (refused before asking the proxy)")
+        }
+    }
+
     /// RFC 3986: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )
     private static func isScheme(_ text: Substring) -> Bool {
         guard let first = text.unicodeScalars.first, first.isASCIILetter else { return false }

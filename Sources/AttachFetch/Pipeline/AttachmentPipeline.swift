@@ -135,7 +135,10 @@ public final class AttachmentPipeline: Sendable {
         let identifier = request.identifier ?? "attachment-\(index)"
         var descriptor = DescriptorBuilder(identifier: identifier, url: request.url, start: batch.start, role: request.role,
                                            options: request.options, payloadPath: request.payloadPath)
-        if let problem = URLCheck.problem(with: request.url) { return descriptor.failed(problem) }
+        if let problem = URLCheck.problem(with: request.url)
+            ?? configuration.proxy.flatMap({ _ in URLCheck.literalHostRefusal(request.url, policy: configuration.addressPolicy) }) {
+            return descriptor.failed(problem)
+        }
 
         let ledger = FileLedger(afterLateRemoval: batch.directory.lateFileRemoved)
         defer { ledger.close() }
@@ -168,7 +171,7 @@ public final class AttachmentPipeline: Sendable {
         return TransferSpec(batch: batch.id, url: request.url, bodyPath: bodyPath, deadline: batch.deadline, timeout: timeout,
                             sizeLimits: configuration.sizeLimits, maxRedirects: configuration.maxRedirects,
                             addressPolicy: configuration.addressPolicy, imagesOnly: request.role == .avatar,
-                            normalize: configuration.normalize, trustStore: trustStore)
+                            normalize: configuration.normalize, trustStore: trustStore, proxy: configuration.proxy)
     }
 
     /// Moves the delivered file, and its thumbnail, to `directory` under the attachment's name.

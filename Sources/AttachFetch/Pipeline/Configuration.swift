@@ -135,6 +135,14 @@ public struct AttachFetchConfiguration: Sendable {
     /// they never replace it. Default: none.
     public var trustedCertificates: [String] = []
 
+    /// An egress proxy every transfer goes through by HTTP CONNECT (for example Stripe's
+    /// Smokescreen), as `http://host:port` or `https://host:port`. Default nil: transfers go
+    /// direct. Proxies from the environment (`http_proxy`, ...) are ignored either way. The
+    /// proxy's own address must pass the address policy (allow its range); URLs whose host is a
+    /// literal address the policy refuses are refused before the proxy is asked; the addresses
+    /// names resolve to are then the proxy's to police.
+    public var proxy: String?
+
     public init() {}
 
     /// Checks the values for sense; the pipeline's initialiser calls it.
@@ -161,6 +169,12 @@ public struct AttachFetchConfiguration: Sendable {
         guard decoderMemoryLimit >= 32 << 20 else { throw .invalidConfiguration("decoderMemoryLimit must be at least 32 MiB") }
         guard decoderCPUSecondsPerJob >= 1 else { throw .invalidConfiguration("decoderCPUSecondsPerJob must be at least 1") }
         guard decoderFileSizeLimit >= 1 else { throw .invalidConfiguration("decoderFileSizeLimit must be at least 1 byte") }
+        if let proxy {
+            let scheme = proxy.split(separator: ":", maxSplits: 1).first.map { $0.lowercased() }
+            guard scheme == "http" || scheme == "https", URLCheck.problem(with: proxy) == nil else {
+                throw .invalidConfiguration("the proxy must be an http:// or https:// URL, not '\(proxy)'")
+            }
+        }
         for (index, pem) in trustedCertificates.enumerated() where PEMCertificates.count(in: pem) == 0 {
             throw .invalidConfiguration("trustedCertificates[\(index)] holds no PEM certificate")
         }

@@ -108,9 +108,10 @@ final class EasyTransfer {
             // Credentials from the URL go to the URL's own host only, never to a redirect target
             // on another host (libcurl's default, stated so it cannot drift).
             CurlOption.set(handle, CURLOPT_UNRESTRICTED_AUTH, 0),
-            // Ignore http_proxy and friends from the environment: a proxy would make the
-            // address checked be the proxy's, and let it reach private addresses for us.
-            CurlOption.set(handle, CURLOPT_PROXY, ""),
+            // Never http_proxy and friends from the environment: a proxy makes the address
+            // checked the proxy's. Only the configured one, tunnelling (CONNECT) even for http.
+            CurlOption.set(handle, CURLOPT_PROXY, spec.proxy ?? ""),
+            CurlOption.set(handle, CURLOPT_HTTPPROXYTUNNEL, spec.proxy == nil ? 0 : 1),
             // TLS 1.2 at least: what iOS requires of media servers (App Transport Security).
             CurlOption.set(handle, CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2)),
             // https: wait for a connection that may be multiplexed (HTTP/2, known from ALPN
