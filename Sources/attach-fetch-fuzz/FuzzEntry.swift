@@ -12,9 +12,12 @@ private final class FuzzState {
     let inspector: LocalMediaInspector
     let directory: String
 
-    init() {
+    /// In-process decoding for libFuzzer (it needs its target in this process, and coverage of
+    /// the decoders); `--isolated` replays through a decoder worker process, the pipeline's path.
+    init(isolated: Bool) {
         var configuration = AttachFetchConfiguration()
         configuration.thumbnailMaxEdge = 64
+        configuration.isolation = isolated ? .processes : .none
         inspector = try! LocalMediaInspector(configuration: configuration)
         var template = Array("/tmp/attach-fetch-fuzz-XXXXXX".utf8CString)
         directory = String(cString: mkdtemp(&template)!)
@@ -33,7 +36,7 @@ private final class FuzzState {
     }
 }
 
-nonisolated(unsafe) private let state = FuzzState()
+nonisolated(unsafe) private let state = FuzzState(isolated: CommandLine.arguments.dropFirst().first == "--isolated")
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
@@ -60,9 +63,9 @@ struct FuzzMain {
         var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
         exit(LLVMFuzzerRunDriver(&argc, &argv, { data, size in fuzzOneInput(data, size) }))
         #else
-        let paths = CommandLine.arguments.dropFirst()
+        let paths = CommandLine.arguments.dropFirst().drop { $0 == "--isolated" }
         guard !paths.isEmpty else {
-            FileHandle.standardError.write(Data("usage: attach-fetch-fuzz FILE...   (replays inputs through the fuzzed path)\n".utf8))
+            FileHandle.standardError.write(Data("usage: attach-fetch-fuzz [--isolated] FILE...   (replays inputs through the fuzzed path; --isolated: in a decoder worker process)\n".utf8))
             exit(2)
         }
         for path in paths {

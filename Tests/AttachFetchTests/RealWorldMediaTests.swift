@@ -84,6 +84,22 @@ import Testing
         #expect(peak < 300 << 10, "peak \(peak >> 10) MiB")
     }
 
+    /// The fuzz replayer's worker path (`--isolated`: decoding in a decoder worker process, as
+    /// the pipeline does) gives every defect case the same verdict as its in-process path.
+    @Test func fuzzReplayThroughTheWorkerPathAgreesWithInProcess() async throws {
+        let files = try FileManager.default.contentsOfDirectory(atPath: Self.casesDirectory).sorted().map { Self.casesDirectory + "/" + $0 }
+        let replayer = builtExecutable("attach-fetch-fuzz")
+        let inProcess = try await offPool { try runChild(replayer, files) }
+        let isolated = try await offPool { try runChild(replayer, ["--isolated"] + files) }
+        #expect(inProcess.status == 0 && isolated.status == 0)
+        // "ok PATH STATUS CODE message": path, status and code must agree line by line.
+        func verdicts(_ output: String) -> [String] {
+            output.split(separator: "\n").filter { $0.hasPrefix("ok ") }.map { $0.split(separator: " ").prefix(4).joined(separator: " ") }
+        }
+        #expect(verdicts(isolated.output).count == files.count)
+        #expect(verdicts(isolated.output) == verdicts(inProcess.output))
+    }
+
     /// MP3s whose first 4 KiB are an ID3v2 tag (cover art) or zero padding: the window moves
     /// past them, FFmpeg confirms, and the verdict is the same whether the server sends the
     /// file in one write or in 1 KiB writes.

@@ -2,10 +2,12 @@ import Foundation
 
 /// Runs the pipeline's work after the download — sniff, table, size limit, conversion to fit,
 /// full decode and thumbnail, FFmpeg's probe and poster frame: `Stage.afterDownload`, the same
-/// stages — on a file already on disk, inline on the calling thread. For media that arrived
-/// some other way, and for the fuzz target, which feeds it arbitrary bytes.
+/// stages — on a file already on disk, one stage after another. For media that arrived some
+/// other way, and for the fuzz target, which feeds it arbitrary bytes. Decoding happens in a
+/// decoder worker process of its own unless the configuration says `isolation = .none` (the
+/// fuzzer's choice, for speed and coverage: unsafe for untrusted input).
 ///
-/// Holds a libmagic handle, which is not thread-safe: use one inspector per thread.
+/// Holds a libmagic handle and its worker, neither thread-safe: use one inspector per thread.
 public final class LocalMediaInspector {
     private let sniffer: MagicSniffer
     private let stages: InlineRunner
@@ -14,7 +16,7 @@ public final class LocalMediaInspector {
         try configuration.validate()
         try Vips.ensureStarted()
         self.sniffer = try MagicSniffer()
-        self.stages = InlineRunner(configuration: configuration)
+        self.stages = try InlineRunner(configuration: configuration)
     }
 
     /// Inspects `path`. A thumbnail is written to `thumbnailBase` + ".jpg" or ".png" (never over
