@@ -92,7 +92,7 @@ let benchmarks: @Sendable () -> Void = {
                           ("12 MP JPEG, shrink-on-load", largeJPEG)] {
         guard FileManager.default.fileExists(atPath: file) else { continue }
         Benchmark("Sniff + decode + thumbnail: \(label)") { benchmark in
-            let inspector = try! LocalMediaInspector()
+            let inspector = try! LocalMediaInspector(configuration: inProcess)
             let scratch = NSTemporaryDirectory() + "/af-bench-\(getpid())"
             for _ in benchmark.scaledIterations {
                 let descriptor = inspector.inspect(file: file, thumbnailBase: scratch)
@@ -116,7 +116,7 @@ let benchmarks: @Sendable () -> Void = {
     if let largePNG { cases.append(("Fit: 20 MB PNG under 10 MiB", largePNG, nil)) }
     for (label, file, time) in cases {
         Benchmark(label, configuration: .init(maxDuration: .seconds(5), maxIterations: label.hasPrefix("Fit") ? 10 : 200)) { benchmark in
-            let inspector = try! LocalMediaInspector()
+            let inspector = try! LocalMediaInspector(configuration: inProcess)
             let scratch = NSTemporaryDirectory() + "/af-bench-\(getpid())"
             for _ in benchmark.scaledIterations {
                 let descriptor = inspector.inspect(file: file, thumbnailBase: scratch, thumbnailTime: time)
@@ -168,3 +168,11 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 }
+
+/// The decode micro-benchmarks measure the decoders themselves, in this process (the pipeline
+/// benchmarks include the worker processes).
+private let inProcess: AttachFetchConfiguration = {
+    var configuration = AttachFetchConfiguration()
+    configuration.isolation = .none
+    return configuration
+}()
