@@ -17,6 +17,8 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "AttachFetch", package: "attach-fetch"),
                 .product(name: "LoopbackHTTPServer", package: "attach-fetch"),
+                // Built beside the benchmark: the pipeline's decoder worker processes.
+                .product(name: "attach-fetch-decoder", package: "attach-fetch"),
             ],
             path: "Benchmarks/PipelineBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
@@ -28,6 +30,7 @@ let package = Package(
             dependencies: [
                 .product(name: "AttachFetch", package: "attach-fetch"),
                 .product(name: "LoopbackHTTPServer", package: "attach-fetch"),
+                .product(name: "attach-fetch-decoder", package: "attach-fetch"),
             ],
             path: "Sources/DeadlineOvershoot"
         ),
