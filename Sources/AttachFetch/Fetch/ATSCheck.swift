@@ -14,9 +14,9 @@ enum ATSCheck {
         func add(_ code: String, _ message: String) {
             if !problems.contains(where: { $0.code == code }) { problems.append(Problem(code: code, message: message)) }
         }
-        if isPlainHTTP(url) {
+        if URLCheck.isPlainHTTP(url) {
             add(ATSVerdict.insecureScheme, "the URL is plain http; ATS loads only https")
-        } else if let hop = hops.dropFirst().first(where: isPlainHTTP) {
+        } else if let hop = hops.dropFirst().first(where: URLCheck.isPlainHTTP) {
             add(ATSVerdict.insecureRedirect, "a redirect leads to plain http (\(hop)); ATS loads only https")
         }
         for session in sessions {
@@ -49,9 +49,5 @@ enum ATSCheck {
             break
         }
         return ATSVerdict(problems: problems)
-    }
-
-    static func isPlainHTTP(_ url: String) -> Bool {
-        url.prefix(7).lowercased() == "http://"
     }
 }

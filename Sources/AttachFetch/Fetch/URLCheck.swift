@@ -15,36 +15,43 @@ enum URLCheck {
         guard lowered == "http" || lowered == "https" else {
             return .init(code: .unsupportedScheme, message: "the scheme \(lowered) is not allowed; only http and https are")
         }
-        // libcurl's own parser, so that what we accept is exactly what it will request.
-        guard let parsed = curl_url() else { return .init(code: .ioError, message: "curl_url: out of memory") }
-        defer { curl_url_cleanup(parsed) }
-        let code = curl_url_set(parsed, CURLUPART_URL, url, 0)
-        guard code == CURLUE_OK else {
-            return .init(code: .invalidURL, message: "the URL cannot be parsed: \(String(cString: curl_url_strerror(code)))")
+        switch host(of: url) {
+        case .failure(let reason): return reason
+        case .success(let host): return host.isEmpty ? .init(code: .invalidURL, message: "the URL has no host") : nil
         }
-        var host: UnsafeMutablePointer<CChar>?
-        guard curl_url_get(parsed, CURLUPART_HOST, &host, 0) == CURLUE_OK, let host else {
-            return .init(code: .invalidURL, message: "the URL has no host")
-        }
-        defer { curl_free(host) }
-        guard host.pointee != 0 else { return .init(code: .invalidURL, message: "the URL has no host") }
-        return nil
     }
 
     /// Through a proxy the open-socket check sees only the proxy's address, so a URL whose host
     /// is a literal address is held to the policy here, before anything is sent.
     static func literalHostRefusal(_ url: String, policy: AddressPolicy) -> Reason? {
-        guard let parsed = curl_url() else { return .init(code: .ioError, message: "curl_url: out of memory") }
-        defer { curl_url_cleanup(parsed) }
-        var host: UnsafeMutablePointer<CChar>?
-        guard curl_url_set(parsed, CURLUPART_URL, url, 0) == CURLUE_OK,
-              curl_url_get(parsed, CURLUPART_HOST, &host, 0) == CURLUE_OK, let host else { return nil }
-        defer { curl_free(host) }
-        var text = String(cString: host)
+        guard case .success(var text) = host(of: url) else { return nil }
         if text.hasPrefix("[") && text.hasSuffix("]") { text = String(text.dropFirst().dropLast()) }
         return policy.refusal(for: text).map {
             .init(code: .forbiddenAddress, message: "\($0) (refused before asking the proxy)")
         }
+    }
+
+    /// The URL's host as libcurl's own parser reads it, so that what we accept and check is
+    /// exactly what it will request (IPv6 literals keep their brackets).
+    private static func host(of url: String) -> Result<String, Reason> {
+        guard let parsed = curl_url() else { return .failure(.init(code: .ioError, message: "curl_url: out of memory")) }
+        defer { curl_url_cleanup(parsed) }
+        let code = curl_url_set(parsed, CURLUPART_URL, url, 0)
+        guard code == CURLUE_OK else {
+            return .failure(.init(code: .invalidURL, message: "the URL cannot be parsed: \(String(cString: curl_url_strerror(code)))"))
+        }
+        var host: UnsafeMutablePointer<CChar>?
+        guard curl_url_get(parsed, CURLUPART_HOST, &host, 0) == CURLUE_OK, let host else {
+            return .failure(.init(code: .invalidURL, message: "the URL has no host"))
+        }
+        defer { curl_free(host) }
+        return .success(String(cString: host))
+    }
+
+    /// Plain http (what App Transport Security refuses, and where no ALPN says a connection
+    /// may be shared).
+    static func isPlainHTTP(_ url: String) -> Bool {
+        url.prefix(7).lowercased() == "http://"
     }
 
     /// RFC 3986: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )

@@ -25,13 +25,13 @@ extension EasyTransfer {
     func recordHop() {
         guard let url = CurlOption.string(handle, CURLINFO_EFFECTIVE_URL), hops.last != url else { return }
         hops.append(url)
-        if !ATSCheck.isPlainHTTP(url), let facts = TLSSession.facts(handle) { sessions.append(facts) }
+        if !URLCheck.isPlainHTTP(url), let facts = TLSSession.facts(handle) { sessions.append(facts) }
     }
 
     /// The App Transport Security verdict on what this transfer saw.
     /// Nil when nothing was seen to judge (no response, no handshake failure, an https URL).
     func atsVerdict(failure: Reason?) -> ATSVerdict? {
-        guard !hops.isEmpty || failure?.code == .tlsFailed || ATSCheck.isPlainHTTP(job.spec.url) else { return nil }
+        guard !hops.isEmpty || failure?.code == .tlsFailed || URLCheck.isPlainHTTP(job.spec.url) else { return nil }
         return ATSCheck.verdict(url: job.spec.url, hops: hops, sessions: sessions,
                          tlsFailure: failure?.code == .tlsFailed ? failure : nil,
                          verifyResult: failure?.code == .tlsFailed ? CurlOption.long(handle, CURLINFO_SSL_VERIFYRESULT) : nil)

@@ -119,7 +119,7 @@ final class EasyTransfer {
             // URLs share a CDN host. Never for plain http, where nothing tells libcurl a
             // connection can be shared, and a server that stalls would hold every transfer
             // to its host behind the first.
-            CurlOption.set(handle, CURLOPT_PIPEWAIT, ATSCheck.isPlainHTTP(spec.url) ? 0 : 1),
+            CurlOption.set(handle, CURLOPT_PIPEWAIT, URLCheck.isPlainHTTP(spec.url) ? 0 : 1),
             CurlOption.set(handle, CURLOPT_WRITEDATA, pointer: me),
             CurlOption.set(handle, CURLOPT_HEADERDATA, pointer: me),
             CurlOption.set(handle, CURLOPT_OPENSOCKETDATA, pointer: me),
