@@ -33,10 +33,12 @@ final class TrustStore: Sendable {
     }
 
     /// Hands the bundle to one transfer; libcurl copies it before this returns.
+    /// No Swift copy of the bundle per transfer: `curl_blob.data` is declared mutable, but with
+    /// CURL_BLOB_COPY libcurl only reads it, into its own copy.
     func apply(to handle: UnsafeMutableRawPointer) -> CURLcode {
-        var bytes = pem
-        return bytes.withUnsafeMutableBytes { buffer in
-            var blob = curl_blob(data: buffer.baseAddress, len: buffer.count, flags: UInt32(CURL_BLOB_COPY))
+        pem.withUnsafeBytes { buffer in
+            var blob = curl_blob(data: UnsafeMutableRawPointer(mutating: buffer.baseAddress), len: buffer.count,
+                                 flags: UInt32(CURL_BLOB_COPY))
             return withUnsafeMutablePointer(to: &blob) { CurlOption.set(handle, CURLOPT_CAINFO_BLOB, pointer: UnsafeMutableRawPointer($0)) }
         }
     }
