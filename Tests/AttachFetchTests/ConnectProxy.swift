@@ -23,15 +23,9 @@ final class ConnectProxy: @unchecked Sendable {
         struct ProxyFailed: Error {}
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw ProxyFailed() }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        guard bound == 0, listen(fd, 64) == 0 else { close(fd); throw ProxyFailed() }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        guard let bound = LoopbackSockets.bindEphemeral(fd), listen(fd, 64) == 0 else { close(fd); throw ProxyFailed() }
         listener = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
+        port = bound
         Thread { [self] in acceptLoop() }.start()
     }
 
@@ -69,14 +63,8 @@ final class ConnectProxy: @unchecked Sendable {
               target[..<colon] == "127.0.0.1" else { return reply(client, "403 Forbidden") }
         let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(upstream) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = targetPort.bigEndian
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(upstream, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else { return reply(client, "502 Bad Gateway") }
+        let connected = LoopbackSockets.connect(upstream, port: Int(targetPort))
+        guard connected else { return reply(client, "502 Bad Gateway") }
         reply(client, "200 Connection Established")
         relay(client, upstream)
     }
