@@ -15,6 +15,8 @@ import Testing
             ("decoderCrashed", .rejected),
             // Added with TLS tests: handshake and certificate failures (before: connectFailed).
             ("tlsFailed", .failed),
+            // Added with platform variants: only inside `variants`.
+            ("unsupportedOnPlatform", .rejected),
         ]
         #expect(ReasonCode.allKnown.map(\.rawValue) == expected.map(\.0))
         for (code, status) in expected {

@@ -84,6 +84,7 @@ import Testing
         d.finalUrl = nil
         d.declaredMimeType = nil
         d.ats = nil // a file has no transport to judge
+        d.cache = nil // only the pipeline shares results
         d.file = d.file.map { _ in "" }
         d.thumbnail?.file = ""
         d.timings = .init(total: 0, thumbnail: d.timings.thumbnail.map { _ in 0 },

@@ -29,12 +29,15 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         /// Added for video: the poster frame's time in seconds (the requested thumbnail time,
         /// clamped to the duration, on the frame actually shown).
         public var time: Double?
+        /// Added for publishing: where devices fetch the thumbnail.
+        public var publishedUrl: String?
 
-        public init(file: String, width: Int, height: Int, time: Double? = nil) {
+        public init(file: String, width: Int, height: Int, time: Double? = nil, publishedUrl: String? = nil) {
             self.file = file
             self.width = width
             self.height = height
             self.time = time
+            self.publishedUrl = publishedUrl
         }
     }
 
@@ -58,6 +61,45 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         case avatar
     }
 
+    /// Where the result came from when results are shared (added with coalescing and caching).
+    public enum CacheStatus: String, Codable, Sendable {
+        /// This request did the work (downloaded and processed).
+        case miss
+        /// A finished result that was still fresh was reused; nothing was downloaded.
+        case hit
+        /// A stale result was revalidated with the origin (304 Not Modified) and reused.
+        case revalidated
+        /// Another request for the same URL and options was already under way; its result was shared.
+        case coalesced
+    }
+
+    /// A platform's own file, made when the delivered file breaks that platform's limits.
+    public struct Variant: Codable, Sendable, Equatable {
+        public enum Status: String, Codable, Sendable {
+            /// The platform cannot show this kind of media at all (not a failure of the attachment).
+            case unsupported
+            /// The variant could not be made (deadline, a file that would not fit): it is missing.
+            case failed
+        }
+        /// Absent for a variant that was made.
+        public var status: Status?
+        public var reason: Reason?
+        /// Absolute path of the variant file.
+        public var file: String?
+        public var bytes: Int64?
+        public var sha256: String?
+        public var mimeType: String?
+        public var width: Int?
+        public var height: Int?
+        public var transforms: [Transform]?
+        public var publishedUrl: String?
+
+        public init(status: Status? = nil, reason: Reason? = nil) {
+            self.status = status
+            self.reason = reason
+        }
+    }
+
     /// Milliseconds. `total` is measured from the start of the batch; the others are known
     /// only when that step ran.
     public struct Timings: Codable, Sendable, Equatable {
@@ -69,9 +111,12 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         /// Added: converting an image to fit (normalizing), and probing audio or video.
         public var normalize: Int?
         public var probe: Int?
+        /// Added with platforms: making the platform variants.
+        public var variants: Int?
 
         public init(total: Int, connect: Int? = nil, firstByte: Int? = nil, download: Int? = nil,
-                    thumbnail: Int? = nil, normalize: Int? = nil, probe: Int? = nil) {
+                    thumbnail: Int? = nil, normalize: Int? = nil, probe: Int? = nil, variants: Int? = nil) {
+            self.variants = variants
             self.total = total
             self.connect = connect
             self.firstByte = firstByte
@@ -133,6 +178,13 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     /// Added for http(s) media: whether App Transport Security would load it without an
     /// exception, and why not.
     public var ats: ATSVerdict?
+    /// Added with coalescing and caching: whether this request did the work, shared it, or reused it.
+    public var cache: CacheStatus?
+    /// Added with publishing: where devices fetch the delivered file.
+    public var publishedUrl: String?
+    /// Added with platforms: per platform (`android`), its own file when the delivered file
+    /// breaks its limits, or why it has none. Only platforms whose file differs are listed.
+    public var variants: [String: Variant]?
 
     public init(identifier: String, url: String, status: Status, reason: Reason? = nil, timings: Timings) {
         self.identifier = identifier

@@ -81,8 +81,36 @@ struct DescriptorBuilder: Sendable {
         descriptor.sourceHeight = probe.height
     }
 
+    /// A platform's variant: made, unsupported, or missing and why.
+    mutating func record(_ platform: Platform, variant: AttachmentDescriptor.Variant) {
+        descriptor.variants = descriptor.variants ?? [:]
+        descriptor.variants?[platform.rawValue] = variant
+    }
+
+    /// A platform's variant that was made.
+    mutating func record(_ platform: Platform, variant image: NormalizedImage) {
+        var variant = AttachmentDescriptor.Variant()
+        variant.file = image.file
+        variant.bytes = image.bytes
+        variant.sha256 = image.sha256
+        variant.mimeType = image.type.mimeType
+        variant.width = image.width
+        variant.height = image.height
+        variant.transforms = image.transforms
+        record(platform, variant: variant)
+    }
+
+    /// Where the delivered file, its thumbnail and its variants were published.
+    mutating func recordPublished(file: String, thumbnail: String?, variants: [Platform: String]) {
+        descriptor.publishedUrl = file
+        thumbnailPublishedURL = thumbnail
+        for (platform, url) in variants { descriptor.variants?[platform.rawValue]?.publishedUrl = url }
+    }
+
+    private var thumbnailPublishedURL: String?
+
     /// The steps after the download that have a timing of their own.
-    enum TimedStep: Sendable { case normalize, thumbnail, probe }
+    enum TimedStep: Sendable { case normalize, thumbnail, probe, variants }
 
     /// How long a step took, in milliseconds.
     mutating func recordTime(_ step: TimedStep, since started: ContinuousClock.Instant) {
@@ -91,21 +119,27 @@ struct DescriptorBuilder: Sendable {
         case .normalize: descriptor.timings.normalize = elapsed
         case .thumbnail: descriptor.timings.thumbnail = elapsed
         case .probe: descriptor.timings.probe = elapsed
+        case .variants: descriptor.timings.variants = elapsed
         }
     }
 
     /// The bytes that will be delivered (the original's, or a conversion's).
     var deliveredBytes: Int64? { descriptor.bytes }
+    /// The SHA-256 of the bytes that will be delivered.
+    var deliveredSHA256: String? { descriptor.sha256 }
 
     /// A ready attachment: the delivered type's row of the table, its file and thumbnail.
-    func ready(_ type: MediaType, file: String, thumbnail: AttachmentDescriptor.Thumbnail?) -> AttachmentDescriptor {
+    func ready(_ type: MediaType, file: String, thumbnail: AttachmentDescriptor.Thumbnail?,
+               variantFiles: [Platform: String] = [:]) -> AttachmentDescriptor {
         var result = descriptor
+        for (platform, path) in variantFiles { result.variants?[platform.rawValue]?.file = path }
         result.mimeType = type.mimeType
         result.kind = type.kind
         result.uti = type.uti
         result.fileExtension = type.fileExtension
         result.file = file
         result.thumbnail = thumbnail
+        result.thumbnail?.publishedUrl = thumbnailPublishedURL
         result.timings.total = start.millisecondsElapsed
         return result
     }
@@ -113,6 +147,9 @@ struct DescriptorBuilder: Sendable {
     /// An attachment that is not ready, with every fact known so far; the status follows from the code.
     func failed(_ reason: Reason) -> AttachmentDescriptor {
         var result = descriptor
+        // Nothing is delivered, so no variant or published file is either.
+        result.variants = nil
+        result.publishedUrl = nil
         result.status = reason.code.status
         result.reason = reason
         result.timings.total = start.millisecondsElapsed

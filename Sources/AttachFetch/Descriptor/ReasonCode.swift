@@ -35,19 +35,23 @@ public struct ReasonCode: RawRepresentable, Hashable, Codable, Sendable, CustomS
     /// verifier's own. (Until this code existed these were `connectFailed`.)
     public static let tlsFailed = ReasonCode(rawValue: "tlsFailed")
 
+    /// Added with platform variants: the media cannot be shown on that platform at all (audio or
+    /// video on Android). Used in `variants`, never as an attachment's own reason.
+    public static let unsupportedOnPlatform = ReasonCode(rawValue: "unsupportedOnPlatform")
+
     /// Every code this version knows, in contract order.
     public static let allKnown: [ReasonCode] = [
         .invalidURL, .unsupportedScheme, .forbiddenAddress, .connectFailed, .httpStatus,
         .tooManyRedirects, .transferFailed, .timeout, .deadlineExceeded, .sizeLimitExceeded,
         .unsupportedType, .corruptMedia, .emptyBody, .pixelLimitExceeded, .cancelled, .ioError,
-        .decoderCrashed, .tlsFailed,
+        .decoderCrashed, .tlsFailed, .unsupportedOnPlatform,
     ]
 
     /// The descriptor status a code implies (fixed by the contract).
     public var status: AttachmentDescriptor.Status {
         switch self {
         case .invalidURL, .unsupportedScheme, .forbiddenAddress, .sizeLimitExceeded,
-             .unsupportedType, .corruptMedia, .emptyBody, .pixelLimitExceeded, .decoderCrashed:
+             .unsupportedType, .corruptMedia, .emptyBody, .pixelLimitExceeded, .decoderCrashed, .unsupportedOnPlatform:
             return .rejected
         case .timeout, .deadlineExceeded:
             return .timedOut

@@ -19,6 +19,9 @@ struct TransferSpec: Sendable {
     let trustStore: TrustStore?
     /// The egress proxy (HTTP CONNECT), when one is configured.
     let proxy: String?
+    /// Revalidating a cached result: the conditional request's validators (a 304 is then
+    /// `notModified`, not a failure).
+    var validators: CacheValidators? = nil
 }
 
 /// What a download produced. On failure the body file has already been removed.
@@ -39,6 +42,10 @@ struct TransferOutcome: Sendable {
     var endedWhileQueued = false
     /// What App Transport Security would say, when a request was made.
     var ats: ATSVerdict?
+    /// The answer to a conditional request was 304 Not Modified: nothing was downloaded.
+    var notModified = false
+    /// The last response's caching headers.
+    var cacheHeaders = CacheHeaders()
 
     static func failed(_ code: ReasonCode, _ message: String) -> TransferOutcome {
         TransferOutcome(failure: .init(code: code, message: message))

@@ -12,11 +12,20 @@ enum ImageNormalizer {
         /// Encodings tried at most before giving up with `sizeLimitExceeded`.
         var maxAttempts: Int
         var decode: Thumbnailer.Limits
+        /// An animation may stay one (iOS plays GIFs); off, its first frame becomes a still.
+        var keepsAnimation = true
 
         init(_ configuration: AttachFetchConfiguration) {
             maxBytes = configuration.sizeLimits.image
             maxAttempts = configuration.maxNormalizeAttempts
             decode = Thumbnailer.Limits(configuration)
+        }
+
+        /// Android's: a still image (JPEG, or PNG with transparency) within 1 MB.
+        init(android configuration: AttachFetchConfiguration) {
+            self.init(configuration)
+            maxBytes = Platform.androidImageLimit
+            keepsAnimation = false
         }
     }
 
@@ -55,7 +64,7 @@ enum ImageNormalizer {
 
         // An animation stays one while it fits as a GIF at full size; otherwise its first frame
         // is delivered as a still.
-        if let frames = header.image.integer("n-pages"), frames > 1 {
+        if limits.keepsAnimation, let frames = header.image.integer("n-pages"), frames > 1 {
             if shouldStop() { throw Reason(code: .cancelled, message: "abandoned") }
             if let gif = try? animatedGIF(source), Int64(gif.data.count) <= limits.maxBytes {
                 return try delivered(gif, downscaled: false)

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import Synchronization
 
@@ -12,6 +15,11 @@ public final class AttachmentPipeline: Sendable {
     private let engine: TransferEngine
     private let stages: RacedRunner
     private let trustStore: TrustStore?
+    /// Where shared work makes its files, held only while in use.
+    private let store: WorkStore
+    /// Coalescing, and the cache when configured.
+    private let results: SharedResults
+    private let workNumbers = Atomic<Int>(0)
     private let logger: Logger
     private let isShutDown = Atomic<Bool>(false)
     private static let releasedWithoutShutdown = Atomic<Bool>(false)
@@ -33,13 +41,17 @@ public final class AttachmentPipeline: Sendable {
         self.stages = RacedRunner(
             configuration: configuration,
             imageWorkers: WorkerPool(threads: configuration.thumbnailThreads, name: "af-thumb", launch: launch, eager: true),
-            probeWorkers: WorkerPool(threads: configuration.probeThreads, name: "af-probe", launch: launch, eager: false))
+            probeWorkers: WorkerPool(threads: configuration.probeThreads, name: "af-probe", launch: launch, eager: false),
+            fileWorkers: WorkerPool(threads: 1, name: "af-files", launch: nil, eager: false))
+        self.store = WorkStore(parent: configuration.temporaryDirectory)
+        self.results = SharedResults(caching: configuration.cache)
     }
 
     /// Stops the download thread, after failing whatever is still queued or running as
     /// `cancelled`. Call it once the pipeline is no longer needed; later batches fail at once.
     public func shutdown() async {
         guard !isShutDown.exchange(true, ordering: .sequentiallyConsistent) else { return }
+        results.removeAll()
         let engine = self.engine
         // The engine's shutdown waits for its thread: wait on a thread of its own, not on the
         // cooperative pool.
@@ -56,12 +68,18 @@ public final class AttachmentPipeline: Sendable {
             FileHandle.standardError.write(Data("attach-fetch: an AttachmentPipeline was released without shutdown(); it shuts down in deinit, blocking the releasing thread\n".utf8))
         }
         #endif
+        results.removeAll()
         engine.shutdown()
     }
 
     /// Processes a batch and returns exactly one descriptor per request, in order, by the
     /// deadline (default `configuration.defaultDeadline`). Never throws: every problem,
     /// including a directory that cannot be made, becomes a descriptor.
+    ///
+    /// Requests for the same URL with the same options share one download and one processing,
+    /// within the batch and with other batches running on this pipeline (and, with
+    /// `configuration.cache`, with later ones while the result is fresh). Each still gets its
+    /// own descriptor and its own files.
     ///
     /// - Parameters:
     ///   - outputDirectory: where ready files go (must exist). Default: a new directory under
@@ -75,22 +93,18 @@ public final class AttachmentPipeline: Sendable {
         let logger = logger ?? self.logger
         let budget = deadline ?? configuration.defaultDeadline
         let start = ContinuousClock.now
-        let batch: Batch
+        let batch = Batch(start: start, deadline: start + budget)
+        let output: BatchOutput
         do {
-            let directory = try WorkingDirectory(parent: outputDirectory ?? configuration.temporaryDirectory,
-                                                 isScratch: outputDirectory != nil)
-            batch = Batch(start: start, deadline: start + budget, directory: directory,
-                          finalDirectory: outputDirectory.map { URL(fileURLWithPath: $0).standardizedFileURL.path } ?? directory.path)
+            output = try BatchOutput(outputDirectory, temporaryDirectory: configuration.temporaryDirectory)
         } catch {
             let descriptors = requests.enumerated().map { index, request in
-                DescriptorBuilder(identifier: request.identifier ?? "attachment-\(index)", url: request.url, start: start,
-                                  role: request.role, options: request.options, payloadPath: request.payloadPath)
-                    .failed(Reason(code: .ioError, message: error.message))
+                Self.builder(for: request, index: index, start: start).failed(Reason(code: .ioError, message: error.message))
             }
             for (index, descriptor) in descriptors.enumerated() { onDescriptor?(index, descriptor) }
             return AttachmentBatch(attachments: descriptors, elapsed: .now - start, deadline: budget, directory: nil)
         }
-        logger.debug("batch started", metadata: ["count": "\(requests.count)", "directory": "\(batch.directory.path)"])
+        logger.debug("batch started", metadata: ["count": "\(requests.count)", "directory": "\(output.path)"])
 
         var results = [AttachmentDescriptor?](repeating: nil, count: requests.count)
         await withTaskGroup(of: (Int, AttachmentDescriptor)?.self) { group in
@@ -102,7 +116,8 @@ public final class AttachmentPipeline: Sendable {
             }
             for (index, request) in requests.enumerated() {
                 group.addTask {
-                    let descriptor = await self.processOne(index: index, request: request, batch: batch, logger: logger)
+                    let descriptor = await self.attachment(index: index, request: request, batch: batch,
+                                                           directory: output.path, logger: logger)
                     onDescriptor?(index, descriptor)
                     return (index, descriptor)
                 }
@@ -119,36 +134,183 @@ public final class AttachmentPipeline: Sendable {
                 }
             }
         }
-        batch.directory.endBatch()
-        let descriptors = results.map { $0! }
-        let kept = !batch.directory.isScratch && batch.directory.exists
         logger.debug("batch finished", metadata: ["elapsedMs": "\(start.millisecondsElapsed)"])
-        return AttachmentBatch(attachments: descriptors, elapsed: .now - start, deadline: budget,
-                               directory: batch.directory.isScratch ? batch.finalDirectory : (kept ? batch.directory.path : nil))
+        return AttachmentBatch(attachments: results.map { $0! }, elapsed: .now - start, deadline: budget,
+                               directory: output.finish())
     }
 
-    // MARK: One attachment
+    private static func builder(for request: AttachmentRequest, index: Int, start: ContinuousClock.Instant) -> DescriptorBuilder {
+        DescriptorBuilder(identifier: request.identifier ?? "attachment-\(index)", url: request.url, start: start,
+                          role: request.role, options: request.options, payloadPath: request.payloadPath)
+    }
 
-    /// One attachment's story: the URL checked, the body fetched, the stages run, the files
-    /// moved into place. The ledger removes whatever is not delivered, wherever it stops.
-    private func processOne(index: Int, request: AttachmentRequest, batch: Batch, logger: Logger) async -> AttachmentDescriptor {
-        let identifier = request.identifier ?? "attachment-\(index)"
-        var descriptor = DescriptorBuilder(identifier: identifier, url: request.url, start: batch.start, role: request.role,
-                                           options: request.options, payloadPath: request.payloadPath)
+    // MARK: One attachment, for one caller
+
+    /// One caller's attachment: the URL checked, then the shared result for its URL and
+    /// options (cached, coalesced, or made now), handed over as the caller's own descriptor and
+    /// files in `directory`.
+    private func attachment(index: Int, request: AttachmentRequest, batch: Batch, directory: String,
+                            logger: Logger) async -> AttachmentDescriptor {
+        let descriptor = Self.builder(for: request, index: index, start: batch.start)
         if let problem = URLCheck.problem(with: request.url)
             ?? configuration.proxy.flatMap({ _ in URLCheck.literalHostRefusal(request.url, policy: configuration.addressPolicy) }) {
             return descriptor.failed(problem)
         }
+        let platforms = request.platforms ?? configuration.platforms
+        let key = ResultKey(request, platforms: platforms)
+        while true {
+            let delivery = await results.result(
+                for: key, deadline: batch.deadline,
+                // At its deadline a caller keeps waiting for work that ends by then anyway: its
+                // answer names the step the deadline stopped.
+                staysAtCancel: { workDeadline in batch.stopCause == .deadline && workDeadline <= batch.deadline },
+                produce: { stale in
+                    await self.produce(request, platforms: platforms, stale: stale, deadline: batch.deadline,
+                                       fairnessID: batch.id, logger: logger)
+                })
+            guard let (result, status) = delivery else { return descriptor.failed(batch.stopReason(queued: false)) }
+            defer { result.release() }
+            // Work shared with a caller whose deadline came first: try again with the time left.
+            if status == .coalesced, result.descriptor.reason?.code == .deadlineExceeded,
+               batch.deadline - .now > .milliseconds(5), !Task.isCancelled { continue }
+            return handOver(result.descriptor, status: status, to: request, identifier: request.identifier ?? "attachment-\(index)",
+                            batch: batch, directory: directory)
+        }
+    }
 
-        let ledger = FileLedger(afterLateRemoval: batch.directory.lateFileRemoved)
+    /// The shared descriptor as this caller's: its identifier, role, options and payload path,
+    /// its total time, where it came from, and its own links to the files.
+    private func handOver(_ shared: AttachmentDescriptor, status: AttachmentDescriptor.CacheStatus, to request: AttachmentRequest,
+                          identifier: String, batch: Batch, directory: String) -> AttachmentDescriptor {
+        var mine = shared
+        mine.identifier = identifier
+        mine.url = request.url
+        mine.role = request.role
+        mine.options = request.options
+        mine.payloadPath = request.payloadPath
+        mine.cache = status
+        // Reused results took no time of this caller's beyond the total.
+        if status == .hit || status == .revalidated { mine.timings = .init(total: 0) }
+        mine.timings.total = batch.start.millisecondsElapsed
+        guard mine.status == .ready, let file = shared.file else { return mine }
+
+        let name = FileNames.sanitize(identifier)
+        let mainPath = "\(directory)/\(name).\((file as NSString).pathExtension)"
+        if let problem = FileNames.linkNoReplace(file, to: mainPath) {
+            mine.status = .failed
+            mine.reason = Reason(code: .ioError, message: problem)
+            mine.file = nil
+            mine.thumbnail = nil
+            mine.variants = nil
+            mine.publishedUrl = nil
+            return mine
+        }
+        mine.file = mainPath
+        if let thumbnail = shared.thumbnail {
+            let path = "\(directory)/\(name).thumb.\((thumbnail.file as NSString).pathExtension)"
+            // A thumbnail that cannot be linked is left out; the attachment is still ready.
+            mine.thumbnail?.file = path
+            if FileNames.linkNoReplace(thumbnail.file, to: path) != nil { mine.thumbnail = nil }
+        }
+        for (platform, variant) in shared.variants ?? [:] {
+            guard let source = variant.file else { continue }
+            let path = "\(directory)/\(name).\(platform).\((source as NSString).pathExtension)"
+            if let problem = FileNames.linkNoReplace(source, to: path) {
+                mine.variants?[platform] = .init(status: .failed, reason: Reason(code: .ioError, message: problem))
+            } else {
+                mine.variants?[platform]?.file = path
+            }
+        }
+        return mine
+    }
+
+    // MARK: Shared work
+
+    /// Makes the result for one URL and its options, once for everyone waiting: fetched
+    /// (conditionally when `stale` may still be good), the stages run, the files moved into
+    /// the work store. It runs under the deadline of the caller that started it.
+    private func produce(_ request: AttachmentRequest, platforms: Set<Platform>, stale: SharedResult?,
+                         deadline: ContinuousClock.Instant, fairnessID: Int, logger: Logger) async -> SharedResults.Produced {
+        let batch = Batch(start: .now, deadline: deadline, fairnessID: fairnessID)
+        let number = workNumbers.add(1, ordering: .relaxed).newValue
+        let outcome: WorkOutcome
+        do {
+            let directory = try store.acquire()
+            defer { store.release() }
+            outcome = await withTaskGroup(of: WorkOutcome?.self) { group in
+                group.addTask {
+                    try? await Task.sleep(until: batch.deadline, clock: .continuous)
+                    if !Task.isCancelled { batch.fireDeadline() }
+                    return nil
+                }
+                group.addTask {
+                    await self.work(request, platforms: platforms, number: number, directory: directory,
+                                    validators: stale?.headers.validators, batch: batch, logger: logger)
+                }
+                var result: WorkOutcome?
+                while let finished = await group.next() {
+                    group.cancelAll()
+                    if let finished { result = finished }
+                }
+                return result!
+            }
+        } catch {
+            let failed = Self.builder(for: request, index: number, start: batch.start).failed(Reason(code: .ioError, message: error.message))
+            return .init(result: SharedResult(descriptor: failed, files: [], publishedFiles: [], headers: .init(), lifetime: nil,
+                                              store: nil), lifetime: nil, revalidated: false)
+        }
+        switch outcome {
+        case .notModified(let headers):
+            guard let stale else { preconditionFailure("a 304 without a conditional request") }
+            let lifetime = headers.speaksOfFreshness ? freshness(ready: true, code: nil, headers: headers) : stale.lifetime
+            return .init(result: stale, lifetime: lifetime, revalidated: true)
+        case .made(let descriptor, let files, let headers):
+            let lifetime = freshness(ready: descriptor.status == .ready, code: descriptor.reason?.code, headers: headers)
+            let published = configuration.publish.map { publishing in
+                ([descriptor.publishedUrl, descriptor.thumbnail?.publishedUrl] + (descriptor.variants ?? [:]).values.map(\.publishedUrl))
+                    .compactMap { $0 }.map { "\(publishing.directory)/\(($0 as NSString).lastPathComponent)" }
+            } ?? []
+            let result = SharedResult(descriptor: descriptor, files: files, publishedFiles: published, headers: headers,
+                                      lifetime: lifetime, store: store)
+            return .init(result: result, lifetime: lifetime, revalidated: false)
+        }
+    }
+
+    /// How long a result may be reused: nil when caching is off or the result must not be kept.
+    private func freshness(ready: Bool, code: ReasonCode?, headers: CacheHeaders) -> Duration? {
+        guard let caching = configuration.cache,
+              let lifetime = HTTPFreshness.lifetime(of: headers, maximum: caching.maximumFreshness,
+                                                    fallback: caching.defaultFreshness) else { return nil }
+        if ready { return lifetime }
+        guard let code, ResultCaching.cachedFailures.contains(code) else { return nil }
+        return caching.failureFreshness
+    }
+
+    private enum WorkOutcome: Sendable {
+        /// The descriptor (files in the store: `files`) and the response's caching headers.
+        case made(AttachmentDescriptor, files: [String], headers: CacheHeaders)
+        /// The origin confirmed the stale result (304).
+        case notModified(CacheHeaders)
+    }
+
+    /// The work itself: the body fetched into the store, the stages run, the files moved to
+    /// their result names. The ledger removes whatever is not delivered, wherever it stops.
+    private func work(_ request: AttachmentRequest, platforms: Set<Platform>, number: Int, directory: String,
+                      validators: CacheValidators?, batch: Batch, logger: Logger) async -> WorkOutcome {
+        var descriptor = Self.builder(for: request, index: number, start: batch.start)
+        let ledger = FileLedger(afterLateRemoval: store.tidy)
         defer { ledger.close() }
-        let bodyPath = batch.directory.bodyPath(index: index)
+        let bodyPath = "\(directory)/.part-\(number)"
         ledger.own(bodyPath)
-        let outcome = await engine.fetch(transferSpec(for: request, bodyPath: bodyPath, batch: batch))
+        var spec = transferSpec(for: request, bodyPath: bodyPath, batch: batch)
+        spec.validators = validators
+        let outcome = await engine.fetch(spec)
+        if outcome.notModified { return .notModified(outcome.cacheHeaders) }
         descriptor.record(outcome)
-        if let reason = outcome.failure { return descriptor.failed(batch.settle(reason, queued: outcome.endedWhileQueued)) }
+        func failed(_ reason: Reason) -> WorkOutcome { .made(descriptor.failed(reason), files: [], headers: outcome.cacheHeaders) }
+        if let reason = outcome.failure { return failed(batch.settle(reason, queued: outcome.endedWhileQueued)) }
         guard let sniffed = outcome.sniffedMIME, let sha256 = outcome.sha256 else {
-            return descriptor.failed(Reason(code: .ioError, message: "the transfer ended without a type"))
+            return failed(Reason(code: .ioError, message: "the transfer ended without a type"))
         }
 
         var work = AttachmentWork(
@@ -156,11 +318,14 @@ public final class AttachmentPipeline: Sendable {
             source: .init(path: bodyPath, sniffedMIME: sniffed, bytes: outcome.bytes, sha256: sha256),
             plan: .init(shape: request.role == .avatar ? .squareCenter : .clip(request.clip ?? .whole),
                         thumbnailTime: request.options?.thumbnailTime, imagesOnly: request.role == .avatar,
-                        convertedBase: batch.directory.convertedBase(index: index),
-                        thumbnailBase: batch.directory.thumbnailBase(index: index)),
+                        convertedBase: "\(directory)/.norm-\(number)", thumbnailBase: "\(directory)/.thumb-\(number)",
+                        variantBase: "\(directory)/.variant-\(number)", platforms: platforms),
             ledger: ledger)
-        if let reason = await stages.run(Stage.afterDownload, on: &work, batch: batch) { return work.descriptor.failed(reason) }
-        return moveIntoPlace(work, name: FileNames.sanitize(identifier), directory: batch.finalDirectory, logger: logger)
+        if let reason = await stages.run(Stage.afterDownload, on: &work, batch: batch) {
+            return .made(work.descriptor.failed(reason), files: [], headers: outcome.cacheHeaders)
+        }
+        let (ready, files) = moveIntoPlace(work, name: "r\(number)", directory: directory, logger: logger)
+        return .made(ready, files: files, headers: outcome.cacheHeaders)
     }
 
     private func transferSpec(for request: AttachmentRequest, bodyPath: String, batch: Batch) -> TransferSpec {
@@ -174,22 +339,71 @@ public final class AttachmentPipeline: Sendable {
                             normalize: configuration.normalize, trustStore: trustStore, proxy: configuration.proxy)
     }
 
-    /// Moves the delivered file, and its thumbnail, to `directory` under the attachment's name.
-    /// Never replaces a file; a thumbnail that cannot be moved is left out.
-    private func moveIntoPlace(_ work: AttachmentWork, name: String, directory: String, logger: Logger) -> AttachmentDescriptor {
+    /// Moves the delivered file, its thumbnail and its variants to their result names in
+    /// `directory`. Never replaces a file; a thumbnail or variant that cannot be moved is left out.
+    private func moveIntoPlace(_ work: AttachmentWork, name: String, directory: String,
+                               logger: Logger) -> (AttachmentDescriptor, files: [String]) {
         let file = work.admitted
         let finalPath = "\(directory)/\(name).\(file.type.fileExtension)"
         if let problem = FileNames.moveNoReplace(file.path, to: finalPath) {
-            return work.descriptor.failed(Reason(code: .ioError, message: problem))
+            return (work.descriptor.failed(Reason(code: .ioError, message: problem)), [])
         }
         work.ledger.deliver(file.path)
-        guard let made = work.thumbnail else { return work.ready(file: finalPath, thumbnailFile: nil) }
-        let thumbnailPath = "\(directory)/\(name).thumb.\((made.file as NSString).pathExtension)"
-        if let problem = FileNames.moveNoReplace(made.file, to: thumbnailPath) {
-            logger.debug("thumbnail not kept", metadata: ["problem": "\(problem)"])
-            return work.ready(file: finalPath, thumbnailFile: nil)
+        var files = [finalPath]
+        var thumbnailPath: String?
+        if let made = work.thumbnail {
+            let path = "\(directory)/\(name).thumb.\((made.file as NSString).pathExtension)"
+            if let problem = FileNames.moveNoReplace(made.file, to: path) {
+                logger.debug("thumbnail not kept", metadata: ["problem": "\(problem)"])
+            } else {
+                work.ledger.deliver(made.file)
+                thumbnailPath = path
+                files.append(path)
+            }
         }
-        work.ledger.deliver(made.file)
-        return work.ready(file: finalPath, thumbnailFile: thumbnailPath)
+        var variantPaths: [Platform: String] = [:]
+        for (platform, source) in work.variantFiles {
+            let path = "\(directory)/\(name).\(platform.rawValue).\((source as NSString).pathExtension)"
+            if FileNames.moveNoReplace(source, to: path) == nil {
+                work.ledger.deliver(source)
+                variantPaths[platform] = path
+                files.append(path)
+            }
+        }
+        return (work.ready(file: finalPath, thumbnailFile: thumbnailPath, variantFiles: variantPaths), files)
+    }
+}
+
+/// Where one batch's ready files go: the caller's directory, or a new one (mode 0700) in the
+/// temporary directory, removed at the end when nothing was kept in it.
+private struct BatchOutput {
+    let path: String
+    /// True when the directory was made for this batch.
+    let isOwn: Bool
+
+    init(_ outputDirectory: String?, temporaryDirectory: String) throws(AttachFetchError) {
+        if let outputDirectory {
+            let standardized = URL(fileURLWithPath: outputDirectory).standardizedFileURL.path
+            var status = stat()
+            guard stat(standardized, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR, access(standardized, W_OK | X_OK) == 0 else {
+                throw .outputDirectory("the output directory \(outputDirectory) does not exist or is not a writable directory")
+            }
+            path = standardized
+            isOwn = false
+        } else {
+            let parent = temporaryDirectory.hasSuffix("/") ? String(temporaryDirectory.dropLast()) : temporaryDirectory
+            var template = Array("\(parent)/attach-fetch-XXXXXX".utf8CString)
+            guard let made = mkdtemp(&template) else {
+                throw .outputDirectory("cannot create a working directory in \(temporaryDirectory): \(String(cString: strerror(errno)))")
+            }
+            path = String(cString: made)
+            isOwn = true
+        }
+    }
+
+    /// The directory to report: the caller's, or ours when it holds files (else it is removed).
+    func finish() -> String? {
+        guard isOwn else { return path }
+        return rmdir(path) == 0 ? nil : path
     }
 }

@@ -16,10 +16,13 @@ public struct AttachmentRequest: Sendable, Equatable {
     public var options: AttachmentOptions?
     /// Passed through to the descriptor.
     public var payloadPath: String?
+    /// The platforms this media must show on; nil: the pipeline's `platforms`.
+    public var platforms: Set<Platform>?
 
     public init(url: String, identifier: String? = nil, clip: ClippingRectangle? = nil,
                 role: AttachmentDescriptor.Role? = nil, timeout: Duration? = nil,
-                options: AttachmentOptions? = nil, payloadPath: String? = nil) {
+                options: AttachmentOptions? = nil, payloadPath: String? = nil, platforms: Set<Platform>? = nil) {
+        self.platforms = platforms
         self.url = url
         self.identifier = identifier
         self.clip = clip

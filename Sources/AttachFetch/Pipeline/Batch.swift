@@ -1,22 +1,20 @@
 import Synchronization
 
-/// Everything the attachments of one batch share: its clock, its directory, and whether its
-/// deadline has fired.
+/// What a batch of attachments, or one piece of shared work, runs under: its clock, its
+/// deadline, and whether that deadline has fired.
 final class Batch: Sendable {
     private static let nextID = Atomic<Int>(0)
-    let id = Batch.nextID.add(1, ordering: .relaxed).newValue
+    /// Transfer slots are shared fairly between these ids.
+    let id: Int
     let start: ContinuousClock.Instant
     let deadline: ContinuousClock.Instant
-    let directory: WorkingDirectory
-    /// Where ready files end up: the working directory itself, or the caller's directory.
-    let finalDirectory: String
     private let deadlineFired = Atomic<Bool>(false)
 
-    init(start: ContinuousClock.Instant, deadline: ContinuousClock.Instant, directory: WorkingDirectory, finalDirectory: String) {
+    /// - Parameter fairnessID: shared work's transfers count against the batch that started it.
+    init(start: ContinuousClock.Instant, deadline: ContinuousClock.Instant, fairnessID: Int? = nil) {
+        self.id = fairnessID ?? Batch.nextID.add(1, ordering: .relaxed).newValue
         self.start = start
         self.deadline = deadline
-        self.directory = directory
-        self.finalDirectory = finalDirectory
     }
 
     /// The deadline sentinel calls this when the deadline passes, just before it cancels the

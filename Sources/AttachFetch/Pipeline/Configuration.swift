@@ -143,6 +143,18 @@ public struct AttachFetchConfiguration: Sendable {
     /// names resolve to are then the proxy's to police.
     public var proxy: String?
 
+    /// The platforms whose devices will show the media. For each one whose limits the
+    /// delivered file breaks, a variant that fits is made (`variants` in the descriptor).
+    /// Default `[.ios]`: the delivered file is made for iOS, and nothing else.
+    public var platforms: Set<Platform> = [.ios]
+
+    /// Where ready files are published for devices to fetch, content-addressed. Default nil.
+    public var publish: Publishing?
+
+    /// Keeping finished results for reuse. Default nil: off (requests for the same URL and
+    /// options that run at the same time still share one download).
+    public var cache: ResultCaching?
+
     public init() {}
 
     /// Checks the values for sense; the pipeline's initialiser calls it.
@@ -175,6 +187,9 @@ public struct AttachFetchConfiguration: Sendable {
                 throw .invalidConfiguration("the proxy must be an http:// or https:// URL, not '\(proxy)'")
             }
         }
+        guard !platforms.isEmpty else { throw .invalidConfiguration("platforms must name at least one platform") }
+        try publish?.validate()
+        try cache?.validate()
         for (index, pem) in trustedCertificates.enumerated() where PEMCertificates.count(in: pem) == 0 {
             throw .invalidConfiguration("trustedCertificates[\(index)] holds no PEM certificate")
         }

@@ -38,4 +38,24 @@ enum FileNames {
         unlink(source)
         return nil
     }
+
+    /// Gives `source` a second name, `destination`, without ever replacing an existing file:
+    /// link(2), or where the two are on different file systems, a copy (mode 0600) linked into
+    /// place. `source` stays.
+    static func linkNoReplace(_ source: String, to destination: String) -> String? {
+        if link(source, destination) == 0 { return nil }
+        let error = errno
+        if error == EEXIST { return "\(destination) already exists; it is not overwritten" }
+        guard error == EXDEV || error == EPERM || error == EMLINK else {
+            return "cannot link the file to \(destination): \(String(cString: strerror(error)))"
+        }
+        let temporary = (destination as NSString).deletingLastPathComponent + "/.copy-\(UInt64.random(in: 0...UInt64.max))"
+        defer { unlink(temporary) }
+        do throws(Reason) {
+            try SafeFile.copy(source, to: temporary, mode: 0o600)
+        } catch {
+            return error.message
+        }
+        return moveNoReplace(temporary, to: destination)
+    }
 }

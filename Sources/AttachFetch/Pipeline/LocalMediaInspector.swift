@@ -38,13 +38,15 @@ public final class LocalMediaInspector {
         var work = AttachmentWork(
             descriptor: descriptor, source: source,
             plan: .init(shape: .clip(clip), thumbnailTime: thumbnailTime,
-                        convertedBase: thumbnailBase + ".delivered", thumbnailBase: thumbnailBase),
+                        convertedBase: thumbnailBase + ".delivered", thumbnailBase: thumbnailBase,
+                        variantBase: thumbnailBase + ".variant", platforms: stages.configuration.platforms),
             ledger: ledger)
         if let reason = stages.run(Stage.afterDownload, on: &work) { return work.descriptor.failed(reason) }
         let file = work.admitted
         ledger.deliver(file.path)
         if let thumbnail = work.thumbnail { ledger.deliver(thumbnail.file) }
-        return work.ready(file: file.path, thumbnailFile: work.thumbnail?.file)
+        for path in work.variantFiles.values { ledger.deliver(path) }
+        return work.ready(file: file.path, thumbnailFile: work.thumbnail?.file, variantFiles: work.variantFiles)
     }
 
     /// Reads the file as the download reads a body: the sniff window's type, the size and the

@@ -25,4 +25,46 @@ enum SafeFile {
         }
         return nil
     }
+
+    /// Copies `source` into a new file `destination` (O_EXCL, exactly `mode`, synced to disk).
+    /// A partial copy is left for the caller to remove.
+    static func copy(_ source: String, to destination: String, mode: mode_t) throws(Reason) {
+        let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        guard output >= 0 else { throw Reason(code: .ioError, message: "cannot create \(destination): \(String(cString: strerror(errno)))") }
+        defer { close(output) }
+        // The process umask may have narrowed the mode (published files are meant to be public).
+        fchmod(output, mode)
+        var writeError: Int32 = 0
+        try eachChunk(of: source) { chunk in
+            var offset = 0
+            while writeError == 0 && offset < chunk.count {
+                let written = write(output, chunk.baseAddress! + offset, chunk.count - offset)
+                if written < 0 {
+                    if errno != EINTR { writeError = errno }
+                    continue
+                }
+                offset += written
+            }
+        }
+        if writeError == 0 && fsync(output) != 0 { writeError = errno }
+        if writeError != 0 {
+            throw Reason(code: .ioError, message: "cannot write \(destination): \(String(cString: strerror(writeError)))")
+        }
+    }
+
+    static func eachChunk(of path: String, _ body: (UnsafeRawBufferPointer) -> Void) throws(Reason) {
+        let input = open(path, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw Reason(code: .ioError, message: "cannot open \(path): \(String(cString: strerror(errno)))") }
+        defer { close(input) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw Reason(code: .ioError, message: "cannot read \(path): \(String(cString: strerror(errno)))")
+            }
+            if count == 0 { return }
+            buffer.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
+        }
+    }
 }

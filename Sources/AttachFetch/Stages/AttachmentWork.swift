@@ -20,6 +20,10 @@ struct AttachmentWork: Sendable {
         var convertedBase: String
         /// Where the thumbnail or poster is written (plus an extension).
         var thumbnailBase: String
+        /// Where a platform variant is written (plus an extension).
+        var variantBase: String = ""
+        /// The platforms the media must show on (variants for those whose limits it breaks).
+        var platforms: Set<Platform> = [.ios]
     }
 
     /// A file and its type.
@@ -35,6 +39,8 @@ struct AttachmentWork: Sendable {
     /// Set by the admitting stage: the original; then whatever a conversion made.
     var delivered: TypedFile?
     var thumbnail: ThumbnailOutcome?
+    /// Variant files made, by platform.
+    var variantFiles: [Platform: String] = [:]
 
     /// The delivered file, once admitted (the stages after admission rely on it).
     var admitted: TypedFile {
@@ -42,10 +48,11 @@ struct AttachmentWork: Sendable {
         return delivered
     }
 
-    /// The descriptor of a ready attachment whose files are at `file` and `thumbnailFile`.
-    func ready(file: String, thumbnailFile: String?) -> AttachmentDescriptor {
+    /// The descriptor of a ready attachment whose files are at `file`, `thumbnailFile` and
+    /// `variantFiles` (by platform).
+    func ready(file: String, thumbnailFile: String?, variantFiles: [Platform: String] = [:]) -> AttachmentDescriptor {
         descriptor.ready(admitted.type, file: file, thumbnail: thumbnail.flatMap { made in
             thumbnailFile.map { .init(file: $0, width: made.width, height: made.height, time: made.time) }
-        })
+        }, variantFiles: variantFiles)
     }
 }

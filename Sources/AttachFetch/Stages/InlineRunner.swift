@@ -15,13 +15,15 @@ struct InlineRunner {
     func run(_ stages: [Stage], on work: inout AttachmentWork) -> Reason? {
         for stage in stages {
             switch stage.body {
-            case .check(let check):
-                if let reason = check(&work, configuration) { return reason }
-            case .decode(_, _, let timing, let job, let take):
+            case .check(let body), .files(_, let body):
+                if let reason = body(&work, configuration) { return reason }
+            case .decode(_, _, let timing, let job, let take, let ifFailed):
                 guard let job = job(work, configuration) else { continue }
                 let started = ContinuousClock.now
                 let answer = decoder.decode(job) { false }
-                if let reason = Stage.finish(answer, started: started, timing: timing, take: take, work: &work) { return reason }
+                if let reason = Stage.finish(answer, started: started, timing: timing, ifFailed: ifFailed, take: take, work: &work) {
+                    return reason
+                }
             }
         }
         return nil

@@ -6,6 +6,8 @@ struct RacedRunner: Sendable {
     let configuration: AttachFetchConfiguration
     let imageWorkers: WorkerPool
     let probeWorkers: WorkerPool
+    /// The thread for blocking file work (publishing).
+    let fileWorkers: WorkerPool
 
     /// Runs `stages` on `work`; returns why the attachment stopped, or nil when it passed them all.
     func run(_ stages: [Stage], on work: inout AttachmentWork, batch: Batch) async -> Reason? {
@@ -13,17 +15,32 @@ struct RacedRunner: Sendable {
             switch stage.body {
             case .check(let check):
                 if let reason = check(&work, configuration) { return reason }
-            case .decode(let workers, let whenLate, let timing, let job, let take):
+            case .files(let applies, let body):
+                guard applies(configuration) else { continue }
+                let (done, reason) = await withCheckedContinuation { (finished: CheckedContinuation<(AttachmentWork, Reason?), Never>) in
+                    fileWorkers.submit { [work, configuration] _ in
+                        var copy = work
+                        let reason = body(&copy, configuration)
+                        finished.resume(returning: (copy, reason))
+                    }
+                }
+                work = done
+                if let reason { return reason }
+            case .decode(let workers, let whenLate, let timing, let job, let take, let ifFailed):
                 guard let job = job(work, configuration) else { continue }
                 let started = ContinuousClock.now
                 guard let answer = await decode(job, on: workers == .image ? imageWorkers : probeWorkers, ledger: work.ledger) else {
                     switch (batch.stopCause, whenLate) {
                     case (.cancellation, _): return batch.stopReason(queued: false)
                     case (.deadline, .fail(let reason)): return reason
-                    case (.deadline, .degrade): continue
+                    case (.deadline, .degrade):
+                        if case .note(let note) = ifFailed { note(batch.stopReason(queued: false), &work) }
+                        continue
                     }
                 }
-                if let reason = Stage.finish(answer, started: started, timing: timing, take: take, work: &work) { return reason }
+                if let reason = Stage.finish(answer, started: started, timing: timing, ifFailed: ifFailed, take: take, work: &work) {
+                    return reason
+                }
             }
         }
         return nil

@@ -1,3 +1,5 @@
+import Foundation
+
 /// One step after the download, as data: what it runs, on which worker threads, and what
 /// happens when the batch deadline passes before it finishes. `Stage.afterDownload` is the one
 /// list; `InlineRunner` (the inspector, the fuzzer) and `RacedRunner` (the pipeline) execute it.
@@ -18,15 +20,29 @@ struct Stage: Sendable {
         case degrade
     }
 
+    /// What a decode's failure (or, for a stage that degrades, its lateness) means.
+    enum IfFailed: Sendable {
+        /// The attachment stops with the failure.
+        case stop
+        /// The attachment goes on; the failure is noted (a variant missing, and why).
+        case note(@Sendable (Reason, inout AttachmentWork) -> Void)
+    }
+
     /// What a stage does with an attachment.
     enum Body: Sendable {
         /// A quick decision in Swift, made where the flow runs; a reason stops the attachment.
         case check(@Sendable (inout AttachmentWork, AttachFetchConfiguration) -> Reason?)
+        /// Blocking file work (publishing), run on a file thread, never on the cooperative
+        /// pool, when `applies`; a reason stops the attachment. It is short and bounded, and a
+        /// file half-written must not be left, so it is waited for even past the deadline.
+        case files(applies: @Sendable (AttachFetchConfiguration) -> Bool,
+                   body: @Sendable (inout AttachmentWork, AttachFetchConfiguration) -> Reason?)
         /// A decoder job on worker threads. `job` is nil when the stage does not apply to this
         /// attachment; `take` records the answer's success, which the runner has checked.
         case decode(on: Workers, whenLate: WhenLate, timing: DescriptorBuilder.TimedStep,
                     job: @Sendable (AttachmentWork, AttachFetchConfiguration) -> DecodeJob?,
-                    take: @Sendable (DecodeAnswer, inout AttachmentWork) -> Void)
+                    take: @Sendable (DecodeAnswer, inout AttachmentWork) -> Void,
+                    ifFailed: IfFailed = .stop)
     }
 
     let name: String
@@ -35,10 +51,14 @@ struct Stage: Sendable {
     /// What the runners do with a stage's decode answer: record it, or stop with its failure.
     /// The answer's files belong to the ledger from here, whatever happens next.
     static func finish(_ answer: DecodeAnswer, started: ContinuousClock.Instant,
-                       timing: DescriptorBuilder.TimedStep,
+                       timing: DescriptorBuilder.TimedStep, ifFailed: IfFailed,
                        take: (DecodeAnswer, inout AttachmentWork) -> Void, work: inout AttachmentWork) -> Reason? {
         work.ledger.own(answer.files)
-        if let failure = answer.failure { return failure }
+        if let failure = answer.failure {
+            guard case .note(let note) = ifFailed else { return failure }
+            note(failure, &work)
+            return nil
+        }
         take(answer, &work)
         work.descriptor.recordTime(timing, since: started)
         return nil
@@ -47,7 +67,8 @@ struct Stage: Sendable {
 
 extension Stage {
     /// The steps after the download, in order. Each applies only to the kinds it names.
-    static let afterDownload: [Stage] = [admit, convertImage, remuxVideo, thumbnail, probe, deliveredLimit]
+    static let afterDownload: [Stage] = [admit, convertImage, remuxVideo, thumbnail, probe, deliveredLimit,
+                                         androidSupport, androidVariant, publish]
 
     /// The sniffed type against the table, the request and the size limit (the same decision
     /// the download made while streaming, now on the whole body).
@@ -146,6 +167,69 @@ extension Stage {
         guard file.type.kind != .image else { return nil }
         return MediaPolicy.checkDelivered(file.type, bytes: work.descriptor.deliveredBytes ?? work.source.bytes,
                                           limits: configuration.sizeLimits)
+    })
+}
+
+// MARK: Platforms and publishing
+
+extension Stage {
+    /// Android shows no audio or video in a notification: not a failure of the attachment,
+    /// which iOS still shows.
+    static let androidSupport = Stage(name: "android support", body: .check { work, _ in
+        let kind = work.admitted.type.kind
+        if work.plan.platforms.contains(.android) && kind != .image {
+            work.descriptor.record(.android, variant: .init(status: .unsupported, reason: Reason(
+                code: .unsupportedOnPlatform,
+                message: "Android shows no \(kind.rawValue) in a notification: only a still image (JPEG, PNG or BMP) of at most 1 MB")))
+        }
+        return nil
+    })
+
+    /// An image Android would not show as delivered (not a still JPEG or PNG within 1 MB) gets
+    /// an Android variant that fits. Failing or late, the variant is missing and says why; the
+    /// attachment is still delivered.
+    static let androidVariant = Stage(name: "android variant", body: .decode(
+        on: .image, whenLate: .degrade, timing: .variants,
+        job: { work, configuration in
+            let file = work.admitted
+            guard work.plan.platforms.contains(.android), file.type.kind == .image,
+                  !Platform.androidShows(file.type, bytes: work.descriptor.deliveredBytes ?? work.source.bytes) else { return nil }
+            return .normalize(source: file.path, type: file.type, destinationBase: work.plan.variantBase,
+                              limits: ImageNormalizer.Limits(android: configuration))
+        },
+        take: { answer, work in
+            guard let image = answer.normalized else { return }
+            work.variantFiles[.android] = image.file
+            work.descriptor.record(.android, variant: image)
+        },
+        ifFailed: .note { reason, work in
+            work.descriptor.record(.android, variant: .init(status: .failed, reason: reason.code == .deadlineExceeded ? reason
+                : Reason(code: reason.code, message: "no Android variant: \(reason.message)")))
+        }))
+
+    /// Ready files are stored content-addressed in the publish directory, when one is configured.
+    /// A write that fails (disk full, permissions) fails the attachment with `ioError`.
+    static let publish = Stage(name: "publish", body: .files(applies: { $0.publish != nil }) { work, configuration in
+        guard let publishing = configuration.publish else { return nil }
+        do throws(Reason) {
+            let file = work.admitted
+            let main = try Publisher.publish(file.path, sha256: work.descriptor.deliveredSHA256, suffix: file.type.fileExtension,
+                                             into: publishing.directory)
+            var thumbnailURL: String?
+            if let thumbnail = work.thumbnail?.file {
+                thumbnailURL = publishing.url(of: try Publisher.publish(
+                    thumbnail, sha256: nil, suffix: "thumb." + (thumbnail as NSString).pathExtension, into: publishing.directory))
+            }
+            var variantURLs: [Platform: String] = [:]
+            for (platform, path) in work.variantFiles {
+                variantURLs[platform] = publishing.url(of: try Publisher.publish(
+                    path, sha256: nil, suffix: (path as NSString).pathExtension, into: publishing.directory))
+            }
+            work.descriptor.recordPublished(file: publishing.url(of: main), thumbnail: thumbnailURL, variants: variantURLs)
+            return nil
+        } catch {
+            return error
+        }
     })
 }
 

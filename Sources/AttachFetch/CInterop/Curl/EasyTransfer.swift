@@ -45,6 +45,10 @@ final class EasyTransfer {
     /// the App Transport Security verdict.
     var hops: [String] = []
     var sessions: [TLSFacts] = []
+    /// The caching headers of the response being received (reset by each status line).
+    private(set) var cacheHeaders = CacheHeaders()
+    /// Request headers of a conditional request (curl_slist), freed with the handle.
+    private var requestHeaders: OpaquePointer?
 
     /// Easy handles alive in this process (tests check that none leak).
     static let live = Atomic<Int>(0)
@@ -64,6 +68,7 @@ final class EasyTransfer {
     deinit {
         Self.live.subtract(1, ordering: .relaxed)
         curl_easy_cleanup(handle)
+        if let requestHeaders { curl_slist_free_all(UnsafeMutablePointer(requestHeaders)) }
         errorBuffer.deallocate()
         if fileDescriptor >= 0 { close(fileDescriptor) }
     }
@@ -125,6 +130,15 @@ final class EasyTransfer {
             CurlOption.set(handle, CURLOPT_OPENSOCKETDATA, pointer: me),
         ]
         if let trustStore = spec.trustStore { codes.append(trustStore.apply(to: handle)) }
+        if let validators = spec.validators {
+            for line in validators.requestHeaders {
+                guard let list = curl_slist_append(requestHeaders.map { UnsafeMutablePointer($0) }, line) else {
+                    return .init(code: .ioError, message: "curl_slist_append failed (out of memory)")
+                }
+                requestHeaders = OpaquePointer(list)
+            }
+            codes.append(CurlOption.set(handle, CURLOPT_HTTPHEADER, pointer: requestHeaders.map { UnsafeMutableRawPointer($0) }))
+        }
         // No CURLOPT_ACCEPT_ENCODING: compressed bodies are never requested nor decoded, so a
         // body's bytes on disk are the bytes counted against the limit.
         codes.append(af_curl_easy_setopt_write_function(handle, CURLOPT_WRITEFUNCTION) { data, size, count, me in
@@ -155,8 +169,8 @@ final class EasyTransfer {
 
     // MARK: Callbacks (engine thread)
 
-    /// One header line. Only Content-Length is read (for the size limits and messages); the
-    /// status line of each response in a redirect chain resets it.
+    /// One header line. Content-Length is read (for the size limits and messages), and the
+    /// caching headers; the status line of each response in a redirect chain resets them.
     private func receiveHeader(_ line: UnsafeRawBufferPointer) -> Int {
         lastActivity = .now
         receivedAnything = true
@@ -168,10 +182,16 @@ final class EasyTransfer {
         if line.starts(with: "HTTP/".utf8) {
             headerBytes = line.count
             declaredLength = nil
+            cacheHeaders = CacheHeaders()
             recordHop()
-        } else if line.count > 15, line.prefix(15).elementsEqual("content-length:".utf8, by: { ($0 | 0x20) == $1 | 0x20 }) {
-            let value = String(decoding: line.dropFirst(15), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            declaredLength = Int64(value)
+        } else if let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0, colon < 20 {
+            let name = String(decoding: line[..<colon], as: UTF8.self)
+            if name.lowercased() == "content-length" {
+                declaredLength = Int64(String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+            } else {
+                cacheHeaders.take(name: name, value: String(decoding: line[(colon + 1)...], as: UTF8.self)
+                    .trimmingCharacters(in: .whitespacesAndNewlines))
+            }
         }
         return line.count
     }
@@ -264,8 +284,12 @@ final class EasyTransfer {
 
     /// Turns libcurl's result into an outcome, closes the file, and removes it on failure.
     func complete(curlCode: CURLcode?) -> TransferOutcome {
+        var notModified = false
         if let curlCode, curlCode == CURLE_OK, abortReason == nil {
-            if let status = CurlOption.long(handle, CURLINFO_RESPONSE_CODE), !(200..<300).contains(status) {
+            let status = CurlOption.long(handle, CURLINFO_RESPONSE_CODE)
+            if status == 304, job.spec.validators != nil {
+                notModified = true
+            } else if let status, !(200..<300).contains(status) {
                 abort(.httpStatus, "the server answered HTTP \(status)")
             } else if bytesWritten == 0 && sniffBuffer.isEmpty {
                 abort(.emptyBody, "the server sent no body")
@@ -289,9 +313,13 @@ final class EasyTransfer {
         outcome.mediaType = mediaType
         outcome.sniffedMIME = sniffedMIME
         outcome.ats = atsVerdict(failure: outcome.failure)
+        outcome.cacheHeaders = cacheHeaders
+        outcome.notModified = notModified && outcome.failure == nil
         close(fileDescriptor)
         fileDescriptor = -1
-        if outcome.failure == nil {
+        if outcome.notModified {
+            unlink(job.spec.bodyPath)
+        } else if outcome.failure == nil {
             outcome.bytes = bytesWritten
             do throws(Reason) { outcome.sha256 = try digest.finalizeHex() } catch { outcome.failure = error }
         }

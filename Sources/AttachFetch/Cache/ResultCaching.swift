@@ -1,0 +1,43 @@
+/// How finished results are kept for reuse (`AttachFetchConfiguration.cache`).
+public struct ResultCaching: Sendable, Equatable {
+    /// Longest a result is reused without asking the origin again, whatever its headers say.
+    /// Default 10 minutes.
+    public var maximumFreshness: Duration = .seconds(600)
+    /// Freshness of a result whose origin sent no `Cache-Control: max-age`/`s-maxage` or
+    /// `Expires`. Default 60 s.
+    public var defaultFreshness: Duration = .seconds(60)
+    /// How long a failure that would come out the same again (`httpStatus`, `unsupportedType`,
+    /// `corruptMedia`, `sizeLimitExceeded`, `forbiddenAddress`, ...) is reused. Timeouts,
+    /// `deadlineExceeded`, `cancelled`, `connectFailed`, `transferFailed` and `ioError` never
+    /// are. Default 30 s.
+    public var failureFreshness: Duration = .seconds(30)
+    /// Entries kept at most; the least recently used go first. Default 10,000.
+    public var maxEntries = 10_000
+    /// Bytes of files (delivered files, thumbnails, variants) the entries hold at most; the
+    /// least recently used go first. Default 1 GiB.
+    public var maxBytes: Int64 = 1 << 30
+
+    public init(maximumFreshness: Duration = .seconds(600), defaultFreshness: Duration = .seconds(60),
+                failureFreshness: Duration = .seconds(30), maxEntries: Int = 10_000, maxBytes: Int64 = 1 << 30) {
+        self.maximumFreshness = maximumFreshness
+        self.defaultFreshness = defaultFreshness
+        self.failureFreshness = failureFreshness
+        self.maxEntries = maxEntries
+        self.maxBytes = maxBytes
+    }
+
+    func validate() throws(AttachFetchError) {
+        guard maximumFreshness >= .zero, defaultFreshness >= .zero, failureFreshness >= .zero else {
+            throw .invalidConfiguration("cache freshness times must not be negative")
+        }
+        guard maxEntries >= 1, maxBytes >= 0 else {
+            throw .invalidConfiguration("the cache must allow at least one entry and must not have a negative byte bound")
+        }
+    }
+
+    /// Failures that would come out the same if tried again now: reused for `failureFreshness`.
+    static let cachedFailures: Set<ReasonCode> = [
+        .invalidURL, .unsupportedScheme, .forbiddenAddress, .httpStatus, .tooManyRedirects, .sizeLimitExceeded,
+        .unsupportedType, .corruptMedia, .emptyBody, .pixelLimitExceeded, .decoderCrashed, .tlsFailed,
+    ]
+}

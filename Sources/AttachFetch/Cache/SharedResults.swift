@@ -1,0 +1,256 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// What makes two requests' results the same, beyond the pipeline's own settings (thumbnail
+/// size, converting on or off, limits): the URL, the clip, the thumbnail time, the role and
+/// the platforms.
+struct ResultKey: Hashable, Sendable {
+    let url: String
+    let clip: [Double]?
+    let thumbnailTime: Double?
+    let role: AttachmentDescriptor.Role?
+    let platforms: [Platform]
+
+    init(_ request: AttachmentRequest, platforms: Set<Platform>) {
+        url = request.url
+        clip = request.clip.map { [$0.x, $0.y, $0.width, $0.height] }
+        thumbnailTime = request.options?.thumbnailTime
+        role = request.role
+        self.platforms = platforms.sorted()
+    }
+}
+
+/// One finished piece of work: its descriptor (files in the work store) and the files, which
+/// are removed when the last holder lets go — the callers handed it, and the cache while it
+/// keeps the entry. Holders are counted explicitly (not left to deinit) so that files are
+/// gone the moment the last caller has linked its copy.
+final class SharedResult: Sendable {
+    let descriptor: AttachmentDescriptor
+    /// The files in the work store (delivered file, thumbnail, variants).
+    let files: [String]
+    /// Published copies: never removed here, but a result whose copies are gone is not reused.
+    let publishedFiles: [String]
+    let bytes: Int64
+    let headers: CacheHeaders
+    /// How long it may be reused (nil: never).
+    let lifetime: Duration?
+    private let holders = Atomic<Int>(1)
+    private let store: WorkStore?
+
+    /// Starts with one holder: the work that made it.
+    init(descriptor: AttachmentDescriptor, files: [String], publishedFiles: [String], headers: CacheHeaders,
+         lifetime: Duration?, store: WorkStore?) {
+        self.descriptor = descriptor
+        self.files = files
+        self.publishedFiles = publishedFiles
+        self.headers = headers
+        self.lifetime = lifetime
+        // The files keep the store's directory: held (the work that made them holds it now,
+        // so this only counts) until the last holder of the result lets go.
+        self.store = files.isEmpty ? nil : store
+        if !files.isEmpty { _ = try? store?.acquire() }
+        var total: Int64 = 0
+        for file in files {
+            var status = stat()
+            if stat(file, &status) == 0 { total += Int64(status.st_size) }
+        }
+        bytes = total
+    }
+
+    func retain() { holders.add(1, ordering: .relaxed) }
+
+    func release() {
+        guard holders.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 else { return }
+        for file in files { unlink(file) }
+        store?.release()
+    }
+
+    /// Every file it names is still there (nothing removed them behind the cache's back).
+    var isIntact: Bool { (files + publishedFiles).allSatisfy { access($0, F_OK) == 0 } }
+}
+
+/// Coalescing and the result cache. Requests with the same key share one piece of work while
+/// it runs; with caching on, finished results are reused while fresh and revalidated with the
+/// origin when stale. A caller that stops waiting (its deadline, its cancellation) leaves;
+/// the work goes on for the others and is cancelled when nobody waits any more.
+final class SharedResults: Sendable {
+    typealias Delivery = (result: SharedResult, status: AttachmentDescriptor.CacheStatus)?
+
+    /// What a piece of work produced.
+    struct Produced: Sendable {
+        var result: SharedResult
+        /// How long the cache may keep it (nil: not at all).
+        var lifetime: Duration?
+        /// The stale result was confirmed by a 304 (and `result` is it).
+        var revalidated: Bool
+    }
+
+    private struct Flight {
+        let id: UInt64
+        let deadline: ContinuousClock.Instant
+        let creator: UInt64
+        var waiters: [UInt64: CheckedContinuation<Delivery, Never>] = [:]
+        var task: Task<Void, Never>?
+    }
+
+    private struct Entry {
+        var result: SharedResult
+        var freshUntil: ContinuousClock.Instant
+        var lastUse: UInt64
+    }
+
+    private struct State {
+        var flights: [ResultKey: Flight] = [:]
+        var entries: [ResultKey: Entry] = [:]
+        var bytes: Int64 = 0
+        var counter: UInt64 = 0
+        /// Work abandoned when this waiter, its last, left: the waiter waits for its cleanup.
+        var abandoned: [UInt64: Task<Void, Never>] = [:]
+        mutating func next() -> UInt64 {
+            counter += 1
+            return counter
+        }
+    }
+
+    private let state = Locked(State())
+    /// Nil: results are shared only while their work runs.
+    let caching: ResultCaching?
+
+    init(caching: ResultCaching?) {
+        self.caching = caching
+    }
+
+    /// The result for `key`: a fresh cached one (`hit`), the one of work already running
+    /// (`coalesced`), or one made by `produce` now (`miss`, or `revalidated` when `produce`
+    /// confirmed the stale result it was given). Nil when the caller stopped waiting. The
+    /// caller holds the result and must `release()` it.
+    ///
+    /// - Parameter staysAtCancel: asked when the caller's task is cancelled, with the running
+    ///   work's deadline: true to keep waiting (the work ends by the caller's own deadline and
+    ///   its answer says more than "the deadline passed").
+    func result(for key: ResultKey, deadline: ContinuousClock.Instant,
+                staysAtCancel: @escaping @Sendable (ContinuousClock.Instant) -> Bool,
+                produce: @escaping @Sendable (SharedResult?) async -> Produced) async -> Delivery {
+        let me = state.withLock { $0.next() }
+        let delivery: Delivery = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Delivery, Never>) in
+                enum Next { case now(Delivery), wait, start(UInt64, SharedResult?) }
+                let next: Next = state.withLock { state in
+                    if Task.isCancelled { return .now(nil) }
+                    var stale: SharedResult?
+                    if let entry = state.entries[key] {
+                        if !entry.result.isIntact {
+                            drop(key, from: &state)
+                        } else if entry.freshUntil > .now {
+                            let tick = state.next()
+                            state.entries[key]?.lastUse = tick
+                            entry.result.retain()
+                            return .now((entry.result, .hit))
+                        } else if entry.result.descriptor.status == .ready, entry.result.headers.validators != nil {
+                            stale = entry.result
+                        }
+                    }
+                    if state.flights[key] != nil {
+                        state.flights[key]?.waiters[me] = continuation
+                        return .wait
+                    }
+                    var flight = Flight(id: state.next(), deadline: deadline, creator: me)
+                    flight.waiters[me] = continuation
+                    state.flights[key] = flight
+                    // The work holds the stale result while it asks the origin about it.
+                    stale?.retain()
+                    return .start(flight.id, stale)
+                }
+                switch next {
+                case .now(let delivery):
+                    continuation.resume(returning: delivery)
+                case .wait:
+                    break
+                case .start(let flightID, let stale):
+                    let task = Task {
+                        let produced = await produce(stale)
+                        if !produced.revalidated { stale?.release() }
+                        self.finish(key, flightID, produced)
+                    }
+                    let abandoned = state.withLock { state -> Bool in
+                        guard state.flights[key]?.id == flightID else { return true }
+                        state.flights[key]?.task = task
+                        return false
+                    }
+                    // Everyone left before the task was recorded (or it already finished).
+                    if abandoned { task.cancel() }
+                }
+            }
+        } onCancel: {
+            leave(key, me, staysAtCancel: staysAtCancel)
+        }
+        // The last caller to leave waits for the cancelled work to remove its files (promptly:
+        // transfers stop at once, and decodes still running remove their output as it arrives),
+        // so that nothing is left behind when its batch returns.
+        if case nil = delivery, let work = state.withLock({ $0.abandoned.removeValue(forKey: me) }) { await work.value }
+        return delivery
+    }
+
+    private func leave(_ key: ResultKey, _ waiter: UInt64, staysAtCancel: (ContinuousClock.Instant) -> Bool) {
+        let continuation: CheckedContinuation<Delivery, Never>? = state.withLock { state in
+            guard var flight = state.flights[key], let continuation = flight.waiters[waiter],
+                  !staysAtCancel(flight.deadline) else { return nil }
+            flight.waiters[waiter] = nil
+            if flight.waiters.isEmpty {
+                state.flights[key] = nil
+                flight.task?.cancel()
+                state.abandoned[waiter] = flight.task
+            } else {
+                state.flights[key] = flight
+            }
+            return continuation
+        }
+        continuation?.resume(returning: nil)
+    }
+
+    private func finish(_ key: ResultKey, _ flightID: UInt64, _ produced: Produced) {
+        let result = produced.result
+        let (waiters, creator): ([UInt64: CheckedContinuation<Delivery, Never>], UInt64?) = state.withLock { state in
+            guard let flight = state.flights[key], flight.id == flightID else { return ([:], nil) }
+            state.flights[key] = nil
+            if let caching, let lifetime = produced.lifetime {
+                result.retain()
+                drop(key, from: &state)
+                state.entries[key] = Entry(result: result, freshUntil: .now + lifetime, lastUse: state.next())
+                state.bytes += result.bytes
+                while state.entries.count > caching.maxEntries || state.bytes > caching.maxBytes,
+                      let oldest = state.entries.min(by: { $0.value.lastUse < $1.value.lastUse })?.key {
+                    drop(oldest, from: &state)
+                }
+            }
+            for _ in flight.waiters { result.retain() }
+            return (flight.waiters, flight.creator)
+        }
+        // The work's own hold.
+        result.release()
+        for (waiter, continuation) in waiters {
+            let status: AttachmentDescriptor.CacheStatus = waiter != creator ? .coalesced : produced.revalidated ? .revalidated : .miss
+            continuation.resume(returning: (result, status))
+        }
+    }
+
+    private func drop(_ key: ResultKey, from state: inout State) {
+        guard let entry = state.entries.removeValue(forKey: key) else { return }
+        state.bytes -= entry.result.bytes
+        entry.result.release()
+    }
+
+    /// Drops every cached entry (their files go) and cancels running work: at shutdown.
+    func removeAll() {
+        state.withLock { state in
+            for key in Array(state.entries.keys) { drop(key, from: &state) }
+            for flight in state.flights.values { flight.task?.cancel() }
+        }
+    }
+
+    /// Entries cached now (for tests and metrics).
+    var count: Int { state.withLock { $0.entries.count } }
+}
