@@ -4,11 +4,11 @@ import Foundation
 import Logging
 import Synchronization
 
-@main
-struct AttachFetchCommand: AsyncParsableCommand {
+/// `attach-fetch [options] URL...` (the default subcommand, `fetch`).
+struct FetchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "attach-fetch",
-        abstract: "Download push-notification media, prove its type, check it against iOS's limits and make thumbnails, within a deadline.",
+        commandName: "fetch",
+        abstract: "Download push-notification media, prove its type, check it against iOS's (and Android's) limits and make thumbnails, within a deadline.",
         discussion: """
         Prints one descriptor per URL, in input order. Exit status: 0 when every attachment \
         is ready (and, with --payload, the payload has no lint error), 1 otherwise, 2 for a \
@@ -18,7 +18,16 @@ struct AttachFetchCommand: AsyncParsableCommand {
 
     @OptionGroup(title: "What to fetch") var source: SourceOptions
     @OptionGroup(title: "Pipeline") var pipeline: PipelineOptions
+    @OptionGroup(title: "Publishing and platforms") var publishing: PublishingOptions
     @OptionGroup(title: "Output") var output: OutputOptions
+
+    func validate() throws {
+        if publishing.rewrite {
+            guard source.payload != nil else { throw ValidationError("--rewrite needs --payload") }
+            guard publishing.publishDir != nil else { throw ValidationError("--rewrite needs --publish-dir and --public-base") }
+            guard !source.stripFailed else { throw ValidationError("--rewrite already removes media that is not ready; drop --strip-failed") }
+        }
+    }
 
     private func readURLs() throws -> [String] {
         var all = source.urls
@@ -72,12 +81,16 @@ struct AttachFetchCommand: AsyncParsableCommand {
         var pushPayload: PushPayload?
         var payloadMedia: [PayloadMedia] = []
         let requests: [AttachmentRequest]
+        var configuration = try pipeline.configuration()
+        try publishing.apply(to: &configuration)
         if source.payload != nil {
             let (parsed, media) = try readPayload()
             pushPayload = parsed
             payloadMedia = media
+            // One set for the whole payload, so that a URL under keys of both platforms is fetched once.
+            let platforms = PushPayload.platforms(for: media, configured: configuration.platforms)
             requests = media.map { item in
-                var request = item.request()
+                var request = item.request(platforms: platforms)
                 if request.clip == nil { request.clip = clip }
                 if let thumbnailTime, request.options?.thumbnailTime == nil {
                     request.options = request.options ?? AttachmentOptions()
@@ -90,7 +103,6 @@ struct AttachFetchCommand: AsyncParsableCommand {
                 AttachmentRequest(url: $0, clip: clip, options: thumbnailTime.map { AttachmentOptions(thumbnailTime: $0) })
             }
         }
-        let configuration = try pipeline.configuration()
         var logger = Logger(label: "attach-fetch") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = output.verbose ? .debug : .warning
 
@@ -114,12 +126,15 @@ struct AttachFetchCommand: AsyncParsableCommand {
         }
         await attachmentPipeline.shutdown()
         if showProgress { output.writeError("\r\u{1B}[K") }
-        let lint = pushPayload.map { $0.lint(media: payloadMedia, descriptors: batch.attachments) }
+        let lint = pushPayload.map {
+            $0.lint(media: payloadMedia, descriptors: batch.attachments)
+                + $0.platformLint(media: payloadMedia, descriptors: batch.attachments, rewriting: publishing.rewrite)
+        }
         if pushPayload != nil && payloadMedia.isEmpty {
             output.writeError("attach-fetch: no media URL found in the payload\n")
         }
-        // With --strip-failed, standard output is the payload itself; the report moves to stderr.
-        let toStandardError = source.stripFailed
+        // With --strip-failed or --rewrite, standard output is the payload itself; the report moves to stderr.
+        let toStandardError = source.stripFailed || publishing.rewrite
         func write(_ text: String) {
             if toStandardError { output.writeError(text) } else { output.write(text) }
         }
@@ -138,27 +153,11 @@ struct AttachFetchCommand: AsyncParsableCommand {
             let failed = zip(payloadMedia, batch.attachments).filter { $0.1.status != .ready }.map { $0.0.entry }
             output.write(String(decoding: pushPayload.removing(failed), as: UTF8.self) + "\n")
         }
+        if publishing.rewrite, let pushPayload {
+            output.write(String(decoding: pushPayload.rewritten(media: payloadMedia, descriptors: batch.attachments), as: UTF8.self) + "\n")
+        }
         let allReady = batch.attachments.allSatisfy { $0.status == .ready }
         let lintErrors = (lint ?? []).contains { $0.severity == .error }
         if !allReady || lintErrors { throw ExitCode(1) }
     }
-
-    /// swift-argument-parser exits 64 on usage errors; this tool's contract says 2.
-    static func main() async {
-        do {
-            var command = try parseAsRoot()
-            if var asyncCommand = command as? AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
-            }
-        } catch {
-            if exitCode(for: error) == .validationFailure {
-                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
-                Foundation.exit(2)
-            }
-            exit(withError: error)
-        }
-    }
 }
-

@@ -55,10 +55,11 @@ import Testing
         defer { server.shutdown() }
         let candidates = Array(rig.workers)
         let killer = Task.detached {
-            // The worker decoding slow.jpg is the one holding the downloaded body open.
+            // The worker decoding slow.jpg is the one holding the downloaded body open (the
+            // rig's workers are image workers only: tone.mp3 goes to the probe worker).
             for _ in 0..<500 {
                 try await Task.sleep(for: .milliseconds(5))
-                for pid in candidates where Self.openFiles(pid).contains(where: { $0.hasSuffix("/.part-0") }) {
+                for pid in candidates where Self.openFiles(pid).contains(where: { $0.contains("/.part-") }) {
                     try await Task.sleep(for: .milliseconds(30))
                     kill(pid, SIGSEGV)
                     return true

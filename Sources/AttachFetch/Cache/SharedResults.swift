@@ -90,7 +90,8 @@ final class SharedResults: Sendable {
 
     private struct Flight {
         let id: UInt64
-        let deadline: ContinuousClock.Instant
+        /// What the work runs under; its deadline follows the latest waiter's.
+        let work: Batch
         let creator: UInt64
         var waiters: [UInt64: CheckedContinuation<Delivery, Never>] = [:]
         var task: Task<Void, Never>?
@@ -131,13 +132,13 @@ final class SharedResults: Sendable {
     /// - Parameter staysAtCancel: asked when the caller's task is cancelled, with the running
     ///   work's deadline: true to keep waiting (the work ends by the caller's own deadline and
     ///   its answer says more than "the deadline passed").
-    func result(for key: ResultKey, deadline: ContinuousClock.Instant,
+    func result(for key: ResultKey, deadline: ContinuousClock.Instant, fairnessID: Int,
                 staysAtCancel: @escaping @Sendable (ContinuousClock.Instant) -> Bool,
-                produce: @escaping @Sendable (SharedResult?) async -> Produced) async -> Delivery {
+                produce: @escaping @Sendable (SharedResult?, Batch) async -> Produced) async -> Delivery {
         let me = state.withLock { $0.next() }
         let delivery: Delivery = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Delivery, Never>) in
-                enum Next { case now(Delivery), wait, start(UInt64, SharedResult?) }
+                enum Next { case now(Delivery), wait, start(UInt64, SharedResult?, Batch) }
                 let next: Next = state.withLock { state in
                     if Task.isCancelled { return .now(nil) }
                     var stale: SharedResult?
@@ -153,25 +154,28 @@ final class SharedResults: Sendable {
                             stale = entry.result
                         }
                     }
-                    if state.flights[key] != nil {
+                    if let flight = state.flights[key] {
+                        // The work goes on for the waiter with the most time.
+                        flight.work.extendDeadline(to: deadline)
                         state.flights[key]?.waiters[me] = continuation
                         return .wait
                     }
-                    var flight = Flight(id: state.next(), deadline: deadline, creator: me)
+                    let work = Batch(start: .now, deadline: deadline, fairnessID: fairnessID)
+                    var flight = Flight(id: state.next(), work: work, creator: me)
                     flight.waiters[me] = continuation
                     state.flights[key] = flight
                     // The work holds the stale result while it asks the origin about it.
                     stale?.retain()
-                    return .start(flight.id, stale)
+                    return .start(flight.id, stale, work)
                 }
                 switch next {
                 case .now(let delivery):
                     continuation.resume(returning: delivery)
                 case .wait:
                     break
-                case .start(let flightID, let stale):
+                case .start(let flightID, let stale, let work):
                     let task = Task {
-                        let produced = await produce(stale)
+                        let produced = await produce(stale, work)
                         if !produced.revalidated { stale?.release() }
                         self.finish(key, flightID, produced)
                     }
@@ -197,7 +201,7 @@ final class SharedResults: Sendable {
     private func leave(_ key: ResultKey, _ waiter: UInt64, staysAtCancel: (ContinuousClock.Instant) -> Bool) {
         let continuation: CheckedContinuation<Delivery, Never>? = state.withLock { state in
             guard var flight = state.flights[key], let continuation = flight.waiters[waiter],
-                  !staysAtCancel(flight.deadline) else { return nil }
+                  !staysAtCancel(flight.work.deadline) else { return nil }
             flight.waiters[waiter] = nil
             if flight.waiters.isEmpty {
                 state.flights[key] = nil

@@ -5,8 +5,10 @@ struct TransferSpec: Sendable {
     let url: String
     /// Where the body is streamed; created with O_EXCL and mode 0600.
     let bodyPath: String
-    /// The batch deadline: no part of the transfer may run past it.
-    let deadline: ContinuousClock.Instant
+    /// What the transfer runs under: no part of it may run past its deadline, which shared
+    /// work may move later while the transfer runs.
+    let runningUnder: Batch
+    var deadline: ContinuousClock.Instant { runningUnder.deadline }
     let timeout: AttachFetchConfiguration.Timeout
     let sizeLimits: AttachFetchConfiguration.SizeLimits
     let maxRedirects: Int

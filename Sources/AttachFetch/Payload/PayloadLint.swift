@@ -108,9 +108,17 @@ extension PushPayload {
     /// The payload as JSON with the given entries removed (array elements are removed, not
     /// nulled). Keys are sorted, so the output is stable.
     public func removing(_ entries: [[PayloadPathComponent]]) -> Data {
+        replacing([], removing: entries)
+    }
+
+    /// The payload as JSON with each string at `replacements`' paths replaced, then `entries`
+    /// removed. Keys are sorted, so the output is stable.
+    public func replacing(_ replacements: [(path: [PayloadPathComponent], value: String)],
+                          removing entries: [[PayloadPathComponent]]) -> Data {
+        var document = root
+        for (path, value) in replacements { document = Self.set(path[...], to: value, in: document) }
         // Remove later array elements first, so earlier indices stay valid.
         let ordered = entries.sorted { Self.isAfter($0, $1) }
-        var document = root
         for entry in ordered { document = Self.remove(entry[...], from: document) }
         return (try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]))
             ?? Data("{}".utf8)
@@ -122,6 +130,20 @@ extension PushPayload {
             return render([x]) > render([y])
         }
         return a.count > b.count
+    }
+
+    private static func set(_ path: ArraySlice<PayloadPathComponent>, to newValue: String, in value: Any) -> Any {
+        guard let first = path.first else { return newValue }
+        switch first {
+        case .key(let key):
+            guard var dictionary = value as? [String: Any], let child = dictionary[key] else { return value }
+            dictionary[key] = set(path.dropFirst(), to: newValue, in: child)
+            return dictionary
+        case .index(let index):
+            guard var array = value as? [Any], array.indices.contains(index) else { return value }
+            array[index] = set(path.dropFirst(), to: newValue, in: array[index])
+            return array
+        }
     }
 
     private static func remove(_ path: ArraySlice<PayloadPathComponent>, from value: Any) -> Any {

@@ -21,12 +21,18 @@ public struct PayloadMedia: Sendable, Equatable {
     public var clip: ClippingRectangle?
     /// Which convention it was found by: "apns", "fcm", "onesignal", "airship", ...
     public var provider: String
+    /// Added: where the URL string itself is (what `--rewrite` replaces).
+    public var location: [PayloadPathComponent] = []
+    /// Added: the platforms whose devices read this key (FCM's shared `notification.image`:
+    /// both; `message.android.notification.image`: Android; APNs keys: iOS).
+    public var platforms: Set<Platform> = [.ios]
 
-    /// The request the pipeline runs for it.
-    public func request(avatarTimeout: Duration? = nil) -> AttachmentRequest {
+    /// The request the pipeline runs for it. `platforms`: the payload's (so that one URL
+    /// under several keys is fetched once); default the key's own.
+    public func request(avatarTimeout: Duration? = nil, platforms: Set<Platform>? = nil) -> AttachmentRequest {
         AttachmentRequest(url: url, identifier: identifier, clip: clip, role: role,
                           timeout: role == .avatar ? avatarTimeout : nil,
-                          options: options, payloadPath: path)
+                          options: options, payloadPath: path, platforms: platforms ?? self.platforms)
     }
 }
 
@@ -77,9 +83,20 @@ public struct PushPayload: @unchecked Sendable {
         for (prefix, key) in [([PayloadPathComponent](), "fcm_options"), ([.key("message"), .key("apns")], "fcm_options")] {
             found += string(at: prefix + [.key(key), .key("image")], provider: "fcm")
         }
+        // FCM: notification.image is shown by both platforms; message.android.notification.image
+        // only by Android (and wins there); data.image is for the app's own code on either.
         for prefix in [[PayloadPathComponent](), [.key("message")]] {
-            found += string(at: prefix + [.key("notification"), .key("image")], provider: "fcm")
-            found += string(at: prefix + [.key("data"), .key("image")], provider: "fcm")
+            found += string(at: prefix + [.key("notification"), .key("image")], provider: "fcm", platforms: [.ios, .android])
+            found += string(at: prefix + [.key("data"), .key("image")], provider: "fcm", platforms: [.ios, .android])
+        }
+        found += string(at: [.key("message"), .key("android"), .key("notification"), .key("image")], provider: "fcm",
+                        platforms: [.android])
+        // OneSignal's REST API: big_picture for Android, ios_attachments (id → URL) for iOS.
+        found += string(at: [.key("big_picture")], provider: "onesignal", platforms: [.android])
+        if let attachments = value(at: [.key("ios_attachments")]) as? [String: Any] {
+            for id in attachments.keys.sorted() where attachments[id] is String {
+                found += string(at: [.key("ios_attachments"), .key(id)], provider: "onesignal", identifier: id)
+            }
         }
         for keyPath in extraKeyPaths {
             let path = keyPath.split(separator: ".").map { PayloadPathComponent.key(String($0)) }
@@ -165,11 +182,17 @@ public struct PushPayload: @unchecked Sendable {
     /// A media entry for the string at `path`, if there is one.
     private func string(at path: [PayloadPathComponent], provider: String, identifier: String? = nil,
                         role: AttachmentDescriptor.Role = .attachment,
-                        entry: [PayloadPathComponent]? = nil) -> [PayloadMedia] {
+                        entry: [PayloadPathComponent]? = nil, platforms: Set<Platform> = [.ios]) -> [PayloadMedia] {
         guard let url = value(at: path) as? String else { return [] }
         let rendered = Self.render(path)
         return [PayloadMedia(url: url, path: rendered, entry: entry ?? path, identifier: identifier ?? rendered,
-                             role: role, options: nil, clip: nil, provider: provider)]
+                             role: role, options: nil, clip: nil, provider: provider, location: path, platforms: platforms)]
+    }
+
+    /// The platforms the payload's media must show on: `configured`, plus Android when some
+    /// media key is one Android reads.
+    public static func platforms(for media: [PayloadMedia], configured: Set<Platform>) -> Set<Platform> {
+        media.contains { $0.platforms.contains(.android) } ? configured.union([.android]) : configured
     }
 
     func value(at path: [PayloadPathComponent]) -> Any? {

@@ -42,7 +42,8 @@ public final class AttachmentPipeline: Sendable {
             configuration: configuration,
             imageWorkers: WorkerPool(threads: configuration.thumbnailThreads, name: "af-thumb", launch: launch, eager: true),
             probeWorkers: WorkerPool(threads: configuration.probeThreads, name: "af-probe", launch: launch, eager: false),
-            fileWorkers: WorkerPool(threads: 1, name: "af-files", launch: nil, eager: false))
+            // The file thread only publishes: none when nothing is published.
+            fileWorkers: WorkerPool(threads: configuration.publish == nil ? 0 : 1, name: "af-files", launch: nil, eager: false))
         self.store = WorkStore(parent: configuration.temporaryDirectory)
         self.results = SharedResults(caching: configuration.cache)
     }
@@ -110,8 +111,7 @@ public final class AttachmentPipeline: Sendable {
         await withTaskGroup(of: (Int, AttachmentDescriptor)?.self) { group in
             group.addTask {
                 // The deadline sentinel: when it fires, everything still running is cancelled.
-                try? await Task.sleep(until: batch.deadline, clock: .continuous)
-                if !Task.isCancelled { batch.fireDeadline() }
+                await batch.sleepThenFireDeadline()
                 return nil
             }
             for (index, request) in requests.enumerated() {
@@ -160,13 +160,12 @@ public final class AttachmentPipeline: Sendable {
         let key = ResultKey(request, platforms: platforms)
         while true {
             let delivery = await results.result(
-                for: key, deadline: batch.deadline,
+                for: key, deadline: batch.deadline, fairnessID: batch.id,
                 // At its deadline a caller keeps waiting for work that ends by then anyway: its
                 // answer names the step the deadline stopped.
                 staysAtCancel: { workDeadline in batch.stopCause == .deadline && workDeadline <= batch.deadline },
-                produce: { stale in
-                    await self.produce(request, platforms: platforms, stale: stale, deadline: batch.deadline,
-                                       fairnessID: batch.id, logger: logger)
+                produce: { stale, work in
+                    await self.produce(request, platforms: platforms, stale: stale, batch: work, logger: logger)
                 })
             guard let (result, status) = delivery else { return descriptor.failed(batch.stopReason(queued: false)) }
             defer { result.release() }
@@ -228,10 +227,10 @@ public final class AttachmentPipeline: Sendable {
 
     /// Makes the result for one URL and its options, once for everyone waiting: fetched
     /// (conditionally when `stale` may still be good), the stages run, the files moved into
-    /// the work store. It runs under the deadline of the caller that started it.
+    /// the work store. It runs under `batch`: the deadline of the caller that started it,
+    /// moved later when a caller with more time joins.
     private func produce(_ request: AttachmentRequest, platforms: Set<Platform>, stale: SharedResult?,
-                         deadline: ContinuousClock.Instant, fairnessID: Int, logger: Logger) async -> SharedResults.Produced {
-        let batch = Batch(start: .now, deadline: deadline, fairnessID: fairnessID)
+                         batch: Batch, logger: Logger) async -> SharedResults.Produced {
         let number = workNumbers.add(1, ordering: .relaxed).newValue
         let outcome: WorkOutcome
         do {
@@ -239,8 +238,7 @@ public final class AttachmentPipeline: Sendable {
             defer { store.release() }
             outcome = await withTaskGroup(of: WorkOutcome?.self) { group in
                 group.addTask {
-                    try? await Task.sleep(until: batch.deadline, clock: .continuous)
-                    if !Task.isCancelled { batch.fireDeadline() }
+                    await batch.sleepThenFireDeadline()
                     return nil
                 }
                 group.addTask {
@@ -333,7 +331,7 @@ public final class AttachmentPipeline: Sendable {
         if let shorter = request.timeout ?? (request.role == .avatar ? configuration.avatarTimeout : nil) {
             timeout.request = min(timeout.request, shorter)
         }
-        return TransferSpec(batch: batch.id, url: request.url, bodyPath: bodyPath, deadline: batch.deadline, timeout: timeout,
+        return TransferSpec(batch: batch.id, url: request.url, bodyPath: bodyPath, runningUnder: batch, timeout: timeout,
                             sizeLimits: configuration.sizeLimits, maxRedirects: configuration.maxRedirects,
                             addressPolicy: configuration.addressPolicy, imagesOnly: request.role == .avatar,
                             normalize: configuration.normalize, trustStore: trustStore, proxy: configuration.proxy)

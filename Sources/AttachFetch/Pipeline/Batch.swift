@@ -7,14 +7,37 @@ final class Batch: Sendable {
     /// Transfer slots are shared fairly between these ids.
     let id: Int
     let start: ContinuousClock.Instant
-    let deadline: ContinuousClock.Instant
+    private let currentDeadline: Locked<ContinuousClock.Instant>
     private let deadlineFired = Atomic<Bool>(false)
 
     /// - Parameter fairnessID: shared work's transfers count against the batch that started it.
     init(start: ContinuousClock.Instant, deadline: ContinuousClock.Instant, fairnessID: Int? = nil) {
         self.id = fairnessID ?? Batch.nextID.add(1, ordering: .relaxed).newValue
         self.start = start
-        self.deadline = deadline
+        self.currentDeadline = Locked(deadline)
+    }
+
+    /// The deadline now. A caller's batch keeps its own; shared work's moves later when a
+    /// caller with more time joins it (`extendDeadline`), so that it goes on for that caller.
+    var deadline: ContinuousClock.Instant { currentDeadline.withLock { $0 } }
+
+    /// Moves the deadline later (never earlier).
+    func extendDeadline(to later: ContinuousClock.Instant) {
+        currentDeadline.withLock { $0 = max($0, later) }
+    }
+
+    /// The deadline sentinel's wait: sleeps until the deadline (following extensions) and
+    /// fires it; returns without firing when the task is cancelled first.
+    func sleepThenFireDeadline() async {
+        while !Task.isCancelled {
+            let until = deadline
+            try? await Task.sleep(until: until, clock: .continuous)
+            if Task.isCancelled { return }
+            if deadline <= .now {
+                fireDeadline()
+                return
+            }
+        }
     }
 
     /// The deadline sentinel calls this when the deadline passes, just before it cancels the

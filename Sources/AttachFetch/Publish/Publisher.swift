@@ -68,8 +68,14 @@ public enum Publisher {
         defer { unlink(temporary) }
         // link(2) never replaces: a process that published the same content first wins, and
         // its file has the same bytes.
-        if link(temporary, final) != 0 && errno != EEXIST {
-            throw Reason(code: .ioError, message: "cannot publish \(final): \(String(cString: strerror(errno)))")
+        if link(temporary, final) != 0 {
+            let error = errno
+            // EEXIST is fine only when what is there is a published file (same name, same bytes).
+            guard error == EEXIST, isRegularFile(final) else {
+                throw Reason(code: .ioError, message: error == EEXIST
+                    ? "cannot publish \(final): something that is not a regular file is in its place"
+                    : "cannot publish \(final): \(String(cString: strerror(error)))")
+            }
         }
         return name
     }

@@ -12,9 +12,7 @@ extension EasyTransfer {
             let status = CurlOption.long(handle, CURLINFO_RESPONSE_CODE) ?? 0
             return .init(code: .httpStatus, message: "the server answered HTTP \(status)")
         case CURLE_OPERATION_TIMEDOUT:
-            return timeoutClippedByDeadline
-                ? .init(code: .deadlineExceeded, message: "the batch deadline passed: \(detail)")
-                : .init(code: .timeout, message: detail)
+            return .init(code: .timeout, message: detail)
         case CURLE_TOO_MANY_REDIRECTS:
             return .init(code: .tooManyRedirects, message: detail)
         case CURLE_UNSUPPORTED_PROTOCOL:

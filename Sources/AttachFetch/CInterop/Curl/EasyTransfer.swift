@@ -37,9 +37,6 @@ final class EasyTransfer {
     var stallArmed = false
     /// Any response byte has arrived (so the connection is certainly up).
     private(set) var receivedAnything = false
-    /// True when the per-request timeout was shortened to fit the batch deadline, so a
-    /// timeout is reported as `deadlineExceeded`.
-    private(set) var timeoutClippedByDeadline = false
     private var firstByteAt: ContinuousClock.Instant?
     /// The URL of each response (redirects included) and the TLS facts of each https one, for
     /// the App Transport Security verdict.
@@ -85,9 +82,10 @@ final class EasyTransfer {
         guard fileDescriptor >= 0 else {
             return .init(code: .ioError, message: "cannot create \(spec.bodyPath): \(String(cString: strerror(errno)))")
         }
-        let totalTimeout = min(spec.timeout.request, remaining)
-        timeoutClippedByDeadline = remaining < spec.timeout.request
-        let connectTimeout = min(spec.timeout.connect, remaining)
+        // libcurl's timeouts are the request's own; the deadline, which shared work may move
+        // later while the transfer runs, is enforced by the engine (`enforceLimits`).
+        let totalTimeout = spec.timeout.request
+        let connectTimeout = spec.timeout.connect
         let me = Unmanaged.passUnretained(self).toOpaque()
 
         // The URL is the caller's input: libcurl refusing it is the URL's fault.

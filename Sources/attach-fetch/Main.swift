@@ -1,0 +1,31 @@
+import ArgumentParser
+import Foundation
+
+@main
+struct AttachFetchTool: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "attach-fetch",
+        abstract: "Download push-notification media, prove its type, check it against the platforms' limits and make thumbnails, within a deadline.",
+        discussion: "Without a subcommand, `fetch`: attach-fetch [options] URL...",
+        subcommands: [FetchCommand.self, PruneCommand.self],
+        defaultSubcommand: FetchCommand.self
+    )
+
+    /// swift-argument-parser exits 64 on usage errors; this tool's contract says 2.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            if exitCode(for: error) == .validationFailure {
+                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                Foundation.exit(2)
+            }
+            exit(withError: error)
+        }
+    }
+}

@@ -1,0 +1,68 @@
+import ArgumentParser
+import AttachFetch
+import Foundation
+
+/// Where ready files are published, and for which platforms variants are made.
+struct PublishingOptions: ParsableArguments {
+    @Option(name: .customLong("publish-dir"), help: ArgumentHelp("Store ready files, thumbnails and variants here, content-addressed (<sha256>.<ext>), for devices to fetch; needs --public-base. The directory must exist.", valueName: "DIR"))
+    var publishDir: String?
+
+    @Option(name: .customLong("public-base"), help: ArgumentHelp("The http(s) URL --publish-dir is served at; descriptors get publishedUrl.", valueName: "URL"))
+    var publicBase: String?
+
+    @Option(help: ArgumentHelp("Platforms the media must show on (ios, android); a variant is made for each whose limits the file breaks. With --payload, android is added when a key Android reads is present.", valueName: "LIST"))
+    var platforms: String = "ios"
+
+    @Flag(help: "With --payload and --publish-dir: print the payload with every media URL replaced by the published file each key's platforms can show (media that is not ready is removed; the report goes to standard error).")
+    var rewrite = false
+
+    func validate() throws {
+        do { _ = try Platform.list(platforms) } catch { throw ValidationError("--platforms: \(error.message)") }
+        guard (publishDir == nil) == (publicBase == nil) else {
+            throw ValidationError("--publish-dir and --public-base go together")
+        }
+        if let publishing {
+            var check = AttachFetchConfiguration()
+            check.publish = publishing
+            do { try check.validate() } catch { throw ValidationError("--publish-dir/--public-base: \(error.message)") }
+        }
+    }
+
+    private var publishing: Publishing? {
+        guard let publishDir, let publicBase else { return nil }
+        return Publishing(directory: URL(fileURLWithPath: publishDir).standardizedFileURL.path, baseURL: publicBase)
+    }
+
+    func apply(to configuration: inout AttachFetchConfiguration) throws {
+        configuration.platforms = try Platform.list(platforms)
+        configuration.publish = publishing
+    }
+}
+
+/// `attach-fetch prune --publish-dir DIR --older-than DAYS`.
+struct PruneCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "prune",
+        abstract: "Remove published files not modified for a number of days (publishing itself never deletes).",
+        discussion: "Only names attach-fetch publishes (<sha256>.<ext>) and its own leftover temporary files are considered; anything else in the directory is left alone."
+    )
+
+    @Option(name: .customLong("publish-dir"), help: ArgumentHelp("The publish directory.", valueName: "DIR"))
+    var publishDir: String
+
+    @Option(name: .customLong("older-than"), help: ArgumentHelp("Remove files not modified for this many days (fractions allowed, e.g. 0.5).", valueName: "DAYS"))
+    var olderThan: Double
+
+    func validate() throws {
+        guard olderThan.isFinite, olderThan >= 0 else { throw ValidationError("--older-than must be a number of days, 0 or more") }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: publishDir, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw ValidationError("--publish-dir \(publishDir) is not a directory")
+        }
+    }
+
+    func run() throws {
+        let result = try Publisher.prune(directory: publishDir, olderThan: .seconds(olderThan * 86_400))
+        print("attach-fetch: removed \(result.files) files (\(result.bytes) bytes) from \(publishDir)")
+    }
+}

@@ -1,0 +1,308 @@
+import Foundation
+import Testing
+@testable import AttachFetch
+
+/// The cache's freshness rules, from headers alone.
+@Suite struct HTTPFreshnessTests {
+    private func lifetime(_ headers: CacheHeaders, now: Date = Date()) -> Duration? {
+        HTTPFreshness.lifetime(of: headers, now: now, maximum: .seconds(600), fallback: .seconds(60))
+    }
+
+    @Test func headersDecideTheLifetime() {
+        #expect(lifetime(CacheHeaders(cacheControl: ["public, max-age=120"])) == .seconds(120))
+        #expect(lifetime(CacheHeaders(cacheControl: ["max-age=120, s-maxage=30"])) == .seconds(30))
+        #expect(lifetime(CacheHeaders(cacheControl: ["max-age=86400"])) == .seconds(600), "capped by the maximum")
+        #expect(lifetime(CacheHeaders()) == .seconds(60), "no headers: the default")
+        #expect(lifetime(CacheHeaders(cacheControl: ["max-age=100"], age: "40")) == .seconds(60))
+        let now = Date(timeIntervalSince1970: 1_700_000_000)
+        let date = CachingOrigin.httpDate(now)
+        #expect(lifetime(CacheHeaders(expires: [CachingOrigin.httpDate(now + 90)], date: date), now: now) == .seconds(90))
+        #expect(lifetime(CacheHeaders(expires: [CachingOrigin.httpDate(now - 90)], date: date), now: now) == .zero)
+        #expect(lifetime(CacheHeaders(expires: ["0"])) == .zero, "an unreadable Expires is already expired")
+        #expect(lifetime(CacheHeaders(cacheControl: ["no-cache"])) == .zero, "stored, revalidated before each use")
+        #expect(lifetime(CacheHeaders(pragma: ["no-cache"])) == .zero)
+    }
+
+    @Test func noStorePrivateAndContradictionsAreNeverCached() {
+        #expect(lifetime(CacheHeaders(cacheControl: ["no-store"])) == nil)
+        #expect(lifetime(CacheHeaders(cacheControl: ["private, max-age=60"])) == nil)
+        #expect(lifetime(CacheHeaders(cacheControl: ["max-age=60", "max-age=10"])) == nil)
+        #expect(lifetime(CacheHeaders(cacheControl: ["max-age=soon"])) == nil)
+        #expect(lifetime(CacheHeaders(cacheControl: ["public, private"])) == nil)
+        #expect(lifetime(CacheHeaders(expires: [CachingOrigin.httpDate(Date() + 60), CachingOrigin.httpDate(Date() + 120)])) == nil)
+        // The same directive twice with the same value is not a contradiction.
+        #expect(lifetime(CacheHeaders(cacheControl: ["max-age=60", "max-age=60"])) == .seconds(60))
+    }
+
+    @Test func httpDatesParseOnlyInTheirCurrentForm() {
+        #expect(HTTPFreshness.parseDate("Sun, 06 Nov 1994 08:49:37 GMT") == Date(timeIntervalSince1970: 784_111_777))
+        #expect(HTTPFreshness.parseDate("Sunday, 06-Nov-94 08:49:37 GMT") == nil)
+        #expect(HTTPFreshness.parseDate("Sun, 06 Nov 1994 25:49:37 GMT") == nil)
+    }
+}
+
+/// One download per URL and options, however many callers ask at once.
+@Suite(.serialized) struct CoalescingTests {
+    @Test func thousandConcurrentRequestsOverFiftyBatchesMakeOneOriginRequest() async throws {
+        let scratch = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let pipeline = try makePipeline(scratch)
+        // The origin answers after 1.5 s, so that every batch asks while the one download runs.
+        let url = origin.url("photo.jpg", "delay=1500")
+        let batches = await withTaskGroup(of: AttachmentBatch.self) { group in
+            for b in 0..<50 {
+                group.addTask {
+                    await pipeline.process((0..<20).map { AttachmentRequest(url: url, identifier: "b\(b)-\($0)") },
+                                           deadline: .seconds(20))
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        await pipeline.shutdown()
+        #expect(origin.requests("photo.jpg") == 1)
+        let all = batches.flatMap(\.attachments)
+        #expect(all.count == 1000)
+        #expect(all.allSatisfy { $0.status == .ready })
+        #expect(all.filter { $0.cache == .miss }.count == 1)
+        #expect(all.filter { $0.cache == .coalesced }.count == 999)
+        // Each caller has its own identifier and its own files, in its own batch's directory.
+        #expect(Set(all.map(\.identifier)).count == 1000)
+        #expect(Set(all.compactMap(\.file)).count == 1000)
+        #expect(all.allSatisfy { d in (d.file as NSString?)?.lastPathComponent == "\(d.identifier).jpg" })
+        #expect(all.allSatisfy { FileManager.default.fileExists(atPath: $0.file!) && FileManager.default.fileExists(atPath: $0.thumbnail!.file) })
+        // Nothing else is left: no work store, only the 50 batch directories.
+        #expect(scratch.tree().filter { !$0.contains("/") }.allSatisfy { $0.hasPrefix("attach-fetch-") })
+        #expect(scratch.tree().filter { !$0.contains("/") }.count == 50)
+    }
+
+    @Test func aCallerWhoseDeadlinePassesLeavesAndTheWorkGoesOnForTheOthers() async throws {
+        let scratch = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let pipeline = try makePipeline(scratch)
+        let url = origin.url("photo.jpg", "delay=1000")
+        async let short = timed(url, pipeline, deadline: .milliseconds(300))
+        try await Task.sleep(for: .milliseconds(50))
+        async let long = pipeline.process([AttachmentRequest(url: url)], deadline: .seconds(10)).attachments[0]
+        let (early, elapsed) = await short
+        let patient = await long
+        await pipeline.shutdown()
+        #expect(early.reason?.code == .deadlineExceeded)
+        #expect(elapsed < .milliseconds(300) + timingSlack, "took \(elapsed)")
+        #expect(patient.status == .ready, "\(patient.reason?.message ?? "")")
+        #expect(patient.cache == .coalesced)
+        #expect(origin.requests("photo.jpg") == 1)
+    }
+
+    @Test func aCancelledCallerLeavesAndTheWorkGoesOnForTheOthers() async throws {
+        let scratch = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let pipeline = try makePipeline(scratch)
+        let url = origin.url("photo.jpg", "delay=800")
+        let cancelled = Task { await pipeline.process([AttachmentRequest(url: url)]).attachments[0] }
+        try await Task.sleep(for: .milliseconds(50))
+        let other = Task { await pipeline.process([AttachmentRequest(url: url)]).attachments[0] }
+        try await Task.sleep(for: .milliseconds(200))
+        cancelled.cancel()
+        let left = await cancelled.value
+        let finished = await other.value
+        await pipeline.shutdown()
+        #expect(left.reason?.code == .cancelled)
+        #expect(finished.status == .ready)
+        #expect(origin.requests("photo.jpg") == 1)
+    }
+
+    @Test func workNobodyWaitsForIsCancelledAndLeavesNothing() async throws {
+        let scratch = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let pipeline = try makePipeline(scratch)
+        let task = Task { await pipeline.process([AttachmentRequest(url: origin.url("photo.jpg", "delay=3000"))]).attachments[0] }
+        try await Task.sleep(for: .milliseconds(200))
+        let started = ContinuousClock.now
+        task.cancel()
+        let descriptor = await task.value
+        #expect(ContinuousClock.now - started < timingSlack)
+        #expect(descriptor.reason?.code == .cancelled)
+        #expect(scratch.tree() == [])
+        // The origin sees its client go away (the transfer was stopped, not left running).
+        for _ in 0..<40 where origin.server.openConnections > 0 { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(origin.server.openConnections == 0)
+        await pipeline.shutdown()
+    }
+
+    @Test func differentOptionsAreDifferentWork() async throws {
+        let scratch = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let pipeline = try makePipeline(scratch)
+        let url = origin.url("photo.jpg", "delay=300")
+        let batch = await pipeline.process([
+            AttachmentRequest(url: url), AttachmentRequest(url: url),
+            AttachmentRequest(url: url, clip: try ClippingRectangle(x: 0, y: 0, width: 0.5, height: 0.5)),
+            AttachmentRequest(url: url, role: .avatar),
+            AttachmentRequest(url: url, platforms: [.ios, .android]),
+        ])
+        await pipeline.shutdown()
+        #expect(origin.requests("photo.jpg") == 4)
+        #expect(batch.attachments.map(\.cache).filter { $0 == .coalesced }.count == 1)
+        #expect(batch.attachments[2].thumbnail?.width != batch.attachments[0].thumbnail?.width)
+    }
+}
+
+/// Finished results reused while fresh, revalidated when stale, bounded, and never served
+/// when their files are gone.
+@Suite(.serialized) struct ResultCacheTests {
+    private func cachedPipeline(_ scratch: Scratch, _ adjust: (inout ResultCaching) -> Void = { _ in }) throws -> AttachmentPipeline {
+        try makePipeline(scratch) { configuration in
+            var caching = ResultCaching()
+            adjust(&caching)
+            configuration.cache = caching
+        }
+    }
+
+    @Test func aFreshResultIsAHitWithItsOwnFile() async throws {
+        let scratch = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let pipeline = try cachedPipeline(scratch)
+        let url = origin.url("photo.jpg", "cc=max-age%3D60")
+        let first = await fetchOne(url, pipeline)
+        let second = await fetchOne(url, pipeline)
+        #expect(first.cache == .miss && second.cache == .hit)
+        #expect(origin.requests("photo.jpg") == 1)
+        #expect(second.status == .ready && second.file != first.file)
+        #expect(try sha256sum(second.file!) == first.sha256)
+        #expect(second.timings.download == nil, "a hit downloads nothing")
+        await pipeline.shutdown()
+    }
+
+    @Test func noStorePrivateAndContradictoryHeadersAreNeverCached() async throws {
+        let scratch = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let pipeline = try cachedPipeline(scratch)
+        for (index, query) in ["cc=no-store", "cc=private%2C%20max-age%3D60", "cc=max-age%3D60&cc2=max-age%3D5", "expires=twice"].enumerated() {
+            let url = origin.url("photo.jpg", query + "&n=\(index)")
+            let first = await fetchOne(url, pipeline)
+            let second = await fetchOne(url, pipeline)
+            #expect(first.cache == .miss && second.cache == .miss, "\(query)")
+        }
+        #expect(origin.requests("photo.jpg") == 8)
+        await pipeline.shutdown()
+    }
+
+    @Test func aStaleResultIsRevalidatedAndA304ReusesIt() async throws {
+        let scratch = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let pipeline = try cachedPipeline(scratch)
+        for (name, query) in [("photo.jpg", "cc=max-age%3D0&etag=v1"), ("rotated.jpg", "cc=no-cache&lm=1")] {
+            let url = origin.url(name, query)
+            let first = await fetchOne(url, pipeline)
+            let second = await fetchOne(url, pipeline)
+            #expect(first.cache == .miss)
+            #expect(second.cache == .revalidated, "\(name)")
+            #expect(second.status == .ready && second.sha256 == first.sha256)
+            #expect(origin.bodies(name) == 1 && origin.notModified(name) == 1, "\(name)")
+        }
+        // The conditional request carried the validator.
+        #expect(origin.server.requestHeaderLog.contains { $0["if-none-match"] == "\"v1\"" })
+        #expect(origin.server.requestHeaderLog.contains { $0["if-modified-since"] == CachingOrigin.lastModified })
+        await pipeline.shutdown()
+    }
+
+    @Test func theDefaultFreshnessAndTheMaximumApply() async throws {
+        let scratch = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let pipeline = try cachedPipeline(scratch) {
+            $0.defaultFreshness = .milliseconds(800)
+            $0.maximumFreshness = .milliseconds(800)
+        }
+        let silent = origin.url("photo.jpg")
+        let forever = origin.url("rotated.jpg", "cc=max-age%3D86400")
+        for url in [silent, forever] { _ = await fetchOne(url, pipeline) }
+        #expect(await fetchOne(silent, pipeline).cache == .hit)
+        #expect(await fetchOne(forever, pipeline).cache == .hit)
+        try await Task.sleep(for: .milliseconds(1000))
+        // Stale, and without validators: fetched again.
+        #expect(await fetchOne(silent, pipeline).cache == .miss)
+        #expect(await fetchOne(forever, pipeline).cache == .miss)
+        #expect(origin.requests("photo.jpg") == 2 && origin.requests("rotated.jpg") == 2)
+        await pipeline.shutdown()
+    }
+
+    @Test func failuresThatWouldRecurAreCachedBrieflyTransientOnesNever() async throws {
+        let scratch = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let pipeline = try cachedPipeline(scratch) { $0.failureFreshness = .milliseconds(600) }
+        let missing = origin.url("photo.jpg", "status=404")
+        let notMedia = origin.url("document.pdf")
+        #expect(await fetchOne(missing, pipeline).reason?.code == .httpStatus)
+        #expect(await fetchOne(notMedia, pipeline).reason?.code == .unsupportedType)
+        let again = await fetchOne(missing, pipeline)
+        #expect(again.reason?.code == .httpStatus && again.cache == .hit)
+        #expect(await fetchOne(notMedia, pipeline).cache == .hit)
+        #expect(origin.requests("photo.jpg") == 1 && origin.requests("document.pdf") == 1)
+        try await Task.sleep(for: .milliseconds(800))
+        #expect(await fetchOne(missing, pipeline).cache == .miss)
+        #expect(origin.requests("photo.jpg") == 2)
+
+        // A connection refused, a timeout, a deadline: never cached.
+        let refused = "http://127.0.0.1:1/photo.jpg"
+        #expect(await fetchOne(refused, pipeline).reason?.code == .connectFailed)
+        #expect(await fetchOne(refused, pipeline).cache == .miss)
+        let slow = origin.url("rotated.jpg", "delay=600")
+        #expect(await fetchOne(slow, pipeline, deadline: .milliseconds(300)).reason?.code == .deadlineExceeded)
+        #expect(await fetchOne(slow, pipeline, deadline: .milliseconds(300)).cache == .miss)
+        await pipeline.shutdown()
+    }
+
+    /// The hidden work store's files (results held by the cache).
+    private func storeFiles(_ scratch: Scratch) -> [String] {
+        scratch.tree().filter { $0.hasPrefix(".attach-fetch-") && $0.contains("/") }
+    }
+
+    @Test func theCacheIsBoundedByEntriesAndBytesAndEvictedFilesGo() async throws {
+        let scratch = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let pipeline = try cachedPipeline(scratch) { $0.maxEntries = 2 }
+        let urls = ["photo.jpg", "rotated.jpg", "alpha.png"].map { origin.url($0, "cc=max-age%3D60") }
+        for url in urls { _ = await fetchOne(url, pipeline) }
+        // Two entries (files and thumbnails) are held; the oldest was evicted with its files.
+        #expect(storeFiles(scratch).count == 4, "\(storeFiles(scratch))")
+        #expect(await fetchOne(urls[2], pipeline).cache == .hit)
+        #expect(await fetchOne(urls[0], pipeline).cache == .miss)
+        await pipeline.shutdown()
+        #expect(storeFiles(scratch).isEmpty, "shutdown drops the cache and its files")
+
+        let small = Scratch()
+        // photo.jpg and its thumbnail are about 18 KB: over a 15,000-byte bound, never kept.
+        let bounded = try cachedPipeline(small) { $0.maxBytes = 15_000 }
+        let url = origin.url("photo.jpg", "cc=max-age%3D60&n=bytes")
+        #expect(await fetchOne(url, bounded).cache == .miss)
+        #expect(await fetchOne(url, bounded).cache == .miss)
+        #expect(storeFiles(small).isEmpty)
+        await bounded.shutdown()
+    }
+
+    @Test func anEntryWhoseFilesWereRemovedIsAMissNeverServed() async throws {
+        let scratch = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let pipeline = try cachedPipeline(scratch)
+        let url = origin.url("photo.jpg", "cc=max-age%3D60")
+        _ = await fetchOne(url, pipeline)
+        for file in storeFiles(scratch) where file.hasSuffix(".thumb.jpg") { unlink("\(scratch.path)/\(file)") }
+        let after = await fetchOne(url, pipeline)
+        #expect(after.cache == .miss)
+        #expect(after.status == .ready && after.thumbnail != nil)
+        #expect(origin.requests("photo.jpg") == 2)
+        await pipeline.shutdown()
+    }
+}
