@@ -137,4 +137,35 @@ import Testing
                  ATSVerdict.certificateSignature, ATSVerdict.certificateKeySize]
                 == ["insecureScheme", "insecureRedirect", "tlsVersion", "cipherNotForwardSecret", "certificateSignature", "certificateKeySize"])
     }
+
+    /// Fields added for the fan-out (coalescing, cache, publishing, platform variants).
+    @Test func fanOutFieldNamesAreTheContracts() throws {
+        var d = AttachmentDescriptor(identifier: "id", url: "http://x/a.gif", status: .ready, timings: .init(total: 5, variants: 2))
+        d.cache = .coalesced
+        d.publishedUrl = "https://cdn.test/ab.gif"
+        d.thumbnail = .init(file: "/tmp/a.thumb.jpg", width: 4, height: 3, publishedUrl: "https://cdn.test/cd.thumb.jpg")
+        var made = AttachmentDescriptor.Variant()
+        made.file = "/tmp/a.android.jpg"
+        made.bytes = 9
+        made.sha256 = "ef"
+        made.mimeType = "image/jpeg"
+        made.width = 4
+        made.height = 3
+        made.transforms = [.transcoded]
+        made.publishedUrl = "https://cdn.test/ef.jpg"
+        d.variants = ["android": made]
+        let object = try #require(JSONSerialization.jsonObject(with: JSONEncoder().encode(d)) as? [String: Any])
+        #expect(object["cache"] as? String == "coalesced")
+        #expect(object["publishedUrl"] as? String == "https://cdn.test/ab.gif")
+        #expect((object["thumbnail"] as? [String: Any])?["publishedUrl"] as? String == "https://cdn.test/cd.thumb.jpg")
+        #expect((object["timings"] as? [String: Any])?["variants"] as? Int == 2)
+        let variant = try #require((object["variants"] as? [String: Any])?["android"] as? [String: Any])
+        #expect(Set(variant.keys) == ["file", "bytes", "sha256", "mimeType", "width", "height", "transforms", "publishedUrl"])
+        let unsupported = AttachmentDescriptor.Variant(status: .unsupported, reason: .init(code: .unsupportedOnPlatform, message: "m"))
+        let encoded = try #require(JSONSerialization.jsonObject(with: JSONEncoder().encode(unsupported)) as? [String: Any])
+        #expect(Set(encoded.keys) == ["status", "reason"])
+        #expect(encoded["status"] as? String == "unsupported")
+        #expect((encoded["reason"] as? [String: Any])?["code"] as? String == "unsupportedOnPlatform")
+        #expect(Set(["miss", "hit", "revalidated", "coalesced"]) == Set([AttachmentDescriptor.CacheStatus.miss, .hit, .revalidated, .coalesced].map(\.rawValue)))
+    }
 }
