@@ -34,5 +34,15 @@ let package = Package(
             ],
             path: "Sources/DeadlineOvershoot"
         ),
+        // The campaign fan-out, cache on against cache off.   swift run -c release FanOut
+        .executableTarget(
+            name: "FanOut",
+            dependencies: [
+                .product(name: "AttachFetch", package: "attach-fetch"),
+                .product(name: "LoopbackHTTPServer", package: "attach-fetch"),
+                .product(name: "attach-fetch-decoder", package: "attach-fetch"),
+            ],
+            path: "Sources/FanOut"
+        ),
     ]
 )

@@ -18,7 +18,9 @@ func loadPayload(_ name: String, base: String = "http://127.0.0.1:9") throws -> 
     @Test(arguments: [
         ("apns-custom-key.json", ["image_url"], "apns"),
         ("fcm-apns-delivered.json", ["fcm_options.image"], "fcm"),
-        ("fcm-v1-message.json", ["message.apns.fcm_options.image", "message.notification.image"], "fcm"),
+        ("fcm-v1-message.json", ["message.apns.fcm_options.image", "message.notification.image",
+                                  // Added with platforms: FCM v1's Android key (not read before).
+                                  "message.android.notification.image"], "fcm"),
         ("fcm-data.json", ["message.data.image"], "fcm"),
         ("onesignal.json", ["att.id", "custom.a.communication.avatar_url"], "onesignal"),
         ("onesignal-os-data.json", ["os_data.att.clip", "os_data.att.hero"], "onesignal"),

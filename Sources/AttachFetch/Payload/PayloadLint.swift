@@ -10,7 +10,8 @@ extension PushPayload {
         func add(_ code: String, _ severity: PayloadLintFinding.Severity, _ message: String, _ path: String) {
             findings.append(PayloadLintFinding(code: code, severity: severity, message: message, path: path))
         }
-        let attachments = media.filter { $0.role == .attachment }
+        // Keys only Android reads have no service extension to confuse.
+        let attachments = media.filter { $0.role == .attachment && $0.platforms.contains(.ios) }
         let apnsPayloads = apnsRootsWithAps()
         if !media.isEmpty && apnsPayloads.isEmpty {
             add("missingMutableContent", .error,
