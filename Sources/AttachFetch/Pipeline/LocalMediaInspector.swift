@@ -21,7 +21,8 @@ public final class LocalMediaInspector {
 
     /// Inspects `path`. A thumbnail is written to `thumbnailBase` + ".jpg" or ".png" (never over
     /// an existing file). The descriptor's `file` is `path` when it passes as it is, or
-    /// `thumbnailBase` + ".delivered." + extension when it had to be converted to fit. Nothing
+    /// `thumbnailBase` + ".delivered." + extension when it had to be converted to fit; a platform
+    /// variant (`configuration.platforms`) is `thumbnailBase` + ".variant." + extension. Nothing
     /// else is left behind, and `path` itself is never changed.
     public func inspect(file path: String, thumbnailBase: String, clip: ClippingRectangle = .whole,
                         thumbnailTime: Double? = nil) -> AttachmentDescriptor {
