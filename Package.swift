@@ -14,6 +14,10 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // The service (`attach-fetch serve`): HTTP server, lifecycle and signals, Prometheus text.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // System libraries, found through pkg-config, installed from Debian's -dev packages.
@@ -38,10 +42,23 @@ let package = Package(
             ]
         ),
         .executableTarget(name: "attach-fetch-decoder", dependencies: ["AttachFetch"]),
+        // The pipeline as an HTTP service, for `attach-fetch serve` and its tests.
+        .target(
+            name: "AttachFetchService",
+            dependencies: [
+                "AttachFetch",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "attach-fetch",
             dependencies: [
-                "AttachFetch", "attach-fetch-decoder",
+                "AttachFetch", "AttachFetchService", "attach-fetch-decoder",
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -56,7 +73,7 @@ let package = Package(
         .target(name: "CTestSupport", dependencies: ["CVips"], path: "Tests/CTestSupport"),
         .testTarget(
             name: "AttachFetchTests",
-            dependencies: ["AttachFetch", "LoopbackHTTPServer", "CAttachFetchShims", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder",
+            dependencies: ["AttachFetch", "AttachFetchService", "LoopbackHTTPServer", "CAttachFetchShims", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder",
                            .product(name: "Logging", package: "swift-log")]
         ),
     ],

@@ -6,7 +6,7 @@
 # Usage: scripts/install-deps.sh [--update]   (--update: always run apt-get update first)
 set -euo pipefail
 packages=(pkg-config libcurl4-openssl-dev libmagic-dev libvips-dev libssl-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libturbojpeg0-dev
-          ffmpeg libvips-tools python3-pip nginx-light openssl)
+          ffmpeg libvips-tools python3-pip nginx-light openssl curl)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

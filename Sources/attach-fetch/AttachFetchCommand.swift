@@ -1,5 +1,6 @@
 import ArgumentParser
 import AttachFetch
+import AttachFetchService
 import Foundation
 import Logging
 import Synchronization
@@ -140,9 +141,7 @@ struct FetchCommand: AsyncParsableCommand {
         }
         switch format {
         case .json:
-            let report = Report(elapsedMs: Int(batch.elapsed.components.seconds * 1000 + batch.elapsed.components.attoseconds / 1_000_000_000_000_000),
-                                deadlineMs: Int(pipeline.deadline * 1000), directory: batch.directory, attachments: batch.attachments,
-                                lint: lint)
+            let report = BatchDocument(batch, lint: lint)
             write(Output.encode(report, pretty: true) + "\n")
         case .jsonl:
             for finding in lint ?? [] { write(Output.encode(["lint": finding], pretty: false) + "\n") }

@@ -186,4 +186,17 @@ func loadPayload(_ name: String, base: String = "http://127.0.0.1:9") throws -> 
         let notJSON = try await CLITests.run(["--payload", "-"], stdin: "hello")
         #expect(notJSON.status == 2 && notJSON.stderr.contains("not a JSON object"))
     }
+
+    /// The JSON numbers 0 and 1 are numbers, not booleans (Foundation bridges both to NSNumber).
+    @Test func zeroAndOneAreNumbersNotBooleans() throws {
+        let payload = try PushPayload(data: Data("""
+            {"aps": {"alert": "Hi", "mutable-content": 1, "relevance-score": 1},
+             "com.urbanairship.media_attachment": {"url": "https://x.test/a.jpg", "options": {"crop": {"x": 0, "y": 0, "width": 1, "height": 0.5}}}}
+            """.utf8))
+        let media = payload.media()
+        #expect(media.first?.clip == (try ClippingRectangle(x: 0, y: 0, width: 1, height: 0.5)))
+        #expect(!payload.lint(media: media).contains { $0.code == "relevanceScoreOutOfRange" })
+        let flagged = try PushPayload(data: Data(#"{"aps": {"alert": "Hi", "relevance-score": true}}"#.utf8))
+        #expect(flagged.lint(media: []).contains { $0.code == "relevanceScoreOutOfRange" })
+    }
 }

@@ -113,6 +113,8 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         public var probe: Int?
         /// Added with platforms: making the platform variants.
         public var variants: Int?
+        /// Added with the service: waiting for a transfer slot (`maxConcurrentTransfers`).
+        public var queued: Int?
 
         public init(total: Int, connect: Int? = nil, firstByte: Int? = nil, download: Int? = nil,
                     thumbnail: Int? = nil, normalize: Int? = nil, probe: Int? = nil, variants: Int? = nil) {

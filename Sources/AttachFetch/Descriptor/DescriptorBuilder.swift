@@ -24,6 +24,7 @@ struct DescriptorBuilder: Sendable {
         descriptor.timings.connect = outcome.connectMilliseconds
         descriptor.timings.firstByte = outcome.firstByteMilliseconds
         descriptor.timings.download = outcome.downloadMilliseconds
+        descriptor.timings.queued = outcome.queuedMilliseconds
         descriptor.ats = outcome.ats
         record(sniffed: outcome.mediaType?.mimeType ?? outcome.sniffedMIME, kind: outcome.mediaType?.kind)
     }

@@ -40,6 +40,8 @@ struct TransferOutcome: Sendable {
     var connectMilliseconds: Int?
     var firstByteMilliseconds: Int?
     var downloadMilliseconds: Int?
+    /// Time waiting for a transfer slot.
+    var queuedMilliseconds: Int?
     /// True when the job ended before it got a connection slot.
     var endedWhileQueued = false
     /// What App Transport Security would say, when a request was made.

@@ -5,6 +5,8 @@ import Synchronization
 /// awaiting task learns only after the engine has removed any partial file.
 final class TransferJob: Sendable {
     let spec: TransferSpec
+    /// When it was handed to the engine: the wait for a transfer slot counts from here.
+    let queuedAt = ContinuousClock.now
 
     private struct State {
         var continuation: CheckedContinuation<TransferOutcome, Never>?

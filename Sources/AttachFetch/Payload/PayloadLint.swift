@@ -45,7 +45,7 @@ extension PushPayload {
                 }
             }
             if let score = aps["relevance-score"] {
-                let value = (score as? NSNumber).flatMap { score is Bool ? nil : $0.doubleValue }
+                let value = JSONNumber.value(score)
                 if !(value.map { (0...1).contains($0) } ?? false) {
                     add("relevanceScoreOutOfRange", .error, "relevance-score must be a number from 0 to 1, not \(score)",
                         at("relevance-score"))

@@ -208,10 +208,7 @@ public struct PushPayload: @unchecked Sendable {
         return current
     }
 
-    private func number(_ value: Any?) -> Double? {
-        guard let value, !(value is Bool) else { return nil }
-        return (value as? NSNumber)?.doubleValue
-    }
+    private func number(_ value: Any?) -> Double? { JSONNumber.value(value) }
 
     /// `a.b[0]`; keys that are not plain identifiers are quoted: `"com.batch".at.u`.
     static func render(_ path: [PayloadPathComponent]) -> String {

@@ -108,7 +108,7 @@ public enum Publisher {
     }
 
     /// `<64 hex digits>.<suffix>`: the names `publish` makes.
-    static func isPublishedName(_ name: String) -> Bool {
+    public static func isPublishedName(_ name: String) -> Bool {
         let bytes = Array(name.utf8)
         guard bytes.count > 65, bytes[64] == UInt8(ascii: ".") else { return false }
         return bytes.prefix(64).allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }

@@ -308,6 +308,7 @@ final class EasyTransfer {
             outcome.firstByteMilliseconds = Int(firstByte / 1000)
         }
         outcome.downloadMilliseconds = startedAt.millisecondsElapsed
+        outcome.queuedMilliseconds = Int(max(0, (startedAt - job.queuedAt).milliseconds))
         outcome.mediaType = mediaType
         outcome.sniffedMIME = sniffedMIME
         outcome.ats = atsVerdict(failure: outcome.failure)

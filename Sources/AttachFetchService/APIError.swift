@@ -1,0 +1,29 @@
+import Foundation
+import HTTPTypes
+
+/// Every error the service answers with, as JSON: `{"error": {"code", "message"}}`.
+struct APIError: Error, Sendable {
+    let status: HTTPResponse.Status
+    let code: String
+    let message: String
+    var headers: HTTPFields = [:]
+
+    static func invalidRequest(_ message: String) -> APIError { .init(status: .badRequest, code: "invalidRequest", message: message) }
+    static let unauthorized = APIError(status: .unauthorized, code: "unauthorized",
+                                       message: "this route needs Authorization: Bearer <token>", headers: [.wwwAuthenticate: "Bearer"])
+    static func tooLarge(_ limit: Int) -> APIError {
+        .init(status: .contentTooLarge, code: "bodyTooLarge", message: "the request body is over \(limit) bytes")
+    }
+    static func notFound(_ path: String) -> APIError { .init(status: .notFound, code: "notFound", message: "no route \(path)") }
+    static func methodNotAllowed(_ method: String, allowed: [String]) -> APIError {
+        .init(status: .methodNotAllowed, code: "methodNotAllowed", message: "\(method) is not allowed here; use \(allowed.joined(separator: " or "))",
+              headers: [.allow: allowed.joined(separator: ", ")])
+    }
+    static let overloaded = APIError(status: .serviceUnavailable, code: "overloaded",
+                                     message: "too many batches in flight; retry shortly", headers: [.retryAfter: "1"])
+    static let draining = APIError(status: .serviceUnavailable, code: "draining", message: "the service is shutting down")
+
+    var body: String {
+        BatchDocument.encode(["error": ["code": code, "message": message]], pretty: false) + "\n"
+    }
+}

@@ -1,0 +1,33 @@
+import AttachFetch
+import Foundation
+
+/// The JSON document of a batch: the CLI's `--format json` and the service's answer.
+public struct BatchDocument: Encodable, Sendable {
+    public var elapsedMs: Int
+    public var deadlineMs: Int
+    /// Where ready files were kept (absent when nothing was kept).
+    public var directory: String?
+    public var attachments: [AttachmentDescriptor]
+    /// Added for payloads: findings about the payload itself.
+    public var lint: [PayloadLintFinding]?
+
+    public init(_ batch: AttachmentBatch, lint: [PayloadLintFinding]? = nil) {
+        elapsedMs = batch.elapsed.wholeMilliseconds
+        deadlineMs = batch.deadline.wholeMilliseconds
+        directory = batch.directory
+        attachments = batch.attachments
+        self.lint = lint
+    }
+
+    /// JSON with sorted keys and unescaped slashes, as every output of the project.
+    public static func encode<T: Encodable>(_ value: T, pretty: Bool) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = pretty ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding these plain value types cannot fail.
+        return String(decoding: (try? encoder.encode(value)) ?? Data("{}".utf8), as: UTF8.self)
+    }
+}
+
+extension Duration {
+    var wholeMilliseconds: Int { Int(components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000) }
+}

@@ -1,0 +1,83 @@
+import AttachFetch
+import Foundation
+import HTTPTypes
+import Hummingbird
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `GET`/`HEAD /media/<name>`: the publish directory's files. Only names the publisher makes
+/// (`<64 hex>.<ext>`, no slash, no dot-dot, nothing encoded) are looked up, opened without
+/// following symbolic links, and served only when they are regular files: nothing outside the
+/// directory is reachable. Content-addressed, so immutable: a strong ETag (the hash) and a
+/// year-long public Cache-Control. Single byte ranges are honoured.
+struct MediaFiles: Sendable {
+    let directory: String
+
+    func respond(name: String, request: Request) throws(APIError) -> Response {
+        guard Publisher.isPublishedName(name), !name.contains("/"),
+              name.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7a) || $0 == 0x2e }) else {
+            throw APIError.notFound("/media/\(name)")
+        }
+        let descriptor = open("\(directory)/\(name)", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { throw APIError.notFound("/media/\(name)") }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { throw APIError.notFound("/media/\(name)") }
+        let size = Int(status.st_size)
+        let etag = "\"\(name.prefix(64))\""
+        var headers: HTTPFields = [
+            .contentType: Self.contentType(name),
+            .cacheControl: "public, max-age=31536000, immutable",
+            .eTag: etag,
+            .acceptRanges: "bytes",
+        ]
+        if let match = request.headers[.ifNoneMatch], match == etag || match == "*" {
+            return Response(status: .notModified, headers: headers)
+        }
+        var range = 0..<size
+        var status206 = false
+        if let header = request.headers[.range] {
+            guard let asked = Self.byteRange(header, size: size) else {
+                headers[.contentRange] = "bytes */\(size)"
+                return Response(status: .rangeNotSatisfiable, headers: headers)
+            }
+            range = asked
+            status206 = true
+            headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(size)"
+        }
+        headers[.contentLength] = String(range.count)
+        if request.method == .head {
+            return Response(status: status206 ? .partialContent : .ok, headers: headers)
+        }
+        let data: Data
+        do {
+            try handle.seek(toOffset: UInt64(range.lowerBound))
+            data = try handle.read(upToCount: range.count) ?? Data()
+        } catch {
+            throw APIError(status: .internalServerError, code: "ioError", message: "cannot read \(name)")
+        }
+        return Response(status: status206 ? .partialContent : .ok, headers: headers,
+                        body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// One range of `bytes=a-b`, `bytes=a-` or `bytes=-n`; nil when unsatisfiable or not one range.
+    static func byteRange(_ header: String, size: Int) -> Range<Int>? {
+        guard header.hasPrefix("bytes="), !header.contains(",") else { return nil }
+        let spec = header.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard spec.count == 2, size > 0 else { return nil }
+        if spec[0].isEmpty {
+            guard let suffix = Int(spec[1]), suffix > 0 else { return nil }
+            return max(0, size - suffix)..<size
+        }
+        guard let start = Int(spec[0]), start >= 0, start < size else { return nil }
+        if spec[1].isEmpty { return start..<size }
+        guard let end = Int(spec[1]), end >= start else { return nil }
+        return start..<(min(end, size - 1) + 1)
+    }
+
+    static func contentType(_ name: String) -> String {
+        let ext = (name as NSString).pathExtension.lowercased()
+        return MediaType.all.first { $0.fileExtension == ext }?.mimeType ?? "application/octet-stream"
+    }
+}

@@ -1,0 +1,52 @@
+import AttachFetch
+import Foundation
+
+/// How `attach-fetch serve` runs. Every default is the documented one.
+public struct ServiceConfiguration: Sendable {
+    /// Address to listen on. Default 127.0.0.1 (loopback: put a proxy in front to expose it).
+    public var host = "127.0.0.1"
+    /// Port; 0 picks a free one (reported once listening). Default 8080.
+    public var port = 8080
+    /// Bearer tokens accepted on `/v1` routes; empty: no authentication. Default empty.
+    public var tokens: [String] = []
+    /// Batches in flight at most; beyond that, 503 with Retry-After at once. Default 64.
+    public var maxBatches = 64
+    /// A request's deadline is clipped to this (never refused). Default 25 s.
+    public var maxDeadline: Duration = .seconds(25)
+    /// Ready files of batches (when not publishing) are removed this long after their batch.
+    /// Default 1 hour.
+    public var retention: Duration = .seconds(3600)
+    /// Largest request body. Default 1 MiB.
+    public var maxBodyBytes = 1 << 20
+    /// Most requests in one call. Default 100.
+    public var maxRequestsPerCall = 100
+    /// The pipeline's settings. The service turns the result cache on unless it is set.
+    public var pipeline: AttachFetchConfiguration
+
+    public init(pipeline: AttachFetchConfiguration = .init()) {
+        var pipeline = pipeline
+        if pipeline.cache == nil { pipeline.cache = ResultCaching() }
+        self.pipeline = pipeline
+    }
+
+    func validate() throws(AttachFetchError) {
+        guard (0...65535).contains(port) else { throw .invalidConfiguration("--port must be between 0 and 65535") }
+        guard maxBatches >= 1 else { throw .invalidConfiguration("--max-batches must be at least 1") }
+        guard maxDeadline > .zero else { throw .invalidConfiguration("--max-deadline must be greater than zero") }
+        guard retention > .zero else { throw .invalidConfiguration("--retention must be greater than zero") }
+        guard !tokens.contains(where: \.isEmpty) else { throw .invalidConfiguration("tokens must not be empty") }
+        try pipeline.validate()
+    }
+
+    /// Reads a token file: one token per line; blank lines and lines starting with # skipped.
+    public static func tokens(fromFile path: String) throws(AttachFetchError) -> [String] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw .invalidConfiguration("the token file \(path) cannot be read")
+        }
+        let tokens = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        guard !tokens.isEmpty else { throw .invalidConfiguration("the token file \(path) holds no token") }
+        return tokens
+    }
+}

@@ -1,0 +1,22 @@
+import Hummingbird
+import Logging
+import Synchronization
+
+/// The request context: Hummingbird's core, plus what a handler learned for the request's log
+/// line (attachments by status).
+struct ServiceContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    let outcome = RequestOutcome()
+
+    init(source: Source) {
+        coreContext = .init(source: source)
+    }
+}
+
+/// Filled by a handler, read by the logging middleware.
+final class RequestOutcome: Sendable {
+    private let counts = Mutex<[String: Int]>([:])
+
+    func count(_ status: String) { counts.withLock { $0[status, default: 0] += 1 } }
+    var byStatus: [String: Int] { counts.withLock { $0 } }
+}

@@ -1,0 +1,83 @@
+import AttachFetch
+import Prometheus
+import Synchronization
+
+/// The service's Prometheus metrics (names prefixed `attach_fetch_`), in a registry of its own
+/// (no process-wide bootstrap, so that several services can run in one process).
+final class ServiceMetrics: Sendable {
+    let registry = PrometheusCollectorRegistry()
+    private let batchesInFlight: Gauge
+    private let attachmentsInFlight: Gauge
+    private let batchesNow = Atomic<Int>(0)
+    private let attachmentsNow = Atomic<Int>(0)
+
+    private static let secondsBuckets: [Duration] = [
+        .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+        .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10), .seconds(25),
+    ]
+
+    init() {
+        batchesInFlight = registry.makeGauge(descriptor: Self.name("batches_in_flight", "Batches being processed now"))
+        attachmentsInFlight = registry.makeGauge(descriptor: Self.name("attachments_in_flight", "Attachments of batches being processed now"))
+    }
+
+    private static func name(_ metric: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "attach_fetch", metricName: metric, unitName: "", helpText: help)
+    }
+
+    func request(route: String, status: Int, duration: Duration) {
+        registry.makeCounter(descriptor: Self.name("requests_total", "HTTP requests by route and status"),
+                             labels: [("route", route), ("status", String(status))]).increment()
+        registry.makeDurationHistogram(descriptor: Self.name("request_duration_seconds", "HTTP request duration"),
+                                       labels: [("route", route)], buckets: Self.secondsBuckets).record(duration)
+    }
+
+    /// A batch starts (false when `maxBatches` are already in flight: the caller answers 503).
+    func startBatch(attachments: Int, limit: Int) -> Bool {
+        let now = batchesNow.add(1, ordering: .relaxed).newValue
+        guard now <= limit else {
+            batchesNow.subtract(1, ordering: .relaxed)
+            return false
+        }
+        batchesInFlight.set(Double(now))
+        attachmentsInFlight.set(Double(attachmentsNow.add(attachments, ordering: .relaxed).newValue))
+        return true
+    }
+
+    func endBatch(attachments: Int) {
+        batchesInFlight.set(Double(batchesNow.subtract(1, ordering: .relaxed).newValue))
+        attachmentsInFlight.set(Double(attachmentsNow.subtract(attachments, ordering: .relaxed).newValue))
+    }
+
+    var batchesNowInFlight: Int { batchesNow.load(ordering: .relaxed) }
+
+    /// What one finished attachment tells: its status and reason, where its result came from,
+    /// its stages' durations, the bytes downloaded and the files published.
+    func attachment(_ descriptor: AttachmentDescriptor) {
+        registry.makeCounter(descriptor: Self.name("attachments_total", "Attachments by status and reason code"),
+                             labels: [("status", descriptor.status.rawValue), ("reason", descriptor.reason?.code.rawValue ?? "none")]).increment()
+        if let cache = descriptor.cache {
+            registry.makeCounter(descriptor: Self.name("cache_results_total", "Results by origin: miss, hit, revalidated, coalesced"),
+                                 labels: [("result", cache.rawValue)]).increment()
+        }
+        let timings = descriptor.timings
+        for (stage, milliseconds) in [("connect", timings.connect), ("download", timings.download), ("normalize", timings.normalize),
+                                      ("probe", timings.probe), ("thumbnail", timings.thumbnail), ("queued", timings.queued)] {
+            guard let milliseconds else { continue }
+            registry.makeDurationHistogram(descriptor: Self.name("stage_duration_seconds", "Time spent per stage"),
+                                           labels: [("stage", stage)], buckets: Self.secondsBuckets).record(.milliseconds(milliseconds))
+        }
+        // Bytes and files only where this request did the work.
+        guard descriptor.cache == .miss || descriptor.cache == nil else { return }
+        if let bytes = descriptor.sourceBytes {
+            registry.makeCounter(descriptor: Self.name("downloaded_bytes_total", "Bytes downloaded from origins")).increment(by: bytes)
+        }
+        let published = [descriptor.publishedUrl, descriptor.thumbnail?.publishedUrl].compactMap { $0 }.count
+            + (descriptor.variants ?? [:]).values.filter { $0.publishedUrl != nil }.count
+        if published > 0 {
+            registry.makeCounter(descriptor: Self.name("published_files_total", "Files published (written or renewed)")).increment(by: Int64(published))
+        }
+    }
+
+    func text() -> String { registry.emitToString() }
+}

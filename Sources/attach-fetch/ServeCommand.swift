@@ -1,0 +1,69 @@
+import ArgumentParser
+import AttachFetch
+import AttachFetchService
+import Foundation
+import Logging
+import UnixSignals
+
+/// `attach-fetch serve`: the pipeline as an HTTP service.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Run the pipeline as an HTTP service for push backends in any language (see the README's Service section).",
+        discussion: "SIGTERM or SIGINT: /readyz turns 503, the listener stops, batches in flight finish by their deadlines, the process exits 0."
+    )
+
+    @Option(help: "Address to listen on.") var host = "127.0.0.1"
+    @Option(help: "Port to listen on (0: any free port, printed on standard error).") var port = 8080
+    @Option(name: .customLong("token-file"), help: ArgumentHelp("Require Authorization: Bearer <token> on /v1 routes; one token per line.", valueName: "FILE"))
+    var tokenFile: String?
+    @Option(name: .customLong("max-batches"), help: "Batches in flight at most; beyond that, 503 with Retry-After.")
+    var maxBatches = 64
+    @Option(name: .customLong("max-deadline"), help: ArgumentHelp("A request's deadline is clipped to this.", valueName: "SECONDS"))
+    var maxDeadline: Double = 25
+    @Option(help: ArgumentHelp("Batches' files (without publishing) are removed this long after their batch.", valueName: "SECONDS"))
+    var retention: Double = 3600
+    @Flag(name: .customLong("no-cache"), help: "Turn the result cache off (on by default in the service).")
+    var noCache = false
+
+    @OptionGroup(title: "Pipeline") var pipeline: PipelineOptions
+    @OptionGroup(title: "Publishing and platforms") var publishing: PublishingOptions
+    @Flag(name: .shortAndLong, help: "Log each request (info) and the pipeline's debug messages to standard error.")
+    var verbose = false
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        guard maxBatches >= 1 else { throw ValidationError("--max-batches must be at least 1") }
+        for (name, value) in [("--max-deadline", maxDeadline), ("--retention", retention)] where !(value.isFinite && value > 0) {
+            throw ValidationError("\(name) must be a number of seconds greater than 0")
+        }
+        if let tokenFile {
+            do { _ = try ServiceConfiguration.tokens(fromFile: tokenFile) } catch { throw ValidationError("--token-file: \(error.message)") }
+        }
+        if publishing.rewrite { throw ValidationError("--rewrite is a per-request choice in the service (rewrite=true)") }
+    }
+
+    func run() async throws {
+        if getenv("VIPSHOME") == nil { setenv("VIPSHOME", "/dev/null", 0) }
+        var pipelineConfiguration = try pipeline.configuration()
+        try publishing.apply(to: &pipelineConfiguration)
+        pipelineConfiguration.cache = noCache ? nil : ResultCaching()
+        var configuration = ServiceConfiguration(pipeline: pipelineConfiguration)
+        if noCache { configuration.pipeline.cache = nil }
+        configuration.host = host
+        configuration.port = port
+        configuration.maxBatches = maxBatches
+        configuration.maxDeadline = .seconds(maxDeadline)
+        configuration.retention = .seconds(retention)
+        if let tokenFile { configuration.tokens = try ServiceConfiguration.tokens(fromFile: tokenFile) }
+        var logger = Logger(label: "attach-fetch") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = verbose ? .debug : .info
+        let server: AttachFetchServer
+        do { server = try AttachFetchServer(configuration: configuration, logger: logger) } catch {
+            throw ValidationError(error.message)
+        }
+        try await server.run(gracefulShutdownSignals: [.sigterm, .sigint]) { port in
+            FileHandle.standardError.write(Data("attach-fetch: listening on http://\(host.contains(":") ? "[\(host)]" : host):\(port)\n".utf8))
+        }
+    }
+}

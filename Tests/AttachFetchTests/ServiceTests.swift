@@ -1,0 +1,362 @@
+import AttachFetch
+@testable import AttachFetchService
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Logging
+import Testing
+
+/// A real `AttachFetchServer` on 127.0.0.1:0, stopped (and its files removed) at the end.
+final class RunningServer: Sendable {
+    let server: AttachFetchServer
+    let port: Int
+    private let task: Task<Void, any Error>
+
+    static func start(_ scratch: Scratch, _ adjust: (inout ServiceConfiguration) -> Void = { _ in }) async throws -> RunningServer {
+        var pipeline = AttachFetchConfiguration()
+        pipeline.allowPrivateNetwork = true // the media server is on loopback
+        pipeline.temporaryDirectory = scratch.path
+        var configuration = ServiceConfiguration(pipeline: pipeline)
+        configuration.port = 0
+        adjust(&configuration)
+        let server = try AttachFetchServer(configuration: configuration, logger: AttachmentPipeline.silentLogger)
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        let task = Task { try await server.run { continuation.yield($0) } }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw CancellationError() }
+        return RunningServer(server: server, port: port, task: task)
+    }
+
+    private init(server: AttachFetchServer, port: Int, task: Task<Void, any Error>) {
+        self.server = server
+        self.port = port
+        self.task = task
+    }
+
+    var base: String { "http://127.0.0.1:\(port)" }
+
+    func stop() async {
+        task.cancel()
+        _ = try? await task.value
+    }
+}
+
+/// One HTTP exchange through URLSession (libcurl underneath on Linux).
+struct Exchange {
+    var status: Int
+    var headers: [String: String]
+    var body: Data
+
+    var text: String { String(decoding: body, as: UTF8.self) }
+    var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
+    var errorCode: String? { (json["error"] as? [String: Any])?["code"] as? String }
+
+    static func send(_ method: String, _ url: String, body: Data? = nil, headers: [String: String] = [:],
+                     timeout: TimeInterval = 30) async throws -> Exchange {
+        var request = URLRequest(url: URL(string: url)!, timeoutInterval: timeout)
+        request.httpMethod = method
+        request.httpBody = body
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.urlCache = nil
+        let session = URLSession(configuration: configuration)
+        defer { session.finishTasksAndInvalidate() }
+        return try await withCheckedThrowingContinuation { continuation in
+            session.dataTask(with: request) { data, response, error in
+                if let error { return continuation.resume(throwing: error) }
+                let http = response as! HTTPURLResponse
+                var fields: [String: String] = [:]
+                for (name, value) in http.allHeaderFields { fields["\(name)".lowercased()] = "\(value)" }
+                continuation.resume(returning: Exchange(status: http.statusCode, headers: fields, body: data ?? Data()))
+            }.resume()
+        }
+    }
+
+    static func post(_ url: String, json: String, headers: [String: String] = [:]) async throws -> Exchange {
+        try await send("POST", url, body: Data(json.utf8), headers: ["Content-Type": "application/json"].merging(headers) { $1 })
+    }
+}
+
+@Suite(.serialized) struct ServiceTests {
+    @Test func everyRouteAnswersWithItsStatus() async throws {
+        let scratch = Scratch()
+        let service = try await RunningServer.start(scratch) { $0.maxDeadline = .seconds(5) }
+        try await withMediaServer { media in
+            #expect(try await Exchange.send("GET", "\(service.base)/healthz").status == 200)
+            #expect(try await Exchange.send("HEAD", "\(service.base)/healthz").status == 200)
+            #expect(try await Exchange.send("GET", "\(service.base)/readyz").status == 200)
+            let missing = try await Exchange.send("GET", "\(service.base)/nowhere")
+            #expect(missing.status == 404 && missing.errorCode == "notFound")
+            let wrongMethod = try await Exchange.send("GET", "\(service.base)/v1/attachments")
+            #expect(wrongMethod.status == 405 && wrongMethod.errorCode == "methodNotAllowed")
+            #expect(wrongMethod.headers["allow"] == "POST")
+            #expect(try await Exchange.send("GET", "\(service.base)/media/\(String(repeating: "a", count: 64)).jpg").status == 404,
+                    "no publishing: no media route")
+
+            let urls = try await Exchange.post("\(service.base)/v1/attachments",
+                                               json: #"{"urls": ["\#(media.baseURL)/media/photo.jpg", "\#(media.baseURL)/media/tone.mp3"], "deadlineMs": 999999}"#)
+            #expect(urls.status == 200, "\(urls.text)")
+            let attachments = try #require(urls.json["attachments"] as? [[String: Any]])
+            #expect(attachments.map { $0["status"] as? String } == ["ready", "ready"])
+            #expect(urls.json["deadlineMs"] as? Int == 5000, "clipped to --max-deadline, not refused")
+            let file = try #require(attachments[0]["file"] as? String)
+            #expect(FileManager.default.fileExists(atPath: file) && file.hasPrefix(scratch.path))
+
+            let shaped = try await Exchange.post("\(service.base)/v1/attachments", json: """
+                {"requests": [{"url": "\(media.baseURL)/media/photo.jpg", "identifier": "hero", "role": "avatar",
+                               "clip": {"x": 0, "y": 0, "width": 0.5, "height": 0.5}, "thumbnailTime": 1}]}
+                """, headers: ["X-Deadline-Ms": "1500"])
+            let hero = try #require((shaped.json["attachments"] as? [[String: Any]])?.first, "\(shaped.status) \(shaped.text)")
+            #expect(hero["identifier"] as? String == "hero" && hero["role"] as? String == "avatar")
+            #expect(shaped.json["deadlineMs"] as? Int == 1500)
+            #expect((hero["thumbnail"] as? [String: Any])?["width"] as? Int == (hero["thumbnail"] as? [String: Any])?["height"] as? Int,
+                    "an avatar's thumbnail is square")
+        }
+        await service.stop()
+        #expect(scratch.tree() == [], "stopping removes the service's files")
+    }
+
+    @Test func badInputIsA4xxJSONErrorNamingTheField() async throws {
+        let scratch = Scratch()
+        let service = try await RunningServer.start(scratch)
+        let url = "\(service.base)/v1/attachments"
+        let cases: [(String, Int, String)] = [
+            ("not json", 400, "JSON object"),
+            (#"{"requests": 3}"#, 400, "requests must be an array"),
+            (#"{"requests": [{"url": "http://a/b.jpg"}, {"identifier": "x"}]}"#, 400, "requests[1].url"),
+            (#"{"requests": [{"url": "http://a/b.jpg", "clip": {"x": 0, "y": 0, "width": 2, "height": 1}}]}"#, 400, "requests[0].clip"),
+            (#"{"requests": [{"url": "http://a/b.jpg", "role": "banner"}]}"#, 400, "requests[0].role"),
+            (#"{"urls": ["http://a/b.jpg"], "deadlineMs": -5}"#, 400, "deadlineMs"),
+            (#"{"urls": ["http://a/b.jpg"], "colour": "red"}"#, 400, "colour"),
+            (#"{"urls": []}"#, 400, "empty"),
+            ("{\"urls\": [" + (0..<101).map { "\"http://a/\($0).jpg\"" }.joined(separator: ",") + "]}", 400, "at most 100"),
+        ]
+        for (body, status, words) in cases {
+            let answer = try await Exchange.post(url, json: body)
+            #expect(answer.status == status, "\(body.prefix(60)): \(answer.status) \(answer.text)")
+            #expect(answer.errorCode == "invalidRequest")
+            #expect(((answer.json["error"] as? [String: Any])?["message"] as? String)?.contains(words) == true, "\(answer.text)")
+        }
+        let huge = try await Exchange.post(url, json: "{\"urls\": [\"" + String(repeating: "a", count: 1 << 20) + "\"]}")
+        #expect(huge.status == 413 && huge.errorCode == "bodyTooLarge", "\(huge.status) \(huge.text.prefix(300))")
+        let badHeader = try await Exchange.post(url, json: #"{"urls": ["http://a/b.jpg"]}"#, headers: ["X-Deadline-Ms": "soon"])
+        #expect(badHeader.status == 400)
+        let notPayload = try await Exchange.post("\(service.base)/v1/payloads", json: "[1]")
+        #expect(notPayload.status == 400 && notPayload.errorCode == "invalidRequest")
+        // Still serving after all of it.
+        #expect(try await Exchange.send("GET", "\(service.base)/healthz").status == 200)
+        await service.stop()
+        #expect(scratch.tree() == [])
+    }
+
+    @Test func v1RoutesNeedABearerTokenWhenTokensAreSet() async throws {
+        let scratch = Scratch()
+        let service = try await RunningServer.start(scratch) { $0.tokens = ["first-token", "second-token"] }
+        let url = "\(service.base)/v1/attachments"
+        let body = #"{"urls": ["http://127.0.0.1:1/a.jpg"]}"#
+        for headers in [[:], ["Authorization": "Bearer wrong"], ["Authorization": "Bearer first-toke"], ["Authorization": "Basic first-token"]] {
+            let answer = try await Exchange.post(url, json: body, headers: headers)
+            #expect(answer.status == 401 && answer.errorCode == "unauthorized", "\(headers)")
+        }
+        for token in ["first-token", "second-token"] {
+            #expect(try await Exchange.post(url, json: body, headers: ["Authorization": "Bearer \(token)"]).status == 200)
+        }
+        for open in ["/healthz", "/readyz", "/metrics"] {
+            #expect(try await Exchange.send("GET", service.base + open).status == 200, "\(open) stays open")
+        }
+        #expect(BearerTokens.matchesAny(Array("abc".utf8), [Array("abc".utf8)]))
+        #expect(!BearerTokens.matchesAny(Array("abcd".utf8), [Array("abc".utf8)]))
+        #expect(!BearerTokens.matchesAny([], [Array("abc".utf8)]))
+        await service.stop()
+    }
+
+    @Test func beyondMaxBatchesItIs503WithRetryAfterAtOnce() async throws {
+        let scratch = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let service = try await RunningServer.start(scratch) { $0.maxBatches = 1 }
+        let slow = Task { try await Exchange.post("\(service.base)/v1/attachments", json: #"{"urls": ["\#(origin.url("photo.jpg", "delay=1500"))"]}"#) }
+        for _ in 0..<100 where origin.requests("photo.jpg") == 0 { try await Task.sleep(for: .milliseconds(20)) }
+        let started = ContinuousClock.now
+        let refused = try await Exchange.post("\(service.base)/v1/attachments", json: #"{"urls": ["\#(origin.url("rotated.jpg"))"]}"#)
+        #expect(ContinuousClock.now - started < .milliseconds(500), "at once, not after the batch in flight")
+        #expect(refused.status == 503 && refused.errorCode == "overloaded")
+        #expect(refused.headers["retry-after"] == "1")
+        #expect(try await slow.value.status == 200)
+        #expect(try await Exchange.post("\(service.base)/v1/attachments", json: #"{"urls": ["\#(origin.url("rotated.jpg"))"]}"#).status == 200)
+        await service.stop()
+    }
+
+    @Test func ndjsonStreamsEachDescriptorAsItFinishesThenASummary() async throws {
+        let scratch = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let service = try await RunningServer.start(scratch)
+        let answer = try await Exchange.post("\(service.base)/v1/attachments", json: """
+            {"requests": [{"url": "\(origin.url("photo.jpg", "delay=800"))", "identifier": "slow"},
+                          {"url": "\(origin.url("rotated.jpg"))", "identifier": "fast"},
+                          {"url": "\(origin.url("photo.jpg", "status=404"))", "identifier": "missing"}]}
+            """, headers: ["Accept": "application/x-ndjson"])
+        #expect(answer.status == 200 && answer.headers["content-type"] == "application/x-ndjson")
+        let lines = answer.text.split(separator: "\n").map { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] ?? [:] }
+        #expect(lines.count == 4)
+        #expect(lines.last?["done"] as? Bool == true && lines.last?["attachments"] as? Int == 3)
+        #expect((lines.last?["byStatus"] as? [String: Int]) == ["ready": 2, "failed": 1])
+        #expect(lines.prefix(3).last?["identifier"] as? String == "slow", "in finishing order: the slow one last")
+        #expect(Set(lines.prefix(3).compactMap { $0["identifier"] as? String }) == ["slow", "fast", "missing"])
+        await service.stop()
+    }
+
+    @Test func payloadsAreLintedStrippedAndRewritten() async throws {
+        let scratch = Scratch(), publish = Scratch()
+        let service = try await RunningServer.start(scratch) {
+            $0.pipeline.publish = Publishing(directory: publish.path, baseURL: "https://media.example.test/p")
+        }
+        try await withMediaServer { media in
+            let payload = PayloadRewriteTests.fcmMessage(shared: "\(media.baseURL)/media/photo.jpg", android: "\(media.baseURL)/media/animated.gif",
+                                                         apns: "\(media.baseURL)/media/animated.gif", data: "\(media.baseURL)/status/404")
+            let plain = try await Exchange.post("\(service.base)/v1/payloads", json: payload)
+            #expect(plain.status == 200)
+            #expect((plain.json["attachments"] as? [Any])?.count == 4)
+            #expect(plain.json["lint"] is [Any] && plain.json["payload"] == nil)
+
+            let stripped = try await Exchange.post("\(service.base)/v1/payloads?stripFailed=true", json: payload)
+            let strippedMessage = try #require((stripped.json["payload"] as? [String: Any])?["message"] as? [String: Any])
+            #expect(strippedMessage["data"] as? [String: Any] == nil || (strippedMessage["data"] as? [String: Any])?["image"] == nil)
+
+            let rewritten = try await Exchange.post("\(service.base)/v1/payloads?rewrite=true", json: payload)
+            let message = try #require((rewritten.json["payload"] as? [String: Any])?["message"] as? [String: Any])
+            let android = try #require(((message["android"] as? [String: Any])?["notification"] as? [String: Any])?["image"] as? String)
+            let apns = try #require(((message["apns"] as? [String: Any])?["fcm_options"] as? [String: Any])?["image"] as? String)
+            #expect(android != apns, "Android gets the GIF's first frame, iOS the animation")
+            #expect(apns.hasSuffix(".gif") && android.hasPrefix("https://media.example.test/p/"))
+            #expect((message["apns"] as? [String: Any])?["payload"] != nil, "the rest of the payload is kept")
+
+            // The published files are served by the service itself.
+            let name = (android as NSString).lastPathComponent
+            let served = try await Exchange.send("GET", "\(service.base)/media/\(name)")
+            #expect(served.status == 200)
+            #expect(served.headers["cache-control"] == "public, max-age=31536000, immutable")
+            #expect(served.headers["etag"] == "\"\(name.prefix(64))\"")
+            #expect(["image/jpeg", "image/png"].contains(served.headers["content-type"] ?? ""))
+            #expect(served.body == FileManager.default.contents(atPath: "\(publish.path)/\(name)"))
+            let part = try await Exchange.send("GET", "\(service.base)/media/\(name)", headers: ["Range": "bytes=0-9"])
+            #expect(part.status == 206 && part.body.count == 10 && part.headers["content-range"]?.hasPrefix("bytes 0-9/") == true)
+            let head = try await Exchange.send("HEAD", "\(service.base)/media/\(name)")
+            #expect(head.status == 200 && head.body.isEmpty && head.headers["content-length"] == String(served.body.count))
+            let again = try await Exchange.send("GET", "\(service.base)/media/\(name)", headers: ["If-None-Match": "\"\(name.prefix(64))\""])
+            #expect(again.status == 304)
+            #expect(try await Exchange.send("GET", "\(service.base)/media/\(name)", headers: ["Range": "bytes=999999999-"]).status == 416)
+        }
+        await service.stop()
+    }
+
+    @Test func nothingOutsideThePublishDirectoryIsReachable() async throws {
+        let scratch = Scratch(), publish = Scratch()
+        let secret = "\(scratch.path)/secret.jpg"
+        FileManager.default.createFile(atPath: secret, contents: Data("secret".utf8))
+        let hex = String(repeating: "c", count: 64)
+        try FileManager.default.createSymbolicLink(atPath: "\(publish.path)/\(hex).jpg", withDestinationPath: secret)
+        try FileManager.default.createDirectory(atPath: "\(publish.path)/\(String(repeating: "d", count: 64)).jpg", withIntermediateDirectories: false)
+        let service = try await RunningServer.start(scratch) {
+            $0.pipeline.publish = Publishing(directory: publish.path, baseURL: "https://media.example.test/p")
+        }
+        for path in ["/media/../secret.jpg", "/media/%2e%2e/secret.jpg", "/media/%2E%2E%2Fsecret.jpg", "/media/..%2fsecret.jpg",
+                     "/media/\(hex).jpg", "/media/\(String(repeating: "d", count: 64)).jpg", "/media/", "/media/secret.jpg",
+                     "/media/\(hex.uppercased()).jpg", "/media//etc/passwd"] {
+            let answer = try await Exchange.send("GET", service.base + path)
+            #expect(answer.status == 404, "\(path): \(answer.status)")
+            #expect(!answer.text.contains("secret") || answer.errorCode != nil, "\(path)")
+        }
+        await service.stop()
+    }
+
+    @Test func metricsAreThePrometheusTextAndMoveAsRequestsArrive() async throws {
+        let scratch = Scratch()
+        let service = try await RunningServer.start(scratch)
+        func value(_ text: String, _ prefix: String) -> Double {
+            text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
+        }
+        try await withMediaServer { media in
+            let before = try await Exchange.send("GET", "\(service.base)/metrics").text
+            for _ in 0..<3 {
+                _ = try await Exchange.post("\(service.base)/v1/attachments", json: #"{"urls": ["\#(media.baseURL)/media/photo.jpg"]}"#)
+            }
+            _ = try await Exchange.post("\(service.base)/v1/attachments", json: "nope")
+            let after = try await Exchange.send("GET", "\(service.base)/metrics")
+            #expect(after.headers["content-type"]?.hasPrefix("text/plain") == true)
+            let text = after.text
+            let okRequests = #"attach_fetch_requests_total{route="/v1/attachments",status="200"}"#
+            #expect(value(text, okRequests) - value(before, okRequests) == 3, "\(text)")
+            #expect(value(text, #"attach_fetch_requests_total{route="/v1/attachments",status="400"}"#) == 1)
+            #expect(value(text, #"attach_fetch_attachments_total{status="ready",reason="none"}"#) == 3)
+            #expect(value(text, #"attach_fetch_cache_results_total{result="miss"}"#) == 1)
+            #expect(value(text, #"attach_fetch_cache_results_total{result="hit"}"#) == 2, "the service caches by default")
+            #expect(value(text, "attach_fetch_downloaded_bytes_total") == 10150)
+            #expect(text.contains(#"attach_fetch_stage_duration_seconds_bucket{stage="download""#))
+            #expect(text.contains("attach_fetch_request_duration_seconds_count"))
+            #expect(value(text, "attach_fetch_batches_in_flight") == 0)
+            for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+                #expect(line.hasPrefix("attach_fetch_") && Double(line.split(separator: " ").last ?? "") != nil, "\(line)")
+            }
+        }
+        await service.stop()
+    }
+
+    @Test func aClientThatDisconnectsCancelsItsBatchAndItsFilesGo() async throws {
+        let scratch = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let service = try await RunningServer.start(scratch)
+        let body = #"{"urls": ["\#(origin.url("photo.jpg"))", "\#(origin.url("rotated.jpg", "delay=2000"))"]}"#
+        // curl gives up after 0.8 s and closes the connection.
+        let client = try await offPool {
+            try runChild("/usr/bin/curl", ["-s", "--max-time", "0.8", "-X", "POST", "-H", "Content-Type: application/json",
+                                           "--data-binary", body, "\(service.base)/v1/attachments"])
+        }
+        #expect(client.status == 28, "curl's exit status for its own timeout")
+        // The batch is cancelled: the slow transfer stops (the origin, which answers after 2 s
+        // unless its client has gone, never sends that body), and the finished file is removed
+        // from the batch's directory (the cache keeps its own copy in the hidden work store).
+        try await Task.sleep(for: .milliseconds(2000))
+        #expect(origin.requests("rotated.jpg") == 1 && origin.bodies("rotated.jpg") == 0)
+        let batchFiles = scratch.tree().filter { $0.hasPrefix("attach-fetch-serve-") && $0.hasSuffix(".jpg") }
+        #expect(batchFiles.isEmpty, "\(scratch.tree())")
+        await service.stop()
+    }
+}
+
+/// The service as a real child process: SIGTERM drains and exits 0, leaving nothing behind.
+@Suite(.serialized) struct ServiceProcessTests {
+    @Test func sigtermLetsTheBatchInFlightFinishThenExitsZeroLeavingNothing() async throws {
+        let scratch = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let process = Process()
+        process.executableURL = CLITests.executable
+        process.arguments = ["serve", "--port", "0", "--allow-private-network"]
+        process.environment = ProcessInfo.processInfo.environment.merging(["TMPDIR": scratch.path]) { $1 }
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        // The port from "listening on http://127.0.0.1:PORT".
+        var seen = ""
+        while !seen.contains("listening on") || !seen.hasSuffix("\n") {
+            let chunk = errors.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            seen += String(decoding: chunk, as: UTF8.self)
+        }
+        let port = try #require(seen.split(separator: ":").last.flatMap { Int($0.prefix { $0.isNumber }) })
+        let base = "http://127.0.0.1:\(port)"
+        let inFlight = Task { try await Exchange.post("\(base)/v1/attachments", json: #"{"urls": ["\#(origin.url("photo.jpg", "delay=1000"))"]}"#) }
+        for _ in 0..<100 where origin.requests("photo.jpg") == 0 { try await Task.sleep(for: .milliseconds(20)) }
+        kill(process.processIdentifier, SIGTERM)
+        let answer = try await inFlight.value
+        #expect(answer.status == 200)
+        #expect((answer.json["attachments"] as? [[String: Any]])?.first?["status"] as? String == "ready")
+        try await offPool { process.waitUntilExit() }
+        #expect(process.terminationStatus == 0)
+        #expect(scratch.tree() == [], "no working or batch files remain")
+    }
+}
