@@ -16,6 +16,12 @@ import Testing
     /// Threads started by the pipeline ("af-curl", "af-thumb-N") or the test server
     /// ("lb-http-*"). Swift's and Dispatch's own worker threads come and go on their own
     /// schedule and are not counted.
+    static func ownThreadNames() -> [String] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.map { ((try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines) }
+            .filter { $0.hasPrefix("af-") || $0.hasPrefix("lb-http") }.sorted()
+    }
+
     static func ownThreads() -> Int {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
         return tasks.filter { task in
@@ -102,12 +108,16 @@ import Testing
 
     @Test func pipelineThreadsEndWhenThePipelineIsReleased() async throws {
         let scratch = Scratch()
-        try await Task.sleep(for: .milliseconds(300)) // an earlier test's threads may still be ending
+        // An earlier test's threads may still be ending (a pipeline stays alive until shared work
+        // it abandoned has wound down): wait for them, up to 5 s.
+        try await Task.sleep(for: .milliseconds(300))
+        for _ in 0..<47 where Self.ownThreads() > 0 { try await Task.sleep(for: .milliseconds(100)) }
         let before = Self.ownThreads()
         var pipeline: AttachmentPipeline? = try makePipeline(scratch) { $0.thumbnailThreads = 3 }
-        // Threads name themselves once running: give them up to 2 s to start.
-        for _ in 0..<40 where Self.ownThreads() < before + 5 { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(Self.ownThreads() == before + 5) // the curl thread, three thumbnail threads, one probe thread
+        // Threads name themselves once running: give them up to 5 s to start (the machine may
+        // still be busy with the previous test's worker processes).
+        for _ in 0..<100 where Self.ownThreads() < before + 5 { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(Self.ownThreads() == before + 5, "\(Self.ownThreadNames())") // the curl thread, three thumbnail threads, one probe thread
         _ = await pipeline!.process([AttachmentRequest(url: "http://127.0.0.1:1/x.jpg")])
         pipeline = nil
         for _ in 0..<40 where Self.ownThreads() > before { try await Task.sleep(for: .milliseconds(50)) }
