@@ -12,20 +12,16 @@ final class BatchFiles: Sendable {
     let root: String
 
     init(temporaryDirectory: String) throws(AttachFetchError) {
-        var template = Array("\(temporaryDirectory.hasSuffix("/") ? String(temporaryDirectory.dropLast()) : temporaryDirectory)/attach-fetch-serve-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else {
-            throw .outputDirectory("cannot create the service's file directory in \(temporaryDirectory): \(String(cString: strerror(errno)))")
-        }
-        root = String(cString: made)
+        root = try PrivateDirectory.create(in: temporaryDirectory, prefix: "attach-fetch-serve-")
     }
 
     /// A new directory for one batch's files.
     func newBatch() throws(APIError) -> String {
-        var template = Array("\(root)/batch-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else {
-            throw APIError(status: .internalServerError, code: "ioError", message: "cannot create a batch directory: \(String(cString: strerror(errno)))")
+        do throws(AttachFetchError) {
+            return try PrivateDirectory.create(in: root, prefix: "batch-")
+        } catch {
+            throw APIError(status: .internalServerError, code: "ioError", message: error.message)
         }
-        return String(cString: made)
     }
 
     func remove(_ directory: String) { try? FileManager.default.removeItem(atPath: directory) }

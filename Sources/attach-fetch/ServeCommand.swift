@@ -47,7 +47,7 @@ struct ServeCommand: AsyncParsableCommand {
         if getenv("VIPSHOME") == nil { setenv("VIPSHOME", "/dev/null", 0) }
         var pipelineConfiguration = try pipeline.configuration()
         try publishing.apply(to: &pipelineConfiguration)
-        pipelineConfiguration.cache = noCache ? nil : ResultCaching()
+        // The service turns the cache on; --no-cache turns it off again.
         var configuration = ServiceConfiguration(pipeline: pipelineConfiguration)
         if noCache { configuration.pipeline.cache = nil }
         configuration.host = host

@@ -389,12 +389,7 @@ private struct BatchOutput {
             path = standardized
             isOwn = false
         } else {
-            let parent = temporaryDirectory.hasSuffix("/") ? String(temporaryDirectory.dropLast()) : temporaryDirectory
-            var template = Array("\(parent)/attach-fetch-XXXXXX".utf8CString)
-            guard let made = mkdtemp(&template) else {
-                throw .outputDirectory("cannot create a working directory in \(temporaryDirectory): \(String(cString: strerror(errno)))")
-            }
-            path = String(cString: made)
+            path = try PrivateDirectory.create(in: temporaryDirectory, prefix: "attach-fetch-")
             isOwn = true
         }
     }

@@ -29,13 +29,14 @@ final class WorkStore: Sendable {
                 state.holders += 1
                 return .success(path)
             }
-            var template = Array("\(parent)/.attach-fetch-XXXXXX".utf8CString)
-            guard let made = mkdtemp(&template) else {
-                return .failure(.outputDirectory("cannot create a working directory in \(parent): \(String(cString: strerror(errno)))"))
+            do throws(AttachFetchError) {
+                let path = try PrivateDirectory.create(in: parent, prefix: ".attach-fetch-")
+                state.path = path
+                state.holders = 1
+                return .success(path)
+            } catch {
+                return .failure(error)
             }
-            state.path = String(cString: made)
-            state.holders = 1
-            return .success(state.path!)
         }
         return try result.get()
     }
