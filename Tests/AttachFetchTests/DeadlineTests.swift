@@ -118,15 +118,28 @@ import Testing
         let scratch = Scratch()
         let pipeline = try makePipeline(scratch) { $0.maxConcurrentTransfers = 3 }
         try await withMediaServer { server in
+            func stalledBatch(_ batchIndex: Int, deadline: Duration) async {
+                let requests = (0..<8).map { AttachmentRequest(url: "\(server.baseURL)/stall/photo.jpg?b=\(batchIndex)&n=\($0)") }
+                let batch = await pipeline.process(requests, deadline: deadline)
+                #expect(batch.attachments.allSatisfy { $0.status == .timedOut })
+            }
+            // The first batch takes the three slots and keeps them until its deadline; the other
+            // three batches start once it holds them and end before it. Their requests can only
+            // queue: with a limit per batch (or none) they would open connections of their own.
+            // (Deadlines that end in a different order would let a later batch take the slots
+            // the first one frees, which is sharing too but makes the count depend on timing.)
+            async let first: Void = stalledBatch(0, deadline: .milliseconds(2_500))
+            let waitStarted = ContinuousClock.now
+            while server.acceptedConnections < 3, ContinuousClock.now - waitStarted < .seconds(1) {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            #expect(server.acceptedConnections == 3, "the first batch did not take the three slots in time")
             await withTaskGroup(of: Void.self) { group in
-                for batchIndex in 0..<4 {
-                    group.addTask {
-                        let requests = (0..<8).map { AttachmentRequest(url: "\(server.baseURL)/stall/photo.jpg?b=\(batchIndex)&n=\($0)") }
-                        let batch = await pipeline.process(requests, deadline: .milliseconds(700))
-                        #expect(batch.attachments.allSatisfy { $0.status == .timedOut })
-                    }
+                for batchIndex in 1..<4 {
+                    group.addTask { await stalledBatch(batchIndex, deadline: .milliseconds(700)) }
                 }
             }
+            await first
             #expect(server.peakConnections <= 3)
             #expect(server.acceptedConnections == 3)
         }
