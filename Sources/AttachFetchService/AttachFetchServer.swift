@@ -38,6 +38,7 @@ public final class AttachFetchServer: Sendable {
     public func run(gracefulShutdownSignals: [UnixSignal] = [], onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
         let application = Application(
             router: makeRouter(),
+            server: .http1(configuration: .init(additionalChannelHandlers: [ClientDisconnectWatch()])),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "attach-fetch"),
             services: [RetentionSweeper(files: files, retention: configuration.retention),
                        DrainWatch { [weak self] in self?.draining.store(true, ordering: .relaxed) }],
@@ -124,13 +125,14 @@ public final class AttachFetchServer: Sendable {
             let (requests, milliseconds) = try APIRequests.attachments(data, maxRequests: configuration.maxRequestsPerCall)
             return try streamed(requests, deadline: try deadline(milliseconds, request), context: context)
         }
+        let data = try await body(request.body)
+        let (requests, milliseconds) = try APIRequests.attachments(data, maxRequests: configuration.maxRequestsPerCall)
+        let deadline = try deadline(milliseconds, request)
         // The batch is cancelled (and its files removed) if the client goes away.
-        return try await request.body.consumeWithCancellationOnInboundClose { body in
-            let data = try await self.body(body)
-            let (requests, milliseconds) = try APIRequests.attachments(data, maxRequests: self.configuration.maxRequestsPerCall)
-            let batch = try await self.run(requests, deadline: try self.deadline(milliseconds, request), context: context)
-            return Self.json(BatchDocument(batch))
+        let batch = try await context.channel.disconnectWatch.cancellingOnDisconnect {
+            try await self.run(requests, deadline: deadline, context: context)
         }
+        return Self.json(BatchDocument(batch))
     }
 
     private func payloads(_ request: Request, _ context: ServiceContext) async throws -> Response {
@@ -139,29 +141,33 @@ public final class AttachFetchServer: Sendable {
         if rewrite && configuration.pipeline.publish == nil {
             throw APIError.invalidRequest("rewrite=true needs the service to publish (--publish-dir and --public-base)")
         }
-        return try await request.body.consumeWithCancellationOnInboundClose { body in
-            let data = try await self.body(body)
-            let payload: PushPayload
-            do { payload = try PushPayload(data: data) } catch let error as AttachFetchError {
-                throw APIError.invalidRequest("the body: \(error.message)")
-            }
-            let media = payload.media()
-            guard media.count <= self.configuration.maxRequestsPerCall else {
-                throw APIError.invalidRequest("the payload names \(media.count) media; at most \(self.configuration.maxRequestsPerCall)")
-            }
-            let platforms = PushPayload.platforms(for: media, configured: self.configuration.pipeline.platforms)
-            let batch = try await self.run(media.map { $0.request(platforms: platforms) },
-                                           deadline: try self.deadline(nil, request), context: context)
-            let lint = payload.lint(media: media, descriptors: batch.attachments)
-                + payload.platformLint(media: media, descriptors: batch.attachments, rewriting: rewrite)
-            var document = PayloadDocument(BatchDocument(batch, lint: lint))
-            if rewrite {
-                document.payload = RawJSON(payload.rewritten(media: media, descriptors: batch.attachments))
-            } else if stripFailed {
-                let failed = zip(media, batch.attachments).filter { $0.1.status != .ready }.map { $0.0.entry }
-                document.payload = RawJSON(payload.removing(failed))
-            }
-            return Self.json(document)
+        let data = try await body(request.body)
+        let payload = try Self.payload(data)
+        let media = payload.media()
+        guard media.count <= configuration.maxRequestsPerCall else {
+            throw APIError.invalidRequest("the payload names \(media.count) media; at most \(configuration.maxRequestsPerCall)")
+        }
+        let platforms = PushPayload.platforms(for: media, configured: configuration.pipeline.platforms)
+        let deadline = try deadline(nil, request)
+        // The batch is cancelled (and its files removed) if the client goes away.
+        let batch = try await context.channel.disconnectWatch.cancellingOnDisconnect {
+            try await self.run(media.map { $0.request(platforms: platforms) }, deadline: deadline, context: context)
+        }
+        let lint = payload.lint(media: media, descriptors: batch.attachments)
+            + payload.platformLint(media: media, descriptors: batch.attachments, rewriting: rewrite)
+        var document = PayloadDocument(BatchDocument(batch, lint: lint))
+        if rewrite {
+            document.payload = RawJSON(payload.rewritten(media: media, descriptors: batch.attachments))
+        } else if stripFailed {
+            let failed = zip(media, batch.attachments).filter { $0.1.status != .ready }.map { $0.0.entry }
+            document.payload = RawJSON(payload.removing(failed))
+        }
+        return Self.json(document)
+    }
+
+    private static func payload(_ data: Data) throws(APIError) -> PushPayload {
+        do { return try PushPayload(data: data) } catch {
+            throw APIError.invalidRequest("the body: \(error.message)")
         }
     }
 

@@ -47,8 +47,13 @@ struct RetentionSweeper: Service {
 
     func run() async throws {
         let interval = min(.seconds(60), max(.milliseconds(100), retention / 4))
+        // The sleep ends at graceful shutdown: the service must not wait up to a minute to exit.
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            try? await Task.sleep(for: interval)
+            do {
+                try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+            } catch {
+                return
+            }
             files.sweep(olderThan: retention)
         }
     }

@@ -1,5 +1,6 @@
 import Hummingbird
 import Logging
+import NIOCore
 import Synchronization
 
 /// The request context: Hummingbird's core, plus what a handler learned for the request's log
@@ -7,9 +8,12 @@ import Synchronization
 struct ServiceContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     let outcome = RequestOutcome()
+    /// The request's connection: its `disconnectWatch` cancels a batch whose client left.
+    let channel: any Channel
 
     init(source: Source) {
         coreContext = .init(source: source)
+        channel = source.channel
     }
 }
 

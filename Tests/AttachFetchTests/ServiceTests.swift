@@ -304,6 +304,25 @@ struct Exchange {
         await service.stop()
     }
 
+    @Test func connectionsStayOpenBetweenCalls() async throws {
+        let scratch = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let service = try await RunningServer.start(scratch)
+        // One curl, three calls: %{num_connects} is 1 for a call that opened a connection and 0
+        // for one that reused it. Watching for disconnects must not cost clients keep-alive.
+        let body = #"{"urls": ["\#(origin.url("photo.jpg"))"]}"#
+        let client = try await offPool {
+            try runChild("/usr/bin/curl", ["-s", "-X", "POST", "-H", "Content-Type: application/json", "--data-binary", body,
+                                           "-w", "%{http_code} %{num_connects}\n",
+                                           "-o", "/dev/null", "\(service.base)/v1/attachments",
+                                           "-o", "/dev/null", "\(service.base)/v1/attachments",
+                                           "-o", "/dev/null", "\(service.base)/v1/payloads"])
+        }
+        #expect(client.output.split(separator: "\n") == ["200 1", "200 0", "200 0"], "\(client.output)")
+        await service.stop()
+    }
+
     @Test func aClientThatDisconnectsCancelsItsBatchAndItsFilesGo() async throws {
         let scratch = Scratch()
         let origin = try CachingOrigin()
@@ -352,11 +371,16 @@ struct Exchange {
         let inFlight = Task { try await Exchange.post("\(base)/v1/attachments", json: #"{"urls": ["\#(origin.url("photo.jpg", "delay=1000"))"]}"#) }
         for _ in 0..<100 where origin.requests("photo.jpg") == 0 { try await Task.sleep(for: .milliseconds(20)) }
         kill(process.processIdentifier, SIGTERM)
+        let signalled = ContinuousClock.now
         let answer = try await inFlight.value
         #expect(answer.status == 200)
         #expect((answer.json["attachments"] as? [[String: Any]])?.first?["status"] as? String == "ready")
         try await offPool { process.waitUntilExit() }
         #expect(process.terminationStatus == 0)
+        // Soon after the batch (about 1 s): no background task (the retention sweeper sleeps up
+        // to a minute) or idle keep-alive connection holds the exit back.
+        let exitedAfter = ContinuousClock.now - signalled
+        #expect(exitedAfter < .seconds(15), "exited \(exitedAfter) after SIGTERM")
         #expect(scratch.tree() == [], "no working or batch files remain")
     }
 }

@@ -1,0 +1,71 @@
+import Hummingbird
+import NIOCore
+import Synchronization
+
+/// Notices, per connection, that the client went away (its side closed, or the connection
+/// died) while a request is being answered, so that the request's batch can be cancelled.
+///
+/// Why not Hummingbird's `consumeWithCancellationOnInboundClose`: it watches by reading the
+/// connection's next request part and closes the connection after the response, so every
+/// client would lose keep-alive (a new TCP connection per call). This handler only observes
+/// the events NIO delivers anyway; the connection stays reusable.
+final class ClientDisconnectWatch: ChannelInboundHandler, RemovableChannelHandler, Sendable {
+    // Request parts pass through untouched (never unwrapped), so their type need not be named.
+    typealias InboundIn = NIOAny
+
+    private struct State {
+        var gone = false
+        var onGone: (@Sendable () -> Void)?
+    }
+
+    // Written by the event loop (events) and by request tasks (watch/unwatch): the lock makes
+    // this handler safe to share between them.
+    private let state = Mutex(State())
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        context.fireChannelRead(data)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? ChannelEvent, event == .inputClosed { clientWentAway() }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        clientWentAway()
+        context.fireChannelInactive()
+    }
+
+    private func clientWentAway() {
+        let onGone = state.withLock { state -> (@Sendable () -> Void)? in
+            state.gone = true
+            defer { state.onGone = nil }
+            return state.onGone
+        }
+        onGone?()
+    }
+
+    /// Runs `operation` in a task of its own that is cancelled if the client goes away first
+    /// (or the calling task is cancelled).
+    func cancellingOnDisconnect<Value: Sendable>(_ operation: @escaping @Sendable () async throws -> Value) async throws -> Value {
+        let task = Task { try await operation() }
+        let goneAlready = state.withLock { state -> Bool in
+            if !state.gone { state.onGone = { task.cancel() } }
+            return state.gone
+        }
+        if goneAlready { task.cancel() }
+        defer { state.withLock { $0.onGone = nil } }
+        return try await withTaskCancellationHandler {
+            try await task.value
+        } onCancel: {
+            task.cancel()
+        }
+    }
+}
+
+extension Channel {
+    /// This connection's disconnect watch (installed by the server on every connection).
+    var disconnectWatch: ClientDisconnectWatch {
+        get async throws { try await pipeline.handler(type: ClientDisconnectWatch.self).get() }
+    }
+}
