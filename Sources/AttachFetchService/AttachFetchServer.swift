@@ -22,7 +22,7 @@ public final class AttachFetchServer: Sendable {
         try configuration.validate()
         self.configuration = configuration
         self.logger = logger
-        self.files = try BatchFiles(temporaryDirectory: configuration.pipeline.temporaryDirectory)
+        self.files = try BatchFiles(temporaryDirectory: configuration.pipeline.temporaryDirectory, retention: configuration.retention)
         do {
             self.pipeline = try AttachmentPipeline(configuration: configuration.pipeline, logger: logger)
         } catch {
@@ -40,7 +40,7 @@ public final class AttachFetchServer: Sendable {
             router: makeRouter(),
             server: .http1(configuration: .init(additionalChannelHandlers: [ClientDisconnectWatch()])),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "attach-fetch"),
-            services: [RetentionSweeper(files: files, retention: configuration.retention),
+            services: [RetentionSweeper(files: files),
                        DrainWatch { [weak self] in self?.draining.store(true, ordering: .relaxed) }],
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) },
             logger: logger)

@@ -6,19 +6,39 @@ import Glibc
 #endif
 
 /// Where the service keeps batches' ready files (the descriptors' `file` paths): one directory
-/// per batch under a root of its own in the temporary directory. Batches older than the
-/// retention are removed by `RetentionSweeper`; the root goes when the service stops.
+/// per batch, inside a directory per time bucket, under a root of its own in the temporary
+/// directory. Buckets older than the retention are removed whole by `RetentionSweeper`; the
+/// root goes when the service stops.
+///
+/// Why buckets: at thousands of calls per second one flat directory would hold hundreds of
+/// thousands of batch directories (each mkdir searching it, each sweep listing and checking all
+/// of them); a bucket holds one sweep interval's worth and is removed without being listed.
 final class BatchFiles: Sendable {
     let root: String
+    /// A bucket spans this long; it is the sweep interval too.
+    let bucketWidth: Duration
+    private let retention: Duration
+    /// Buckets are numbered on the monotonic clock, so a wall-clock jump never removes the
+    /// bucket being written.
+    private let started = ContinuousClock.now
 
-    init(temporaryDirectory: String) throws(AttachFetchError) {
+    init(temporaryDirectory: String, retention: Duration) throws(AttachFetchError) {
         root = try PrivateDirectory.create(in: temporaryDirectory, prefix: "attach-fetch-serve-")
+        self.retention = retention
+        bucketWidth = min(.seconds(60), max(.milliseconds(100), retention / 4))
     }
 
-    /// A new directory for one batch's files.
+    private func bucket(at instant: ContinuousClock.Instant) -> Int { Int((instant - started) / bucketWidth) }
+
+    /// A new directory for one batch's files, in the current bucket.
     func newBatch() throws(APIError) -> String {
+        let bucket = "\(root)/\(bucket(at: .now))"
+        if mkdir(bucket, 0o700) != 0 && errno != EEXIST {
+            throw APIError(status: .internalServerError, code: "ioError",
+                           message: "cannot create \(bucket): \(String(cString: strerror(errno)))")
+        }
         do throws(AttachFetchError) {
-            return try PrivateDirectory.create(in: root, prefix: "batch-")
+            return try PrivateDirectory.create(in: bucket, prefix: "batch-")
         } catch {
             throw APIError(status: .internalServerError, code: "ioError", message: error.message)
         }
@@ -26,35 +46,31 @@ final class BatchFiles: Sendable {
 
     func remove(_ directory: String) { try? FileManager.default.removeItem(atPath: directory) }
 
-    /// Removes the batch directories last modified before `age` ago.
-    func sweep(olderThan age: Duration) {
-        let cutoff = Date().timeIntervalSince1970 - Double(age.components.seconds) - Double(age.components.attoseconds) / 1e18
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [] where name.hasPrefix("batch-") {
-            var status = stat()
-            let path = "\(root)/\(name)"
-            if lstat(path, &status) == 0, Double(status.st_mtim.tv_sec) < cutoff { remove(path) }
+    /// Removes the buckets that ended at least the retention ago: a batch's files stay at least
+    /// the retention, and at most the retention plus two bucket widths.
+    func sweep() {
+        let newestExpired = bucket(at: .now - retention) - 1
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [] {
+            if let number = Int(name), number <= newestExpired { remove("\(root)/\(name)") }
         }
     }
 
     func removeAll() { remove(root) }
 }
 
-/// Removes batches' files once they are older than the retention, checking a few times per
-/// retention period (at least every minute).
+/// Removes batches' files once they are older than the retention, once per bucket width.
 struct RetentionSweeper: Service {
     let files: BatchFiles
-    let retention: Duration
 
     func run() async throws {
-        let interval = min(.seconds(60), max(.milliseconds(100), retention / 4))
         // The sleep ends at graceful shutdown: the service must not wait up to a minute to exit.
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
-                try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+                try await cancelWhenGracefulShutdown { try await Task.sleep(for: files.bucketWidth) }
             } catch {
                 return
             }
-            files.sweep(olderThan: retention)
+            files.sweep()
         }
     }
 }

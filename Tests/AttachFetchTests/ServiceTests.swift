@@ -304,6 +304,33 @@ struct Exchange {
         await service.stop()
     }
 
+    @Test func batchFilesAreKeptForTheRetentionThenRemoved() async throws {
+        let scratch = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let service = try await RunningServer.start(scratch) { $0.retention = .seconds(1) }
+        // The batch's directory is made after the call is sent: the retention counts from then.
+        let written = ContinuousClock.now
+        let answer = try await Exchange.post("\(service.base)/v1/attachments", json: #"{"urls": ["\#(origin.url("photo.jpg"))"]}"#)
+        let attachment = try #require((answer.json["attachments"] as? [[String: Any]])?.first)
+        let file = try #require(attachment["file"] as? String)
+        let thumbnail = try #require((attachment["thumbnail"] as? [String: Any])?["file"] as? String)
+        // Kept for the retention: still there after half of it.
+        try await Task.sleep(until: written + .milliseconds(500))
+        #expect(FileManager.default.fileExists(atPath: file) && FileManager.default.fileExists(atPath: thumbnail))
+        // Removed after it (at most two sweep intervals of 250 ms later; 4 s allowed for a busy machine).
+        while FileManager.default.fileExists(atPath: file), ContinuousClock.now - written < .seconds(5) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let removedAfter = ContinuousClock.now - written
+        #expect(!FileManager.default.fileExists(atPath: file) && !FileManager.default.fileExists(atPath: thumbnail))
+        #expect(removedAfter >= .seconds(1) && removedAfter < .seconds(4), "removed \(removedAfter) after the batch")
+        // Nothing of that batch is left in the service's root: not its directory, not its bucket.
+        let root = ((file as NSString).deletingLastPathComponent as NSString).deletingLastPathComponent
+        #expect(!FileManager.default.fileExists(atPath: root), "the bucket \(root) is gone")
+        await service.stop()
+    }
+
     @Test func connectionsStayOpenBetweenCalls() async throws {
         let scratch = Scratch()
         let origin = try CachingOrigin()

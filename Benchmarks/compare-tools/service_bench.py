@@ -1,0 +1,324 @@
+"""Harness behind Benchmarks/service: `attach-fetch serve` driven by wrk at 64 connections over
+loopback, thumbor 7.8 and the CLI on the same 300 images in the same run, and a soak at half the
+measured maximum rate. Prints a table, writes Benchmarks/results/service.json, and checks the
+targets in Benchmarks/Thresholds/service.json (exit 1 when one is missed)."""
+import argparse, asyncio, json, os, shutil, signal, statistics, subprocess, sys, tempfile, threading, time
+import aiohttp
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from compare import ff, start_server, tree_pss_kb  # noqa: E402  (one copy of these helpers)
+
+CONNECTIONS = 64
+
+
+def build_corpus(root):
+    """single.jpg (the single-image scenarios) and 300 distinct 640x480 JPEGs d001.jpg…d300.jpg
+    (the origin serves one directory level)."""
+    if os.path.exists(os.path.join(root, "done")):
+        return distinct_names(root)
+    shutil.rmtree(root, ignore_errors=True)
+    os.makedirs(root)
+    ff("-f", "lavfi", "-i", "testsrc2=size=640x480:rate=1:duration=1", "-frames:v", "1", "-update", "1", "-q:v", "8",
+       os.path.join(root, "single.jpg"))
+    # testsrc2 moves and the hue turns: every frame is a different image.
+    ff("-f", "lavfi", "-i", "testsrc2=size=640x480:rate=30:duration=10", "-vf", "hue=h=t*36", "-q:v", "8",
+       os.path.join(root, "d%03d.jpg"))
+    if len(distinct_names(root)) != 300:
+        sys.exit(f"corpus: made {len(distinct_names(root))} images, expected 300")
+    open(os.path.join(root, "done"), "w").close()
+    return distinct_names(root)
+
+
+def distinct_names(root):
+    return sorted(name for name in os.listdir(root) if name.startswith("d") and name.endswith(".jpg"))
+
+
+class Sampler:
+    """Samples a process tree's PSS (and the root's open descriptors) while a scenario runs."""
+
+    def __init__(self, pid, every=0.5):
+        self.pid, self.every = pid, every
+        self.samples = []  # (seconds, pss KiB, fds)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        started = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                fds = len(os.listdir(f"/proc/{self.pid}/fd"))
+            except OSError:
+                fds = -1
+            self.samples.append((time.monotonic() - started, tree_pss_kb(self.pid), fds))
+            self._stop.wait(self.every)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_):
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def peak_mib(self):
+        return max((s[1] for s in self.samples), default=0) / 1024
+
+
+def wrk(url, mode, seconds, connections=CONNECTIONS, **env):
+    command = ["wrk", f"-t{min(2, connections)}", f"-c{connections}", f"-d{seconds}s", "--timeout", "30s", "-s", os.path.join(HERE, "wrk.lua"), url]
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "MODE": mode, **{k: str(v) for k, v in env.items()}},
+                          timeout=seconds + 120)
+    line = next((l for l in done.stdout.splitlines() if l.startswith("WRKJSON ")), None)
+    if done.returncode != 0 or line is None:
+        sys.exit(f"wrk failed ({done.returncode}): {done.stdout}\n{done.stderr}")
+    result = json.loads(line[len("WRKJSON "):])
+    result["rate"] = result["requests"] / result["seconds"]
+    return result
+
+
+def start_service(bin_dir, scratch, *extra):
+    env = {**os.environ, "TMPDIR": scratch}
+    process = subprocess.Popen([os.path.join(bin_dir, "attach-fetch"), "serve", "--port", "0", "--allow-private-network",
+                                "--max-batches", "128", "--retention", "60", *extra],
+                               stderr=subprocess.PIPE, text=True, env=env)
+    for line in process.stderr:
+        if "attach-fetch: listening on " in line:
+            base = line.strip().split("listening on ")[1]
+            break
+    else:
+        sys.exit("attach-fetch serve did not start")
+    # Keep reading its log (one line per request) so the pipe never fills.
+    threading.Thread(target=lambda: [None for _ in process.stderr], daemon=True).start()
+    return process, base
+
+
+def stop(process):
+    process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait()
+
+
+def start_thumbor(venv, port, work):
+    conf = os.path.join(work, "thumbor.conf")
+    with open(conf, "w") as f:
+        # Nothing kept between requests (attach-fetch's cache is off for the same reason: every
+        # URL in that scenario is new); the http loader fetches from the loopback origin.
+        f.write("STORAGE = 'thumbor.storages.no_storage'\nRESULT_STORAGE = None\nALLOW_UNSAFE_URL = True\n"
+                "LOADER = 'thumbor.loaders.http_loader'\nHTTP_LOADER_CONNECT_TIMEOUT = 5\nHTTP_LOADER_REQUEST_TIMEOUT = 20\n")
+    process = subprocess.Popen([os.path.join(venv, "bin", "thumbor"), "-i", "127.0.0.1", "-p", str(port), "-c", conf,
+                                "--processes", "2", "-l", "error"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    for _ in range(200):
+        try:
+            if subprocess.run(["curl", "-sf", f"http://127.0.0.1:{port}/healthcheck"], capture_output=True).returncode == 0:
+                return process
+        except OSError:
+            pass
+        time.sleep(0.1)
+    sys.exit("thumbor did not start")
+
+
+async def fetch_all(urls, make_request):
+    """Every URL once, CONNECTIONS at a time over keep-alive connections; (seconds, results)."""
+    connector = aiohttp.TCPConnector(limit=CONNECTIONS)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=60)) as session:
+        queue = list(enumerate(urls))
+        results = [None] * len(urls)
+
+        async def worker():
+            while queue:
+                index, url = queue.pop()
+                results[index] = await make_request(session, url)
+
+        started = time.monotonic()
+        await asyncio.gather(*[worker() for _ in range(CONNECTIONS)])
+        return time.monotonic() - started, results
+
+
+async def via_service(session, base, url):
+    async with session.post(f"{base}/v1/attachments", json={"urls": [url]}) as response:
+        body = await response.json()
+        descriptor = body["attachments"][0]
+        return response.status == 200 and descriptor["status"] == "ready" and "thumbnail" in descriptor
+
+
+async def via_thumbor(session, base, url):
+    async with session.get(f"{base}/unsafe/fit-in/320x320/{url.removeprefix('http://')}") as response:
+        body = await response.read()
+        return response.status == 200 and body[:2] == b"\xff\xd8"
+
+
+def distinct_images(bin_dir, origin, names, thumbor_base, service_base, rounds, work):
+    timings = {"service": [], "thumbor": [], "cliBatch": [], "cliPerImage": []}
+    for round_index in range(rounds):
+        # A new query per round: every URL is new to the service's cache, so each round is uncached.
+        urls = [f"{origin}/media/{name}?round={round_index}" for name in names]
+        plain = [f"{origin}/media/{name}" for name in names]
+        order = list(timings)
+        if round_index % 2:
+            order.reverse()
+        for tool in order:
+            out = tempfile.mkdtemp(dir=work)
+            if tool == "service":
+                seconds, ok = asyncio.run(fetch_all(urls, lambda s, u: via_service(s, service_base, u)))
+            elif tool == "thumbor":
+                seconds, ok = asyncio.run(fetch_all(plain, lambda s, u: via_thumbor(s, thumbor_base, u)))
+            elif tool == "cliBatch":
+                started = time.monotonic()
+                done = subprocess.run([os.path.join(bin_dir, "attach-fetch"), "--allow-private-network", "--format", "json",
+                                       "--max-concurrency", "16", "--out", out, *urls], capture_output=True, text=True)
+                seconds = time.monotonic() - started
+                ok = [a["status"] == "ready" and "thumbnail" in a for a in json.loads(done.stdout)["attachments"]]
+            else:
+                # What a backend that spawns the CLI per notification pays: a process per image.
+                started = time.monotonic()
+                script = (f'"{os.path.join(bin_dir, "attach-fetch")}" --allow-private-network --format jsonl '
+                          f'--out "$(mktemp -d -p {out})" "$0" | grep -c \'"status":"ready"\'')
+                done = subprocess.run(["xargs", "-P", str(CONNECTIONS), "-n", "1", "sh", "-c", script],
+                                      input="\n".join(urls), capture_output=True, text=True)
+                seconds = time.monotonic() - started
+                ok = [line.strip() == "1" for line in done.stdout.splitlines()]
+            shutil.rmtree(out, ignore_errors=True)
+            if len(ok) != len(names) or not all(ok):
+                sys.exit(f"{tool}: {sum(map(bool, ok))} of {len(names)} images came back with a thumbnail")
+            timings[tool].append(seconds)
+            print(f"  round {round_index + 1} {tool}: {len(names) / seconds:.0f} images/s", flush=True)
+    return {tool: {"seconds": values, "imagesPerSecond": len(names) / statistics.median(values)}
+            for tool, values in timings.items()}
+
+
+def soak(service, url, hot, cold, max_rate, seconds):
+    target = max_rate / 2
+    # Each connection waits DELAY_MS after each answer: CONNECTIONS / (delay + ~1 ms) per second.
+    delay_ms = max(1, round(CONNECTIONS * 1000 / target - 1))
+    with Sampler(service.pid, every=5) as sampler:
+        result = wrk(url, "mix", seconds, HOT_URL=hot, COLD_URL=cold, DELAY_MS=delay_ms)
+    warm = [s for s in sampler.samples if s[0] >= 60] or sampler.samples
+    first, last = warm[0], sampler.samples[-1]
+    fds = [s[2] for s in warm]
+    result.update({
+        "targetRate": target, "delayMs": delay_ms,
+        "pssAfterFirstMinuteMiB": first[1] / 1024, "pssAtEndMiB": last[1] / 1024, "peakPssMiB": sampler.peak_mib,
+        "pssGrowth": last[1] / first[1] - 1,
+        "fdsAfterFirstMinute": first[2], "fdsAtEnd": last[2], "fdsMin": min(fds), "fdsMax": max(fds),
+        "serverErrors": sum(count for status, count in result["statuses"].items() if int(status) >= 500),
+        "samples": sampler.samples,
+    })
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--thumbor-venv", required=True)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=int, default=15)
+    parser.add_argument("--soak-seconds", type=int, default=600)
+    args = parser.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    corpus = os.path.join(args.work, "corpus")
+    names = build_corpus(corpus)
+    origin_process, origin = start_server(args.bin, corpus)
+    thumbor = start_thumbor(args.thumbor_venv, 18888, args.work)
+    results = {"connections": CONNECTIONS, "cores": os.cpu_count(), "serviceExits": [], "serviceLeftovers": []}
+    service = scratch = None
+
+    def fresh_service():
+        """Each part on a new service: a part must not pay for the previous one's backlog (the
+        retention sweep of tens of thousands of batch directories, transfers cut off by wrk)."""
+        nonlocal service, scratch
+        if service is not None:
+            retire_service()
+        scratch = tempfile.mkdtemp(dir=args.work)
+        service, base = start_service(args.bin, scratch)
+        return base
+
+    def retire_service():
+        nonlocal service
+        results["serviceExits"].append(stop(service))
+        results["serviceLeftovers"] += os.listdir(scratch)
+        shutil.rmtree(scratch, ignore_errors=True)
+        service = None
+
+    try:
+        base = fresh_service()
+        single = f"{origin}/media/single.jpg"
+        runs = {}
+        print("single-image requests", flush=True)
+        runs["healthzFloor"] = wrk(f"{base}/healthz", "get", args.seconds)
+        runs["origin64"] = wrk(single, "get", args.seconds)
+        runs["origin1"] = wrk(single, "get", args.seconds, connections=1)
+        subprocess.run(["curl", "-sf", "-o", "/dev/null", "-H", "Content-Type: application/json", "-d",
+                        json.dumps({"urls": [single]}), f"{base}/v1/attachments"], check=True)
+        for name, mode, connections in [("warm64", "warm", CONNECTIONS), ("warm1", "warm", 1),
+                                        ("cold64", "cold", CONNECTIONS), ("cold1", "cold", 1)]:
+            with Sampler(service.pid) as sampler:
+                runs[name] = wrk(f"{base}/v1/attachments", mode, args.seconds, connections=connections,
+                                 HOT_URL=single, COLD_URL=single)
+            runs[name]["peakPssMiB"] = sampler.peak_mib
+        for name, run in runs.items():
+            print(f"  {name:13} {run['rate']:8.0f} req/s  p50 {run['p50_ms']:7.2f} ms  p99 {run['p99_ms']:7.2f} ms"
+                  f"  {run.get('peakPssMiB', 0):6.0f} MiB  statuses {run['statuses']}  socket errors {run['socket_errors']}", flush=True)
+        results["single"] = runs
+
+        print("300 distinct small images, uncached", flush=True)
+        base = fresh_service()
+        results["distinct"] = distinct_images(args.bin, origin, names, "http://127.0.0.1:18888", base, args.rounds, args.work)
+        for tool, figures in results["distinct"].items():
+            print(f"  {tool:12} {figures['imagesPerSecond']:6.0f} images/s (median of {len(figures['seconds'])})", flush=True)
+
+        print(f"soak: {args.soak_seconds} s at half the maximum of a mix (one new URL in 20, the rest cache hits)", flush=True)
+        base = fresh_service()
+        mix_max = wrk(f"{base}/v1/attachments", "mix", args.seconds, HOT_URL=single, COLD_URL=single)
+        results["soakMaximum"] = mix_max
+        results["soak"] = soak(service, f"{base}/v1/attachments", single, single, mix_max["rate"], args.soak_seconds)
+        s = results["soak"]
+        print(f"  maximum {mix_max['rate']:.0f} req/s; soak {s['rate']:.0f} req/s, PSS {s['pssAfterFirstMinuteMiB']:.0f} → "
+              f"{s['pssAtEndMiB']:.0f} MiB ({s['pssGrowth'] * 100:+.1f} %), peak {s['peakPssMiB']:.0f} MiB, descriptors "
+              f"{s['fdsMin']}–{s['fdsMax']} (end {s['fdsAtEnd']}), 5xx {s['serverErrors']}, statuses {s['statuses']}", flush=True)
+    finally:
+        os.killpg(thumbor.pid, signal.SIGTERM)
+        thumbor.wait()
+        if service is not None:
+            retire_service()
+        origin_process.terminate()
+        origin_process.wait()
+
+    with open(os.path.join(HERE, "..", "Thresholds", "service.json")) as f:
+        thresholds = json.load(f)
+    runs, distinct, soaked = results["single"], results["distinct"], results["soak"]
+    checks = [
+        ("cached requests/s", runs["warm64"]["rate"], ">=", thresholds["cachedRequestsPerSecondMin"]),
+        ("cached p99 ms", runs["warm64"]["p99_ms"], "<=", thresholds["cachedP99MsMax"]),
+        ("uncached images/s ÷ thumbor", distinct["service"]["imagesPerSecond"] / distinct["thumbor"]["imagesPerSecond"], ">=",
+         thresholds["uncachedVsThumborMin"]),
+        ("cold p99 over the origin's, 1 connection, ms", runs["cold1"]["p99_ms"] - runs["origin1"]["p99_ms"], "<=",
+         thresholds["coldP99OverOriginMsMax"]),
+        ("soak PSS growth", soaked["pssGrowth"], "<=", thresholds["soakPssGrowthMax"]),
+        ("soak open descriptors spread", soaked["fdsMax"] - soaked["fdsMin"], "<=", thresholds["soakDescriptorSpreadMax"]),
+        ("soak 5xx", soaked["serverErrors"], "<=", 0),
+        ("service exit statuses", max(map(abs, results["serviceExits"])), "<=", 0),
+        ("files left by the service", len(results["serviceLeftovers"]), "<=", 0),
+    ]
+    results["checks"] = []
+    missed = 0
+    print("targets", flush=True)
+    for name, value, op, bound in checks:
+        met = value >= bound if op == ">=" else value <= bound
+        missed += not met
+        results["checks"].append({"name": name, "value": value, "bound": f"{op} {bound}", "met": met})
+        print(f"  {'met   ' if met else 'MISSED'} {name}: {value:.3f} (target {op} {bound})", flush=True)
+    os.makedirs(os.path.join(HERE, "..", "results"), exist_ok=True)
+    with open(os.path.join(HERE, "..", "results", "service.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    sys.exit(1 if missed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+-- wrk script behind Benchmarks/service. The mode comes from the environment:
+--   MODE=get     GET the URL wrk was given (the /healthz and origin floors)
+--   MODE=warm    POST /v1/attachments for HOT_URL, the same URL every time (cache hits)
+--   MODE=cold    POST /v1/attachments for COLD_URL?c=<thread>-<n>: a new URL every time (misses)
+--   MODE=mix     one cold request in COLD_EVERY, otherwise one of HOT_COUNT hot URLs
+--                (HOT_URL?h=<k>); DELAY_MS between a connection's requests sets the rate
+-- Every response status is counted; done() prints one line "WRKJSON {...}" for the harness.
+local mode = os.getenv("MODE") or "get"
+local hot = os.getenv("HOT_URL") or ""
+local cold = os.getenv("COLD_URL") or ""
+local coldEvery = tonumber(os.getenv("COLD_EVERY") or "20")
+local hotCount = tonumber(os.getenv("HOT_COUNT") or "10")
+local delayMs = tonumber(os.getenv("DELAY_MS") or "0")
+
+local threads = {}
+local counter = 0
+
+function setup(thread)
+  thread:set("id", #threads + 1)
+  table.insert(threads, thread)
+end
+
+function init(args)
+  statuses = {}
+  n = 0
+end
+
+local function post(url)
+  return wrk.format("POST", "/v1/attachments", { ["Content-Type"] = "application/json" },
+                    '{"urls":["' .. url .. '"]}')
+end
+
+function request()
+  n = n + 1
+  if mode == "warm" then
+    return post(hot)
+  elseif mode == "cold" then
+    return post(cold .. "?c=" .. id .. "-" .. n)
+  elseif mode == "mix" then
+    if n % coldEvery == 0 then
+      return post(cold .. "?c=" .. id .. "-" .. n)
+    end
+    return post(hot .. "?h=" .. (n % hotCount))
+  end
+  return wrk.format("GET")
+end
+
+if delayMs > 0 then
+  function delay() return delayMs end
+end
+
+function response(status, headers, body)
+  statuses[status] = (statuses[status] or 0) + 1
+end
+
+function done(summary, latency, requests)
+  local byStatus = {}
+  for _, thread in ipairs(threads) do
+    local counts = thread:get("statuses")
+    for status, count in pairs(counts) do
+      byStatus[status] = (byStatus[status] or 0) + count
+    end
+  end
+  local parts = {}
+  for status, count in pairs(byStatus) do
+    table.insert(parts, string.format('"%d": %d', status, count))
+  end
+  local errors = summary.errors
+  io.write(string.format(
+    'WRKJSON {"requests": %d, "seconds": %.3f, "p50_ms": %.3f, "p90_ms": %.3f, "p99_ms": %.3f, "max_ms": %.3f, ' ..
+    '"socket_errors": %d, "statuses": {%s}}\n',
+    summary.requests, summary.duration / 1e6, latency:percentile(50) / 1e3, latency:percentile(90) / 1e3,
+    latency:percentile(99) / 1e3, latency.max / 1e3,
+    errors.connect + errors.read + errors.write + errors.timeout, table.concat(parts, ", ")))
+end
