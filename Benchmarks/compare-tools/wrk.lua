@@ -11,6 +11,7 @@ local cold = os.getenv("COLD_URL") or ""
 local coldEvery = tonumber(os.getenv("COLD_EVERY") or "20")
 local hotCount = tonumber(os.getenv("HOT_COUNT") or "10")
 local delayMs = tonumber(os.getenv("DELAY_MS") or "0")
+local coldSeparator = cold:find("?", 1, true) and "&" or "?"
 
 local threads = {}
 local counter = 0
@@ -35,10 +36,10 @@ function request()
   if mode == "warm" then
     return post(hot)
   elseif mode == "cold" then
-    return post(cold .. "?c=" .. id .. "-" .. n)
+    return post(cold .. coldSeparator .. "c=" .. id .. "-" .. n)
   elseif mode == "mix" then
     if n % coldEvery == 0 then
-      return post(cold .. "?c=" .. id .. "-" .. n)
+      return post(cold .. coldSeparator .. "c=" .. id .. "-" .. n)
     end
     return post(hot .. "?h=" .. (n % hotCount))
   end

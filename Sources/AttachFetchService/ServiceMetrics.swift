@@ -8,6 +8,8 @@ final class ServiceMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
     private let batchesInFlight: Gauge
     private let attachmentsInFlight: Gauge
+    private let transfersRunning: Gauge
+    private let transfersQueued: Gauge
     private let batchesNow = Atomic<Int>(0)
     private let attachmentsNow = Atomic<Int>(0)
 
@@ -19,6 +21,9 @@ final class ServiceMetrics: Sendable {
     init() {
         batchesInFlight = registry.makeGauge(descriptor: Self.name("batches_in_flight", "Batches being processed now"))
         attachmentsInFlight = registry.makeGauge(descriptor: Self.name("attachments_in_flight", "Attachments of batches being processed now"))
+        let transfers = Self.name("transfers_in_flight", "Downloads running (holding a slot) and queued for one")
+        transfersRunning = registry.makeGauge(descriptor: transfers, labels: [("state", "running")])
+        transfersQueued = registry.makeGauge(descriptor: transfers, labels: [("state", "queued")])
     }
 
     private static func name(_ metric: String, _ help: String) -> MetricNameDescriptor {
@@ -79,5 +84,10 @@ final class ServiceMetrics: Sendable {
         }
     }
 
-    func text() -> String { registry.emitToString() }
+    /// The Prometheus text; `transfers` (read from the pipeline when scraped) sets the transfer gauges.
+    func text(transfers: (running: Int, queued: Int)) -> String {
+        transfersRunning.set(Double(transfers.running))
+        transfersQueued.set(Double(transfers.queued))
+        return registry.emitToString()
+    }
 }

@@ -272,6 +272,35 @@ struct Exchange {
         await service.stop()
     }
 
+    @Test func largePublishedFilesAreServedWholeAndInRangesAcrossChunks() async throws {
+        let scratch = Scratch(), publish = Scratch()
+        // 3 MB of varied bytes: a dozen of the server's read chunks, and not a multiple of one.
+        var bytes = [UInt8](repeating: 0, count: 3_000_017)
+        var state: UInt32 = 2_463_534_242
+        for index in bytes.indices {
+            state ^= state << 13; state ^= state >> 17; state ^= state << 5
+            bytes[index] = UInt8(truncatingIfNeeded: state)
+        }
+        let content = Data(bytes)
+        let name = "\(String(repeating: "e", count: 64)).mp4"
+        FileManager.default.createFile(atPath: "\(publish.path)/\(name)", contents: content)
+        let service = try await RunningServer.start(scratch) {
+            $0.pipeline.publish = Publishing(directory: publish.path, baseURL: "https://media.example.test/p")
+        }
+        let whole = try await Exchange.send("GET", "\(service.base)/media/\(name)")
+        #expect(whole.status == 200 && whole.headers["content-length"] == String(content.count))
+        #expect(whole.body == content, "the whole file, byte for byte")
+        let chunk = MediaFiles.chunkBytes
+        for (header, expected) in [("bytes=\(chunk - 5)-\(3 * chunk + 7)", (chunk - 5)..<(3 * chunk + 8)),
+                                   ("bytes=\(content.count - 100_000)-", (content.count - 100_000)..<content.count),
+                                   ("bytes=-1", (content.count - 1)..<content.count)] {
+            let part = try await Exchange.send("GET", "\(service.base)/media/\(name)", headers: ["Range": header])
+            #expect(part.status == 206 && part.body == content.subdata(in: expected), "\(header)")
+            #expect(part.headers["content-range"] == "bytes \(expected.lowerBound)-\(expected.upperBound - 1)/\(content.count)")
+        }
+        await service.stop()
+    }
+
     @Test func metricsAreThePrometheusTextAndMoveAsRequestsArrive() async throws {
         let scratch = Scratch()
         let service = try await RunningServer.start(scratch)
@@ -300,6 +329,33 @@ struct Exchange {
             for line in text.split(separator: "\n") where !line.hasPrefix("#") {
                 #expect(line.hasPrefix("attach_fetch_") && Double(line.split(separator: " ").last ?? "") != nil, "\(line)")
             }
+        }
+        await service.stop()
+    }
+
+    @Test func inFlightGaugesShowRunningAndQueuedTransfersAndBatches() async throws {
+        let scratch = Scratch()
+        let service = try await RunningServer.start(scratch) { $0.pipeline.maxConcurrentTransfers = 1 }
+        func value(_ text: String, _ prefix: String) -> Double? {
+            text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Double($0.split(separator: " ").last ?? "") }
+        }
+        let running = #"attach_fetch_transfers_in_flight{state="running"}"#
+        let queued = #"attach_fetch_transfers_in_flight{state="queued"}"#
+        try await withMediaServer { media in
+            // Three stalled downloads, one slot: one runs and two wait until the deadline.
+            let urls = (0..<3).map { #""\#(media.baseURL)/stall/photo.jpg?n=\#($0)""# }.joined(separator: ",")
+            let batch = Task { try await Exchange.post("\(service.base)/v1/attachments", json: #"{"urls": [\#(urls)], "deadlineMs": 2000}"#) }
+            var seen: (Double?, Double?, Double?) = (nil, nil, nil)
+            for _ in 0..<100 {
+                let text = try await Exchange.send("GET", "\(service.base)/metrics").text
+                seen = (value(text, running), value(text, queued), value(text, "attach_fetch_batches_in_flight"))
+                if seen.0 == 1 && seen.1 == 2 { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(seen.0 == 1 && seen.1 == 2 && seen.2 == 1, "running, queued, batches: \(seen)")
+            #expect(try await batch.value.status == 200)
+            let after = try await Exchange.send("GET", "\(service.base)/metrics").text
+            #expect(value(after, running) == 0 && value(after, queued) == 0 && value(after, "attach_fetch_batches_in_flight") == 0)
         }
         await service.stop()
     }

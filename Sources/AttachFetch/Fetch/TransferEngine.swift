@@ -26,7 +26,11 @@ final class TransferEngine: @unchecked Sendable {
     private let sniffer: MagicSniffer
     private let maxConcurrent: Int
     private let logger: Logger
-    private var active: [UnsafeMutableRawPointer: EasyTransfer] = [:]
+    private var active: [UnsafeMutableRawPointer: EasyTransfer] = [:] {
+        didSet { runningCount.store(active.count, ordering: .relaxed) }
+    }
+    /// `active.count`, readable from any thread (for metrics).
+    private let runningCount = Atomic<Int>(0)
     private let stopped = DispatchSemaphore(value: 0)
 
     init(maxConcurrent: Int, logger: Logger) throws(AttachFetchError) {
@@ -59,6 +63,11 @@ final class TransferEngine: @unchecked Sendable {
             job.requestCancel()
             multi.wakeup()
         }
+    }
+
+    /// Transfers holding a slot now, and jobs waiting for one.
+    var inFlight: (running: Int, queued: Int) {
+        (runningCount.load(ordering: .relaxed), shared.withLock { $0.queue.count })
     }
 
     /// Stops the thread after finishing every job as cancelled. Blocks until it has.

@@ -48,6 +48,10 @@ public final class AttachmentPipeline: Sendable {
         self.results = SharedResults(caching: configuration.cache)
     }
 
+    /// Downloads now running (holding one of `maxConcurrentTransfers` slots) and waiting for a
+    /// slot, across every batch of this pipeline. For metrics; a snapshot, stale at once.
+    public var transfersInFlight: (running: Int, queued: Int) { engine.inFlight }
+
     /// Stops the download thread, after failing whatever is still queued or running as
     /// `cancelled`. Call it once the pipeline is no longer needed; later batches fail at once.
     public func shutdown() async {
