@@ -214,7 +214,10 @@ def soak(service, url, hot, cold, max_rate, seconds):
     delay_ms = max(1, round(CONNECTIONS * 1000 / target - latency_ms))
     with Sampler(service.pid, every=5) as sampler:
         result = wrk(url, "mix", seconds, HOT_URL=hot, COLD_URL=cold, DELAY_MS=delay_ms)
-    warm = [s for s in sampler.samples if s[0] >= 60] or sampler.samples
+    # Compared from the first minute on (from half-way in a shorter soak): connections and the
+    # service's working set settle first.
+    settled = min(60, seconds / 2)
+    warm = [s for s in sampler.samples if s[0] >= settled] or sampler.samples
     first, last = warm[0], sampler.samples[-1]
     fds = [s[2] for s in warm]
     result.update({
