@@ -3,6 +3,8 @@
 # package clients (CI can reach them), checked file by file against the committed manifest.
 #   - Pillow's source distribution (its Tests/images: about 1,000 images, good, odd and broken),
 #     downloaded with pip;
+#   - mutagen's source distribution (its tests/data: 99 audio and video files — MP3s with odd
+#     ID3 tags, M4A/M4B/MP4, AIFF, WAV, AAC, and formats Apple's table does not list), with pip;
 #   - TestMedia/ and TestMedia/cases/ (ours: every audio and video case, and each defect found).
 # The files land flattened (a/b.png -> SOURCE__a__b.png; characters other than letters, digits,
 # '.', '_' and '-' become '_') in .corpus/files/, served as they are by the tests.
@@ -11,6 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pillow_version=12.0.0
+mutagen_version=1.47.0
 cache=.corpus/cache
 files=.corpus/files
 manifest=Tests/Corpus/manifest.tsv
@@ -28,9 +31,15 @@ if [ ! -s "$sdist" ]; then
   "${pip[@]}" download --quiet --no-deps --no-binary pillow "pillow==$pillow_version" -d "$cache"
 fi
 
-rm -rf "$files" "$cache/pillow"
-mkdir -p "$files" "$cache/pillow"
+mutagen_sdist="$cache/mutagen-$mutagen_version.tar.gz"
+if [ ! -s "$mutagen_sdist" ]; then
+  "${pip[@]}" download --quiet --no-deps --no-binary mutagen "mutagen==$mutagen_version" -d "$cache"
+fi
+
+rm -rf "$files" "$cache/pillow" "$cache/mutagen"
+mkdir -p "$files" "$cache/pillow" "$cache/mutagen"
 tar -xzf "$sdist" -C "$cache/pillow" --wildcards "pillow-$pillow_version/Tests/images/*"
+tar -xzf "$mutagen_sdist" -C "$cache/mutagen" --wildcards "mutagen-$mutagen_version/tests/data/*"
 flatten() { # SOURCE-NAME ROOT: copies every regular file under ROOT into $files, flattened
   local source=$1 root=$2
   (cd "$root" && find . -type f ! -name '*.sh' -printf '%P\n') | LC_ALL=C sort | while IFS= read -r path; do
@@ -39,6 +48,7 @@ flatten() { # SOURCE-NAME ROOT: copies every regular file under ROOT into $files
   done
 }
 flatten pillow "$cache/pillow/pillow-$pillow_version/Tests/images"
+flatten mutagen "$cache/mutagen/mutagen-$mutagen_version/tests/data"
 flatten testmedia TestMedia
 
 # The manifest: source, path (flattened name) and SHA-256 of every fetched file (TestMedia is
