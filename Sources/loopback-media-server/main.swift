@@ -10,7 +10,8 @@ guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirector
     exit(2)
 }
 let routes = MediaRoutes(directory: directory)
-let server = try LoopbackHTTPServer { request, connection in routes.handle(request, connection) }
+// No request log: the demo and the benchmarks send it hundreds of thousands of requests.
+let server = try LoopbackHTTPServer(keepsRequestLog: false) { request, connection in routes.handle(request, connection) }
 FileHandle.standardOutput.write(Data((server.baseURL + "\n").utf8))
 // Serve until killed (the demo script stops it).
 while true { sleep(3600) }

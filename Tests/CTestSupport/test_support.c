@@ -1,4 +1,5 @@
 // vips_black, vips_gaussnoise, vips_cast, vips_bandjoin and the savers are variadic; Swift cannot call them.
+#include <malloc.h>
 #include "CTestSupport.h"
 
 int af_test_write_black_jpeg(const char *path, int width, int height, int progressive) {
@@ -40,3 +41,5 @@ int af_test_write_noise_jpeg(const char *path, int width, int height, int orient
     g_object_unref(image);
     return result;
 }
+
+size_t af_test_live_heap_bytes(void) { return mallinfo2().uordblks; }
