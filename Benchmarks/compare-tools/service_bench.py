@@ -208,10 +208,12 @@ def soak(service, url, hot, cold, max_rate, seconds):
         prime["requests"] += more["requests"]
     # Each connection waits DELAY_MS after each answer, so a connection makes 1 / (delay +
     # latency) requests per second. A 15-second calibration run measures the latency at that rate.
+    # The latency depends on the rate, so the calibration is repeated once at the corrected delay.
     delay_ms = max(1, round(CONNECTIONS * 1000 / target))
-    calibration = wrk(url, "mix", 15, HOT_URL=hot, COLD_URL=cold + "?calibration=1", DELAY_MS=delay_ms)
-    latency_ms = max(0.0, CONNECTIONS * 1000 / calibration["rate"] - delay_ms)
-    delay_ms = max(1, round(CONNECTIONS * 1000 / target - latency_ms))
+    for step in range(2):
+        calibration = wrk(url, "mix", 10, HOT_URL=hot, COLD_URL=cold + f"?calibration={step}", DELAY_MS=delay_ms)
+        latency_ms = max(0.0, CONNECTIONS * 1000 / calibration["rate"] - delay_ms)
+        delay_ms = max(1, round(CONNECTIONS * 1000 / target - latency_ms))
     with Sampler(service.pid, every=5) as sampler:
         result = wrk(url, "mix", seconds, HOT_URL=hot, COLD_URL=cold, DELAY_MS=delay_ms)
     # Compared from the first minute on (from half-way in a shorter soak): connections and the
