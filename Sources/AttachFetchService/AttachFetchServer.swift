@@ -119,20 +119,13 @@ public final class AttachFetchServer: Sendable {
     }
 
     private func attachments(_ request: Request, _ context: ServiceContext) async throws -> Response {
-        let wantsLines = request.headers[.accept]?.contains("application/x-ndjson") == true
-        if wantsLines {
-            let data = try await body(request.body)
-            let (requests, milliseconds) = try APIRequests.attachments(data, maxRequests: configuration.maxRequestsPerCall)
-            return try streamed(requests, deadline: try deadline(milliseconds, request), context: context)
-        }
         let data = try await body(request.body)
         let (requests, milliseconds) = try APIRequests.attachments(data, maxRequests: configuration.maxRequestsPerCall)
         let deadline = try deadline(milliseconds, request)
-        // The batch is cancelled (and its files removed) if the client goes away.
-        let batch = try await context.channel.disconnectWatch.cancellingOnDisconnect {
-            try await self.run(requests, deadline: deadline, context: context)
+        if request.headers[.accept]?.contains("application/x-ndjson") == true {
+            return try streamed(requests, deadline: deadline, context: context)
         }
-        return Self.json(BatchDocument(batch))
+        return Self.json(BatchDocument(try await run(requests, deadline: deadline, context: context)))
     }
 
     private func payloads(_ request: Request, _ context: ServiceContext) async throws -> Response {
@@ -148,11 +141,7 @@ public final class AttachFetchServer: Sendable {
             throw APIError.invalidRequest("the payload names \(media.count) media; at most \(configuration.maxRequestsPerCall)")
         }
         let platforms = PushPayload.platforms(for: media, configured: configuration.pipeline.platforms)
-        let deadline = try deadline(nil, request)
-        // The batch is cancelled (and its files removed) if the client goes away.
-        let batch = try await context.channel.disconnectWatch.cancellingOnDisconnect {
-            try await self.run(media.map { $0.request(platforms: platforms) }, deadline: deadline, context: context)
-        }
+        let batch = try await run(media.map { $0.request(platforms: platforms) }, deadline: try deadline(nil, request), context: context)
         let lint = payload.lint(media: media, descriptors: batch.attachments)
             + payload.platformLint(media: media, descriptors: batch.attachments, rewriting: rewrite)
         var document = PayloadDocument(BatchDocument(batch, lint: lint))
@@ -171,19 +160,26 @@ public final class AttachFetchServer: Sendable {
         }
     }
 
-    /// Runs one batch under the overload limit; a cancelled one (the client left) has its files removed.
+    /// Runs one batch under the overload limit, cancelled if the client goes away; a cancelled
+    /// batch has its files removed.
     private func run(_ requests: [AttachmentRequest], deadline: Duration, context: ServiceContext) async throws -> AttachmentBatch {
         guard metrics.startBatch(attachments: requests.count, limit: configuration.maxBatches) else { throw APIError.overloaded }
         defer { metrics.endBatch(attachments: requests.count) }
         let directory = try files.newBatch()
-        let batch = await pipeline.process(requests, deadline: deadline, outputDirectory: directory, logger: context.logger)
-        for descriptor in batch.attachments {
-            metrics.attachment(descriptor)
-            context.outcome.count(descriptor.status.rawValue)
-        }
-        if Task.isCancelled {
+        let batch: AttachmentBatch
+        do {
+            batch = try await context.channel.disconnectWatch.cancellingOnDisconnect {
+                let batch = await self.pipeline.process(requests, deadline: deadline, outputDirectory: directory, logger: context.logger)
+                for descriptor in batch.attachments {
+                    self.metrics.attachment(descriptor)
+                    context.outcome.count(descriptor.status.rawValue)
+                }
+                try Task.checkCancellation()
+                return batch
+            }
+        } catch {
             files.remove(directory)
-            throw CancellationError()
+            throw error
         }
         if !batch.attachments.contains(where: { $0.status == .ready }) { files.remove(directory) }
         return batch

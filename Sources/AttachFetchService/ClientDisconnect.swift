@@ -10,7 +10,8 @@ import Synchronization
 /// client would lose keep-alive (a new TCP connection per call). This handler only observes
 /// the events NIO delivers anyway; the connection stays reusable.
 final class ClientDisconnectWatch: ChannelInboundHandler, RemovableChannelHandler, Sendable {
-    // Request parts pass through untouched (never unwrapped), so their type need not be named.
+    // Request parts pass through untouched (the default channelRead forwards them, never
+    // unwrapped), so their type need not be named.
     typealias InboundIn = NIOAny
 
     private struct State {
@@ -21,10 +22,6 @@ final class ClientDisconnectWatch: ChannelInboundHandler, RemovableChannelHandle
     // Written by the event loop (events) and by request tasks (watch/unwatch): the lock makes
     // this handler safe to share between them.
     private let state = Mutex(State())
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        context.fireChannelRead(data)
-    }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let event = event as? ChannelEvent, event == .inputClosed { clientWentAway() }

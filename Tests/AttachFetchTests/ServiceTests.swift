@@ -42,6 +42,11 @@ final class RunningServer: Sendable {
     }
 }
 
+/// The value of the first Prometheus sample line starting with `prefix` (name and labels).
+func metricValue(_ text: String, _ prefix: String) -> Double? {
+    text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Double($0.split(separator: " ").last ?? "") }
+}
+
 /// One HTTP exchange through URLSession (libcurl underneath on Linux).
 struct Exchange {
     var status: Int
@@ -304,9 +309,7 @@ struct Exchange {
     @Test func metricsAreThePrometheusTextAndMoveAsRequestsArrive() async throws {
         let scratch = Scratch()
         let service = try await RunningServer.start(scratch)
-        func value(_ text: String, _ prefix: String) -> Double {
-            text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
-        }
+        func value(_ text: String, _ prefix: String) -> Double { metricValue(text, prefix) ?? 0 }
         try await withMediaServer { media in
             let before = try await Exchange.send("GET", "\(service.base)/metrics").text
             for _ in 0..<3 {
@@ -336,9 +339,7 @@ struct Exchange {
     @Test func inFlightGaugesShowRunningAndQueuedTransfersAndBatches() async throws {
         let scratch = Scratch()
         let service = try await RunningServer.start(scratch) { $0.pipeline.maxConcurrentTransfers = 1 }
-        func value(_ text: String, _ prefix: String) -> Double? {
-            text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Double($0.split(separator: " ").last ?? "") }
-        }
+        let value = metricValue
         let running = #"attach_fetch_transfers_in_flight{state="running"}"#
         let queued = #"attach_fetch_transfers_in_flight{state="queued"}"#
         try await withMediaServer { media in
