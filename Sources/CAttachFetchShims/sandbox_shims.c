@@ -1,10 +1,11 @@
-// The decoder worker's sandbox calls: prctl is variadic, unshare and
+// The decoder worker's sandbox calls: prctl is variadic, unshare, close_range and
 // posix_spawn_file_actions_addclosefrom_np need _GNU_SOURCE. Each forwards unchanged.
 #define _GNU_SOURCE
 #include <sched.h>
 #include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <linux/seccomp.h>
 #include "CAttachFetchShims.h"
 
@@ -27,6 +28,14 @@ int af_unshare(int flags) {
 
 int af_spawn_close_from(void *actions, int lowest) {
     return posix_spawn_file_actions_addclosefrom_np((posix_spawn_file_actions_t *)actions, lowest);
+}
+
+int af_close_from(int lowest) {
+    return close_range((unsigned int)lowest, ~0U, 0);
+}
+
+int af_prctl_set_name(const char *name) {
+    return prctl(PR_SET_NAME, name, 0, 0, 0);
 }
 
 int af_socketpair_stream_cloexec(int fds[2]) {

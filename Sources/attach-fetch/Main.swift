@@ -1,4 +1,5 @@
 import ArgumentParser
+import AttachFetch
 import Foundation
 
 @main
@@ -15,6 +16,14 @@ struct AttachFetchTool: AsyncParsableCommand {
     static func main() async {
         do {
             var command = try parseAsRoot()
+            // Decoder workers forked now, while this process has a single thread: a fork of a
+            // process that has loaded libvips and FFmpeg starts in a millisecond or two, where a
+            // new worker binary spends about 80 ms binding their symbols (see DecoderReserve).
+            if let fetch = command as? FetchCommand {
+                DecoderReserve.fork(count: fetch.pipeline.reservedDecoders)
+            } else if let serve = command as? ServeCommand {
+                DecoderReserve.fork(count: serve.pipeline.reservedDecoders)
+            }
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {

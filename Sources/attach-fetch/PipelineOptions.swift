@@ -115,6 +115,14 @@ struct PipelineOptions: ParsableArguments {
         }
     }
 
+    /// Decoder workers worth forking at the start (`DecoderReserve`): the pipeline's image
+    /// workers and its probe worker; none when decoding is in-process.
+    var reservedDecoders: Int {
+        guard decoderIsolation != "none" else { return 0 }
+        let defaults = AttachFetchConfiguration()
+        return defaults.thumbnailThreads + defaults.probeThreads
+    }
+
     /// The library's configuration with these options applied.
     func configuration() throws -> AttachFetchConfiguration {
         var configuration = AttachFetchConfiguration()

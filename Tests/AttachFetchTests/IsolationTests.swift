@@ -116,6 +116,80 @@ import Testing
         _ = pipeline
     }
 
+    /// The CLI forks its decoder workers at its start (DecoderReserve) instead of starting the
+    /// worker binary: the workers are the CLI's own executable, hold nothing of it but their
+    /// socket, catch and block no signal (the CLI's crash handlers must not survive the fork),
+    /// and the ones its pipeline took are confined with its limits before their first job.
+    @Test func theCLIForksItsWorkersConfinedAndWithoutItsHandlers() async throws {
+        try await withMediaServer { server in
+            let cli = builtExecutable("attach-fetch")
+            let out = Scratch()
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: cli)
+            process.arguments = ["--allow-private-network", "--format", "json", "--deadline", "3", "--out", out.path,
+                                 "\(server.baseURL)/media/photo.jpg", "\(server.baseURL)/stall/photo.jpg"]
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let parent = process.processIdentifier
+            func field(_ status: String, _ name: String) -> String? {
+                status.split(separator: "\n").first { $0.hasPrefix(name + ":") }
+                    .map { $0.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces) }
+            }
+            // Its children, once its pipeline has taken its image workers (they are confined).
+            var children: [pid_t] = []
+            for _ in 0..<200 {
+                children = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { pid_t($0) }.filter {
+                    guard let status = try? String(contentsOfFile: "/proc/\($0)/status", encoding: .utf8) else { return false }
+                    return field(status, "PPid") == "\(parent)"
+                }
+                let confined = children.filter {
+                    (try? String(contentsOfFile: "/proc/\($0)/status", encoding: .utf8)).flatMap { field($0, "Seccomp") } == "2"
+                }
+                if confined.count >= AttachFetchConfiguration().thumbnailThreads { break }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let mine = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/ns/net")
+            var confined = 0
+            for pid in children {
+                let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+                #expect(field(status, "Name") == "attach-fetch-de")
+                #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
+                        == FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(parent)/exe"))
+                #expect(field(status, "SigCgt") == "0000000000000000" && field(status, "SigBlk") == "0000000000000000", "\(status)")
+                let files = Self.openFiles(pid)
+                #expect(files.count == 3 && files[0].hasPrefix("socket:") && files[1] == files[0] && files[2] == "/dev/null", "\(files)")
+                guard field(status, "Seccomp") == "2" else { continue }
+                confined += 1
+                let limits = try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
+                #expect(limits.split(separator: "\n").contains { $0.hasPrefix("Max data size") && $0.contains("\(512 << 20)") }, "\(limits)")
+                #expect(field(status, "NoNewPrivs") == "1")
+                #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/ns/net") != mine)
+            }
+            #expect(confined == AttachFetchConfiguration().thumbnailThreads, "\(children)")
+            let json = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            let document = try JSONSerialization.jsonObject(with: json) as? [String: Any]
+            let attachments = document?["attachments"] as? [[String: Any]] ?? []
+            #expect(attachments.count == 2 && attachments[0]["status"] as? String == "ready" && attachments[0]["thumbnail"] != nil,
+                    "\(String(decoding: json, as: UTF8.self))")
+            // None outlives the CLI (gone, or a zombie of whoever adopted it).
+            func running(_ pid: pid_t) -> Bool {
+                (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)).flatMap { field($0, "State") }?.hasPrefix("Z") == false
+            }
+            for _ in 0..<100 where children.contains(where: running) { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(!children.contains(where: running))
+        }
+    }
+
+    /// Forking is only safe in a process with one thread: in any other (this test runner) the
+    /// reserve forks nothing, and pipelines start their workers as before.
+    @Test func aProcessWithThreadsReservesNoWorkers() {
+        #expect(DecoderReserve.fork(count: 2) == 0)
+        #expect(DecoderReserve.take() == nil)
+    }
+
     /// Without the worker executable, the pipeline refuses to start and says what to do.
     @Test func aMissingWorkerExecutableIsAConfigurationError() throws {
         var configuration = AttachFetchConfiguration()

@@ -19,6 +19,9 @@ final class DecoderProcess {
         var memoryBytes: Int
         var cpuSecondsPerJob: Int
         var fileSizeBytes: Int
+        /// Whether a worker the program forked at its start (`DecoderReserve`) may be taken:
+        /// only for the default worker, which is what a reserved one is.
+        var takesReserved: Bool
     }
 
     /// How a pipeline with this configuration starts its workers; nil for isolation `.none`.
@@ -36,10 +39,24 @@ final class DecoderProcess {
             throw .invalidConfiguration("the decoder worker \(executable) is not there or not executable: build it (swift build --product attach-fetch-decoder) and keep it beside the program, set decoderExecutable, or set isolation to .none (unsafe for untrusted input)")
         }
         return Launch(executable: executable, memoryBytes: configuration.decoderMemoryLimit,
-                      cpuSecondsPerJob: configuration.decoderCPUSecondsPerJob, fileSizeBytes: configuration.decoderFileSizeLimit)
+                      cpuSecondsPerJob: configuration.decoderCPUSecondsPerJob, fileSizeBytes: configuration.decoderFileSizeLimit,
+                      takesReserved: configuration.decoderExecutable == nil)
     }
 
     init(_ launch: Launch) throws(Reason) {
+        let limits = DecoderWorker.Limits(memoryBytes: launch.memoryBytes, cpuSecondsPerJob: launch.cpuSecondsPerJob,
+                                          fileSizeBytes: launch.fileSizeBytes, parent: getpid())
+        if launch.takesReserved, let reserved = DecoderReserve.take() {
+            // Its limits first, applied before it reads any job.
+            if Frame.write(Data(limits.arguments.joined(separator: " ").utf8), to: reserved.socket) {
+                pid = reserved.pid
+                socket = reserved.socket
+                return
+            }
+            close(reserved.socket)
+            kill(reserved.pid, SIGKILL)
+            while waitpid(reserved.pid, nil, 0) < 0 && errno == EINTR {}
+        }
         var pair: [Int32] = [-1, -1]
         guard af_socketpair_stream_cloexec(&pair) == 0 else {
             throw Reason(code: .ioError, message: "cannot make the decoder's socket: \(String(cString: strerror(errno)))")
@@ -63,9 +80,7 @@ final class DecoderProcess {
         posix_spawnattr_setsigdefault(&attributes, &all)
         posix_spawnattr_setsigmask(&attributes, &none)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-        let arguments = [launch.executable] + DecoderWorker.Limits(
-            memoryBytes: launch.memoryBytes, cpuSecondsPerJob: launch.cpuSecondsPerJob,
-            fileSizeBytes: launch.fileSizeBytes, parent: getpid()).arguments
+        let arguments = [launch.executable] + limits.arguments
         let argv = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         // SWIFT_BACKTRACE=enable=no: the Swift runtime's crash handler would try to start its

@@ -55,6 +55,12 @@ public enum DecoderWorker {
             FileHandle.standardError.write(Data("attach-fetch-decoder is started by attach-fetch's pipeline, not by hand\n".utf8))
             exit(2)
         }
+        serve(limits)
+    }
+
+    /// Confines this process with `limits`, then answers jobs on standard input and output
+    /// until the pipeline closes the socket. Never returns.
+    static func serve(_ limits: Limits) -> Never {
         confine(limits)
         do throws(AttachFetchError) { try Vips.ensureStarted() } catch {
             FileHandle.standardError.write(Data("attach-fetch-decoder: \(error.message)\n".utf8))
