@@ -152,4 +152,16 @@ ff -f lavfi -i testsrc=size=176x144:rate=10 -t 1 -f lavfi -i "sine=duration=1:sa
    -pix_fmt yuv420p -preset veryfast -crf 35 -c:a aac -ar 8000 -ac 1 -b:a 16k -shortest -f 3gp video.3gp
 ff -f lavfi -i testsrc=size=176x144:rate=10 -t 1 -c:v libx264 -pix_fmt yuv420p -preset veryfast -crf 35 -f 3g2 video.3g2
 ff -f lavfi -i testsrc=size=160x120:rate=10 -t 0.3 -c:v prores -f mov mov-prores.mov
+# 3GPP2 from a KDDI phone: major brand "kddi", which libmagic does not know ("ISO Media",
+# application/octet-stream); the compatible brand "3g2a" says what it is. ffmpeg writes the
+# compatible brands "kddi isom iso2": the last two are overwritten in place (same size, so no
+# offset moves) with "3g2a kddi".
+ff -f lavfi -i testsrc=size=176x144:rate=10 -t 1 -f lavfi -i "sine=duration=1:sample_rate=8000" -c:v libx264 \
+   -pix_fmt yuv420p -preset veryfast -crf 35 -c:a aac -ar 8000 -ac 1 -b:a 16k -shortest -brand kddi -f 3g2 video-kddi.3g2
+python3 - <<'PY'
+data = bytearray(open("video-kddi.3g2", "rb").read())
+assert data[4:12] == b"ftypkddi" and data[20:28] == b"isomiso2", data[:32]
+data[20:28] = b"3g2akddi"
+open("video-kddi.3g2", "wb").write(bytes(data))
+PY
 ls -l

@@ -19,6 +19,7 @@ struct AttachFetchTool: AsyncParsableCommand {
             // Decoder workers forked now, while this process has a single thread: a fork of a
             // process that has loaded libvips and FFmpeg starts in a millisecond or two, where a
             // new worker binary spends about 80 ms binding their symbols (see DecoderReserve).
+            if getenv("VIPSHOME") == nil { setenv("VIPSHOME", "/dev/null", 0) }
             if let fetch = command as? FetchCommand {
                 DecoderReserve.fork(count: fetch.pipeline.reservedDecoders)
             } else if let serve = command as? ServeCommand {

@@ -116,10 +116,14 @@ import Testing
         _ = pipeline
     }
 
+    /// Workers the CLI forks: one per default thumbnail thread and one to probe.
+    static let reservedByTheCLI = AttachFetchConfiguration().thumbnailThreads + AttachFetchConfiguration().probeThreads
+
     /// The CLI forks its decoder workers at its start (DecoderReserve) instead of starting the
     /// worker binary: the workers are the CLI's own executable, hold nothing of it but their
     /// socket, catch and block no signal (the CLI's crash handlers must not survive the fork),
-    /// and the ones its pipeline took are confined with its limits before their first job.
+    /// and its pipeline takes every one (the probe worker too, though its pool is lazy: a
+    /// reserved worker costs nothing to take) and confines it with its limits.
     @Test func theCLIForksItsWorkersConfinedAndWithoutItsHandlers() async throws {
         try await withMediaServer { server in
             let cli = builtExecutable("attach-fetch")
@@ -147,7 +151,7 @@ import Testing
                 let confined = children.filter {
                     (try? String(contentsOfFile: "/proc/\($0)/status", encoding: .utf8)).flatMap { field($0, "Seccomp") } == "2"
                 }
-                if confined.count >= AttachFetchConfiguration().thumbnailThreads { break }
+                if confined.count >= Self.reservedByTheCLI { break }
                 try await Task.sleep(for: .milliseconds(10))
             }
             let mine = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/ns/net")
@@ -167,7 +171,7 @@ import Testing
                 #expect(field(status, "NoNewPrivs") == "1")
                 #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/ns/net") != mine)
             }
-            #expect(confined == AttachFetchConfiguration().thumbnailThreads, "\(children)")
+            #expect(confined == Self.reservedByTheCLI && children.count == confined, "\(children)")
             let json = output.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
             let document = try JSONSerialization.jsonObject(with: json) as? [String: Any]

@@ -160,6 +160,33 @@ import Testing
         #expect(decide(Data(count: 100) + jpeg, true, 1 << 20) == .sniffed("application/octet-stream", skipped: 0))
     }
 
+    /// An ISO base media file libmagic cannot name is typed from its ftyp box: the major brand,
+    /// then the compatible brands, first known wins; anything that is not a whole ftyp box, or
+    /// names no known brand, keeps libmagic's answer.
+    @Test func isoBrandsTypeWhatLibmagicCannot() {
+        func box(_ major: String, _ compatible: [String], declared: Int? = nil) -> Data {
+            let size = 16 + 4 * compatible.count
+            var data = Data([UInt8(size >> 24), UInt8(size >> 16 & 0xFF), UInt8(size >> 8 & 0xFF), UInt8((declared ?? size) & 0xFF)])
+            data += Data("ftyp\(major)".utf8) + Data([0, 0, 2, 0]) + Data(compatible.joined().utf8)
+            return data + Data(count: 64)
+        }
+        let cases: [(Data, String?)] = [
+            (box("kddi", ["kddi", "3g2a"]), "video/3gpp2"),
+            (box("3gp5", []), "video/3gpp"),
+            (box("abcd", ["3ge7", "isom"]), "video/3gpp"),
+            (box("qt  ", ["qt  "]), "video/quicktime"),
+            (box("M4A ", ["isom"]), "audio/mp4"),
+            (box("xxxx", ["isom"]), "video/mp4"),
+            (box("kddi", ["kddi"]), nil),
+            (box("kddi", ["3g2a"], declared: 200), nil),   // a box larger than the bytes
+            (box("kddi", ["3g2a"], declared: 18), nil),    // not a whole number of brands
+            (Data("RIFF\0\0\0\0WAVEfmt ".utf8) + Data(count: 64), nil),
+        ]
+        for (bytes, expected) in cases {
+            #expect(bytes.withUnsafeBytes { SniffWindow.isoBrandMIME($0) } == expected, "\(Array(bytes.prefix(24)))")
+        }
+    }
+
     /// A photo whose scan ends after 30 KB is corruptMedia on every decoder path: with an ICC
     /// profile or an EXIF segment (libvips) as without (libjpeg-turbo's fast path). It used to
     /// be delivered, nearly uniform grey, on the libvips path.
@@ -223,14 +250,15 @@ import Testing
         #expect(scratch.tree() == [], "\(scratch.tree())")
     }
 
-    /// QuickTime (what iPhones record) and 3GPP/3GPP2 with codecs MPEG-4 carries are moved
+    /// QuickTime (what iPhones record) and 3GPP/3GPP2 (also under a brand libmagic does not
+    /// know, typed from the ftyp box's compatible brands) with codecs MPEG-4 carries are moved
     /// into MPEG-4 without re-encoding: delivered as `.mp4`, `transforms: ["remuxed"]`, the
     /// source facts kept, the file decodable by ffmpeg at the same size. ProRes is refused.
     @Test func quickTimeAnd3GPPAreRemuxedIntoMPEG4() async throws {
-        let names = ["mov-h264-aac.mov", "video.3gp", "video.3g2", "mov-prores.mov"]
+        let names = ["mov-h264-aac.mov", "video.3gp", "video.3g2", "video-kddi.3g2", "mov-prores.mov"]
         let scratch = Scratch()
         let descriptors = try await fetchCases(names, into: scratch)
-        for (name, d) in zip(names.prefix(3), descriptors) {
+        for (name, d) in zip(names.prefix(4), descriptors) {
             #expect(d.status == .ready, "\(name): \(d.reason?.message ?? "")")
             #expect(d.mimeType == "video/mp4" && d.fileExtension == "mp4" && d.kind == .video, "\(name): \(d.mimeType ?? "-")")
             #expect(d.transforms == [.remuxed], "\(name)")
@@ -247,7 +275,9 @@ import Testing
             #expect(d.thumbnail != nil, "\(name)")
         }
         #expect(descriptors[0].audioCodec == "aac" && descriptors[0].videoCodec == "h264")
-        let prores = descriptors[3]
+        // Typed from its compatible brand (libmagic does not know "kddi").
+        #expect(descriptors[3].sourceMimeType == "video/3gpp2")
+        let prores = descriptors[4]
         #expect(prores.reason?.code == .unsupportedType && prores.reason?.message.contains("prores") == true,
                 "\(prores.reason?.message ?? "ready")")
         // Strict accept-or-reject: refused as today.

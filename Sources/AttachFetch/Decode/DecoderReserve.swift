@@ -34,6 +34,10 @@ public enum DecoderReserve {
     @discardableResult
     public static func fork(count: Int) -> Int {
         guard count > 0, threadCount() == 1 else { return 0 }
+        // libvips and FFmpeg set up once, here, for every worker to inherit (libvips' start
+        // registers a few hundred types), when that leaves the process with one thread.
+        guard (try? Vips.ensureStarted()) != nil, threadCount() == 1 else { return 0 }
+        _ = FFmpeg.startup
         var forked: [Worker] = []
         for _ in 0..<count {
             var pair: [Int32] = [-1, -1]
@@ -51,6 +55,9 @@ public enum DecoderReserve {
         workers.withLock { $0.append(contentsOf: forked) }
         return forked.count
     }
+
+    /// Whether a reserved worker is left.
+    static var hasWorkers: Bool { workers.withLock { !$0.isEmpty } }
 
     /// A reserved worker, no longer reserved; nil when none is left.
     static func take() -> Worker? {

@@ -1,6 +1,11 @@
 /// Which bytes libmagic sees, so that a body's type never depends on how the network cut it
 /// into chunks: always the first `size` bytes (fewer only when the body is shorter).
 ///
+/// An ISO base media file (MPEG-4, 3GPP, QuickTime) whose brand libmagic does not know (it
+/// says `application/octet-stream`, "ISO Media") is typed from its `ftyp` box instead: the
+/// major brand, then each compatible brand, first known wins (`isoBrandMIME`). FFmpeg's probe
+/// confirms it after the download, and the streams decide the kind.
+///
 /// Two things move the window, both MP3's: an ID3v2 tag (cover art makes it tens or hundreds of
 /// KB, and libmagic then sees only the tag), and zero padding before the first MPEG audio frame.
 /// The window is moved past them only when libmagic then names MPEG audio (`audio/mpeg`);
@@ -33,6 +38,9 @@ enum SniffWindow {
         case .success(let mime): first = mime
         case .failure(let error): return .refused(.unsupportedType, error.message)
         }
+        if first == "application/octet-stream", let branded = isoBrandMIME(UnsafeRawBufferPointer(rebasing: prefix.prefix(size))) {
+            return .sniffed(branded, skipped: 0)
+        }
         let start: Int
         if let tag = id3v2TagSize(prefix) {
             guard tag <= maxLookahead else {
@@ -56,6 +64,36 @@ enum SniffWindow {
             return .sniffed(first, skipped: 0)
         }
         return .sniffed(mime, skipped: frames)
+    }
+
+    /// The MIME type an ISO base media file's brands name, or nil: the window must start with
+    /// a whole `ftyp` box (a 32-bit size of 16 or more that fits, a multiple of 4 after the
+    /// major brand and its version), and a brand must be one of MPEG-4's, 3GPP's, 3GPP2's or
+    /// QuickTime's.
+    static func isoBrandMIME(_ bytes: UnsafeRawBufferPointer) -> String? {
+        guard bytes.count >= 16, bytes[4...7].elementsEqual("ftyp".utf8) else { return nil }
+        let box = Int(bytes[0]) << 24 | Int(bytes[1]) << 16 | Int(bytes[2]) << 8 | Int(bytes[3])
+        guard box >= 16, box <= bytes.count, (box - 16) % 4 == 0 else { return nil }
+        let brands = [8] + Array(stride(from: 16, to: box, by: 4))
+        for offset in brands {
+            let brand = String(decoding: bytes[offset..<offset + 4], as: UTF8.self)
+            if let mime = brandMIME(brand) { return mime }
+        }
+        return nil
+    }
+
+    /// Brands from the registered list (mp4ra.org): 3GPP's start "3gp", "3gs", "3ge", "3gg",
+    /// "3gr", "3gt"; 3GPP2's "3g2"; QuickTime is "qt  "; the rest are MPEG-4's.
+    private static func brandMIME(_ brand: String) -> String? {
+        if ["3gp", "3gs", "3ge", "3gg", "3gr", "3gt"].contains(where: brand.hasPrefix) { return "video/3gpp" }
+        if brand.hasPrefix("3g2") { return "video/3gpp2" }
+        switch brand {
+        case "qt  ": return "video/quicktime"
+        case "M4A ", "M4B ": return "audio/mp4"
+        case "isom", "iso2", "iso3", "iso4", "iso5", "iso6", "iso7", "iso8", "iso9", "mp41", "mp42", "avc1",
+             "dash", "M4V ", "M4VH", "M4VP", "mp71", "MSNV", "F4V ": return "video/mp4"
+        default: return nil
+        }
     }
 
     /// The size of an ID3v2 tag at the start, header and footer included: "ID3", a version of

@@ -18,7 +18,8 @@ final class WorkerPool: Sendable {
     ///   - launch: how each thread starts its decoder worker process; nil runs jobs on the
     ///     threads themselves (isolation `.none`).
     ///   - eager: start the workers now (no job waits for a process start), or at each
-    ///     thread's first job (a pool that may never be used costs nothing).
+    ///     thread's first job (a pool that may never be used costs nothing); reserved workers
+    ///     are taken now either way.
     init(threads: Int, name: String, launch: DecoderProcess.Launch?, eager: Bool) {
         for index in 0..<threads {
             let state = self.state
@@ -73,7 +74,11 @@ final class WorkerThread {
 
     init(launch: DecoderProcess.Launch?, eager: Bool) {
         self.launch = launch
-        if eager, let launch { decoder = try? DecoderProcess(launch) }
+        // A reserved worker costs nothing to take (DecoderReserve): taken now even by a lazy
+        // pool, so that its first job does not wait for the worker to set itself up.
+        if let launch, eager || (launch.takesReserved && DecoderReserve.hasWorkers) {
+            decoder = try? DecoderProcess(launch)
+        }
     }
 
     /// Runs a decode job: in this thread's worker process (started again if it died), or here.
