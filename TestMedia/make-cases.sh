@@ -62,7 +62,8 @@ PY
 rm -f /tmp/af-bare.mp3
 # --- JPEGs whose scan is cut short ------------------------------------------------------------
 # A 4032x3024 photo cut after 30 KB, with an ICC profile, with an EXIF segment (orientation 1),
-# and with neither: each must be corruptMedia, whichever decoder path it takes.
+# and with neither, each cut at the end of the file and cut with an end marker after the cut:
+# each must be corruptMedia, whichever decoder path it takes.
 ff -f lavfi -i testsrc2=size=4032x3024 -frames:v 1 -q:v 3 /tmp/af-photo.jpg
 vips copy /tmp/af-photo.jpg "/tmp/af-photo-icc.jpg[profile=srgb,Q=90]"
 python3 - <<'PY'
@@ -74,6 +75,9 @@ app1 = b"Exif\x00\x00" + b"MM\x00\x2a" + struct.pack(">I", 8) + ifd
 exif = plain[:2] + b"\xff\xe1" + struct.pack(">H", len(app1) + 2) + app1 + plain[2:]
 for name, data in [("jpeg-cut-icc.jpg", icc), ("jpeg-cut-exif.jpg", exif), ("jpeg-cut-plain.jpg", plain)]:
     open(name, "wb").write(data[:30000])
+    # The same scan cut short, then an end-of-image marker: libjpeg warns "premature end of
+    # data segment" (no end-of-file for libvips' fail_on=error to catch) and greys the rest.
+    open(name.replace(".jpg", "-eoi.jpg"), "wb").write(data[:30000] + b"\xff\xd9")
 PY
 rm -f /tmp/af-photo.jpg /tmp/af-photo-icc.jpg
 # --- JPEGs with chroma subsampling TurboJPEG cannot classify ---------------------------------

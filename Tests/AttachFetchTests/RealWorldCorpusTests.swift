@@ -125,6 +125,13 @@ import Testing
     static func checkRefused(_ d: AttachmentDescriptor, original: String) throws -> String? {
         guard d.reason?.code == .corruptMedia, let mime = d.mimeType else { return nil }
         if let type = MediaType.forSniffedMIME(mime) ?? MediaType.convertibleForSniffedMIME(mime), type.kind == .image {
+            // JPEG by the README's decision: any libjpeg warning refuses it, but for extraneous
+            // bytes before a marker (then fail_on=error decides).
+            if mime == "image/jpeg" {
+                let strict = try tool("/usr/bin/vips", ["copy", "\(original)[fail_on=warning]", "/tmp/attach-fetch-corpus-check.v"])
+                if strict.status == 0 { return "corruptMedia (\(d.reason?.message ?? "")), but `vips copy` with fail_on=warning decodes it" }
+                guard strict.errors.contains("extraneous bytes before marker"), !strict.errors.contains("premature end") else { return nil }
+            }
             let decoded = try tool("/usr/bin/vips", ["copy", vipsInput(original, mime: mime), "/tmp/attach-fetch-corpus-check.v"]).status == 0
             return decoded ? "corruptMedia (\(d.reason?.message ?? "")), but `vips copy` with fail_on=error decodes it" : nil
         }
@@ -153,18 +160,22 @@ import Testing
 /// Runs a tool and returns its exit status and standard output. libvips runs with one worker
 /// thread: with more, `vips copy` of a damaged PNG sometimes exits 0 (an error in one tile is
 /// lost between its threads), so its verdict would be luck.
-func tool(_ path: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+func tool(_ path: String, _ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
     process.environment = ProcessInfo.processInfo.environment.merging(["VIPS_CONCURRENCY": "1"]) { $1 }
     let out = Pipe()
+    let err = FileManager.default.temporaryDirectory.appendingPathComponent("attach-fetch-tool-\(UUID().uuidString)")
+    FileManager.default.createFile(atPath: err.path, contents: nil)
+    defer { try? FileManager.default.removeItem(at: err) }
     process.standardOutput = out
-    process.standardError = FileHandle.nullDevice
+    process.standardError = try FileHandle(forWritingTo: err)
     try process.run()
     let data = out.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    let errors = (try? String(contentsOf: err, encoding: .utf8)) ?? ""
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self), errors)
 }
 
 /// Runs a command to the end and returns its exit status, its standard output, and the peak

@@ -188,13 +188,19 @@ import Testing
     }
 
     /// A photo whose scan ends after 30 KB is corruptMedia on every decoder path: with an ICC
-    /// profile or an EXIF segment (libvips) as without (libjpeg-turbo's fast path). It used to
-    /// be delivered, nearly uniform grey, on the libvips path.
+    /// profile or an EXIF segment (libvips) as without (libjpeg-turbo's fast path), whether the
+    /// file ends there or an end marker follows the cut scan ("premature end of data segment",
+    /// a libjpeg warning libvips' fail_on=error let through: such files were delivered, nearly
+    /// uniform grey, on every path).
     @Test func cutShortJPEGIsCorruptOnEveryPath() async throws {
-        let names = ["jpeg-cut-icc.jpg", "jpeg-cut-exif.jpg", "jpeg-cut-plain.jpg"]
+        let names = ["jpeg-cut-icc.jpg", "jpeg-cut-exif.jpg", "jpeg-cut-plain.jpg",
+                     "jpeg-cut-icc-eoi.jpg", "jpeg-cut-exif-eoi.jpg", "jpeg-cut-plain-eoi.jpg"]
         let scratch = Scratch()
         for (name, d) in zip(names, try await fetchCases(names, into: scratch)) {
             #expect(d.status == .rejected && d.reason?.code == .corruptMedia, "\(name): \(d.status) \(d.reason?.message ?? "")")
+            if name.hasSuffix("-eoi.jpg") {
+                #expect(d.reason?.message.contains("premature end of data segment") == true, "\(name): \(d.reason?.message ?? "")")
+            }
         }
     }
 

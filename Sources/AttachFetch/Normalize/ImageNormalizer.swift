@@ -79,20 +79,17 @@ enum ImageNormalizer {
             let height = max(1, Int((Double(header.height) * scale).rounded()))
             // vips_thumbnail shrinks on load where the format allows and applies the EXIF
             // orientation; at scale 1 it only decodes (and turns) the image.
-            var out: UnsafeMutablePointer<VipsImage>?
-            guard af_vips_thumbnail(source, &out, Int32(width), Int32(height), VIPS_SIZE_DOWN, VIPS_FAIL_ON_ERROR) == 0,
-                  let out else {
-                throw Vips.failure("decode the image")
-            }
-            var image = VipsImageRef(out)
-            // Alpha needs two passes (is it all opaque? then encode): decode once into memory.
-            if image.hasAlpha {
-                guard let rendered = vips_image_copy_memory(image.pointer) else {
-                    throw Vips.failure("decode the image")
+            let encoded = try Vips.decodingUnderPolicy(isJPEG: header.image.isJPEG) { failOn throws(Reason) in
+                var image = try Vips.thumbnail(source, width: width, height: height, failOn: failOn)
+                // Alpha needs two passes (is it all opaque? then encode): decode once into memory.
+                if image.hasAlpha {
+                    guard let rendered = vips_image_copy_memory(image.pointer) else {
+                        throw Vips.failure("decode the image")
+                    }
+                    image = VipsImageRef(rendered)
                 }
-                image = VipsImageRef(rendered)
+                return try Thumbnailer.encode(image, jpegQuality: jpegQuality)
             }
-            let encoded = try Thumbnailer.encode(image, jpegQuality: jpegQuality)
             if Int64(encoded.data.count) <= limits.maxBytes {
                 return try delivered(encoded, downscaled: scale < 1)
             }

@@ -36,9 +36,10 @@ enum JPEGThumbnailer {
             let scaledWidth = scaled(Int(width), scale), scaledHeight = scaled(Int(height), scale)
             var pixels = [UInt8](repeating: 0, count: scaledWidth * scaledHeight * 3)
             // STOPONWARNING, then libvips decides: one decode policy for JPEG on both paths. A
-            // warning ends the fast path and the file goes to libvips with fail_on=error, which
-            // refuses a scan cut short ("premature end") and accepts what every decoder shows
-            // (extraneous bytes before a marker). Only a fatal error is a verdict here.
+            // warning ends the fast path and the file goes to libvips (Vips.thumbnail), which
+            // refuses a scan cut short ("premature end", at the end of the file or before a
+            // marker) and accepts what every decoder shows through (extraneous bytes before a
+            // marker). Only a fatal error is a verdict here.
             guard tjDecompress2(decoder.handle, data, UInt(data.count), &pixels, Int32(scaledWidth), 0, Int32(scaledHeight),
                                 Int32(TJPF_RGB.rawValue), TJFLAG_STOPONWARNING) == 0 else {
                 if tjGetErrorCode(decoder.handle) == Int32(TJERR_WARNING.rawValue) { return nil }

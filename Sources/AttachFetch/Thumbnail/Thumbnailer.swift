@@ -82,13 +82,10 @@ enum Thumbnailer {
                                 limits: Limits) throws(Reason) -> ThumbnailOutcome {
         let header = try openHeader(source, limits: limits)
         let box = try boxSize(width: header.width, height: header.height, shape: shape, maxEdge: limits.maxEdge)
-        var out: UnsafeMutablePointer<VipsImage>?
-        guard af_vips_thumbnail(source, &out, Int32(box.width), Int32(box.height), VIPS_SIZE_DOWN, VIPS_FAIL_ON_ERROR) == 0,
-              let out else {
-            throw Vips.failure("decode the image")
+        let thumbnail = try Vips.decodingUnderPolicy(isJPEG: header.image.isJPEG) { failOn throws(Reason) in
+            try finish(try Vips.thumbnail(source, width: box.width, height: box.height, failOn: failOn), clip: box.clip,
+                       sourceWidth: header.width, sourceHeight: header.height, destinationBase: destinationBase)
         }
-        let thumbnail = try finish(VipsImageRef(out), clip: box.clip, sourceWidth: header.width, sourceHeight: header.height,
-                                   destinationBase: destinationBase)
         if (header.image.integer("n-pages") ?? 1) > 1 {
             do throws(Reason) { try decodeEveryFrame(source) } catch {
                 unlink(thumbnail.file)

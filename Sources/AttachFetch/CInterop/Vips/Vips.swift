@@ -80,6 +80,36 @@ enum Vips {
         Reason(code: .corruptMedia, message: doing.map { "libvips cannot \($0): \(takeError())" } ?? "libvips: \(takeError())")
     }
 
+    /// `vips_thumbnail` of a file (shrink-on-load, EXIF orientation applied). Lazy: the
+    /// pixels are decoded, and decoding fails, when the result is rendered.
+    static func thumbnail(_ source: String, width: Int, height: Int, failOn: VipsFailOn) throws(Reason) -> VipsImageRef {
+        var out: UnsafeMutablePointer<VipsImage>?
+        guard af_vips_thumbnail(source, &out, Int32(width), Int32(height), VIPS_SIZE_DOWN, failOn) == 0, let out else {
+            throw failure("decode the image")
+        }
+        return VipsImageRef(out)
+    }
+
+    /// Runs `decode` (which loads with the `VipsFailOn` it is given, and renders) under the one
+    /// JPEG decode policy both paths share. libvips' `fail_on=error` refuses a file cut short at
+    /// its end but lets libjpeg's warnings through, among them "premature end of data segment":
+    /// a scan that stops early and is followed by a marker (the rest of the photo decodes as
+    /// grey). So a JPEG is decoded with `fail_on=warning`, as the libjpeg-turbo fast path stops
+    /// on any warning; only when the warning that stopped it is "extraneous bytes before
+    /// marker" (junk every decoder shows through) is it decoded again with `fail_on=error`.
+    /// Other formats get `fail_on=error` (libpng's warnings about profiles and gamma are common
+    /// and harmless).
+    static func decodingUnderPolicy<T>(isJPEG: Bool, _ decode: (VipsFailOn) throws(Reason) -> T) throws(Reason) -> T {
+        guard isJPEG else { return try decode(VIPS_FAIL_ON_ERROR) }
+        do throws(Reason) {
+            return try decode(VIPS_FAIL_ON_WARNING)
+        } catch {
+            guard error.code == .corruptMedia, error.message.contains("extraneous bytes before marker"),
+                  !error.message.contains("premature end") else { throw error }
+            return try decode(VIPS_FAIL_ON_ERROR)
+        }
+    }
+
     /// Empties libvips' error buffer before a job, so its messages are only that job's.
     static func clearError() { vips_error_clear() }
 
@@ -113,6 +143,17 @@ final class VipsImageRef {
         guard vips_image_get_typeof(pointer, name) != 0, vips_image_get_int(pointer, name, &value) == 0 else { return nil }
         return Int(value)
     }
+
+    /// A string header field, or nil when absent.
+    func string(_ name: String) -> String? {
+        var value: UnsafePointer<CChar>?
+        guard vips_image_get_typeof(pointer, name) != 0, vips_image_get_string(pointer, name, &value) == 0,
+              let value else { return nil }
+        return String(cString: value)
+    }
+
+    /// Whether libvips read this image with its JPEG loader.
+    var isJPEG: Bool { string("vips-loader")?.hasPrefix("jpegload") == true }
 
     /// EXIF orientation 1...8, or 1 when absent.
     var orientation: Int {
