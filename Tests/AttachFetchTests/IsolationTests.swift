@@ -187,6 +187,51 @@ import Testing
         }
     }
 
+    /// Thumbnail jobs and their answers travel in binary (JobWire), the rest as JSON: each comes
+    /// back as it went, and a frame cut short or with a stray byte is refused, never misread.
+    @Test func jobsAndAnswersCrossTheWorkerSocketUnchanged() throws {
+        var configuration = AttachFetchConfiguration()
+        configuration.thumbnailMaxEdge = 123
+        configuration.maxAnimationFrames = 7
+        let limits = Thumbnailer.Limits(configuration)
+        let clip = try ClippingRectangle(x: 0.125, y: 0.25, width: 0.5, height: 0.75)
+        let jobs: [DecodeJob] = [
+            .thumbnail(source: "/tmp/a/.part-1", destinationBase: "/tmp/a/thumb-ü", shape: .squareCenter, limits: limits),
+            .thumbnail(source: "", destinationBase: "b", shape: .clip(clip), limits: limits),
+            .remux(source: "/tmp/v.mov", destinationBase: "/tmp/v"),
+        ]
+        for job in jobs {
+            let wire = try #require(JobWire.encode(job))
+            let back = try #require(JobWire.decodeJob(wire))
+            #expect(JobWire.encode(back) == wire)
+            #expect(back.source == job.source && back.outputBase == job.outputBase)
+            if case .thumbnail(_, _, let shape, let decodedLimits) = back, case .thumbnail(_, _, let original, _) = job {
+                #expect(shape == original)
+                #expect(decodedLimits.maxEdge == 123 && decodedLimits.maxAnimationFrames == 7
+                        && decodedLimits.maxPixels == limits.maxPixels && decodedLimits.maxProgressivePixels == limits.maxProgressivePixels
+                        && decodedLimits.maxAnimationPixels == limits.maxAnimationPixels)
+            }
+            // Every shorter frame, and one with a byte too many, is refused.
+            for count in 0..<wire.count { #expect(JobWire.decodeJob(wire.prefix(count)) == nil, "\(count) of \(wire.count)") }
+            if wire.first == 1 { #expect(JobWire.decodeJob(wire + Data([0])) == nil) }
+        }
+        let answers: [DecodeAnswer] = [
+            DecodeAnswer(.success(ThumbnailOutcome(sourceWidth: 4032, sourceHeight: 3024, file: "/x/t.jpg", width: 320, height: 240)), \.thumbnail),
+            DecodeAnswer(.success(ThumbnailOutcome(sourceWidth: 1, sourceHeight: 2, file: "p.png", width: 3, height: 4, time: 1.5)), \.thumbnail),
+            DecodeAnswer(failure: Reason(code: .decoderCrashed, message: "the decoder process died from signal 11 (SIGSEGV)")),
+            DecodeAnswer(.success(RemuxedVideo(file: "/x/v.mp4", bytes: 10, sha256: "ab")), \.remuxed),
+        ]
+        for answer in answers {
+            let wire = try #require(JobWire.encode(answer))
+            let back = try #require(JobWire.decodeAnswer(wire))
+            #expect(JobWire.encode(back) == wire)
+            #expect(back.failure == answer.failure && back.files == answer.files)
+            #expect(back.thumbnail?.width == answer.thumbnail?.width && back.thumbnail?.height == answer.thumbnail?.height
+                    && back.thumbnail?.sourceWidth == answer.thumbnail?.sourceWidth && back.thumbnail?.time == answer.thumbnail?.time)
+            for count in 0..<wire.count { #expect(JobWire.decodeAnswer(wire.prefix(count)) == nil, "\(count) of \(wire.count)") }
+        }
+    }
+
     /// Forking is only safe in a process with one thread: in any other (this test runner) the
     /// reserve forks nothing, and pipelines start their workers as before.
     @Test func aProcessWithThreadsReservesNoWorkers() {

@@ -110,7 +110,7 @@ final class DecoderProcess {
     /// `decoderCrashed` with the signal. Either way the files the job may have made are removed
     /// when it did not answer.
     func run(_ job: DecodeJob, isAbandoned: () -> Bool) -> DecodeAnswer {
-        guard let request = try? JSONEncoder().encode(job), Frame.write(request, to: socket) else {
+        guard let request = JobWire.encode(job), Frame.write(request, to: socket) else {
             return died(job)
         }
         var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
@@ -124,7 +124,7 @@ final class DecoderProcess {
             if ready < 0 && errno != EINTR { return died(job) }
             if ready > 0 { break }
         }
-        guard let reply = Frame.read(from: socket), let answer = try? JSONDecoder().decode(DecodeAnswer.self, from: reply) else {
+        guard let reply = Frame.read(from: socket), let answer = JobWire.decodeAnswer(reply) else {
             return died(job)
         }
         return answer

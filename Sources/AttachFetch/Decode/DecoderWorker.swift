@@ -67,16 +67,15 @@ public enum DecoderWorker {
             exit(3)
         }
         _ = FFmpeg.startup
-        let decoder = JSONDecoder(), encoder = JSONEncoder()
         while let frame = Frame.read(from: 0) {
             let answer: DecodeAnswer
-            if let job = try? decoder.decode(DecodeJob.self, from: frame) {
+            if let job = JobWire.decodeJob(frame) {
                 allowCPU(seconds: limits.cpuSecondsPerJob)
                 answer = job.run()
             } else {
                 answer = DecodeAnswer(failure: Reason(code: .ioError, message: "the decoder worker could not read its job"))
             }
-            guard let data = try? encoder.encode(answer), Frame.write(data, to: 1) else { exit(4) }
+            guard let data = JobWire.encode(answer), Frame.write(data, to: 1) else { exit(4) }
             // A large decode's buffers are freed, but the allocator keeps the pages: hand them
             // back, so that a worker's resident size follows its current job, not its largest
             // one. Small jobs leave little free and are not worth the page faults of a trim.
@@ -124,7 +123,7 @@ public enum DecoderWorker {
     }
 }
 
-/// Messages on the worker's socket: a 4-byte little-endian length, then that many bytes of JSON.
+/// Messages on the worker's socket: a 4-byte little-endian length, then that many bytes (JobWire).
 enum Frame {
     /// A job or answer is small (paths, sizes, a message); anything larger is a broken peer.
     static let maxBytes = 1 << 20

@@ -41,6 +41,14 @@ enum Thumbnailer {
             maxAnimationFrames = configuration.maxAnimationFrames
             maxAnimationPixels = configuration.maxAnimationPixels
         }
+
+        init(maxEdge: Int, maxPixels: Int, maxProgressivePixels: Int, maxAnimationFrames: Int, maxAnimationPixels: Int) {
+            self.maxEdge = maxEdge
+            self.maxPixels = maxPixels
+            self.maxProgressivePixels = maxProgressivePixels
+            self.maxAnimationFrames = maxAnimationFrames
+            self.maxAnimationPixels = maxAnimationPixels
+        }
     }
 
     static func make(source: String, destinationBase: String, shape: Shape,
