@@ -174,7 +174,12 @@ func tool(_ path: String, _ arguments: [String]) throws -> (status: Int32, outpu
     try process.run()
     let data = out.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    let errors = (try? String(contentsOf: err, encoding: .utf8)) ?? ""
+    // Read through a handle: String(contentsOf:) leaks its buffer on an empty file
+    // (FoundationEssentials; LeakSanitizer found it).
+    let errors = (try? FileHandle(forReadingFrom: err)).map { handle in
+        defer { try? handle.close() }
+        return String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
+    } ?? ""
     return (process.terminationStatus, String(decoding: data, as: UTF8.self), errors)
 }
 
