@@ -65,7 +65,7 @@ public final class AttachFetchServer: Sendable {
 
     private func makeRouter() -> Router<ServiceContext> {
         let router = Router(context: ServiceContext.self)
-        router.add(middleware: ErrorsLogsAndMetrics(metrics: metrics))
+        router.add(middleware: ErrorsLogsAndMetrics(metrics: metrics, maxBodyBytes: configuration.maxBodyBytes))
         router.add(middleware: BearerTokens(tokens: configuration.tokens.map { Array($0.utf8) }))
         router.get("/healthz") { _, _ in Self.json(["status": "ok"]) }
         router.head("/healthz") { _, _ in Response(status: .ok) }

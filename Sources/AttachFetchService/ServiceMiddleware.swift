@@ -23,6 +23,8 @@ enum Routes {
 struct ErrorsLogsAndMetrics: RouterMiddleware {
     typealias Context = ServiceContext
     let metrics: ServiceMetrics
+    /// The configured body limit, for a 413 raised by Hummingbird itself.
+    let maxBodyBytes: Int
 
     func handle(_ request: Request, context: ServiceContext,
                 next: (Request, ServiceContext) async throws -> Response) async throws -> Response {
@@ -40,7 +42,7 @@ struct ErrorsLogsAndMetrics: RouterMiddleware {
             } catch let error as HTTPError {
                 switch error.status {
                 case .notFound: response = Self.response(.notFound(path))
-                case .contentTooLarge: response = Self.response(.tooLarge(1 << 20))
+                case .contentTooLarge: response = Self.response(.tooLarge(maxBodyBytes))
                 default: response = Self.response(APIError(status: error.status, code: "httpError", message: error.body ?? "\(error.status)"))
                 }
             } catch is CancellationError {
