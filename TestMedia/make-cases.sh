@@ -18,6 +18,14 @@ done
 for size in 1x1 7x5; do
   ff -f lavfi -i "testsrc=size=${size}:rate=5" -t 0.4 -c:v libx264 -pix_fmt yuv444p -preset veryfast -crf 30 "h264-${size}.mp4"
 done
+# HDR: 10-bit 4:2:0 with BT.2020 primaries, HLG (H.264) and PQ with HDR10 mastering metadata
+# (HEVC, tagged hvc1 as Apple plays it). The poster goes through the 10-bit path of libswscale.
+ff -f lavfi -i testsrc=size=160x120:rate=10 -t 0.4 -c:v libx264 -pix_fmt yuv420p10le -preset veryfast \
+   -color_primaries bt2020 -color_trc arib-std-b67 -colorspace bt2020nc h264-hlg-10bit.mp4
+ff -f lavfi -i testsrc=size=160x120:rate=10 -t 0.4 -c:v libx265 -pix_fmt yuv420p10le -preset veryfast -tag:v hvc1 \
+   -color_primaries bt2020 -color_trc smpte2084 -colorspace bt2020nc \
+   -x265-params "log-level=error:hdr10=1:master-display=G(13250,34500)B(7500,3000)R(34000,16000)WP(15635,16450)L(10000000,1):max-cll=1000,400" \
+   hevc-hdr10.mp4
 
 # --- PNGs whose metadata chunks declare a gigabyte --------------------------------------------
 # Like libpng's own "crashers" test files: a 1x1 PNG, then one chunk whose length field says

@@ -256,6 +256,32 @@ import Testing
         #expect(scratch.tree() == [], "\(scratch.tree())")
     }
 
+    /// HDR video (10-bit BT.2020: HLG in H.264, PQ with HDR10 metadata in HEVC) is delivered
+    /// with a poster at its display size whose colours are ffmpeg's own conversion of the same
+    /// frame (no tone mapping, as ffmpeg does by default): each channel's mean within 4 of it.
+    @Test func hdrVideoGetsAPosterWithTheColoursFFmpegShows() async throws {
+        let names = ["h264-hlg-10bit.mp4", "hevc-hdr10.mp4"]
+        let scratch = Scratch()
+        for (name, d) in zip(names, try await fetchCases(names, into: scratch)) {
+            #expect(d.status == .ready && d.kind == .video && d.width == 160 && d.height == 120, "\(name): \(d.reason?.message ?? "")")
+            let poster = try #require(d.thumbnail?.file, "\(name)")
+            func means(_ input: String, _ output: String) throws -> [Double] {
+                let converted = try tool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-i", input, "-frames:v", "1", "-s", "160x120",
+                                                             "-f", "rawvideo", "-pix_fmt", "rgb24", output])
+                #expect(converted.status == 0, "\(converted.errors)")
+                let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: output)))
+                return (0..<3).map { channel in
+                    Double(stride(from: channel, to: bytes.count, by: 3).reduce(0) { $0 + Int(bytes[$1]) }) / Double(max(1, bytes.count / 3))
+                }
+            }
+            let reference = try means(Self.casesDirectory + "/" + name, scratch.path + "/reference.rgb")
+            let ours = try means(poster, scratch.path + "/poster.rgb")
+            #expect(zip(reference, ours).allSatisfy { abs($0 - $1) < 4 }, "\(name): ffmpeg \(reference), poster \(ours)")
+            unlink(scratch.path + "/reference.rgb")
+            unlink(scratch.path + "/poster.rgb")
+        }
+    }
+
     /// QuickTime (what iPhones record) and 3GPP/3GPP2 (also under a brand libmagic does not
     /// know, typed from the ftyp box's compatible brands) with codecs MPEG-4 carries are moved
     /// into MPEG-4 without re-encoding: delivered as `.mp4`, `transforms: ["remuxed"]`, the
