@@ -291,6 +291,26 @@ import Testing
         await bounded.shutdown()
     }
 
+    /// The entry evicted is the least recently *used*, not the oldest made: a hit keeps an
+    /// entry, over many rounds of hits and misses (the recency records are rebuilt on the way).
+    @Test func theLeastRecentlyUsedEntryIsEvicted() async throws {
+        let scratch = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let pipeline = try cachedPipeline(scratch) { $0.maxEntries = 2 }
+        let kept = origin.url("photo.jpg", "cc=max-age%3D60&lru=kept")
+        #expect(await fetchOne(kept, pipeline).cache == .miss)
+        for round in 0..<40 {
+            let newcomer = origin.url("rotated.jpg", "cc=max-age%3D60&lru=\(round)")
+            #expect(await fetchOne(newcomer, pipeline).cache == .miss)
+            // Used again: the most recent now, so the next newcomer evicts this round's.
+            #expect(await fetchOne(kept, pipeline).cache == .hit, "round \(round)")
+        }
+        let first = origin.url("rotated.jpg", "cc=max-age%3D60&lru=0")
+        #expect(await fetchOne(first, pipeline).cache == .miss, "evicted long ago")
+        await pipeline.shutdown()
+    }
+
     @Test func anEntryWhoseFilesWereRemovedIsAMissNeverServed() async throws {
         let scratch = Scratch()
         let origin = try CachingOrigin()

@@ -110,9 +110,45 @@ final class SharedResults: Sendable {
         var counter: UInt64 = 0
         /// Work abandoned when this waiter, its last, left: the waiter waits for its cleanup.
         var abandoned: [UInt64: Task<Void, Never>] = [:]
+        /// Every use of an entry in the order they happened, oldest first from `recencyHead`;
+        /// a record is stale when its entry was used again since (or is gone). The least
+        /// recently used entry is the first record that is not stale: found in amortised
+        /// constant time, where a scan of every entry under the lock cost a full cache's
+        /// worth of copies per miss (17 % of the service's CPU with 10,000 entries).
+        var recency: [(tick: UInt64, key: ResultKey)] = []
+        var recencyHead = 0
+
         mutating func next() -> UInt64 {
             counter += 1
             return counter
+        }
+
+        /// Marks `key`'s entry used now.
+        mutating func touch(_ key: ResultKey) {
+            let tick = next()
+            entries[key]?.lastUse = tick
+            recency.append((tick, key))
+            // Stale records pile up with every hit: rebuilt from the live entries now and then.
+            if recency.count - recencyHead > 2 * entries.count + 64 {
+                recency = entries.map { (tick: $0.value.lastUse, key: $0.key) }.sorted { $0.tick < $1.tick }
+                recencyHead = 0
+            }
+        }
+
+        /// The least recently used entry's key, or nil when there is none.
+        mutating func leastRecentlyUsed() -> ResultKey? {
+            while recencyHead < recency.count {
+                let record = recency[recencyHead]
+                recencyHead += 1
+                if entries[record.key]?.lastUse == record.tick {
+                    if recencyHead > 1024 && recencyHead * 2 > recency.count {
+                        recency.removeFirst(recencyHead)
+                        recencyHead = 0
+                    }
+                    return record.key
+                }
+            }
+            return nil
         }
     }
 
@@ -146,8 +182,7 @@ final class SharedResults: Sendable {
                         if !entry.result.isIntact {
                             drop(key, from: &state)
                         } else if entry.freshUntil > .now {
-                            let tick = state.next()
-                            state.entries[key]?.lastUse = tick
+                            state.touch(key)
                             entry.result.retain()
                             return .now((entry.result, .hit))
                         } else if entry.result.descriptor.status == .ready, entry.result.headers.validators != nil {
@@ -223,10 +258,11 @@ final class SharedResults: Sendable {
             if let caching, let lifetime = produced.lifetime {
                 result.retain()
                 drop(key, from: &state)
-                state.entries[key] = Entry(result: result, freshUntil: .now + lifetime, lastUse: state.next())
+                state.entries[key] = Entry(result: result, freshUntil: .now + lifetime, lastUse: 0)
+                state.touch(key)
                 state.bytes += result.bytes
                 while state.entries.count > caching.maxEntries || state.bytes > caching.maxBytes,
-                      let oldest = state.entries.min(by: { $0.value.lastUse < $1.value.lastUse })?.key {
+                      let oldest = state.leastRecentlyUsed() {
                     drop(oldest, from: &state)
                 }
             }
@@ -251,6 +287,8 @@ final class SharedResults: Sendable {
     func removeAll() {
         state.withLock { state in
             for key in Array(state.entries.keys) { drop(key, from: &state) }
+            state.recency = []
+            state.recencyHead = 0
             for flight in state.flights.values { flight.task?.cancel() }
         }
     }
