@@ -72,11 +72,6 @@ struct FetchCommand: AsyncParsableCommand {
     }
 
     mutating func run() async throws {
-        // Start-up: libvips maps every optional loader module it finds (ImageMagick, PDF,
-        // OpenSlide, JPEG XL; all blocked here) at vips_init, about 50 ms. A VIPSHOME that holds
-        // no modules skips that; the library then loads the one it uses (HEIF) itself. Set
-        // before any library code runs; a VIPSHOME the user set is left alone.
-        if getenv("VIPSHOME") == nil { setenv("VIPSHOME", "/dev/null", 0) }
         let clip = try pipeline.parsedClip()
         let thumbnailTime = pipeline.thumbnailTime
         var pushPayload: PushPayload?

@@ -16,10 +16,14 @@ struct AttachFetchTool: AsyncParsableCommand {
     static func main() async {
         do {
             var command = try parseAsRoot()
+            // Start-up: libvips maps every optional loader module it finds (ImageMagick, PDF,
+            // OpenSlide, JPEG XL; all blocked here) at vips_init, about 50 ms. A VIPSHOME that
+            // holds no modules skips that; the library then loads the one it uses (HEIF) itself.
+            // Set before any library code runs; a VIPSHOME the user set is left alone.
+            if getenv("VIPSHOME") == nil { setenv("VIPSHOME", "/dev/null", 0) }
             // Decoder workers forked now, while this process has a single thread: a fork of a
             // process that has loaded libvips and FFmpeg starts in a millisecond or two, where a
             // new worker binary spends about 80 ms binding their symbols (see DecoderReserve).
-            if getenv("VIPSHOME") == nil { setenv("VIPSHOME", "/dev/null", 0) }
             if let fetch = command as? FetchCommand {
                 DecoderReserve.fork(count: fetch.pipeline.reservedDecoders)
             } else if let serve = command as? ServeCommand {

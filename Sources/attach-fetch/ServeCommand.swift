@@ -44,7 +44,6 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        if getenv("VIPSHOME") == nil { setenv("VIPSHOME", "/dev/null", 0) }
         var pipelineConfiguration = try pipeline.configuration()
         try publishing.apply(to: &pipelineConfiguration)
         // The service turns the cache on; --no-cache turns it off again.

@@ -13,6 +13,16 @@ final class DecoderProcess {
     private let socket: Int32
     private var alive = true
 
+    /// A worker's whole environment, started or forked (`DecoderReserve` sets the same).
+    /// SWIFT_BACKTRACE=enable=no: the Swift runtime's crash handler would try to start its
+    /// backtracer (an exec the seccomp filter refuses) and, for a signal sent from outside,
+    /// return and carry on; a worker that faults must simply die, for the pipeline to see.
+    /// VIPSHOME=/dev/null: libvips maps none of its optional modules at start (the HEIF one
+    /// is loaded when first needed), which halves a worker's start.
+    static let workerEnvironment: [(name: String, value: String)] = [
+        ("LC_ALL", "C"), ("SWIFT_BACKTRACE", "enable=no"), ("VIPSHOME", "/dev/null"),
+    ]
+
     /// How the pipeline's threads start their workers.
     struct Launch: Sendable {
         var executable: String
@@ -48,7 +58,7 @@ final class DecoderProcess {
                                           fileSizeBytes: launch.fileSizeBytes, parent: getpid())
         if launch.takesReserved, let reserved = DecoderReserve.take() {
             // Its limits first, applied before it reads any job.
-            if Frame.write(Data(limits.arguments.joined(separator: " ").utf8), to: reserved.socket) {
+            if Frame.write(limits.handshake, to: reserved.socket) {
                 pid = reserved.pid
                 socket = reserved.socket
                 return
@@ -83,12 +93,7 @@ final class DecoderProcess {
         let arguments = [launch.executable] + limits.arguments
         let argv = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
-        // SWIFT_BACKTRACE=enable=no: the Swift runtime's crash handler would try to start its
-        // backtracer (an exec the seccomp filter refuses) and, for a signal sent from outside,
-        // return and carry on; a worker that faults must simply die, for the pipeline to see.
-        // VIPSHOME=/dev/null: libvips maps none of its optional modules at start (the HEIF one
-        // is loaded when first needed), which halves a worker's start.
-        var environment = [strdup("LC_ALL=C"), strdup("SWIFT_BACKTRACE=enable=no"), strdup("VIPSHOME=/dev/null"), nil]
+        var environment = DecoderProcess.workerEnvironment.map { strdup("\($0.name)=\($0.value)") } + [nil]
         defer { environment.forEach { free($0) } }
         var child: pid_t = 0
         let status = posix_spawn(&child, launch.executable, &actions, &attributes, argv, &environment)

@@ -86,17 +86,14 @@ public enum DecoderReserve {
         var none = sigset_t()
         sigemptyset(&none)
         sigprocmask(SIG_SETMASK, &none, nil)
-        // What a started worker gets from its environment (see DecoderProcess).
-        setenv("LC_ALL", "C", 1)
-        setenv("VIPSHOME", "/dev/null", 1)
-        setenv("SWIFT_BACKTRACE", "enable=no", 1)
+        // What a started worker gets as its environment.
+        for variable in DecoderProcess.workerEnvironment { setenv(variable.name, variable.value, 1) }
         _ = setlocale(LC_ALL, "C")
         _ = af_prctl_set_name("attach-fetch-decoder")
         // The pipeline that takes this worker sends its limits first; a program that exits
         // without taking it closes the socket, and the worker ends.
         guard let frame = Frame.read(from: 0),
-              let limits = DecoderWorker.Limits(arguments: String(decoding: frame, as: UTF8.self)
-                  .split(separator: " ").map(String.init)),
+              let limits = DecoderWorker.Limits(handshake: frame),
               limits.parent == parent else { _exit(0) }
         DecoderWorker.serve(limits)
     }

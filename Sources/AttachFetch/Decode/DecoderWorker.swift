@@ -25,6 +25,13 @@ public enum DecoderWorker {
             ["--memory", "\(memoryBytes)", "--cpu", "\(cpuSecondsPerJob)", "--file-size", "\(fileSizeBytes)", "--parent", "\(parent)"]
         }
 
+        /// The same, as the first message to a forked worker (`DecoderReserve`).
+        var handshake: Data { Data(arguments.joined(separator: " ").utf8) }
+
+        init?(handshake: Data) {
+            self.init(arguments: String(decoding: handshake, as: UTF8.self).split(separator: " ").map(String.init))
+        }
+
         init(memoryBytes: Int, cpuSecondsPerJob: Int, fileSizeBytes: Int, parent: pid_t) {
             self.memoryBytes = memoryBytes
             self.cpuSecondsPerJob = cpuSecondsPerJob

@@ -36,7 +36,7 @@ enum JPEGThumbnailer {
             let scaledWidth = scaled(Int(width), scale), scaledHeight = scaled(Int(height), scale)
             var pixels = [UInt8](repeating: 0, count: scaledWidth * scaledHeight * 3)
             // STOPONWARNING, then libvips decides: one decode policy for JPEG on both paths. A
-            // warning ends the fast path and the file goes to libvips (Vips.thumbnail), which
+            // warning ends the fast path and the file goes to libvips (Vips.decodingUnderPolicy), which
             // refuses a scan cut short ("premature end", at the end of the file or before a
             // marker) and accepts what every decoder shows through (extraneous bytes before a
             // marker). Only a fatal error is a verdict here.

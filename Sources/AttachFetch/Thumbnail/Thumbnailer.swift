@@ -35,11 +35,9 @@ enum Thumbnailer {
         var maxAnimationPixels: Int
 
         init(_ configuration: AttachFetchConfiguration) {
-            maxEdge = configuration.thumbnailMaxEdge
-            maxPixels = configuration.maxImagePixels
-            maxProgressivePixels = configuration.maxProgressivePixels
-            maxAnimationFrames = configuration.maxAnimationFrames
-            maxAnimationPixels = configuration.maxAnimationPixels
+            self.init(maxEdge: configuration.thumbnailMaxEdge, maxPixels: configuration.maxImagePixels,
+                      maxProgressivePixels: configuration.maxProgressivePixels,
+                      maxAnimationFrames: configuration.maxAnimationFrames, maxAnimationPixels: configuration.maxAnimationPixels)
         }
 
         init(maxEdge: Int, maxPixels: Int, maxProgressivePixels: Int, maxAnimationFrames: Int, maxAnimationPixels: Int) {
