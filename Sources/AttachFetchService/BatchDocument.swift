@@ -19,11 +19,14 @@ public struct BatchDocument: Encodable, Sendable {
         self.lint = lint
     }
 
-    /// JSON with sorted keys and unescaped slashes, as every output of the project.
+    /// JSON with sorted keys and unescaped slashes, as every output of the project: compact by
+    /// `SortedJSON` (the same bytes as `JSONEncoder`'s, faster: a service answer per call),
+    /// pretty by `JSONEncoder`.
     public static func encode<T: Encodable>(_ value: T, pretty: Bool) -> String {
+        // Encoding these plain value types cannot fail (their numbers are finite).
+        guard pretty else { return (try? SortedJSON.encode(value)) ?? "{}" }
         let encoder = JSONEncoder()
-        encoder.outputFormatting = pretty ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
-        // Encoding these plain value types cannot fail.
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
         return String(decoding: (try? encoder.encode(value)) ?? Data("{}".utf8), as: UTF8.self)
     }
 }

@@ -311,6 +311,31 @@ import Testing
         await pipeline.shutdown()
     }
 
+    /// A batch of hits only is answered without tasks; a batch with one miss among hits takes
+    /// the usual way, and the hits it looked at first are let go (an evicted entry's files go).
+    @Test func aBatchOfHitsAndABatchWithOneMissBothHoldNothingAfterwards() async throws {
+        let scratch = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let pipeline = try cachedPipeline(scratch) { $0.maxEntries = 1 }
+        let first = origin.url("photo.jpg", "cc=max-age%3D60&mixed=a")
+        let second = origin.url("rotated.jpg", "cc=max-age%3D60&mixed=b")
+        #expect(await fetchOne(first, pipeline).cache == .miss)
+        let hits = await pipeline.process([AttachmentRequest(url: first, identifier: "one"), AttachmentRequest(url: first)])
+        #expect(hits.attachments.map(\.cache) == [.hit, .hit])
+        #expect(hits.attachments.map(\.identifier) == ["one", "attachment-1"])
+        #expect(hits.attachments.allSatisfy { $0.status == .ready && $0.thumbnail != nil })
+        #expect(Set(hits.attachments.compactMap(\.file)).count == 2, "each its own file")
+        let mixed = await pipeline.process([AttachmentRequest(url: first), AttachmentRequest(url: second)])
+        #expect(mixed.attachments.map(\.cache) == [.hit, .miss])
+        // One entry at most: the second URL's result evicted the first's, whose files go once
+        // nobody holds it.
+        let names = storeFiles(scratch)
+        #expect(names.count == 2 && names.allSatisfy { !$0.contains("r1.") }, "\(names)")
+        #expect(origin.requests("photo.jpg") == 1)
+        await pipeline.shutdown()
+    }
+
     @Test func anEntryWhoseFilesWereRemovedIsAMissNeverServed() async throws {
         let scratch = Scratch()
         let origin = try CachingOrigin()

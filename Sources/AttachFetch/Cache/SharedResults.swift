@@ -177,17 +177,10 @@ final class SharedResults: Sendable {
                 enum Next { case now(Delivery), wait, start(UInt64, SharedResult?, Batch) }
                 let next: Next = state.withLock { state in
                     if Task.isCancelled { return .now(nil) }
+                    if let hit = freshEntry(key, in: &state) { return .now((hit, .hit)) }
                     var stale: SharedResult?
-                    if let entry = state.entries[key] {
-                        if !entry.result.isIntact {
-                            drop(key, from: &state)
-                        } else if entry.freshUntil > .now {
-                            state.touch(key)
-                            entry.result.retain()
-                            return .now((entry.result, .hit))
-                        } else if entry.result.descriptor.status == .ready, entry.result.headers.validators != nil {
-                            stale = entry.result
-                        }
+                    if let entry = state.entries[key], entry.result.descriptor.status == .ready, entry.result.headers.validators != nil {
+                        stale = entry.result
                     }
                     if let flight = state.flights[key] {
                         // The work goes on for the waiter with the most time.
@@ -231,6 +224,26 @@ final class SharedResults: Sendable {
         // so that nothing is left behind when its batch returns.
         if case nil = delivery, let work = state.withLock({ $0.abandoned.removeValue(forKey: me) }) { await work.value }
         return delivery
+    }
+
+    /// The fresh cached result for `key`, held for the caller (who must `release()` it), or nil
+    /// — without waiting: a batch whose every request is a hit is answered without tasks.
+    func freshResult(for key: ResultKey) -> SharedResult? {
+        state.withLock { freshEntry(key, in: &$0) }
+    }
+
+    /// A fresh, intact entry's result, marked used and retained; an entry whose files were
+    /// damaged is dropped.
+    private func freshEntry(_ key: ResultKey, in state: inout State) -> SharedResult? {
+        guard let entry = state.entries[key] else { return nil }
+        if !entry.result.isIntact {
+            drop(key, from: &state)
+            return nil
+        }
+        guard entry.freshUntil > .now else { return nil }
+        state.touch(key)
+        entry.result.retain()
+        return entry.result
     }
 
     private func leave(_ key: ResultKey, _ waiter: UInt64, staysAtCancel: (ContinuousClock.Instant) -> Bool) {

@@ -111,6 +111,21 @@ public final class AttachmentPipeline: Sendable {
         }
         logger.debug("batch started", metadata: ["count": "\(requests.count)", "directory": "\(output.path)"])
 
+        // A batch answered wholly from the cache needs no task group, no deadline sentinel and no
+        // task per request: the hits are handed over here (most of a cache hit's cost was the
+        // tasks' scheduling).
+        if let hits = freshHits(requests) {
+            let descriptors = hits.enumerated().map { index, hit in
+                defer { hit.result.release() }
+                let descriptor = handOver(hit.result.descriptor, status: .hit, to: requests[index], identifier: hit.identifier,
+                                          batch: batch, directory: output.path)
+                onDescriptor?(index, descriptor)
+                return descriptor
+            }
+            logger.debug("batch finished", metadata: ["elapsedMs": "\(start.millisecondsElapsed)", "hits": "\(hits.count)"])
+            return AttachmentBatch(attachments: descriptors, elapsed: .now - start, deadline: budget, directory: output.finish())
+        }
+
         var results = [AttachmentDescriptor?](repeating: nil, count: requests.count)
         await withTaskGroup(of: (Int, AttachmentDescriptor)?.self) { group in
             group.addTask {
@@ -143,8 +158,13 @@ public final class AttachmentPipeline: Sendable {
                                directory: output.finish())
     }
 
+    /// The caller's identifier, or `attachment-<index>`.
+    private static func identifier(of request: AttachmentRequest, index: Int) -> String {
+        request.identifier ?? "attachment-\(index)"
+    }
+
     private static func builder(for request: AttachmentRequest, index: Int, start: ContinuousClock.Instant) -> DescriptorBuilder {
-        DescriptorBuilder(identifier: request.identifier ?? "attachment-\(index)", url: request.url, start: start,
+        DescriptorBuilder(identifier: identifier(of: request, index: index), url: request.url, start: start,
                           role: request.role, options: request.options, payloadPath: request.payloadPath)
     }
 
@@ -156,10 +176,7 @@ public final class AttachmentPipeline: Sendable {
     private func attachment(index: Int, request: AttachmentRequest, batch: Batch, directory: String,
                             logger: Logger) async -> AttachmentDescriptor {
         let descriptor = Self.builder(for: request, index: index, start: batch.start)
-        if let problem = URLCheck.problem(with: request.url)
-            ?? configuration.proxy.flatMap({ _ in URLCheck.literalHostRefusal(request.url, policy: configuration.addressPolicy) }) {
-            return descriptor.failed(problem)
-        }
+        if let problem = urlProblem(request) { return descriptor.failed(problem) }
         let platforms = request.platforms ?? configuration.platforms
         let key = ResultKey(request, platforms: platforms)
         while true {
@@ -176,9 +193,33 @@ public final class AttachmentPipeline: Sendable {
             // Work shared with a caller whose deadline came first: try again with the time left.
             if status == .coalesced, result.descriptor.reason?.code == .deadlineExceeded,
                batch.deadline - .now > .milliseconds(5), !Task.isCancelled { continue }
-            return handOver(result.descriptor, status: status, to: request, identifier: request.identifier ?? "attachment-\(index)",
+            return handOver(result.descriptor, status: status, to: request, identifier: Self.identifier(of: request, index: index),
                             batch: batch, directory: directory)
         }
+    }
+
+    /// Why the request's URL is refused before anything is fetched, or nil.
+    private func urlProblem(_ request: AttachmentRequest) -> Reason? {
+        URLCheck.problem(with: request.url)
+            ?? configuration.proxy.flatMap { _ in URLCheck.literalHostRefusal(request.url, policy: configuration.addressPolicy) }
+    }
+
+    /// Every request's fresh cached result (held: the caller releases each) with its
+    /// identifier, or nil when one of them is not a fresh hit (nothing is then held).
+    private func freshHits(_ requests: [AttachmentRequest]) -> [(result: SharedResult, identifier: String)]? {
+        guard !requests.isEmpty else { return nil }
+        var hits: [(result: SharedResult, identifier: String)] = []
+        hits.reserveCapacity(requests.count)
+        for (index, request) in requests.enumerated() {
+            guard urlProblem(request) == nil,
+                  let result = results.freshResult(for: ResultKey(request, platforms: request.platforms ?? configuration.platforms))
+            else {
+                for hit in hits { hit.result.release() }
+                return nil
+            }
+            hits.append((result, Self.identifier(of: request, index: index)))
+        }
+        return hits
     }
 
     /// The shared descriptor as this caller's: its identifier, role, options and payload path,
