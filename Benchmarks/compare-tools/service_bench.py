@@ -83,6 +83,11 @@ def wrk(url, mode, seconds, connections=CONNECTIONS, **env):
     return result
 
 
+def is_tmpfs(path):
+    with open("/proc/mounts") as mounts:
+        return any(line.split()[1] == path and line.split()[2] == "tmpfs" for line in mounts)
+
+
 def start_service(bin_dir, scratch, *extra):
     env = {**os.environ, "TMPDIR": scratch}
     process = subprocess.Popen([os.path.join(bin_dir, "attach-fetch"), "serve", "--port", "0", "--allow-private-network",
@@ -168,7 +173,7 @@ def checked_wrk(url, mode, seconds, **env):
     return run
 
 
-def distinct_images(bin_dir, origin, names, thumbor_base, service_base, rounds, seconds, work):
+def distinct_images(bin_dir, origin, names, thumbor_base, service_base, rounds, seconds, tmpdir):
     """The same small images through the service (a new URL every request: uncached) and through
     thumbor, both driven by wrk at 64 connections for `seconds`, every answer checked; then the
     same 300 through the CLI (one batch; one process per image), and through both services once
@@ -187,7 +192,8 @@ def distinct_images(bin_dir, origin, names, thumbor_base, service_base, rounds, 
         if round_index % 2:
             order.reverse()
         for tool in order:
-            out = tempfile.mkdtemp(dir=work)
+            # The CLI's files on the same file system as the service's.
+            out = tempfile.mkdtemp(dir=tmpdir, prefix="attach-fetch-bench-")
             count = 100 if tool == "cliPerImage" else len(urls)
             if tool in ("service", "thumbor"):
                 base, mode = (service_base + "/v1/attachments", "distinct") if tool == "service" else (thumbor_base, "thumbor")
@@ -205,7 +211,8 @@ def distinct_images(bin_dir, origin, names, thumbor_base, service_base, rounds, 
             elif tool == "cliBatch":
                 started = time.monotonic()
                 done = subprocess.run([os.path.join(bin_dir, "attach-fetch"), "--allow-private-network", "--format", "json",
-                                       "--max-concurrency", "16", "--out", out, *urls], capture_output=True, text=True)
+                                       "--max-concurrency", "16", "--out", out, *urls], capture_output=True, text=True,
+                                      env={**os.environ, "TMPDIR": tmpdir})
                 rate = count / (time.monotonic() - started)
                 ok = [a["status"] == "ready" and "thumbnail" in a for a in json.loads(done.stdout)["attachments"]]
             else:
@@ -215,7 +222,8 @@ def distinct_images(bin_dir, origin, names, thumbor_base, service_base, rounds, 
                 script = (f'"{os.path.join(bin_dir, "attach-fetch")}" --allow-private-network --format jsonl '
                           f'--out "$(mktemp -d -p {out})" "$0" | grep -c \'"status":"ready"\'')
                 done = subprocess.run(["xargs", "-P", str(CONNECTIONS), "-n", "1", "sh", "-c", script],
-                                      input="\n".join(urls[:100]), capture_output=True, text=True)
+                                      input="\n".join(urls[:100]), capture_output=True, text=True,
+                                      env={**os.environ, "TMPDIR": tmpdir})
                 rate = count / (time.monotonic() - started)
                 ok = [line.strip() == "1" for line in done.stdout.splitlines()]
             shutil.rmtree(out, ignore_errors=True)
@@ -235,15 +243,14 @@ def calibrated_delay(url, mode, target, **env):
     """The DELAY_MS at which wrk's 64 connections offer about `target` requests/s, and the last
     calibration run. Each connection waits DELAY_MS after each answer, so it makes 1 / (delay +
     latency) requests per second; a 10-second run measures the latency at that rate. The latency
-    depends on the rate, so the calibration is repeated once at the corrected delay. (wrk waits
-    in whole milliseconds: 64 connections at 5,000/s is a 12.8 ms cycle, so the rate lands within
-    a few per cent of the target, and the run's own rate is what is reported.)"""
-    delay_ms = max(1, round(CONNECTIONS * 1000 / target))
-    for _ in range(2):
-        calibration = wrk(url, mode, 10, DELAY_MS=delay_ms, **env)
+    depends on the rate, so the calibration is repeated at the corrected delay. The delay is
+    fractional (wrk.lua dithers whole milliseconds to meet it on average)."""
+    delay_ms = CONNECTIONS * 1000 / target
+    for _ in range(3):
+        calibration = wrk(url, mode, 10, DELAY_MS=f"{delay_ms:.3f}", **env)
         latency_ms = max(0.0, CONNECTIONS * 1000 / calibration["rate"] - delay_ms)
-        delay_ms = max(1, round(CONNECTIONS * 1000 / target - latency_ms))
-    return delay_ms, calibration
+        delay_ms = max(0.0, CONNECTIONS * 1000 / target - latency_ms)
+    return round(delay_ms, 3), calibration
 
 
 def soak(service, url, hot, cold, max_rate, seconds):
@@ -284,7 +291,12 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=15)
     parser.add_argument("--soak-seconds", type=int, default=600)
+    parser.add_argument("--service-tmpdir", default=None,
+                        help="where the service keeps its files (TMPDIR): default /dev/shm when it is tmpfs, as the "
+                             "README's systemd unit and container recipe run it; else --work")
     args = parser.parse_args()
+    if args.service_tmpdir is None:
+        args.service_tmpdir = "/dev/shm" if is_tmpfs("/dev/shm") else args.work
     os.makedirs(args.work, exist_ok=True)
     with open(os.path.join(HERE, "..", "Thresholds", "service.json")) as f:
         thresholds = json.load(f)
@@ -295,13 +307,13 @@ def main():
     results = {"connections": CONNECTIONS, "cores": os.cpu_count(), "serviceExits": [], "serviceLeftovers": []}
     service = scratch = None
 
-    def fresh_service():
+    def fresh_service(tmpdir=None):
         """Each part on a new service: a part must not pay for the previous one's backlog (the
         retention sweep of tens of thousands of batch directories, transfers cut off by wrk)."""
         nonlocal service, scratch
         if service is not None:
             retire_service()
-        scratch = tempfile.mkdtemp(dir=args.work)
+        scratch = tempfile.mkdtemp(dir=tmpdir or args.service_tmpdir, prefix="attach-fetch-bench-")
         service, base = start_service(args.bin, scratch)
         return base
 
@@ -330,13 +342,29 @@ def main():
             runs[name]["peakPssMiB"] = sampler.peak_mib
         # The latency target is a latency at a rate: p99 while 64 connections offer the target
         # rate of cache hits. At saturation (above) the latency is the queue: 64 connections over
-        # the maximum rate, by Little's law.
-        delay_ms, _ = calibrated_delay(f"{base}/v1/attachments", "warm", thresholds["cachedRequestsPerSecondMin"],
+        # the maximum rate, by Little's law. On a service of its own (the runs above left some
+        # 150,000 batch directories for the retention sweep), for 90 s: past the 60-s retention,
+        # so its own sweeps (removing what it makes, as in steady operation) fall inside it.
+        at_rate_base = fresh_service()
+        subprocess.run(["curl", "-sf", "-o", "/dev/null", "-H", "Content-Type: application/json", "-d",
+                        json.dumps({"urls": [single]}), f"{at_rate_base}/v1/attachments"], check=True)
+        # Aimed 1 % above the target: the check takes the run's own rate, within 2 % below.
+        delay_ms, _ = calibrated_delay(f"{at_rate_base}/v1/attachments", "warm", 1.01 * thresholds["cachedRequestsPerSecondMin"],
                                        HOT_URL=single, COLD_URL=single)
         with Sampler(service.pid) as sampler:
-            runs["warm64AtTarget"] = wrk(f"{base}/v1/attachments", "warm", args.seconds, HOT_URL=single, COLD_URL=single,
-                                         DELAY_MS=delay_ms)
+            runs["warm64AtTarget"] = wrk(f"{at_rate_base}/v1/attachments", "warm", max(args.seconds, 90), HOT_URL=single,
+                                         COLD_URL=single, DELAY_MS=delay_ms)
         runs["warm64AtTarget"].update({"peakPssMiB": sampler.peak_mib, "delayMs": delay_ms})
+        # The same warm load with TMPDIR on the work directory's disk file system, for comparison
+        # (reported, not a target: the README says why tmpfs).
+        if args.service_tmpdir != args.work:
+            disk_base = fresh_service(args.work)
+            subprocess.run(["curl", "-sf", "-o", "/dev/null", "-H", "Content-Type: application/json", "-d",
+                            json.dumps({"urls": [single]}), f"{disk_base}/v1/attachments"], check=True)
+            runs["warm64Disk"] = wrk(f"{disk_base}/v1/attachments", "warm", args.seconds, HOT_URL=single, COLD_URL=single)
+        results["serviceTmpdir"] = {"path": args.service_tmpdir, "tmpfs": is_tmpfs(args.service_tmpdir)}
+        print(f"  (service TMPDIR: {args.service_tmpdir}{', tmpfs' if is_tmpfs(args.service_tmpdir) else ''}; "
+              f"warm64Disk: TMPDIR {args.work})", flush=True)
         for name, run in runs.items():
             print(f"  {name:14} {run['rate']:8.0f} req/s  p50 {run['p50_ms']:7.2f} ms  p99 {run['p99_ms']:7.2f} ms"
                   f"  {run.get('peakPssMiB', 0):6.0f} MiB  statuses {run['statuses']}  socket errors {run['socket_errors']}", flush=True)
@@ -345,7 +373,7 @@ def main():
         print("300 distinct small images, uncached", flush=True)
         base = fresh_service()
         results["distinct"] = distinct_images(args.bin, origin, names, "http://127.0.0.1:18888", base, args.rounds, args.seconds,
-                                               args.work)
+                                               args.service_tmpdir)
         for tool, figures in results["distinct"].items():
             print(f"  {tool:12} {figures['imagesPerSecond']:6.0f} images/s (median of {len(figures['imagesPerSecondByRound'])})", flush=True)
 
@@ -369,8 +397,8 @@ def main():
     runs, distinct, soaked = results["single"], results["distinct"], results["soak"]
     checks = [
         ("cached requests/s, 64 connections, saturated", runs["warm64"]["rate"], ">=", thresholds["cachedRequestsPerSecondMin"]),
-        ("cached requests/s offered in the p99 run", runs["warm64AtTarget"]["rate"], ">=",
-         0.95 * thresholds["cachedRequestsPerSecondMin"]),
+        ("cached requests/s in the p99 run", runs["warm64AtTarget"]["rate"], ">=",
+         0.98 * thresholds["cachedRequestsPerSecondMin"]),
         ("cached p99 ms at that rate, 64 connections", runs["warm64AtTarget"]["p99_ms"], "<=", thresholds["cachedP99MsMax"]),
         ("uncached images/s ÷ thumbor", distinct["service"]["imagesPerSecond"] / distinct["thumbor"]["imagesPerSecond"], ">=",
          thresholds["uncachedVsThumborMin"]),

@@ -4,7 +4,7 @@
 --   MODE=cold    POST /v1/attachments for COLD_URL?c=<ROUND>-<thread>-<n>: a new URL every time (misses;
 --                ROUND, set by the harness to a new value for every run, keeps runs from sharing URLs)
 --   MODE=mix     one cold request in COLD_EVERY, otherwise one of HOT_COUNT hot URLs
---                (HOT_URL?h=<k>); DELAY_MS between a connection's requests sets the rate
+--                (HOT_URL?h=<k>); DELAY_MS (fractional allowed) between a connection's requests sets the rate
 --   MODE=distinct POST /v1/attachments for ORIGIN/media/dNNN.jpg?r=<ROUND>-<thread>-<n>, NNN cycling
 --                through 001..IMAGES: a new URL every time, the same images over and over
 --   MODE=thumbor GET /unsafe/fit-in/320x320/<ORIGIN without http://>/media/dNNN.jpg, NNN cycling the same way
@@ -61,7 +61,14 @@ function request()
 end
 
 if delayMs > 0 then
-  function delay() return delayMs end
+  -- wrk waits whole milliseconds: a fractional DELAY_MS is met on average, each pause rounded
+  -- down or up at random in proportion.
+  local whole = math.floor(delayMs)
+  local fraction = delayMs - whole
+  function delay()
+    if math.random() < fraction then return whole + 1 end
+    return whole
+  end
 end
 
 local function wrong(status, body)
