@@ -348,13 +348,25 @@ def main():
         at_rate_base = fresh_service()
         subprocess.run(["curl", "-sf", "-o", "/dev/null", "-H", "Content-Type: application/json", "-d",
                         json.dumps({"urls": [single]}), f"{at_rate_base}/v1/attachments"], check=True)
-        # Aimed 1 % above the target: the check takes the run's own rate, within 2 % below.
-        delay_ms, _ = calibrated_delay(f"{at_rate_base}/v1/attachments", "warm", 1.01 * thresholds["cachedRequestsPerSecondMin"],
-                                       HOT_URL=single, COLD_URL=single)
-        with Sampler(service.pid) as sampler:
-            runs["warm64AtTarget"] = wrk(f"{at_rate_base}/v1/attachments", "warm", max(args.seconds, 90), HOT_URL=single,
-                                         COLD_URL=single, DELAY_MS=delay_ms)
-        runs["warm64AtTarget"].update({"peakPssMiB": sampler.peak_mib, "delayMs": delay_ms})
+        # The calibration runs are short and see no retention sweep; the 90-s run does, and its
+        # latency, and so its rate, moves (3-6 % under the aim in the first runs). So the run is
+        # repeated, at most twice, at a pause corrected by its own latency while its rate is
+        # under the target; every attempt is kept in the results, the last one is checked.
+        target = thresholds["cachedRequestsPerSecondMin"]
+        delay_ms, _ = calibrated_delay(f"{at_rate_base}/v1/attachments", "warm", 1.02 * target, HOT_URL=single, COLD_URL=single)
+        attempts = []
+        for _ in range(3):
+            with Sampler(service.pid) as sampler:
+                run = wrk(f"{at_rate_base}/v1/attachments", "warm", max(args.seconds, 90), HOT_URL=single, COLD_URL=single,
+                          DELAY_MS=f"{delay_ms:.3f}")
+            run.update({"peakPssMiB": sampler.peak_mib, "delayMs": delay_ms})
+            attempts.append(run)
+            if run["rate"] >= target:
+                break
+            latency_ms = max(0.0, CONNECTIONS * 1000 / run["rate"] - delay_ms)
+            delay_ms = max(0.0, round(CONNECTIONS * 1000 / (1.02 * target) - latency_ms, 3))
+        runs["warm64AtTarget"] = attempts[-1]
+        runs["warm64AtTarget"]["attempts"] = [{k: a[k] for k in ("rate", "p50_ms", "p99_ms", "delayMs")} for a in attempts]
         # The same warm load with TMPDIR on the work directory's disk file system, for comparison
         # (reported, not a target: the README says why tmpfs).
         if args.service_tmpdir != args.work:
@@ -368,6 +380,9 @@ def main():
         for name, run in runs.items():
             print(f"  {name:14} {run['rate']:8.0f} req/s  p50 {run['p50_ms']:7.2f} ms  p99 {run['p99_ms']:7.2f} ms"
                   f"  {run.get('peakPssMiB', 0):6.0f} MiB  statuses {run['statuses']}  socket errors {run['socket_errors']}", flush=True)
+            for attempt in run.get("attempts", [])[:-1]:
+                print(f"    an earlier attempt: {attempt['rate']:.0f} req/s at a {attempt['delayMs']:.3f} ms pause, "
+                      f"p99 {attempt['p99_ms']:.2f} ms", flush=True)
         results["single"] = runs
 
         print("300 distinct small images, uncached", flush=True)
@@ -397,8 +412,7 @@ def main():
     runs, distinct, soaked = results["single"], results["distinct"], results["soak"]
     checks = [
         ("cached requests/s, 64 connections, saturated", runs["warm64"]["rate"], ">=", thresholds["cachedRequestsPerSecondMin"]),
-        ("cached requests/s in the p99 run", runs["warm64AtTarget"]["rate"], ">=",
-         0.98 * thresholds["cachedRequestsPerSecondMin"]),
+        ("cached requests/s in the p99 run", runs["warm64AtTarget"]["rate"], ">=", thresholds["cachedRequestsPerSecondMin"]),
         ("cached p99 ms at that rate, 64 connections", runs["warm64AtTarget"]["p99_ms"], "<=", thresholds["cachedP99MsMax"]),
         ("uncached images/s ÷ thumbor", distinct["service"]["imagesPerSecond"] / distinct["thumbor"]["imagesPerSecond"], ">=",
          thresholds["uncachedVsThumborMin"]),

@@ -112,8 +112,8 @@ public final class AttachmentPipeline: Sendable {
         logger.debug("batch started", metadata: ["count": "\(requests.count)", "directory": "\(output.path)"])
 
         // A batch answered wholly from the cache needs no task group, no deadline sentinel and no
-        // task per request: the hits are handed over here (most of a cache hit's cost was the
-        // tasks' scheduling).
+        // task per request: the hits are handed over here (creating and scheduling those tasks
+        // was a large part of a cache hit's cost).
         if let hits = freshHits(requests) {
             let descriptors = hits.enumerated().map { index, hit in
                 defer { hit.result.release() }

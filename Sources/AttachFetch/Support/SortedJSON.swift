@@ -1,10 +1,12 @@
 /// Compact JSON with sorted keys and unescaped slashes — byte for byte what Foundation's
-/// `JSONEncoder` writes with `[.sortedKeys, .withoutEscapingSlashes]` — in a fraction of its time.
+/// `JSONEncoder` writes with `[.sortedKeys, .withoutEscapingSlashes]` — with less work.
 ///
 /// Why it exists: the service answers a cache hit in well under a millisecond, and Foundation's
 /// encoder was the largest user-space cost of that answer (it tracks coding paths, checks every
-/// value for its special types, keeps a dictionary per object and sorts it by string). This one
-/// builds a small tree of already-written scalars and sorts each object's keys once.
+/// value for its special types, keeps a dictionary per object). This one builds a small tree
+/// over one buffer of already-written scalars and sorts each object's keys once. Under the
+/// service's warm load, encoding went from ~14 % to ~10 % of its CPU: what is left is mostly the
+/// `Encodable` conformances' own generic calls, which any `Encoder` pays.
 ///
 /// It writes what a value's `Encodable` conformance says, so it suits plain value types: structs,
 /// string-backed enums, strings, numbers, booleans, arrays, string-keyed dictionaries. Foundation
@@ -33,12 +35,6 @@ public enum SortedJSON {
         var bytes: [UInt8] = []
 
         init() { bytes.reserveCapacity(1024) }
-
-        func text(_ literal: StaticString) -> Node {
-            let start = bytes.count
-            bytes.append(contentsOf: UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
-            return .text(start..<bytes.count)
-        }
 
         func text(_ string: String) -> Node {
             let start = bytes.count
