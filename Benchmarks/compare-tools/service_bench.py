@@ -163,6 +163,19 @@ async def via_thumbor(session, base, url):
         return response.status == 200 and body[:2] == b"\xff\xd8"
 
 
+def first_call(base, url):
+    """One call for `url` (it makes the cache entry the warm loads hit), which must succeed."""
+    subprocess.run(["curl", "-sf", "-o", "/dev/null", "-H", "Content-Type: application/json", "-d",
+                    json.dumps({"urls": [url]}), f"{base}/v1/attachments"], check=True)
+
+
+def corrected_delay(delay_ms, rate, target):
+    """The pause that makes `target` requests/s from a run that made `rate` with `delay_ms`: the
+    run's latency is what its rate leaves of each connection's cycle beyond the pause."""
+    latency_ms = max(0.0, CONNECTIONS * 1000 / rate - delay_ms)
+    return round(max(0.0, CONNECTIONS * 1000 / target - latency_ms), 3)
+
+
 def checked_wrk(url, mode, seconds, **env):
     """wrk in a checking mode (distinct, thumbor): every answer must be a 200 that the script
     accepted, with no socket error; else the benchmark stops."""
@@ -245,12 +258,11 @@ def calibrated_delay(url, mode, target, **env):
     latency) requests per second; a 10-second run measures the latency at that rate. The latency
     depends on the rate, so the calibration is repeated at the corrected delay. The delay is
     fractional (wrk.lua dithers whole milliseconds to meet it on average)."""
-    delay_ms = CONNECTIONS * 1000 / target
+    delay_ms = round(CONNECTIONS * 1000 / target, 3)
     for _ in range(3):
         calibration = wrk(url, mode, 10, DELAY_MS=f"{delay_ms:.3f}", **env)
-        latency_ms = max(0.0, CONNECTIONS * 1000 / calibration["rate"] - delay_ms)
-        delay_ms = max(0.0, CONNECTIONS * 1000 / target - latency_ms)
-    return round(delay_ms, 3), calibration
+        delay_ms = corrected_delay(delay_ms, calibration["rate"], target)
+    return delay_ms, calibration
 
 
 def soak(service, url, hot, cold, max_rate, seconds):
@@ -332,8 +344,7 @@ def main():
         runs["healthzFloor"] = wrk(f"{base}/healthz", "get", args.seconds)
         runs["origin64"] = wrk(single, "get", args.seconds)
         runs["origin1"] = wrk(single, "get", args.seconds, connections=1)
-        subprocess.run(["curl", "-sf", "-o", "/dev/null", "-H", "Content-Type: application/json", "-d",
-                        json.dumps({"urls": [single]}), f"{base}/v1/attachments"], check=True)
+        first_call(base, single)
         for name, mode, connections in [("warm64", "warm", CONNECTIONS), ("warm1", "warm", 1),
                                         ("cold64", "cold", CONNECTIONS), ("cold1", "cold", 1)]:
             with Sampler(service.pid) as sampler:
@@ -346,12 +357,12 @@ def main():
         # 150,000 batch directories for the retention sweep), for 90 s: past the 60-s retention,
         # so its own sweeps (removing what it makes, as in steady operation) fall inside it.
         at_rate_base = fresh_service()
-        subprocess.run(["curl", "-sf", "-o", "/dev/null", "-H", "Content-Type: application/json", "-d",
-                        json.dumps({"urls": [single]}), f"{at_rate_base}/v1/attachments"], check=True)
-        # The calibration runs are short and see no retention sweep; the 90-s run does, and its
-        # latency, and so its rate, moves (3-6 % under the aim in the first runs). So the run is
-        # repeated, at most twice, at a pause corrected by its own latency while its rate is
-        # under the target; every attempt is kept in the results, the last one is checked.
+        first_call(at_rate_base, single)
+        # Aimed 2 % over the target. The calibration runs are short and see no retention sweep;
+        # the 90-s run does, and its latency, and so its rate, moves (3-6 % under the aim in the
+        # first runs). So the run is repeated, at most twice, at a pause corrected by its own
+        # latency while its rate is under the target; every attempt is kept in the results, the
+        # last one is checked.
         target = thresholds["cachedRequestsPerSecondMin"]
         delay_ms, _ = calibrated_delay(f"{at_rate_base}/v1/attachments", "warm", 1.02 * target, HOT_URL=single, COLD_URL=single)
         attempts = []
@@ -363,17 +374,17 @@ def main():
             attempts.append(run)
             if run["rate"] >= target:
                 break
-            latency_ms = max(0.0, CONNECTIONS * 1000 / run["rate"] - delay_ms)
-            delay_ms = max(0.0, round(CONNECTIONS * 1000 / (1.02 * target) - latency_ms, 3))
+            delay_ms = corrected_delay(delay_ms, run["rate"], 1.02 * target)
         runs["warm64AtTarget"] = attempts[-1]
         runs["warm64AtTarget"]["attempts"] = [{k: a[k] for k in ("rate", "p50_ms", "p99_ms", "delayMs")} for a in attempts]
         # The same warm load with TMPDIR on the work directory's disk file system, for comparison
         # (reported, not a target: the README says why tmpfs).
         if args.service_tmpdir != args.work:
             disk_base = fresh_service(args.work)
-            subprocess.run(["curl", "-sf", "-o", "/dev/null", "-H", "Content-Type: application/json", "-d",
-                            json.dumps({"urls": [single]}), f"{disk_base}/v1/attachments"], check=True)
-            runs["warm64Disk"] = wrk(f"{disk_base}/v1/attachments", "warm", args.seconds, HOT_URL=single, COLD_URL=single)
+            first_call(disk_base, single)
+            with Sampler(service.pid) as sampler:
+                runs["warm64Disk"] = wrk(f"{disk_base}/v1/attachments", "warm", args.seconds, HOT_URL=single, COLD_URL=single)
+            runs["warm64Disk"]["peakPssMiB"] = sampler.peak_mib
         results["serviceTmpdir"] = {"path": args.service_tmpdir, "tmpfs": is_tmpfs(args.service_tmpdir)}
         print(f"  (service TMPDIR: {args.service_tmpdir}{', tmpfs' if is_tmpfs(args.service_tmpdir) else ''}; "
               f"warm64Disk: TMPDIR {args.work})", flush=True)

@@ -9,7 +9,8 @@
 --                through 001..IMAGES: a new URL every time, the same images over and over
 --   MODE=thumbor GET /unsafe/fit-in/320x320/<ORIGIN without http://>/media/dNNN.jpg, NNN cycling the same way
 -- In the last two modes every answer is checked: a service answer must say "ready" and carry a
--- thumbnail, a thumbor answer must be a JPEG; any other answer is counted under status 0.
+-- thumbnail object (not only a thumbnail time), a thumbor answer must be a JPEG; any other answer
+-- is counted under status 0.
 -- Every response status is counted; done() prints one line "WRKJSON {...}" for the harness.
 local mode = os.getenv("MODE") or "get"
 local hot = os.getenv("HOT_URL") or ""
@@ -74,7 +75,7 @@ end
 local function wrong(status, body)
   if status ~= 200 then return false end
   if mode == "distinct" then
-    return not (body:find('"status":"ready"', 1, true) and body:find('"thumbnail":', 1, true))
+    return not (body:find('"status":"ready"', 1, true) and body:find('"thumbnail":{', 1, true))
   elseif mode == "thumbor" then
     return body:sub(1, 2) ~= "\255\216"
   end
