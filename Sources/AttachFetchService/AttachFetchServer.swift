@@ -40,11 +40,15 @@ public final class AttachFetchServer: Sendable {
             router: makeRouter(),
             server: .http1(configuration: .init(additionalChannelHandlers: [ClientDisconnectWatch()])),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "attach-fetch"),
-            services: [RetentionSweeper(files: files),
-                       DrainWatch { [weak self] in self?.draining.store(true, ordering: .relaxed) }],
+            services: [RetentionSweeper(files: files)],
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) },
             logger: logger)
-        let group = ServiceGroup(configuration: .init(services: [application], gracefulShutdownSignals: gracefulShutdownSignals,
+        // A group shuts its services down one at a time, last first: the drain watch comes
+        // after the application so that /readyz turns 503 (and stays so for the drain delay,
+        // the listener still open) before the server stops accepting. Inside the application
+        // it would run after the server had already stopped.
+        let drain = DrainWatch(delay: configuration.drainDelay) { [weak self] in self?.draining.store(true, ordering: .relaxed) }
+        let group = ServiceGroup(configuration: .init(services: [application, drain], gracefulShutdownSignals: gracefulShutdownSignals,
                                                       logger: logger))
         do {
             try await group.run()
@@ -104,7 +108,7 @@ public final class AttachFetchServer: Sendable {
         if milliseconds == nil, let header = request.headers[HTTPField.Name("X-Deadline-Ms")!] {
             milliseconds = try APIRequests.deadlineMs(Double(header) ?? -1, field: "X-Deadline-Ms")
         }
-        let asked = milliseconds.map { Duration.milliseconds(Int64(min($0, 86_400_000))) } ?? configuration.pipeline.defaultDeadline
+        let asked = milliseconds.map { Duration.milliseconds(min($0, 86_400_000)) } ?? configuration.pipeline.defaultDeadline
         return min(asked, configuration.maxDeadline)
     }
 
@@ -123,7 +127,7 @@ public final class AttachFetchServer: Sendable {
         let (requests, milliseconds) = try APIRequests.attachments(data, maxRequests: configuration.maxRequestsPerCall)
         let deadline = try deadline(milliseconds, request)
         if request.headers[.accept]?.contains("application/x-ndjson") == true {
-            return try streamed(requests, deadline: deadline, context: context)
+            return try await streamed(requests, deadline: deadline, context: context)
         }
         return Self.json(BatchDocument(try await run(requests, deadline: deadline, context: context)))
     }
@@ -144,14 +148,25 @@ public final class AttachFetchServer: Sendable {
         let batch = try await run(media.map { $0.request(platforms: platforms) }, deadline: try deadline(nil, request), context: context)
         let lint = payload.lint(media: media, descriptors: batch.attachments)
             + payload.platformLint(media: media, descriptors: batch.attachments, rewriting: rewrite)
-        var document = PayloadDocument(BatchDocument(batch, lint: lint))
+        let document = BatchDocument(batch, lint: lint)
         if rewrite {
-            document.payload = RawJSON(payload.rewritten(media: media, descriptors: batch.attachments))
+            return Self.json(document, payload: payload.rewritten(media: media, descriptors: batch.attachments, pretty: false))
         } else if stripFailed {
             let failed = zip(media, batch.attachments).filter { $0.1.status != .ready }.map { $0.0.entry }
-            document.payload = RawJSON(payload.removing(failed))
+            return Self.json(document, payload: payload.removing(failed, pretty: false))
         }
         return Self.json(document)
+    }
+
+    /// `/v1/payloads`' answer with the payload (stripped or rewritten) added as the JSON it is,
+    /// not decoded again into Swift values: its numbers stay exactly as the client sent them.
+    /// `payload` sorts after every key of the batch document, so it goes last.
+    private static func json(_ document: BatchDocument, payload: Data) -> Response {
+        var text = BatchDocument.encode(document, pretty: false)
+        precondition(text.last == "}", "a batch document is a JSON object")
+        text.removeLast()
+        text += #","payload":"# + String(decoding: payload, as: UTF8.self) + "}\n"
+        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
     private static func payload(_ data: Data) throws(APIError) -> PushPayload {
@@ -187,7 +202,8 @@ public final class AttachFetchServer: Sendable {
 
     /// NDJSON: one descriptor per line as each finishes, then a closing summary line. A client
     /// that goes away ends the stream, which cancels what is left; its files are removed.
-    private func streamed(_ requests: [AttachmentRequest], deadline: Duration, context: ServiceContext) throws -> Response {
+    private func streamed(_ requests: [AttachmentRequest], deadline: Duration, context: ServiceContext) async throws -> Response {
+        let watch = try await context.channel.disconnectWatch
         guard metrics.startBatch(attachments: requests.count, limit: configuration.maxBatches) else { throw APIError.overloaded }
         let directory: String
         do { directory = try files.newBatch() } catch {
@@ -200,20 +216,37 @@ public final class AttachFetchServer: Sendable {
             let started = ContinuousClock.now
             var counts: [String: Int] = [:]
             var finished = 0
-            do {
-                for await item in pipeline.descriptors(for: requests, deadline: deadline, outputDirectory: directory, logger: logger) {
-                    metrics.attachment(item.descriptor)
-                    outcome.count(item.descriptor.status.rawValue)
-                    counts[item.descriptor.status.rawValue, default: 0] += 1
-                    finished += 1
-                    try await writer.write(ByteBuffer(string: BatchDocument.encode(item.descriptor, pretty: false) + "\n"))
+            // The batch runs in a task that the disconnect watch cancels (a write would notice a
+            // client that went away only at the next descriptor, which may be seconds away).
+            // Descriptors are relayed to this task, which owns the writer; the task ends only
+            // when the batch has, so its files are settled before any are removed.
+            let (descriptors, relay) = AsyncStream<AttachmentDescriptor>.makeStream()
+            let producer = Task {
+                defer { relay.finish() }
+                try await watch.cancellingOnDisconnect {
+                    _ = await pipeline.process(requests, deadline: deadline, outputDirectory: directory, logger: logger) { _, descriptor in
+                        relay.yield(descriptor)
+                    }
+                    try Task.checkCancellation()
                 }
+            }
+            do {
+                for await descriptor in descriptors {
+                    metrics.attachment(descriptor)
+                    outcome.count(descriptor.status.rawValue)
+                    counts[descriptor.status.rawValue, default: 0] += 1
+                    finished += 1
+                    try await writer.write(ByteBuffer(string: BatchDocument.encode(descriptor, pretty: false) + "\n"))
+                }
+                try await producer.value
                 let summary = StreamSummary(done: true, elapsedMs: (ContinuousClock.now - started).wholeMilliseconds,
                                             deadlineMs: deadline.wholeMilliseconds, directory: directory, attachments: finished,
                                             byStatus: counts)
                 try await writer.write(ByteBuffer(string: BatchDocument.encode(summary, pretty: false) + "\n"))
                 try await writer.finish(nil)
             } catch {
+                producer.cancel()
+                _ = await producer.result
                 files.remove(directory)
                 throw error
             }
@@ -237,67 +270,16 @@ struct StreamSummary: Encodable {
     var byStatus: [String: Int]
 }
 
-/// `/v1/payloads`' answer: the batch document plus the payload, stripped or rewritten.
-struct PayloadDocument: Encodable {
-    var batch: BatchDocument
-    var payload: RawJSON?
-
-    init(_ batch: BatchDocument) { self.batch = batch }
-
-    enum CodingKeys: String, CodingKey { case payload }
-
-    func encode(to encoder: any Encoder) throws {
-        try batch.encode(to: encoder)
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encodeIfPresent(payload, forKey: .payload)
-    }
-}
-
-/// JSON produced elsewhere (the payload), embedded as it is.
-struct RawJSON: Encodable {
-    let value: JSONValue
-
-    init(_ data: Data) {
-        value = (try? JSONDecoder().decode(JSONValue.self, from: data)) ?? .object([:])
-    }
-
-    func encode(to encoder: any Encoder) throws { try value.encode(to: encoder) }
-}
-
-/// Any JSON value, to carry a payload through Codable.
-indirect enum JSONValue: Codable, Sendable {
-    case null, bool(Bool), number(Double), string(String), array([JSONValue]), object([String: JSONValue])
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() { self = .null }
-        else if let value = try? container.decode(Bool.self) { self = .bool(value) }
-        else if let value = try? container.decode(Double.self) { self = .number(value) }
-        else if let value = try? container.decode(String.self) { self = .string(value) }
-        else if let value = try? container.decode([JSONValue].self) { self = .array(value) }
-        else { self = .object(try container.decode([String: JSONValue].self)) }
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .null: try container.encodeNil()
-        case .bool(let value): try container.encode(value)
-        case .number(let value):
-            if value.rounded() == value, abs(value) < 1e15 { try container.encode(Int64(value)) } else { try container.encode(value) }
-        case .string(let value): try container.encode(value)
-        case .array(let value): try container.encode(value)
-        case .object(let value): try container.encode(value)
-        }
-    }
-}
-
-/// Turns `/readyz` to 503 as soon as graceful shutdown begins.
+/// Turns `/readyz` to 503 as soon as graceful shutdown begins, then holds the shutdown for
+/// `delay` (the listener still accepting) so that load balancers see it before connections
+/// are refused.
 struct DrainWatch: Service {
+    let delay: Duration
     let onDrain: @Sendable () -> Void
 
     func run() async throws {
         try? await gracefulShutdown()
         onDrain()
+        if delay > .zero { try? await Task.sleep(for: delay) }
     }
 }

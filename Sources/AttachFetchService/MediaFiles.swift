@@ -32,16 +32,18 @@ struct MediaFiles: Sendable {
             .eTag: etag,
             .acceptRanges: "bytes",
         ]
-        if let match = request.headers[.ifNoneMatch], match == etag || match == "*" {
+        if let header = request.headers[.ifNoneMatch], Self.matches(header, etag: etag) {
             return Response(status: .notModified, headers: headers)
         }
         var range = 0..<size
         var status206 = false
-        if let header = request.headers[.range] {
-            guard let asked = Self.byteRange(header, size: size) else {
-                headers[.contentRange] = "bytes */\(size)"
-                return Response(status: .rangeNotSatisfiable, headers: headers)
-            }
+        switch request.headers[.range].map({ Self.byteRange($0, size: size) }) {
+        case nil, .ignored?:
+            break
+        case .unsatisfiable?:
+            headers[.contentRange] = "bytes */\(size)"
+            return Response(status: .rangeNotSatisfiable, headers: headers)
+        case .bytes(let asked)?:
             range = asked
             status206 = true
             headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(size)"
@@ -86,19 +88,42 @@ struct MediaFiles: Sendable {
         }
     }
 
-    /// One range of `bytes=a-b`, `bytes=a-` or `bytes=-n`; nil when unsatisfiable or not one range.
-    static func byteRange(_ header: String, size: Int) -> Range<Int>? {
-        guard header.hasPrefix("bytes="), !header.contains(",") else { return nil }
+    /// What a `Range` header asks of a file of `size` bytes.
+    enum RangeAnswer: Equatable {
+        /// One satisfiable range: 206 with these bytes.
+        case bytes(Range<Int>)
+        /// One well-formed range that starts past the end (or a zero suffix): 416.
+        case unsatisfiable
+        /// Not one `bytes` range (another unit, several ranges, a malformed one): the whole file,
+        /// 200, as RFC 9110 lets a server do with ranges it does not support.
+        case ignored
+    }
+
+    /// One range of `bytes=a-b`, `bytes=a-` or `bytes=-n`.
+    static func byteRange(_ header: String, size: Int) -> RangeAnswer {
+        guard header.hasPrefix("bytes="), !header.contains(",") else { return .ignored }
         let spec = header.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
-        guard spec.count == 2, size > 0 else { return nil }
+        guard spec.count == 2 else { return .ignored }
         if spec[0].isEmpty {
-            guard let suffix = Int(spec[1]), suffix > 0 else { return nil }
-            return max(0, size - suffix)..<size
+            guard let suffix = Int(spec[1]), suffix >= 0 else { return .ignored }
+            return suffix > 0 && size > 0 ? .bytes(max(0, size - suffix)..<size) : .unsatisfiable
         }
-        guard let start = Int(spec[0]), start >= 0, start < size else { return nil }
-        if spec[1].isEmpty { return start..<size }
-        guard let end = Int(spec[1]), end >= start else { return nil }
-        return start..<(min(end, size - 1) + 1)
+        guard let start = Int(spec[0]), start >= 0 else { return .ignored }
+        var end = size - 1
+        if !spec[1].isEmpty {
+            guard let last = Int(spec[1]), last >= start else { return .ignored }
+            end = min(last, end)
+        }
+        return start < size ? .bytes(start..<(end + 1)) : .unsatisfiable
+    }
+
+    /// `If-None-Match`: `*`, or a list of entity tags one of which is ours (weak comparison, as
+    /// RFC 9110 asks for this header).
+    static func matches(_ header: String, etag: String) -> Bool {
+        header.split(separator: ",").contains { candidate in
+            let tag = candidate.trimmingCharacters(in: .whitespaces)
+            return tag == "*" || tag == etag || tag == "W/" + etag
+        }
     }
 
     static func contentType(_ name: String) -> String {

@@ -16,6 +16,10 @@ public struct ServiceConfiguration: Sendable {
     /// Ready files of batches (when not publishing) are removed this long after their batch.
     /// Default 1 hour.
     public var retention: Duration = .seconds(3600)
+    /// After SIGTERM or SIGINT, how long `/readyz` answers 503 while the listener still accepts
+    /// (and serves) calls, before it closes: time for a load balancer's readiness checks to take
+    /// the replica out. Default 0 (the listener closes at once).
+    public var drainDelay: Duration = .zero
     /// Largest request body. Default 1 MiB.
     public var maxBodyBytes = 1 << 20
     /// Most requests in one call. Default 100.
@@ -34,6 +38,7 @@ public struct ServiceConfiguration: Sendable {
         guard maxBatches >= 1 else { throw .invalidConfiguration("--max-batches must be at least 1") }
         guard maxDeadline > .zero else { throw .invalidConfiguration("--max-deadline must be greater than zero") }
         guard retention > .zero else { throw .invalidConfiguration("--retention must be greater than zero") }
+        guard drainDelay >= .zero else { throw .invalidConfiguration("--drain-delay must not be negative") }
         guard !tokens.contains(where: \.isEmpty) else { throw .invalidConfiguration("tokens must not be empty") }
         try pipeline.validate()
     }

@@ -93,7 +93,9 @@ struct BearerTokens: RouterMiddleware {
     static func matchesAny(_ given: [UInt8], _ tokens: [[UInt8]]) -> Bool {
         var matched: UInt8 = 0
         for token in tokens {
-            var difference = UInt8(truncatingIfNeeded: token.count ^ given.count)
+            // The lengths compared whole: a byte of their difference would miss lengths that
+            // differ by a multiple of 256 (a token followed by 256 more bytes would match).
+            var difference: UInt8 = token.count == given.count ? 0 : 1
             for index in 0..<token.count {
                 difference |= token[index] ^ (index < given.count ? given[index] : 0)
             }

@@ -10,7 +10,7 @@ struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Run the pipeline as an HTTP service for push backends in any language (see the README's Service section).",
-        discussion: "SIGTERM or SIGINT: /readyz turns 503, the listener stops, batches in flight finish by their deadlines, the process exits 0."
+        discussion: "SIGTERM or SIGINT: /readyz turns 503 (for --drain-delay seconds the listener still accepts), then the listener stops, batches in flight finish by their deadlines, the process exits 0."
     )
 
     @Option(help: "Address to listen on.") var host = "127.0.0.1"
@@ -23,6 +23,9 @@ struct ServeCommand: AsyncParsableCommand {
     var maxDeadline: Double = 25
     @Option(help: ArgumentHelp("Batches' files (without publishing) are removed this long after their batch.", valueName: "SECONDS"))
     var retention: Double = 3600
+    @Option(name: .customLong("drain-delay"),
+            help: ArgumentHelp("After SIGTERM/SIGINT, keep accepting this long with /readyz at 503, for load balancers to notice.", valueName: "SECONDS"))
+    var drainDelay: Double = 0
     @Flag(name: .customLong("no-cache"), help: "Turn the result cache off (on by default in the service).")
     var noCache = false
 
@@ -37,6 +40,7 @@ struct ServeCommand: AsyncParsableCommand {
         for (name, value) in [("--max-deadline", maxDeadline), ("--retention", retention)] where !(value.isFinite && value > 0) {
             throw ValidationError("\(name) must be a number of seconds greater than 0")
         }
+        guard drainDelay.isFinite, drainDelay >= 0 else { throw ValidationError("--drain-delay must be a number of seconds, 0 or more") }
         if let tokenFile {
             do { _ = try ServiceConfiguration.tokens(fromFile: tokenFile) } catch { throw ValidationError("--token-file: \(error.message)") }
         }
@@ -54,6 +58,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.maxBatches = maxBatches
         configuration.maxDeadline = .seconds(maxDeadline)
         configuration.retention = .seconds(retention)
+        configuration.drainDelay = .seconds(drainDelay)
         if let tokenFile { configuration.tokens = try ServiceConfiguration.tokens(fromFile: tokenFile) }
         var logger = Logger(label: "attach-fetch") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = verbose ? .debug : .info

@@ -126,7 +126,7 @@ import Testing
 /// A swift-log handler that keeps what it is given.
 final class CapturedLog: LogHandler, @unchecked Sendable {
     // @unchecked Sendable: `stored` is only touched under `lock`; the rest is set before use.
-    struct Entry { var level: Logger.Level; var message: String }
+    struct Entry { var level: Logger.Level; var message: String; var metadata: Logger.Metadata = [:] }
     private let lock = NSLock()
     private var stored: [Entry] = []
     var metadata: Logger.Metadata = [:]
@@ -140,6 +140,7 @@ final class CapturedLog: LogHandler, @unchecked Sendable {
     }
 
     func log(event: LogEvent) {
-        lock.withLock { stored.append(Entry(level: event.level, message: event.message.description)) }
+        let metadata = self.metadata.merging(event.metadata ?? [:]) { $1 }
+        lock.withLock { stored.append(Entry(level: event.level, message: event.message.description, metadata: metadata)) }
     }
 }

@@ -13,14 +13,15 @@ final class RunningServer: Sendable {
     let port: Int
     private let task: Task<Void, any Error>
 
-    static func start(_ scratch: Scratch, _ adjust: (inout ServiceConfiguration) -> Void = { _ in }) async throws -> RunningServer {
+    static func start(_ scratch: Scratch, logger: Logger = AttachmentPipeline.silentLogger,
+                      _ adjust: (inout ServiceConfiguration) -> Void = { _ in }) async throws -> RunningServer {
         var pipeline = AttachFetchConfiguration()
         pipeline.allowPrivateNetwork = true // the media server is on loopback
         pipeline.temporaryDirectory = scratch.path
         var configuration = ServiceConfiguration(pipeline: pipeline)
         configuration.port = 0
         adjust(&configuration)
-        let server = try AttachFetchServer(configuration: configuration, logger: AttachmentPipeline.silentLogger)
+        let server = try AttachFetchServer(configuration: configuration, logger: logger)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let task = Task { try await server.run { continuation.yield($0) } }
         var iterator = ports.makeAsyncIterator()
@@ -160,7 +161,10 @@ struct Exchange {
         let service = try await RunningServer.start(scratch) { $0.tokens = ["first-token", "second-token"] }
         let url = "\(service.base)/v1/attachments"
         let body = #"{"urls": ["http://127.0.0.1:1/a.jpg"]}"#
-        for headers in [[:], ["Authorization": "Bearer wrong"], ["Authorization": "Bearer first-toke"], ["Authorization": "Basic first-token"]] {
+        // A token followed by 256 (or 512) more bytes: lengths that differ by a multiple of 256.
+        let padded = ["first-token" + String(repeating: "x", count: 256), "second-token" + String(repeating: "\u{0}", count: 512)]
+        for headers in [[:], ["Authorization": "Bearer wrong"], ["Authorization": "Bearer first-toke"], ["Authorization": "Basic first-token"],
+                        ["Authorization": "Bearer \(padded[0])"]] {
             let answer = try await Exchange.post(url, json: body, headers: headers)
             #expect(answer.status == 401 && answer.errorCode == "unauthorized", "\(headers)")
         }
@@ -173,6 +177,10 @@ struct Exchange {
         #expect(BearerTokens.matchesAny(Array("abc".utf8), [Array("abc".utf8)]))
         #expect(!BearerTokens.matchesAny(Array("abcd".utf8), [Array("abc".utf8)]))
         #expect(!BearerTokens.matchesAny([], [Array("abc".utf8)]))
+        for given in padded {
+            #expect(!BearerTokens.matchesAny(Array(given.utf8), [Array("first-token".utf8), Array("second-token".utf8)]),
+                    "\(given.utf8.count) bytes")
+        }
         await service.stop()
     }
 
@@ -238,6 +246,20 @@ struct Exchange {
             #expect(apns.hasSuffix(".gif") && android.hasPrefix("https://media.example.test/p/"))
             #expect((message["apns"] as? [String: Any])?["payload"] != nil, "the rest of the payload is kept")
 
+            // The payload comes back as the client wrote it: a 19-digit id exact (not through a
+            // Double), booleans and zeros as they were, the document one compact JSON object.
+            let numbers = #"{"aps": {"mutable-content": 1}, "image_url": "\#(media.baseURL)/media/photo.jpg", "campaign": 1234567890123456789, "# +
+                #""big": 18446744073709551615, "ratio": 0.1, "custom": {"flag": true, "n": 0, "off": false}}"#
+            for query in ["stripFailed=true", "rewrite=true"] {
+                let answer = try await Exchange.post("\(service.base)/v1/payloads?\(query)", json: numbers)
+                #expect(answer.status == 200 && answer.json["lint"] is [Any] && answer.json["payload"] is [String: Any], "\(answer.text)")
+                for literal in [#""campaign":1234567890123456789"#, #""big":18446744073709551615"#, #""ratio":0.1"#,
+                                #""custom":{"flag":true,"n":0,"off":false}"#, #""mutable-content":1"#] {
+                    #expect(answer.text.contains(literal), "\(query): \(literal) in \(answer.text)")
+                }
+                #expect(answer.text.split(separator: "\n").count == 1)
+            }
+
             // The published files are served by the service itself.
             let name = (android as NSString).lastPathComponent
             let served = try await Exchange.send("GET", "\(service.base)/media/\(name)")
@@ -253,7 +275,32 @@ struct Exchange {
             let again = try await Exchange.send("GET", "\(service.base)/media/\(name)", headers: ["If-None-Match": "\"\(name.prefix(64))\""])
             #expect(again.status == 304)
             #expect(try await Exchange.send("GET", "\(service.base)/media/\(name)", headers: ["Range": "bytes=999999999-"]).status == 416)
+            let listed = try await Exchange.send("GET", "\(service.base)/media/\(name)",
+                                                 headers: ["If-None-Match": "\"other\", W/\"\(name.prefix(64))\""])
+            #expect(listed.status == 304, "one tag of a list, compared weakly")
+            #expect(try await Exchange.send("GET", "\(service.base)/media/\(name)", headers: ["If-None-Match": "\"other\""]).status == 200)
+            for unsupported in ["bytes=0-1,4-5", "items=0-9", "bytes=5-2", "bytes=x-"] {
+                let whole = try await Exchange.send("GET", "\(service.base)/media/\(name)", headers: ["Range": unsupported])
+                #expect(whole.status == 200 && whole.body == served.body, "\(unsupported): ignored, the whole file")
+            }
         }
+        await service.stop()
+    }
+
+    @Test func notReadyWhileThePublishDirectoryCannotBeWritten() async throws {
+        let scratch = Scratch(), publish = Scratch()
+        let service = try await RunningServer.start(scratch) {
+            $0.pipeline.publish = Publishing(directory: publish.path, baseURL: "https://media.example.test/p")
+        }
+        #expect(try await Exchange.send("GET", "\(service.base)/readyz").status == 200)
+        // Gone (a file mode would not do: the tests may run as root, whom modes do not stop).
+        try FileManager.default.removeItem(atPath: publish.path)
+        let gone = try await Exchange.send("GET", "\(service.base)/readyz")
+        #expect(gone.status == 503 && gone.errorCode == "publishDirectoryNotWritable", "\(gone.status) \(gone.text)")
+        #expect(try await Exchange.send("HEAD", "\(service.base)/readyz").status == 503)
+        #expect(try await Exchange.send("GET", "\(service.base)/healthz").status == 200, "alive, only not ready")
+        try FileManager.default.createDirectory(atPath: publish.path, withIntermediateDirectories: false)
+        #expect(try await Exchange.send("GET", "\(service.base)/readyz").status == 200, "ready again once it is back")
         await service.stop()
     }
 
@@ -295,6 +342,12 @@ struct Exchange {
         let whole = try await Exchange.send("GET", "\(service.base)/media/\(name)")
         #expect(whole.status == 200 && whole.headers["content-length"] == String(content.count))
         #expect(whole.body == content, "the whole file, byte for byte")
+        #expect(MediaFiles.byteRange("bytes=3-100", size: 10) == .bytes(3..<10))
+        #expect(MediaFiles.byteRange("bytes=-4", size: 10) == .bytes(6..<10))
+        #expect(MediaFiles.byteRange("bytes=-0", size: 10) == .unsatisfiable)
+        #expect(MediaFiles.byteRange("bytes=10-", size: 10) == .unsatisfiable)
+        #expect(MediaFiles.byteRange("bytes=0-", size: 0) == .unsatisfiable)
+        #expect(MediaFiles.byteRange("bytes=0-1, 3-4", size: 10) == .ignored)
         let chunk = MediaFiles.chunkBytes
         for (header, expected) in [("bytes=\(chunk - 5)-\(3 * chunk + 7)", (chunk - 5)..<(3 * chunk + 8)),
                                    ("bytes=\(content.count - 100_000)-", (content.count - 100_000)..<content.count),
@@ -388,6 +441,33 @@ struct Exchange {
         await service.stop()
     }
 
+    @Test func eachRequestLogsOneStructuredLine() async throws {
+        let scratch = Scratch()
+        let records = CapturedLog()
+        let service = try await RunningServer.start(scratch, logger: Logger(label: "service") { _ in records })
+        try await withMediaServer { media in
+            _ = try await Exchange.post("\(service.base)/v1/attachments",
+                                        json: #"{"urls": ["\#(media.baseURL)/media/photo.jpg", "\#(media.baseURL)/status/404", "\#(media.baseURL)/media/tone.mp3"]}"#)
+            _ = try await Exchange.send("GET", "\(service.base)/healthz")
+            _ = try await Exchange.send("GET", "\(service.base)/media/%2e%2e/secret.jpg")
+            _ = try await Exchange.send("DELETE", "\(service.base)/v1/payloads")
+        }
+        await service.stop()
+        let lines = records.entries.filter { $0.message == "request" }
+        #expect(lines.count == 4, "one line per request: \(lines)")
+        #expect(lines.allSatisfy { $0.level == .info })
+        let fields = lines.map { line in ["method", "route", "status"].map { line.metadata[$0].map { "\($0)" } ?? "-" } }
+        #expect(fields == [["POST", "/v1/attachments", "200"], ["GET", "/healthz", "200"], ["GET", "/media", "404"],
+                           ["DELETE", "/v1/payloads", "405"]], "\(fields)")
+        #expect(lines.allSatisfy { line in line.metadata["ms"].flatMap { Int("\($0)") }.map { $0 >= 0 } == true })
+        guard case .dictionary(let counts)? = lines.first?.metadata["attachments"] else {
+            Issue.record("no attachment counts: \(String(describing: lines.first))")
+            return
+        }
+        #expect(counts.mapValues { "\($0)" } == ["ready": "2", "failed": "1"])
+        #expect(lines.dropFirst().allSatisfy { $0.metadata["attachments"] == nil }, "counts only where a batch ran")
+    }
+
     @Test func connectionsStayOpenBetweenCalls() async throws {
         let scratch = Scratch()
         let origin = try CachingOrigin()
@@ -407,18 +487,20 @@ struct Exchange {
         await service.stop()
     }
 
-    @Test func aClientThatDisconnectsCancelsItsBatchAndItsFilesGo() async throws {
+    @Test(arguments: ["application/json", "application/x-ndjson"])
+    func aClientThatDisconnectsCancelsItsBatchAndItsFilesGo(accept: String) async throws {
         let scratch = Scratch()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
         let service = try await RunningServer.start(scratch)
         let body = #"{"urls": ["\#(origin.url("photo.jpg"))", "\#(origin.url("rotated.jpg", "delay=2000"))"]}"#
-        // curl gives up after 0.8 s and closes the connection.
+        // curl gives up after 0.8 s and closes the connection (for NDJSON, after the first line).
         let client = try await offPool {
             try runChild("/usr/bin/curl", ["-s", "--max-time", "0.8", "-X", "POST", "-H", "Content-Type: application/json",
-                                           "--data-binary", body, "\(service.base)/v1/attachments"])
+                                           "-H", "Accept: \(accept)", "--data-binary", body, "\(service.base)/v1/attachments"])
         }
         #expect(client.status == 28, "curl's exit status for its own timeout")
+        if accept == "application/x-ndjson" { #expect(client.output.split(separator: "\n").count == 1, "\(client.output)") }
         // The batch is cancelled: the slow transfer stops (the origin, which answers after 2 s
         // unless its client has gone, never sends that body), and the finished file is removed
         // from the batch's directory (the cache keeps its own copy in the hidden work store).
@@ -438,7 +520,8 @@ struct Exchange {
         defer { origin.shutdown() }
         let process = Process()
         process.executableURL = CLITests.executable
-        process.arguments = ["serve", "--port", "0", "--allow-private-network"]
+        // A stall timeout past the origin's 4-s delay: the batch must be slow, not stalled.
+        process.arguments = ["serve", "--port", "0", "--allow-private-network", "--drain-delay", "2", "--stall-timeout", "8"]
         process.environment = ProcessInfo.processInfo.environment.merging(["TMPDIR": scratch.path]) { $1 }
         let errors = Pipe()
         process.standardError = errors
@@ -452,16 +535,36 @@ struct Exchange {
         }
         let port = try #require(seen.split(separator: ":").last.flatMap { Int($0.prefix { $0.isNumber }) })
         let base = "http://127.0.0.1:\(port)"
-        let inFlight = Task { try await Exchange.post("\(base)/v1/attachments", json: #"{"urls": ["\#(origin.url("photo.jpg", "delay=1000"))"]}"#) }
+        #expect(try await Exchange.send("GET", "\(base)/readyz").status == 200)
+        let inFlight = Task { try await Exchange.post("\(base)/v1/attachments", json: #"{"urls": ["\#(origin.url("photo.jpg", "delay=4000"))"]}"#) }
         for _ in 0..<100 where origin.requests("photo.jpg") == 0 { try await Task.sleep(for: .milliseconds(20)) }
         kill(process.processIdentifier, SIGTERM)
         let signalled = ContinuousClock.now
+        // Draining: /readyz says so at once, while the listener, for the 2-s drain delay, still
+        // accepts new connections (a load balancer's check reaches it) ...
+        var readiness = try await Exchange.send("GET", "\(base)/readyz")
+        for _ in 0..<50 where readiness.status == 200 {
+            try await Task.sleep(for: .milliseconds(20))
+            readiness = try await Exchange.send("GET", "\(base)/readyz")
+        }
+        #expect(readiness.status == 503 && readiness.errorCode == "draining", "\(readiness.status) \(readiness.text)")
+        #expect(try await Exchange.send("GET", "\(base)/healthz").status == 200, "alive while draining")
+        #expect(ContinuousClock.now - signalled < .seconds(2), "checked within the drain delay")
+        // ... then it stops accepting, with the batch still in flight.
+        var refused = false
+        while !refused, ContinuousClock.now - signalled < .seconds(10) {
+            refused = (try? await Exchange.send("GET", "\(base)/healthz", timeout: 2)) == nil
+            if !refused { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        let refusedAfter = ContinuousClock.now - signalled
+        #expect(refused && refusedAfter >= .milliseconds(1900), "new connections refused \(refusedAfter) after SIGTERM")
+        #expect(origin.bodies("photo.jpg") == 0, "the batch is still in flight when the listener stops")
         let answer = try await inFlight.value
         #expect(answer.status == 200)
         #expect((answer.json["attachments"] as? [[String: Any]])?.first?["status"] as? String == "ready")
         try await offPool { process.waitUntilExit() }
         #expect(process.terminationStatus == 0)
-        // Soon after the batch (about 1 s): no background task (the retention sweeper sleeps up
+        // Soon after the batch (about 4 s): no background task (the retention sweeper sleeps up
         // to a minute) or idle keep-alive connection holds the exit back.
         let exitedAfter = ContinuousClock.now - signalled
         #expect(exitedAfter < .seconds(15), "exited \(exitedAfter) after SIGTERM")

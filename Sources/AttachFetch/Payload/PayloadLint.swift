@@ -107,21 +107,24 @@ extension PushPayload {
     // MARK: Stripping failed media
 
     /// The payload as JSON with the given entries removed (array elements are removed, not
-    /// nulled). Keys are sorted, so the output is stable.
-    public func removing(_ entries: [[PayloadPathComponent]]) -> Data {
-        replacing([], removing: entries)
+    /// nulled). Keys are sorted, so the output is stable; `pretty: false` writes it compact.
+    public func removing(_ entries: [[PayloadPathComponent]], pretty: Bool = true) -> Data {
+        replacing([], removing: entries, pretty: pretty)
     }
 
     /// The payload as JSON with each string at `replacements`' paths replaced, then `entries`
-    /// removed. Keys are sorted, so the output is stable.
+    /// removed. Keys are sorted, so the output is stable. Numbers are written as they were
+    /// read (a 19-digit id stays exact).
     public func replacing(_ replacements: [(path: [PayloadPathComponent], value: String)],
-                          removing entries: [[PayloadPathComponent]]) -> Data {
+                          removing entries: [[PayloadPathComponent]], pretty: Bool = true) -> Data {
         var document = root
         for (path, value) in replacements { document = Self.set(path[...], to: value, in: document) }
         // Remove later array elements first, so earlier indices stay valid.
         let ordered = entries.sorted { Self.isAfter($0, $1) }
         for entry in ordered { document = Self.remove(entry[...], from: document) }
-        return (try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]))
+        let options: JSONSerialization.WritingOptions = pretty ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+                                                               : [.sortedKeys, .withoutEscapingSlashes]
+        return (try? JSONSerialization.data(withJSONObject: document, options: options))
             ?? Data("{}".utf8)
     }
 

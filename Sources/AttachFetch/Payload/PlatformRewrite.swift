@@ -6,8 +6,8 @@ extension PushPayload {
     /// (a still JPEG or PNG within 1 MB, which iOS shows too, so a key both read gets it), the
     /// delivered file otherwise. Media that is not ready, not published, or that no platform
     /// reading the key can show (audio or video under a key only Android reads) is removed.
-    /// `descriptors` are in `media`'s order.
-    public func rewritten(media: [PayloadMedia], descriptors: [AttachmentDescriptor]) -> Data {
+    /// `descriptors` are in `media`'s order; `pretty: false` writes it compact.
+    public func rewritten(media: [PayloadMedia], descriptors: [AttachmentDescriptor], pretty: Bool = true) -> Data {
         var replacements: [(path: [PayloadPathComponent], value: String)] = []
         var removals: [[PayloadPathComponent]] = []
         for (item, descriptor) in zip(media, descriptors) {
@@ -17,7 +17,7 @@ extension PushPayload {
                 removals.append(item.entry)
             }
         }
-        return replacing(replacements, removing: removals)
+        return replacing(replacements, removing: removals, pretty: pretty)
     }
 
     /// The URL the key should carry, or nil when the entry should go.
