@@ -201,7 +201,7 @@ public final class AttachFetchServer: Sendable {
     }
 
     /// NDJSON: one descriptor per line as each finishes, then a closing summary line. A client
-    /// that goes away ends the stream, which cancels what is left; its files are removed.
+    /// that goes away cancels the batch at once (as in `run`); its files are removed.
     private func streamed(_ requests: [AttachmentRequest], deadline: Duration, context: ServiceContext) async throws -> Response {
         let watch = try await context.channel.disconnectWatch
         guard metrics.startBatch(attachments: requests.count, limit: configuration.maxBatches) else { throw APIError.overloaded }
