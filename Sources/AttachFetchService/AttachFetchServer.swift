@@ -22,7 +22,8 @@ public final class AttachFetchServer: Sendable {
         try configuration.validate()
         self.configuration = configuration
         self.logger = logger
-        self.files = try BatchFiles(temporaryDirectory: configuration.pipeline.temporaryDirectory, retention: configuration.retention)
+        self.files = try BatchFiles(temporaryDirectory: configuration.pipeline.temporaryDirectory, retention: configuration.retention,
+                                    longestBatch: configuration.maxDeadline + .seconds(1))
         do {
             self.pipeline = try AttachmentPipeline(configuration: configuration.pipeline, logger: logger)
         } catch {

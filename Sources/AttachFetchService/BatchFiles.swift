@@ -17,15 +17,19 @@ final class BatchFiles: Sendable {
     let root: String
     /// A bucket spans this long; it is the sweep interval too.
     let bucketWidth: Duration
-    private let retention: Duration
+    /// How long a batch's directory is kept: the retention, but never less than the longest a
+    /// batch can run (so a sweep never removes the directory of a batch still writing to it).
+    private let kept: Duration
     /// Buckets are numbered on the monotonic clock, so a wall-clock jump never removes the
     /// bucket being written.
     private let started = ContinuousClock.now
 
-    init(temporaryDirectory: String, retention: Duration) throws(AttachFetchError) {
+    /// `longestBatch`: the most a batch can take (the service's largest deadline, and a second
+    /// for its last files to be moved into place).
+    init(temporaryDirectory: String, retention: Duration, longestBatch: Duration) throws(AttachFetchError) {
         root = try PrivateDirectory.create(in: temporaryDirectory, prefix: "attach-fetch-serve-")
-        self.retention = retention
-        bucketWidth = min(.seconds(60), max(.milliseconds(100), retention / 4))
+        kept = max(retention, longestBatch)
+        bucketWidth = min(.seconds(60), max(.milliseconds(100), kept / 4))
     }
 
     private func bucket(at instant: ContinuousClock.Instant) -> Int { Int((instant - started) / bucketWidth) }
@@ -46,10 +50,10 @@ final class BatchFiles: Sendable {
 
     func remove(_ directory: String) { try? FileManager.default.removeItem(atPath: directory) }
 
-    /// Removes the buckets that ended at least the retention ago: a batch's files stay at least
-    /// the retention, and at most the retention plus two bucket widths.
+    /// Removes the buckets that ended at least `kept` ago: a batch's files stay at least that
+    /// long, and at most that plus two bucket widths.
     func sweep() {
-        let newestExpired = bucket(at: .now - retention) - 1
+        let newestExpired = bucket(at: .now - kept) - 1
         for name in (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [] {
             if let number = Int(name), number <= newestExpired { remove("\(root)/\(name)") }
         }

@@ -13,8 +13,8 @@ public struct ServiceConfiguration: Sendable {
     public var maxBatches = 64
     /// A request's deadline is clipped to this (never refused). Default 25 s.
     public var maxDeadline: Duration = .seconds(25)
-    /// Ready files of batches (when not publishing) are removed this long after their batch.
-    /// Default 1 hour.
+    /// Ready files of batches (when not publishing) are removed this long after their batch
+    /// (never sooner than `maxDeadline` and a second: a running batch's files stay). Default 1 hour.
     public var retention: Duration = .seconds(3600)
     /// After SIGTERM or SIGINT, how long `/readyz` answers 503 while the listener still accepts
     /// (and serves) calls, before it closes: time for a load balancer's readiness checks to take

@@ -418,23 +418,27 @@ struct Exchange {
         let scratch = Scratch()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
-        let service = try await RunningServer.start(scratch) { $0.retention = .seconds(1) }
+        // A half-second longest deadline: the files are kept the retention (1 s), not longer.
+        let service = try await RunningServer.start(scratch) {
+            $0.retention = .seconds(1)
+            $0.maxDeadline = .milliseconds(500)
+        }
         // The batch's directory is made after the call is sent: the retention counts from then.
         let written = ContinuousClock.now
         let answer = try await Exchange.post("\(service.base)/v1/attachments", json: #"{"urls": ["\#(origin.url("photo.jpg"))"]}"#)
         let attachment = try #require((answer.json["attachments"] as? [[String: Any]])?.first)
         let file = try #require(attachment["file"] as? String)
         let thumbnail = try #require((attachment["thumbnail"] as? [String: Any])?["file"] as? String)
-        // Kept for the retention: still there after half of it.
+        // Kept for the retention (max(1 s, 0.5 s + 1 s) = 1.5 s): still there after half a second.
         try await Task.sleep(until: written + .milliseconds(500))
         #expect(FileManager.default.fileExists(atPath: file) && FileManager.default.fileExists(atPath: thumbnail))
-        // Removed after it (at most two sweep intervals of 250 ms later; 4 s allowed for a busy machine).
+        // Removed after it (at most two sweep intervals of 375 ms later; 4 s allowed for a busy machine).
         while FileManager.default.fileExists(atPath: file), ContinuousClock.now - written < .seconds(5) {
             try await Task.sleep(for: .milliseconds(50))
         }
         let removedAfter = ContinuousClock.now - written
         #expect(!FileManager.default.fileExists(atPath: file) && !FileManager.default.fileExists(atPath: thumbnail))
-        #expect(removedAfter >= .seconds(1) && removedAfter < .seconds(4), "removed \(removedAfter) after the batch")
+        #expect(removedAfter >= .milliseconds(1500) && removedAfter < .seconds(4), "removed \(removedAfter) after the batch")
         // Nothing of that batch is left in the service's root: not its directory, not its bucket.
         let root = ((file as NSString).deletingLastPathComponent as NSString).deletingLastPathComponent
         #expect(!FileManager.default.fileExists(atPath: root), "the bucket \(root) is gone")
@@ -466,6 +470,27 @@ struct Exchange {
         }
         #expect(counts.mapValues { "\($0)" } == ["ready": "2", "failed": "1"])
         #expect(lines.dropFirst().allSatisfy { $0.metadata["attachments"] == nil }, "counts only where a batch ran")
+    }
+
+    @Test func aBatchLongerThanTheRetentionKeepsItsFiles() async throws {
+        let scratch = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        // Retention 1 s, deadline up to 4 s: a sweep every 250 ms would remove the batch's
+        // directory while its 2-s download is still running, unless batches in flight are kept.
+        let service = try await RunningServer.start(scratch) {
+            $0.retention = .seconds(1)
+            $0.maxDeadline = .seconds(4)
+        }
+        let answer = try await Exchange.post("\(service.base)/v1/attachments",
+                                             json: #"{"urls": ["\#(origin.url("photo.jpg", "delay=2000"))", "\#(origin.url("rotated.jpg"))"]}"#)
+        let attachments = try #require(answer.json["attachments"] as? [[String: Any]], "\(answer.text)")
+        #expect(attachments.map { $0["status"] as? String } == ["ready", "ready"], "\(answer.text)")
+        for attachment in attachments {
+            let file = try #require(attachment["file"] as? String)
+            #expect(FileManager.default.fileExists(atPath: file), "\(file) is there when the answer arrives")
+        }
+        await service.stop()
     }
 
     @Test func connectionsStayOpenBetweenCalls() async throws {

@@ -126,7 +126,8 @@ extension Stage {
         }))
 
     /// An image is decoded in full (so truncated or corrupt files fail) and thumbnailed. Late,
-    /// the attachment is still good: it is delivered without a thumbnail.
+    /// it is delivered without a thumbnail — and so without that full decode: a truncated image
+    /// whose decode the deadline cut short is delivered `ready` (the README's time contract).
     static let thumbnail = Stage(name: "thumbnail", body: .decode(
         on: .image, whenLate: .degrade, timing: .thumbnail,
         job: { work, configuration in
