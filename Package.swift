@@ -66,7 +66,7 @@ let package = Package(
         // libFuzzer target for sniff -> decode -> thumbnail on arbitrary bytes (scripts/fuzz.sh);
         // built normally it replays inputs given as files.
         .executableTarget(name: "attach-fetch-fuzz", dependencies: ["AttachFetch"]),
-        .target(name: "LoopbackHTTPServer"),
+        .target(name: "LoopbackHTTPServer", dependencies: ["CAttachFetchShims"]),
         // Serves TestMedia/ on a loopback port for the README's demo.
         .executableTarget(name: "loopback-media-server", dependencies: ["LoopbackHTTPServer"]),
         // Test-only C wrappers for making large images at test time.

@@ -1,3 +1,4 @@
+import CAttachFetchShims
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -94,7 +95,8 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
         self.handler = handler
         threads.enter()
         let thread = Thread { [self] in
-            Thread.current.name = "lb-http-accept"
+            // Named by the thread itself, as AttachFetch's `nameCurrentThread` explains.
+            _ = af_prctl_set_name("lb-http-accept")
             self.acceptLoop()
             self.threads.leave()
         }
@@ -165,7 +167,7 @@ public final class LoopbackHTTPServer: @unchecked Sendable {
             }
             threads.enter()
             let thread = Thread { [self] in
-                Thread.current.name = "lb-http-conn"
+                _ = af_prctl_set_name("lb-http-conn")
                 self.serve(fd)
                 withState { _ = $0.connections.remove(fd) }
                 close(fd)

@@ -39,9 +39,7 @@ final class TransferEngine: @unchecked Sendable {
         self.maxConcurrent = maxConcurrent
         self.logger = logger
         let thread = Thread { [self] in
-            // Named from inside the thread (that is when Foundation sets the kernel name, which
-            // keeps 15 characters); short names show in ps/top and the leak tests.
-            Thread.current.name = "af-curl"
+            nameCurrentThread("af-curl")
             self.run()
         }
         thread.start()

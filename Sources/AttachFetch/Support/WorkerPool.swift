@@ -24,8 +24,7 @@ final class WorkerPool: Sendable {
         for index in 0..<threads {
             let state = self.state
             let thread = Thread {
-                // The kernel keeps 15 characters of a thread's name.
-                Thread.current.name = String("\(name)-\(index)".prefix(15))
+                nameCurrentThread("\(name)-\(index)")
                 WorkerPool.work(state, WorkerThread(launch: launch, eager: eager))
             }
             thread.start()

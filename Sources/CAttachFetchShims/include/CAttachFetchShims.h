@@ -73,8 +73,9 @@ int af_spawn_close_from(void *actions, int lowest);
 // close_range (glibc 2.34+) is declared only under _GNU_SOURCE: a worker forked from the
 // program's process closes every descriptor it inherited but its socket.
 int af_close_from(int lowest);
-// PR_SET_NAME: a forked worker carries the program's name; it takes the spawned worker's
-// (as ps and the tests see it, 15 characters kept).
+// PR_SET_NAME (prctl is variadic): a forked worker carries the program's name and takes the
+// spawned worker's; threads name themselves with it too (as ps and the tests see them, 15
+// characters kept).
 int af_prctl_set_name(const char *name);
 
 #endif
