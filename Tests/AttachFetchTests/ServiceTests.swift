@@ -418,7 +418,7 @@ struct Exchange {
         let scratch = Scratch()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
-        // A half-second longest deadline: the files are kept the retention (1 s), not longer.
+        // A half-second longest deadline: the files are kept max(1-s retention, 0.5 s + 1 s), 1.5 s.
         let service = try await RunningServer.start(scratch) {
             $0.retention = .seconds(1)
             $0.maxDeadline = .milliseconds(500)
