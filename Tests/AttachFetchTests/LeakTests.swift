@@ -69,17 +69,24 @@ import Testing
             $0.sizeLimits.imageSource = 1_500_000 // the 2 MB one is cut off
         }
         let urls = paths.map { "\(server.baseURL)/\($0)\($0.contains("?") ? "&" : "?")" }
+        let deadline = Duration.seconds(10)
+        // The live heap is read once every batch's deadline has passed, so that nothing a batch
+        // scheduled for its deadline is still pending: with a 30-s deadline the second half's
+        // read 2 MB higher in one CI run and 51 KB lower in another. (The resident size is read
+        // right after the rounds, as before: an idle pause lets it shrink, which would make the
+        // first reading a low baseline.)
+        func settled() async throws { try await Task.sleep(for: deadline + .seconds(1)) }
         func round(_ pipeline: AttachmentPipeline, _ count: Int) async {
             await withTaskGroup(of: Void.self) { group in
                 for index in 0..<count {
                     group.addTask {
-                        // A deadline no round comes near: the codes below are those of work that
-                        // finished. Rounds of 320 attachments at once took over 5 s (the deadline
-                        // this had) twice in one CI run on a slow VM, and the time contract then
-                        // rightly changed them (conversions late: deadlineExceeded; thumbnails
-                        // late: ready without one). DeadlineTests cover those outcomes.
+                        // A deadline the rounds do not reach: the codes below are those of work
+                        // that finished. Rounds of 320 attachments at once took over 5 s (the
+                        // deadline this had) twice in one CI run on a slow VM, and the time
+                        // contract then rightly changed them (conversions late: deadlineExceeded;
+                        // thumbnails late: ready without one). DeadlineTests cover those outcomes.
                         let batch = await pipeline.process(urls.map { AttachmentRequest(url: "\($0)i=\(index)") },
-                                                           deadline: .seconds(30))
+                                                           deadline: deadline)
                         let codes = batch.attachments.map { $0.reason?.code.rawValue ?? "ready" }
                         #expect(codes == ["ready", "ready", "transferFailed", "transferFailed", "corruptMedia", "tooManyRedirects",
                                           "httpStatus", "unsupportedType", "ready", "timeout", "corruptMedia", "emptyBody",
@@ -94,17 +101,20 @@ import Testing
         for _ in 0..<5 { await round(pipeline!, 20) }
         let fds = Self.openFileDescriptors()
         let rss = Self.residentBytes()
+        try await settled()
         let heap = Self.liveHeapBytes()
         for _ in 0..<25 { await round(pipeline!, 20) } // 1,000 batches, 20 at a time
         let halfway = Self.residentBytes()
+        try await settled()
         let heapHalfway = Self.liveHeapBytes()
         for _ in 0..<25 { await round(pipeline!, 20) }
+        let end = Self.residentBytes()
+        try await settled()
         #expect(scratch.tree() == [])
         #expect(EasyTransfer.live.load(ordering: .relaxed) == 0)
         // Live sockets may vary with libcurl's idle-connection cache (bounded by
         // maxConcurrentTransfers); anything beyond that would be a leak.
         #expect(Self.openFileDescriptors() <= fds + 40, "fds: \(fds) -> \(Self.openFileDescriptors())")
-        let end = Self.residentBytes()
         let heapEnd = Self.liveHeapBytes()
         print("leak check over 1,000 batches: fds \(fds) -> \(Self.openFileDescriptors()), resident \(rss / 1024) KiB -> \(halfway / 1024) KiB (500 batches) -> \(end / 1024) KiB; live heap \(heap / 1024) KiB -> \(heapHalfway / 1024) KiB -> \(heapEnd / 1024) KiB")
         // Allocator arenas settle at a high-water mark (one per worker thread); a leak keeps
