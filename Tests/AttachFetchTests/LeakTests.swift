@@ -130,7 +130,9 @@ import Testing
         pipeline = nil
         try await offPool { server.shutdown() }
         try await Task.sleep(for: .milliseconds(300))
-        #expect(Self.openFileDescriptors() == baselineFDs)
+        // Not one descriptor more than before; fewer means one an earlier test left open closed
+        // meanwhile (a CI run saw 32 against 35, the test's pauses giving it the time).
+        #expect(Self.openFileDescriptors() <= baselineFDs, "fds: \(baselineFDs) -> \(Self.openFileDescriptors())")
         #expect(Self.ownThreads() == baselineThreads, "threads still running: \(Self.ownThreads() - baselineThreads)")
         #expect(EasyTransfer.live.load(ordering: .relaxed) == 0)
     }
