@@ -42,7 +42,23 @@ import Testing
         return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 
+    /// Resident set size in bytes once the allocator has handed its free pages back: what the
+    /// process uses, not what glibc's arenas keep after a busy moment (that varies by several MB
+    /// from one reading to the next, with threads picking arenas as they come and go).
+    /// (Each call to ``thousandMixedBatchesLeaveNothingBehind()`` first fixes glibc's thresholds:
+    /// see `af_test_fix_malloc_thresholds`.)
+    static func trimmedResidentBytes() -> Int {
+        af_test_trim_heap()
+        return residentBytes()
+    }
+
     @Test func thousandMixedBatchesLeaveNothingBehind() async throws {
+        // With glibc's moving thresholds, the arena a thread happens to use kept up to 6 MB of
+        // free memory at its top (read from /proc/self/smaps: two more arenas at about 6 MB in
+        // each half, while the live heap grew under 1 MB), so the resident size grew by 4 to
+        // 13 MB per 500 batches with no leak at all. Fixed thresholds make it follow the live
+        // memory; the live heap below is measured either way.
+        af_test_fix_malloc_thresholds()
         let scratch = Scratch()
         let paths = ["media/photo.jpg", "media/tone.mp3", "fault/reset?name=clip.avi", "fault/long-length",
                      "fault/short-length", "fault/redirect-loop", "status/404", "media/document.pdf",
@@ -70,11 +86,11 @@ import Testing
         }
         let urls = paths.map { "\(server.baseURL)/\($0)\($0.contains("?") ? "&" : "?")" }
         let deadline = Duration.seconds(10)
-        // The live heap is read once every batch's deadline has passed, so that nothing a batch
+        // Memory is read once every batch's deadline has passed, so that nothing a batch
         // scheduled for its deadline is still pending: with a 30-s deadline the second half's
-        // read 2 MB higher in one CI run and 51 KB lower in another. (The resident size is read
-        // right after the rounds, as before: an idle pause lets it shrink, which would make the
-        // first reading a low baseline.)
+        // live heap read 2 MB higher in one CI run and 51 KB lower in another. The resident size
+        // is read after malloc_trim: read raw right after a round, it swung by 15-20 MB with
+        // what the arenas kept (a CI run failed on 16 MB "growth" while the live heap grew 1 MB).
         func settled() async throws { try await Task.sleep(for: deadline + .seconds(1)) }
         func round(_ pipeline: AttachmentPipeline, _ count: Int) async {
             await withTaskGroup(of: Void.self) { group in
@@ -100,16 +116,16 @@ import Testing
         // Warm up (caches, the connection pool, allocator arenas), then measure.
         for _ in 0..<5 { await round(pipeline!, 20) }
         let fds = Self.openFileDescriptors()
-        let rss = Self.residentBytes()
         try await settled()
+        let rss = Self.trimmedResidentBytes()
         let heap = Self.liveHeapBytes()
         for _ in 0..<25 { await round(pipeline!, 20) } // 1,000 batches, 20 at a time
-        let halfway = Self.residentBytes()
         try await settled()
+        let halfway = Self.trimmedResidentBytes()
         let heapHalfway = Self.liveHeapBytes()
         for _ in 0..<25 { await round(pipeline!, 20) }
-        let end = Self.residentBytes()
         try await settled()
+        let end = Self.trimmedResidentBytes()
         #expect(scratch.tree() == [])
         #expect(EasyTransfer.live.load(ordering: .relaxed) == 0)
         // Live sockets may vary with libcurl's idle-connection cache (bounded by

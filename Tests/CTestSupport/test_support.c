@@ -43,3 +43,10 @@ int af_test_write_noise_jpeg(const char *path, int width, int height, int orient
 }
 
 size_t af_test_live_heap_bytes(void) { return mallinfo2().uordblks; }
+
+void af_test_trim_heap(void) { malloc_trim(0); }
+
+void af_test_fix_malloc_thresholds(void) {
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+    mallopt(M_TRIM_THRESHOLD, 128 * 1024);
+}

@@ -15,4 +15,12 @@ int af_test_write_noise_jpeg(const char *path, int width, int height, int orient
 // mallinfo2().uordblks: bytes the allocator has handed out and not had back, over every arena
 // (the live heap). Here because Swift's Glibc module does not expose <malloc.h>.
 size_t af_test_live_heap_bytes(void);
+// malloc_trim(0): hands every arena's free pages back to the kernel, so that a resident-size
+// reading counts what is in use, not what the allocator keeps (also not in Swift's Glibc).
+void af_test_trim_heap(void);
+// mallopt(M_MMAP_THRESHOLD) and mallopt(M_TRIM_THRESHOLD) at glibc's own defaults, 128 KiB. Set
+// explicitly, they stop moving: otherwise each freed large block raises both, and every arena
+// then keeps up to twice that block's size of free memory at its top, which malloc_trim does
+// not return for any arena but the main one.
+void af_test_fix_malloc_thresholds(void);
 #endif
