@@ -194,6 +194,29 @@ import Testing
         }
     }
 
+    /// The output directory is reported standardized: the shortcut that leaves a path as it is
+    /// must agree with Foundation on every path it takes, and leave the others to it.
+    @Test func outputDirectoryShortcutAgreesWithFoundation() async throws {
+        let paths = ["/tmp/a", "/dev/shm/attach-fetch-serve-x/12/batch-AbC", "/a b/c", "/tmp/a.b/..c/c..", "/tmp/...",
+                     "/tmp/a/", "/tmp//a", "/tmp/./a", "/tmp/a/.", "/tmp/a/..", "/tmp/../a", "/private/tmp", "/private",
+                     "/privateer/x", "relative/dir", "./x", "~/x", "/", ""]
+        for path in paths where BatchOutput.isStandard(path) {
+            #expect(URL(fileURLWithPath: path).standardizedFileURL.path == path, "\(path)")
+        }
+        #expect(paths.filter(BatchOutput.isStandard) == ["/tmp/a", "/dev/shm/attach-fetch-serve-x/12/batch-AbC", "/a b/c",
+                                                         "/tmp/a.b/..c/c..", "/tmp/..."])
+        // Through the pipeline: a path the shortcut refuses is still reported standardized.
+        let scratch = Scratch()
+        let out = Scratch()
+        let pipeline = try makePipeline(scratch)
+        try await withMediaServer { server in
+            let batch = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg", identifier: "p")],
+                                               outputDirectory: "\(out.path)//./")
+            #expect(batch.directory == out.path)
+            #expect(batch.attachments[0].file == "\(out.path)/p.jpg")
+        }
+    }
+
     @Test func missingOutputDirectoryBecomesIODescriptors() async throws {
         let scratch = Scratch()
         let pipeline = try makePipeline(scratch)
