@@ -175,6 +175,7 @@ import Testing
             $0.thumbnailThreads = 1
             $0.maxImagePixels = 100_000_000
             $0.maxProgressivePixels = 100_000_000 // slow on purpose: let it through to the decoder
+            $0.cache = ResultCaching() // the second batch below asks for the same URLs
         }
         let mediaPath = media.path
         try await offPool { try writeBlackJPEG(path: "\(mediaPath)/slow.jpg", width: 7000, height: 7000, progressive: true) }
@@ -184,11 +185,25 @@ import Testing
         let started = ContinuousClock.now
         let batch = await pipeline.process(requests, deadline: .milliseconds(800))
         let elapsed = ContinuousClock.now - started
-        try await offPool { server.shutdown() }
         #expect(elapsed < .milliseconds(800) + timingSlack, "took \(elapsed)")
-        // Every download fits easily; every attachment is delivered, some without a thumbnail.
+        // Every download fits easily; every attachment is delivered, some without a thumbnail,
+        // and those say that the deadline cut their thumbnail (and so their decode) short.
         #expect(batch.attachments.allSatisfy { $0.status == .ready }, "\(batch.attachments.map { $0.reason?.message ?? "ready" })")
         #expect(batch.attachments.contains { $0.thumbnail == nil })
+        for attachment in batch.attachments {
+            #expect(attachment.skippedAtDeadline == (attachment.thumbnail == nil ? ["thumbnail"] : nil), "\(attachment.identifier)")
+        }
+        // The same URLs again, with time to spare: a result cut short was not cached, so it is
+        // made again (a miss, now with its thumbnail); a complete one is a hit.
+        let again = await pipeline.process(requests, deadline: .seconds(60))
+        try await offPool { server.shutdown() }
+        for (first, second) in zip(batch.attachments, again.attachments) {
+            let cutShort = first.skippedAtDeadline != nil
+            #expect(second.cache == (cutShort ? .miss : .hit), "\(first.identifier)")
+            #expect(second.thumbnail != nil && second.skippedAtDeadline == nil, "\(first.identifier)")
+        }
+        if let directory = again.directory { try? FileManager.default.removeItem(atPath: directory) }
+        await pipeline.shutdown() // the cached results' files go
         // Abandoned thumbnails finish (or are skipped) later; none of their output is left behind.
         let directory = try #require(batch.directory)
         let name = (directory as NSString).lastPathComponent

@@ -168,4 +168,22 @@ import Testing
         #expect((encoded["reason"] as? [String: Any])?["code"] as? String == "unsupportedOnPlatform")
         #expect(Set(["miss", "hit", "revalidated", "coalesced"]) == Set([AttachmentDescriptor.CacheStatus.miss, .hit, .revalidated, .coalesced].map(\.rawValue)))
     }
+
+    /// Added with the time contract's details: the steps the deadline cut short, named as the
+    /// `timings` keys are.
+    @Test func skippedAtDeadlineNamesTheTimingsSteps() throws {
+        var builder = DescriptorBuilder(identifier: "id", url: "http://x/a.mp4", start: .now)
+        builder.recordSkippedAtDeadline(.probe)
+        builder.recordSkippedAtDeadline(.variants)
+        let d = builder.ready(.mp4, file: "/tmp/a.mp4", thumbnail: nil)
+        let object = try #require(JSONSerialization.jsonObject(with: JSONEncoder().encode(d)) as? [String: Any])
+        #expect(object["skippedAtDeadline"] as? [String] == ["probe", "variants"])
+        let timings = AttachmentDescriptor.Timings(total: 1, thumbnail: 1, normalize: 1, probe: 1, variants: 1)
+        let keys = try #require(JSONSerialization.jsonObject(with: JSONEncoder().encode(timings)) as? [String: Any]).keys
+        for step in [DescriptorBuilder.TimedStep.normalize, .thumbnail, .probe, .variants] {
+            #expect(keys.contains(step.rawValue), "\(step)")
+        }
+        let plain = DescriptorBuilder(identifier: "id", url: "http://x/a.jpg", start: .now).ready(.jpeg, file: "/tmp/a.jpg", thumbnail: nil)
+        #expect(try #require(JSONSerialization.jsonObject(with: JSONEncoder().encode(plain)) as? [String: Any])["skippedAtDeadline"] == nil)
+    }
 }

@@ -222,6 +222,8 @@ import Testing
             let variant = try #require(late?.variants?["android"])
             #expect(variant.status == .failed && variant.reason?.code == .deadlineExceeded, "\(variant)")
             #expect(variant.file == nil)
+            #expect(late?.skippedAtDeadline == ["variants"])
+            #expect(timed.skippedAtDeadline == nil)
             try await Task.sleep(for: .seconds(3))
             #expect(scratch.tree().filter { $0.contains(".variant-") } == [], "late output is removed")
         }

@@ -187,6 +187,13 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     /// Added with platforms: per platform (`android`), its own file when the delivered file
     /// breaks its limits, or why it has none. Only platforms whose file differs are listed.
     public var variants: [String: Variant]?
+    /// Added with the time contract's details: the steps the batch deadline cut short on this
+    /// attachment, named as in `timings` — `thumbnail` (an image delivered without one, and so
+    /// without the full decode that catches a truncated or corrupt image), `probe` (audio or
+    /// video delivered as sniffed: no duration, codecs or poster), `variants` (a platform's
+    /// variant missing). Absent when the deadline cut nothing short. Such a result is never
+    /// cached: the next request for the URL, with its own deadline, does the work again.
+    public var skippedAtDeadline: [String]?
 
     public init(identifier: String, url: String, status: Status, reason: Reason? = nil, timings: Timings) {
         self.identifier = identifier

@@ -111,7 +111,12 @@ struct DescriptorBuilder: Sendable {
     private var thumbnailPublishedURL: String?
 
     /// The steps after the download that have a timing of their own.
-    enum TimedStep: Sendable { case normalize, thumbnail, probe, variants }
+    enum TimedStep: String, Sendable { case normalize, thumbnail, probe, variants }
+
+    /// A step that degrades was still running at the batch deadline and was left out.
+    mutating func recordSkippedAtDeadline(_ step: TimedStep) {
+        descriptor.skippedAtDeadline = (descriptor.skippedAtDeadline ?? []) + [step.rawValue]
+    }
 
     /// How long a step took, in milliseconds.
     mutating func recordTime(_ step: TimedStep, since started: ContinuousClock.Instant) {

@@ -308,7 +308,11 @@ public final class AttachmentPipeline: Sendable {
             let lifetime = headers.speaksOfFreshness ? freshness(ready: true, code: nil, headers: headers) : stale.lifetime
             return .init(result: stale, lifetime: lifetime, revalidated: true)
         case .made(let descriptor, let files, let headers):
-            let lifetime = freshness(ready: descriptor.status == .ready, code: descriptor.reason?.code, headers: headers)
+            // A result the deadline cut short is this caller's only: kept, it would answer
+            // callers with time to spare, for its whole freshness, without a thumbnail (an image
+            // never decoded in full), a probe or a variant.
+            let lifetime = descriptor.skippedAtDeadline != nil ? nil
+                : freshness(ready: descriptor.status == .ready, code: descriptor.reason?.code, headers: headers)
             let published = configuration.publish.map { publishing in
                 ([descriptor.publishedUrl, descriptor.thumbnail?.publishedUrl] + (descriptor.variants ?? [:]).values.map(\.publishedUrl))
                     .compactMap { $0 }.map { "\(publishing.directory)/\(($0 as NSString).lastPathComponent)" }

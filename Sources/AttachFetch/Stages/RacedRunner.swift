@@ -34,6 +34,7 @@ struct RacedRunner: Sendable {
                     case (.cancellation, _): return batch.stopReason(queued: false)
                     case (.deadline, .fail(let reason)): return reason
                     case (.deadline, .degrade):
+                        work.descriptor.recordSkippedAtDeadline(timing)
                         if case .note(let note) = ifFailed { note(batch.stopReason(queued: false), &work) }
                         continue
                     }
