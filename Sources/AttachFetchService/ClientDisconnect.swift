@@ -34,6 +34,9 @@ final class ClientDisconnectWatch: ChannelInboundHandler, RemovableChannelHandle
         byChannel.withLock { $0[ObjectIdentifier(channel)] }
     }
 
+    /// Connections watched now, in every server of the process (for tests).
+    static var watching: Int { byChannel.withLock { $0.count } }
+
     func handlerAdded(context: ChannelHandlerContext) {
         Self.byChannel.withLock { $0[ObjectIdentifier(context.channel)] = self }
     }

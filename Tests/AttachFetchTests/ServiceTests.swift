@@ -497,6 +497,7 @@ struct Exchange {
         let scratch = Scratch()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
+        let watchedBefore = ClientDisconnectWatch.watching
         let service = try await RunningServer.start(scratch)
         // One curl, three calls: %{num_connects} is 1 for a call that opened a connection and 0
         // for one that reused it. Watching for disconnects must not cost clients keep-alive.
@@ -509,6 +510,11 @@ struct Exchange {
                                            "-o", "/dev/null", "\(service.base)/v1/payloads"])
         }
         #expect(client.output.split(separator: "\n") == ["200 1", "200 0", "200 0"], "\(client.output)")
+        // curl has exited: its connection's disconnect watch has left the registry of watches
+        // (an entry left behind would be kept forever). Fewer than before is an earlier test's
+        // connection closing meanwhile.
+        for _ in 0..<100 where ClientDisconnectWatch.watching > watchedBefore { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(ClientDisconnectWatch.watching <= watchedBefore)
         await service.stop()
     }
 
