@@ -215,6 +215,41 @@ import Testing
         #expect(kept == expected)
     }
 
+    /// A probe still running at the deadline: the video is delivered as sniffed (no duration,
+    /// no poster) and says so.
+    @Test func probeThatCannotFinishIsSkippedAndSaysSo() async throws {
+        let media = Scratch(), scratch = Scratch()
+        // 25 s at 25 fps with one keyframe: a poster at 24 s decodes up to 600 frames from the
+        // start, which takes long enough to set a deadline inside it.
+        let made = try await offPool {
+            try tool("/usr/bin/ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=25", "-t", "25",
+                                         "-c:v", "libx264", "-preset", "ultrafast", "-g", "1000", "-pix_fmt", "yuv420p",
+                                         "-y", "\(media.path)/long.mp4"])
+        }
+        #expect(made.status == 0, "\(made.errors)")
+        try await withMediaServer(directory: media.path) { server in
+            let pipeline = try makePipeline(scratch)
+            let url = "\(server.baseURL)/media/long.mp4"
+            // Learn when the probe starts and how long it takes here, then set the deadline a
+            // quarter of the way into it; a run that comes out faster tries an earlier deadline.
+            let timed = await fetchOne(url, pipeline, thumbnailTime: 24, deadline: .seconds(30))
+            #expect(timed.status == .ready && timed.thumbnail != nil && timed.skippedAtDeadline == nil,
+                    "\(timed.reason?.message ?? "")")
+            let probing = try #require(timed.timings.probe)
+            let startsAt = timed.timings.total - probing
+            var late: AttachmentDescriptor?
+            for fraction in [4, 8, 16] {
+                let attempt = await fetchOne(url, pipeline, thumbnailTime: 24, deadline: .milliseconds(startsAt + max(20, probing / fraction)))
+                #expect(attempt.status == .ready, "\(attempt.reason?.message ?? "")")
+                if attempt.skippedAtDeadline != nil { late = attempt; break }
+            }
+            await pipeline.shutdown()
+            let skipped = try #require(late, "the probe took \(probing) ms in the timed run and always finished in time")
+            #expect(skipped.skippedAtDeadline == ["probe"])
+            #expect(skipped.thumbnail == nil && skipped.duration == nil && skipped.videoCodec == nil)
+        }
+    }
+
     @Test func batchDeadlineHoldsWhenEveryTransferMisbehaves() async throws {
         let scratch = Scratch()
         let pipeline = try makePipeline(scratch) // default timeouts: 5 s, 10 s, 3 s stall
