@@ -13,11 +13,22 @@ final class ServiceMetrics: Sendable {
     private let batchesNow = Atomic<Int>(0)
     private let attachmentsNow = Atomic<Int>(0)
     // Each label set's metrics, kept once made (see `Made`).
-    private let requestCounters = Made<[String], Counter>()
+    private let requestCounters = Made<RequestLabels, Counter>()
     private let requestDurations = Made<String, DurationHistogram>()
-    private let attachmentCounters = Made<[String], Counter>()
+    private let attachmentCounters = Made<AttachmentLabels, Counter>()
     private let cacheCounters = Made<String, Counter>()
     private let stageDurations = Made<String, DurationHistogram>()
+
+    // Label values as keys: no array or status string built per request to look one up.
+    private struct RequestLabels: Hashable {
+        var route: String
+        var status: Int
+    }
+
+    private struct AttachmentLabels: Hashable {
+        var status: String
+        var reason: String
+    }
 
     private static let secondsBuckets: [Duration] = [
         .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
@@ -37,7 +48,7 @@ final class ServiceMetrics: Sendable {
     }
 
     func request(route: String, status: Int, duration: Duration) {
-        requestCounters.get([route, String(status)]) {
+        requestCounters.get(RequestLabels(route: route, status: status)) {
             registry.makeCounter(descriptor: Self.name("requests_total", "HTTP requests by route and status"),
                                  labels: [("route", route), ("status", String(status))])
         }.increment()
@@ -70,7 +81,7 @@ final class ServiceMetrics: Sendable {
     /// its stages' durations, the bytes downloaded and the files published.
     func attachment(_ descriptor: AttachmentDescriptor) {
         let status = descriptor.status.rawValue, reason = descriptor.reason?.code.rawValue ?? "none"
-        attachmentCounters.get([status, reason]) {
+        attachmentCounters.get(AttachmentLabels(status: status, reason: reason)) {
             registry.makeCounter(descriptor: Self.name("attachments_total", "Attachments by status and reason code"),
                                  labels: [("status", status), ("reason", reason)])
         }.increment()
