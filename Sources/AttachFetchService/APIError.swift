@@ -21,6 +21,12 @@ struct APIError: Error, Sendable {
     }
     static let overloaded = APIError(status: .serviceUnavailable, code: "overloaded",
                                      message: "too many batches in flight; retry shortly", headers: [.retryAfter: "1"])
+    /// A request body that stalled for the body timeout; the connection closes after it.
+    static func requestTimeout(_ timeout: Duration) -> APIError {
+        .init(status: .requestTimeout, code: "requestTimeout",
+              message: "the request body stalled for \(timeout.wholeMilliseconds) ms",
+              headers: [.connection: "close"])
+    }
     static let draining = APIError(status: .serviceUnavailable, code: "draining", message: "the service is shutting down")
 
     var body: String {

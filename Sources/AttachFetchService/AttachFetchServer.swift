@@ -37,9 +37,13 @@ public final class AttachFetchServer: Sendable {
     /// their own deadlines, and the pipeline and every batch file are removed.
     /// `onListening` gets the bound port (useful with port 0).
     public func run(gracefulShutdownSignals: [UnixSignal] = [], onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
+        let gate = ConnectionGate(maxConnections: configuration.connections.maxConnections, metrics: metrics)
+        let idleTimeout = configuration.connections.idleTimeout, bodyTimeout = configuration.connections.bodyTimeout
         let application = Application(
             router: makeRouter(),
-            server: .http1(configuration: .init(additionalChannelHandlers: [ClientDisconnectWatch()])),
+            server: .http1(configuration: .init(additionalChannelHandlers: [
+                ConnectionGuard(gate: gate, idleTimeout: idleTimeout, bodyTimeout: bodyTimeout), ClientDisconnectWatch(),
+            ])),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "attach-fetch"),
             services: [RetentionSweeper(files: files)],
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? 0) },
@@ -120,6 +124,8 @@ public final class AttachFetchServer: Sendable {
             throw APIError.tooLarge(configuration.maxBodyBytes)
         } catch is NIOTooManyBytesError {
             throw APIError.tooLarge(configuration.maxBodyBytes)
+        } catch is RequestBodyTimeout {
+            throw APIError.requestTimeout(configuration.connections.bodyTimeout)
         }
     }
 

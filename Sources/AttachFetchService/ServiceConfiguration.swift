@@ -24,8 +24,27 @@ public struct ServiceConfiguration: Sendable {
     public var maxBodyBytes = 1 << 20
     /// Most requests in one call. Default 100.
     public var maxRequestsPerCall = 100
+    /// How client connections are bounded in time and number.
+    public var connections = Connections()
     /// The pipeline's settings. The service turns the result cache on unless it is set.
     public var pipeline: AttachFetchConfiguration
+
+    /// Client connections: how long they may idle or stall, and how many may be open.
+    public struct Connections: Sendable {
+        /// A connection with no request in flight, or whose request head is not complete, is
+        /// closed after this long. A request being answered (a batch running, an NDJSON stream
+        /// between lines) is never cut by it. Default 30 s; behind a load balancer, keep the
+        /// balancer's own idle timeout shorter than this.
+        public var idleTimeout: Duration = .seconds(30)
+        /// A request body that stalls (no bytes) for this long is answered 408
+        /// (`requestTimeout`) and its connection closed. Default 10 s.
+        public var bodyTimeout: Duration = .seconds(10)
+        /// Connections open at most; past it a new connection is closed at once (and counted),
+        /// while established ones keep working. Default 4,096.
+        public var maxConnections = 4096
+
+        public init() {}
+    }
 
     public init(pipeline: AttachFetchConfiguration = .init()) {
         var pipeline = pipeline
@@ -39,6 +58,9 @@ public struct ServiceConfiguration: Sendable {
         guard maxDeadline > .zero else { throw .invalidConfiguration("--max-deadline must be greater than zero") }
         guard retention > .zero else { throw .invalidConfiguration("--retention must be greater than zero") }
         guard drainDelay >= .zero else { throw .invalidConfiguration("--drain-delay must not be negative") }
+        guard connections.idleTimeout > .zero else { throw .invalidConfiguration("--idle-timeout must be greater than zero") }
+        guard connections.bodyTimeout > .zero else { throw .invalidConfiguration("--body-timeout must be greater than zero") }
+        guard connections.maxConnections >= 1 else { throw .invalidConfiguration("--max-connections must be at least 1") }
         guard !tokens.contains(where: \.isEmpty) else { throw .invalidConfiguration("tokens must not be empty") }
         try pipeline.validate()
     }

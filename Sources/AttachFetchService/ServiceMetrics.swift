@@ -10,6 +10,8 @@ final class ServiceMetrics: Sendable {
     private let attachmentsInFlight: Gauge
     private let transfersRunning: Gauge
     private let transfersQueued: Gauge
+    private let connectionsOpenNow: Gauge
+    private let connectionsClosed: [ConnectionCloseReason: Counter]
     private let batchesNow = Atomic<Int>(0)
     private let attachmentsNow = Atomic<Int>(0)
     // Each label set's metrics, kept once made (see `Made`).
@@ -41,7 +43,18 @@ final class ServiceMetrics: Sendable {
         let transfers = Self.name("transfers_in_flight", "Downloads running (holding a slot) and queued for one")
         transfersRunning = registry.makeGauge(descriptor: transfers, labels: [("state", "running")])
         transfersQueued = registry.makeGauge(descriptor: transfers, labels: [("state", "queued")])
+        connectionsOpenNow = registry.makeGauge(descriptor: Self.name("connections_open", "Client connections open now"))
+        let closed = Self.name("connections_closed_total", "Client connections closed, by reason: idle, bodyTimeout, limit, client")
+        var counters: [ConnectionCloseReason: Counter] = [:]
+        for reason in ConnectionCloseReason.allCases {
+            counters[reason] = registry.makeCounter(descriptor: closed, labels: [("reason", reason.rawValue)])
+        }
+        connectionsClosed = counters
     }
+
+    func connectionsOpen(_ count: Int) { connectionsOpenNow.set(Double(count)) }
+
+    func connectionClosed(_ reason: ConnectionCloseReason) { connectionsClosed[reason]?.increment() }
 
     private static func name(_ metric: String, _ help: String) -> MetricNameDescriptor {
         MetricNameDescriptor(namespace: "attach_fetch", metricName: metric, unitName: "", helpText: help)

@@ -26,6 +26,14 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("drain-delay"),
             help: ArgumentHelp("After SIGTERM/SIGINT, keep accepting this long with /readyz at 503, for load balancers to notice.", valueName: "SECONDS"))
     var drainDelay: Double = 0
+    @Option(name: .customLong("idle-timeout"),
+            help: ArgumentHelp("Close a connection with no request in flight (or an incomplete request head) after this long.", valueName: "SECONDS"))
+    var idleTimeout: Double = 30
+    @Option(name: .customLong("body-timeout"),
+            help: ArgumentHelp("A request body that stalls this long gets 408 and its connection is closed.", valueName: "SECONDS"))
+    var bodyTimeout: Double = 10
+    @Option(name: .customLong("max-connections"), help: "Connections open at most; past it new connections are closed at once.")
+    var maxConnections = 4096
     @Flag(name: .customLong("no-cache"), help: "Turn the result cache off (on by default in the service).")
     var noCache = false
 
@@ -37,7 +45,9 @@ struct ServeCommand: AsyncParsableCommand {
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard maxBatches >= 1 else { throw ValidationError("--max-batches must be at least 1") }
-        for (name, value) in [("--max-deadline", maxDeadline), ("--retention", retention)] where !(value.isFinite && value > 0) {
+        guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
+        for (name, value) in [("--max-deadline", maxDeadline), ("--retention", retention), ("--idle-timeout", idleTimeout),
+                              ("--body-timeout", bodyTimeout)] where !(value.isFinite && value > 0) {
             throw ValidationError("\(name) must be a number of seconds greater than 0")
         }
         guard drainDelay.isFinite, drainDelay >= 0 else { throw ValidationError("--drain-delay must be a number of seconds, 0 or more") }
@@ -59,6 +69,9 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.maxDeadline = .seconds(maxDeadline)
         configuration.retention = .seconds(retention)
         configuration.drainDelay = .seconds(drainDelay)
+        configuration.connections.idleTimeout = .seconds(idleTimeout)
+        configuration.connections.bodyTimeout = .seconds(bodyTimeout)
+        configuration.connections.maxConnections = maxConnections
         if let tokenFile { configuration.tokens = try ServiceConfiguration.tokens(fromFile: tokenFile) }
         var logger = Logger(label: "attach-fetch") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = verbose ? .debug : .info

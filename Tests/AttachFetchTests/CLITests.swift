@@ -49,6 +49,9 @@ import Testing
             (["--deny-cidr", "example.com", "http://127.0.0.1:1/a"], "--deny-cidr"),
             (["--thumbnail-time", "-1", "http://127.0.0.1:1/a"], "--thumbnail-time"),
             (["--url-key", "a..b", "--payload", "-"], "--url-key"),
+            (["serve", "--port", "0", "--idle-timeout", "0"], "--idle-timeout"),
+            (["serve", "--port", "0", "--body-timeout", "-1"], "--body-timeout"),
+            (["serve", "--port", "0", "--max-connections", "0"], "--max-connections"),
         ]
         for (arguments, message) in cases {
             let run = try await Self.run(arguments)
