@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes TestMedia/cases/: one small file per real-world defect found by serving other projects'
-# published test corpora (see the README's "Real-world media" section). Each file reproduces one
+# published test corpora (see docs/media.md, "Real-world media"). Each file reproduces one
 # defect; the tests name the file and the verdict it must get. Outputs are committed, so tests
 # never need these tools; run this only to change the cases.
 # Usage: TestMedia/make-cases.sh   (needs: apt-get install ffmpeg libvips-tools libjpeg-turbo-progs python3)
@@ -175,5 +175,102 @@ data = bytearray(open("video-kddi.3g2", "rb").read())
 assert data[4:12] == b"ftypkddi" and data[20:28] == b"isomiso2", data[:32]
 data[20:28] = b"3g2akddi"
 open("video-kddi.3g2", "wb").write(bytes(data))
+PY
+# --- Ordinary files phones and CDNs make, refused before -------------------------------------
+# An iPhone-style QuickTime movie: H.264 + AAC with a timed-metadata track (the timecode track
+# ffmpeg writes, its sample entry and handler renamed to Apple's "mebx"/"meta") and two frames at
+# one instant (variable frame rate: the video's stts gets a zero delta), which the MPEG-4 muxer
+# refused as "Invalid argument" until timestamps were ordered as ffmpeg -c copy orders them.
+# Beside it, a movie with a timecode track and a subtitle track: both are dropped.
+ff -f lavfi -i testsrc=size=160x120:rate=10 -t 1 -f lavfi -i "sine=duration=1" -c:v libx264 -bf 0 -pix_fmt yuv420p \
+   -preset veryfast -crf 35 -c:a aac -b:a 32k -shortest -timecode 01:00:00:00 -f mov /tmp/af-tmcd.mov
+printf '1\n00:00:00,000 --> 00:00:00,900\nHello\n' > /tmp/af-subs.srt
+ff -f lavfi -i testsrc=size=160x120:rate=10 -t 1 -f lavfi -i "sine=duration=1" -i /tmp/af-subs.srt -map 0 -map 1 -map 2 \
+   -c:v libx264 -pix_fmt yuv420p -preset veryfast -crf 35 -c:a aac -b:a 32k -c:s mov_text -shortest \
+   -timecode 01:00:00:00 -f mov mov-tmcd-subtitles.mov
+python3 - <<'PY'
+import struct
+data = open("/tmp/af-tmcd.mov", "rb").read()
+containers = {b"moov", b"trak", b"mdia", b"minf", b"stbl"}
+state = {"stts": False}
+def rebuild(buf):
+    out, i = b"", 0
+    while i < len(buf):
+        size, kind = struct.unpack(">I4s", buf[i:i + 8])
+        body = buf[i + 8:i + size]
+        if kind in containers:
+            body = rebuild(body)
+        elif kind == b"stts" and not state["stts"]:   # the first track: the video
+            state["stts"] = True
+            count, delta = struct.unpack(">II", body[8:16])
+            entries = [(count // 2, delta), (1, 0), (count - count // 2 - 1, delta)]
+            body = body[:4] + struct.pack(">I", len(entries)) + b"".join(struct.pack(">II", *e) for e in entries)
+        elif kind == b"hdlr" and body[8:12] == b"tmcd":
+            body = body[:8] + b"meta" + body[12:]
+        elif kind == b"stsd" and body[12:16] == b"tmcd":
+            body = body[:12] + b"mebx" + body[16:]
+        out += struct.pack(">I", len(body) + 8) + kind + body
+        i += size
+    return out
+open("mov-mebx-vfr.mov", "wb").write(rebuild(data))   # moov follows mdat: no chunk offset moves
+PY
+rm -f /tmp/af-tmcd.mov /tmp/af-subs.srt
+# MPEG transport streams (HLS segments): H.264 + AAC, HEVC + AAC, and H.264 + MPEG-1 Layer II
+# audio (MPEG-4 carries MP2, but iOS does not play it: refused, saying so).
+ff -f lavfi -i testsrc=size=160x120:rate=10 -t 1 -f lavfi -i "sine=duration=1" -c:v libx264 -pix_fmt yuv420p \
+   -preset veryfast -crf 35 -c:a aac -b:a 32k -shortest -f mpegts ts-h264-aac.ts
+ff -f lavfi -i testsrc=size=160x120:rate=10 -t 1 -f lavfi -i "sine=duration=1" -c:v libx265 -x265-params log-level=error \
+   -pix_fmt yuv420p -preset veryfast -crf 35 -c:a aac -b:a 32k -shortest -f mpegts ts-hevc-aac.ts
+ff -f lavfi -i testsrc=size=160x120:rate=10 -t 1 -f lavfi -i "sine=duration=1" -c:v libx264 -pix_fmt yuv420p \
+   -preset veryfast -crf 35 -c:a mp2 -b:a 64k -shortest -f mpegts ts-h264-mp2.ts
+# MP3s libmagic names "data": a capture that starts in the middle of a frame; two ID3v2 tags in
+# a row; an ID3v2.3 tag with unsynchronised frames whose size field counts the bytes before
+# unsynchronisation (as some taggers write it), so the tag runs past its declared end.
+ff -f lavfi -i "sine=frequency=440:duration=2" -ac 2 -ar 44100 -c:a libmp3lame -b:a 128k -write_xing 0 -id3v2_version 0 /tmp/af-frames.mp3
+tail -c +101 /tmp/af-frames.mp3 > mp3-raw-midframe.mp3
+ff -f lavfi -i testsrc2=size=320x240 -frames:v 1 -q:v 2 /tmp/af-cover.jpg
+python3 - <<'PY'
+import struct
+frames = open("/tmp/af-frames.mp3", "rb").read()
+cover = open("/tmp/af-cover.jpg", "rb").read()
+def syncsafe(n): return bytes([(n >> 21) & 0x7f, (n >> 14) & 0x7f, (n >> 7) & 0x7f, n & 0x7f])
+def frame(fid, data): return fid + struct.pack(">I", len(data)) + b"\x00\x00" + data
+def unsynchronise(b):
+    out = bytearray()
+    for i, byte in enumerate(b):
+        out.append(byte)
+        if byte == 0xFF and (i + 1 == len(b) or b[i + 1] == 0 or b[i + 1] >= 0xE0): out.append(0)
+    return bytes(out)
+body = frame(b"TIT2", b"\x00Tone") + frame(b"APIC", b"\x00image/jpeg\x00\x03\x00" + cover)
+unsync = unsynchronise(body)
+assert len(unsync) > len(body) + 8
+open("mp3-id3v23-unsync.mp3", "wb").write(b"ID3\x03\x00\x80" + syncsafe(len(body)) + unsync + frames)
+first = frame(b"TIT2", b"\x00One")
+open("mp3-two-id3-tags.mp3", "wb").write(b"ID3\x03\x00\x00" + syncsafe(len(first)) + first
+                                          + b"ID3\x04\x00\x00" + syncsafe(len(body)) + body + frames)
+PY
+rm -f /tmp/af-frames.mp3 /tmp/af-cover.jpg
+# A fragmented MP4 (as CDNs and DASH packagers write) whose major and compatible brands are all
+# unknown: libmagic says "ISO Media", application/octet-stream.
+ff -f lavfi -i testsrc=size=160x120:rate=10 -t 1 -f lavfi -i "sine=duration=1" -c:v libx264 -pix_fmt yuv420p \
+   -preset veryfast -crf 35 -c:a aac -b:a 32k -shortest -movflags frag_keyframe+empty_moov mp4-fragmented-unknown-brands.mp4
+python3 - <<'PY'
+import struct
+data = bytearray(open("mp4-fragmented-unknown-brands.mp4", "rb").read())
+size = struct.unpack(">I", data[:4])[0]
+data[8:12] = b"abcd"
+for offset in range(16, size, 4): data[offset:offset + 4] = b"zzzz"
+open("mp4-fragmented-unknown-brands.mp4", "wb").write(data)
+PY
+# A 400-frame animation (472x298, a box moving across): 225 MB of RGBA frames in all, over
+# libvips' 100 MB disc threshold.
+ff -f lavfi -i "color=c=navy:size=472x298:rate=25,drawbox=x='mod(t*100,440)':y=100:w=32:h=32:color=yellow:t=fill" \
+   -frames:v 400 -gifflags +transdiff gif-400-frames.gif
+# A PNG with an unknown ancillary chunk before IHDR: libmagic says "data", libpng reads it.
+python3 - <<'PY'
+import struct, zlib
+png = open("../alpha.png", "rb").read()
+chunk = lambda kind, data: struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff)
+open("png-chunk-before-ihdr.png", "wb").write(png[:8] + chunk(b"fAKE", b"an unknown ancillary chunk") + png[8:])
 PY
 ls -l

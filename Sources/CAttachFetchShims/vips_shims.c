@@ -33,7 +33,7 @@ int af_vips_pngsave_buffer(VipsImage *in, void **buffer, size_t *length) {
 }
 
 VipsImage *af_vips_image_new_from_file_all_pages(const char *filename, VipsFailOn fail_on) {
-    return vips_image_new_from_file(filename, "n", -1, "fail_on", fail_on, NULL);
+    return vips_image_new_from_file(filename, "n", -1, "access", VIPS_ACCESS_SEQUENTIAL, "fail_on", fail_on, NULL);
 }
 
 int af_vips_thumbnail_image(VipsImage *in, VipsImage **out, int width, int height, VipsSize size) {

@@ -9,7 +9,7 @@ import UnixSignals
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Run the pipeline as an HTTP service for push backends in any language (see the README's Service section).",
+        abstract: "Run the pipeline as an HTTP service for push backends in any language (see docs/service.md).",
         discussion: "SIGTERM or SIGINT: /readyz turns 503 (for --drain-delay seconds the listener still accepts), then the listener stops, batches in flight finish by their deadlines, the process exits 0."
     )
 

@@ -17,7 +17,7 @@ import Testing
     static let required = ProcessInfo.processInfo.environment["ATTACH_FETCH_CORPUS_REQUIRED"] == "1"
 
     /// Verdicts that differ from an independent decoder's, each with the reason it is right
-    /// (listed in the README too): name, then reason.
+    /// (listed in docs/media.md too): name, then reason.
     static let knownDisagreements: [String: String] = {
         let text = (try? String(contentsOfFile: repository + "/Tests/Corpus/known-disagreements.tsv", encoding: .utf8)) ?? ""
         var table: [String: String] = [:]
@@ -123,9 +123,10 @@ import Testing
     /// decoder reads it in full is a disagreement (refusals by the table, the limits or the
     /// budgets are decisions, not disagreements).
     static func checkRefused(_ d: AttachmentDescriptor, original: String) throws -> String? {
+        if d.reason?.code == .unsupportedType { return try checkUnsupported(d, original: original) }
         guard d.reason?.code == .corruptMedia, let mime = d.mimeType else { return nil }
         if let type = MediaType.forSniffedMIME(mime) ?? MediaType.convertibleForSniffedMIME(mime), type.kind == .image {
-            // JPEG by the README's decision: any libjpeg warning refuses it, but for extraneous
+            // JPEG by the decision in docs/media.md: any libjpeg warning refuses it, but for extraneous
             // bytes before a marker (then fail_on=error decides).
             if mime == "image/jpeg" {
                 let strict = try tool("/usr/bin/vips", ["copy", "\(original)[fail_on=warning]", "/tmp/attach-fetch-corpus-check.v"])
@@ -140,6 +141,43 @@ import Testing
             return decoded ? "corruptMedia (\(d.reason?.message ?? "")), but ffmpeg decodes it without error" : nil
         }
         return nil
+    }
+
+    /// A file refused as a type attach-fetch does not take, while an independent tool reads it
+    /// as one it does: a PNG, JPEG or GIF that vips decodes, or an MP3, MPEG-4/QuickTime/3GPP
+    /// or MPEG transport stream whose every stream is a codec MPEG-4 carries and that ffmpeg
+    /// decodes without error. (What iOS cannot show, such as AV1, H.263 or PCM in a movie, is
+    /// not such a codec: refusing it is the table's decision.)
+    static func checkUnsupported(_ d: AttachmentDescriptor, original: String) throws -> String? {
+        let loader = try tool("/usr/bin/vipsheader", ["-f", "vips-loader", original]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        if ["pngload", "jpegload", "gifload"].contains(loader) {
+            let mime = ["pngload": "image/png", "jpegload": "image/jpeg", "gifload": "image/gif"][loader]!
+            if try tool("/usr/bin/vips", ["copy", vipsInput(original, mime: mime), "/tmp/attach-fetch-corpus-check.v"]).status == 0 {
+                return "unsupportedType (\(d.reason?.message ?? "")), but vips reads it with \(loader)"
+            }
+            return nil
+        }
+        let probe = try tool("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=format_name:stream=codec_type,codec_name",
+                                                  "-of", "default=noprint_wrappers=1", original])
+        guard probe.status == 0 else { return nil }
+        var format = "", codecs: [String] = [], types: [String] = []
+        for line in probe.output.split(separator: "\n") {
+            let field = line.split(separator: "=", maxSplits: 1).map(String.init)
+            guard field.count == 2 else { continue }
+            switch field[0] {
+            case "format_name": format = field[1]
+            case "codec_name": codecs.append(field[1])
+            case "codec_type": types.append(field[1])
+            default: break
+            }
+        }
+        let carried: Set<String> = ["h264", "hevc", "mpeg4", "aac", "mp3", "alac", "ac3"]
+        // An MP3's cover art is a picture, not a stream of the delivery.
+        let media = Array(Set(zip(types, codecs).filter { $0.0 == "audio" || ($0.0 == "video" && format != "mp3") }.map(\.1))).sorted()
+        guard ["mp3", "mpegts"].contains(format) || format.hasPrefix("mov,mp4"), !media.isEmpty,
+              media.allSatisfy(carried.contains) else { return nil }
+        guard try tool("/usr/bin/ffmpeg", ["-v", "error", "-xerror", "-i", original, "-f", "null", "-"]).status == 0 else { return nil }
+        return "unsupportedType (\(d.reason?.message ?? "")), but ffprobe reads \(format) with \(media.joined(separator: " + ")), which MPEG-4 carries"
     }
 
     /// vips' input with its options: every frame of an animation (GIF, WebP), failing on errors.

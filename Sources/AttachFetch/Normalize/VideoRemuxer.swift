@@ -3,13 +3,24 @@ internal import CFFmpeg
 import Glibc
 #endif
 
-/// Moves the streams of a QuickTime (`.mov`, what iPhones record) or 3GPP file into an MPEG-4
-/// file without re-encoding: the codecs MPEG-4 carries (H.264, HEVC, MPEG-4 Part 2, AAC, MP3,
-/// ALAC, AC-3) are copied packet by packet; anything else is refused. The display matrix
+/// Moves the streams of a QuickTime (`.mov`, what iPhones record), 3GPP or MPEG transport
+/// stream file into an MPEG-4 file without re-encoding: the codecs MPEG-4 carries (H.264, HEVC,
+/// MPEG-4 Part 2, AAC, MP3, ALAC, AC-3) are copied packet by packet; data, timecode and
+/// subtitle tracks are dropped; any other audio or video codec is refused. The display matrix
 /// (rotation) and the sample aspect ratio go along. Blocking: a decode job.
+///
+/// Timestamps are made what the MPEG-4 muxer requires, as `ffmpeg -c copy` makes them: a
+/// decoding time that does not increase (two frames at one instant, as variable-frame-rate
+/// phone recordings have) is moved just past the previous one, and a presentation time is
+/// never before its decoding time. Without that the muxer refuses the packet ("Invalid
+/// argument") and a file every player shows would be refused.
 enum VideoRemuxer {
     /// Codecs copied into MPEG-4 as they are.
     static let copyable: Set<String> = ["h264", "hevc", "mpeg4", "aac", "mp3", "alac", "ac3"]
+
+    /// The demuxers of every video container that is remuxed (the sniffed type chose it).
+    static let demuxers = MediaType.convertible.filter { $0.kind == .video }
+        .map { MediaProber.demuxers(for: $0) }.joined(separator: ",")
 
     static func remux(source: String, destinationBase: String,
                       shouldStop: () -> Bool = { false }) -> Result<RemuxedVideo, Reason> {
@@ -24,7 +35,7 @@ enum VideoRemuxer {
     }
 
     private static func copyStreams(source: String, file: String, shouldStop: () -> Bool) throws(Reason) {
-        let input = try AVInput(path: source, demuxers: MediaProber.demuxers(for: .quickTime),
+        let input = try AVInput(path: source, demuxers: demuxers,
                                 decoders: MediaProber.decoders.sorted().joined(separator: ","))
         let media = input.streams.filter {
             let type = $0.pointee.codecpar.pointee.codec_type
@@ -33,7 +44,8 @@ enum VideoRemuxer {
         guard !media.isEmpty else { throw Reason(code: .corruptMedia, message: "the file has no audio or video stream") }
         if let other = media.first(where: { !copyable.contains(AVDecoder.codecLabel($0.pointee.codecpar)) }) {
             throw Reason(code: .unsupportedType,
-                               message: "the \(AVDecoder.codecLabel(other.pointee.codecpar)) stream cannot be carried in MPEG-4 without re-encoding")
+                               message: "the \(AVDecoder.codecLabel(other.pointee.codecpar)) stream cannot be carried in MPEG-4 without re-encoding"
+                                   + " (iOS plays H.264, HEVC or MPEG-4 video with AAC, MP3, ALAC or AC-3 audio): re-encode it")
         }
         let output = try AVOutput(path: file, format: "mp4")
         var mapping: [Int32: (output: UnsafeMutablePointer<AVStream>, input: UnsafeMutablePointer<AVStream>)] = [:]
@@ -43,6 +55,7 @@ enum VideoRemuxer {
         }
         try output.writeHeader()
         let packet = try AVPacketBox()
+        var lastDTS: [Int32: Int64] = [:]
         while true {
             if shouldStop() { throw Reason(code: .cancelled, message: "abandoned") }
             let status = av_read_frame(input.context, packet.pointer)
@@ -57,6 +70,7 @@ enum VideoRemuxer {
             packet.pointer.pointee.stream_index = target.output.pointee.index
             av_packet_rescale_ts(packet.pointer, target.input.pointee.time_base, target.output.pointee.time_base)
             packet.pointer.pointee.pos = -1
+            lastDTS[target.output.pointee.index] = Self.orderTimestamps(packet.pointer, after: lastDTS[target.output.pointee.index])
             // Takes the packet's reference whatever it answers.
             let written = av_interleaved_write_frame(output.context, packet.pointer)
             guard written >= 0 else {
@@ -64,6 +78,18 @@ enum VideoRemuxer {
             }
         }
         try output.finish()
+    }
+
+    /// Sets a packet's timestamps as the muxer requires them, given the stream's last decoding
+    /// time; returns the packet's decoding time.
+    static func orderTimestamps(_ packet: UnsafeMutablePointer<AVPacket>, after last: Int64?) -> Int64 {
+        let unset = Int64(bitPattern: UInt64(0x8000_0000_0000_0000)) // AV_NOPTS_VALUE
+        var dts = packet.pointee.dts
+        if dts == unset { dts = packet.pointee.pts != unset ? packet.pointee.pts : (last.map { $0 + 1 } ?? 0) }
+        if let last, dts <= last { dts = last + 1 }
+        packet.pointee.dts = dts
+        if packet.pointee.pts == unset || packet.pointee.pts < dts { packet.pointee.pts = dts }
+        return dts
     }
 
     /// Size and SHA-256 of the finished file (read back: the muxer seeks to patch its header).

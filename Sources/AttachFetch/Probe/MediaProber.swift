@@ -33,6 +33,7 @@ enum MediaProber {
         case .aiff: return "aiff"
         case .mpeg: return "mpeg,mpegvideo"
         case .avi: return "avi"
+        case .mpegTS: return "mpegts"
         default: return "none"
         }
     }

@@ -34,9 +34,11 @@ public struct MediaType: Sendable, Hashable {
     public static let quickTime = MediaType(kind: .video, mimeType: "video/quicktime", uti: "com.apple.quicktime-movie", fileExtension: "mov")
     public static let threeGPP = MediaType(kind: .video, mimeType: "video/3gpp", uti: "public.3gpp", fileExtension: "3gp")
     public static let threeGPP2 = MediaType(kind: .video, mimeType: "video/3gpp2", uti: "public.3gpp2", fileExtension: "3g2")
+    /// MPEG transport streams (HLS segments, broadcast captures).
+    public static let mpegTS = MediaType(kind: .video, mimeType: "video/mp2t", uti: "public.mpeg-2-transport-stream", fileExtension: "ts")
 
     /// Formats that are converted to one in `all` before delivery, never delivered as they are.
-    public static let convertible: [MediaType] = [.webp, .heic, .heif, .avif, .quickTime, .threeGPP, .threeGPP2]
+    public static let convertible: [MediaType] = [.webp, .heic, .heif, .avif, .quickTime, .threeGPP, .threeGPP2, .mpegTS]
 
     /// True for the formats iOS accepts as they are.
     public var isDeliverable: Bool { MediaType.all.contains(self) }
@@ -64,6 +66,7 @@ public struct MediaType: Sendable, Hashable {
         "video/quicktime": .quickTime,
         "video/3gpp": .threeGPP, "audio/3gpp": .threeGPP,
         "video/3gpp2": .threeGPP2, "audio/3gpp2": .threeGPP2,
+        "video/mp2t": .mpegTS,
     ]
 
     /// The table row for a MIME type as libmagic reports it, or nil when it is not allowed.

@@ -6,11 +6,19 @@
 /// major brand, then each compatible brand, first known wins (`isoBrandMIME`). FFmpeg's probe
 /// confirms it after the download, and the streams decide the kind.
 ///
-/// Two things move the window, both MP3's: an ID3v2 tag (cover art makes it tens or hundreds of
-/// KB, and libmagic then sees only the tag), and zero padding before the first MPEG audio frame.
-/// The window is moved past them only when libmagic then names MPEG audio (`audio/mpeg`);
+/// Two things move the window, both MP3's: ID3v2 tags (cover art makes one tens or hundreds of
+/// KB, and libmagic then sees only the tag; some files carry several in a row), and zero
+/// padding before the first MPEG audio frame. The window is moved past them only when libmagic
+/// then names MPEG audio (`audio/mpeg`), or a run of MPEG audio frames starts in it;
 /// FFmpeg's probe confirms it after the download. Anything else keeps the answer for the
 /// first bytes.
+///
+/// Where libmagic names nothing (`application/octet-stream`), the structure decides what the
+/// decoders would: a PNG signature is a PNG (a chunk before `IHDR` throws libmagic, not
+/// libpng), an `ftyp` box of unknown brands is ISO media for FFmpeg's probe to type, packets of
+/// 188 (or 192) bytes each starting 0x47 are an MPEG transport stream, and a run of chained
+/// MPEG audio layer III frame headers is MP3 (a capture that starts mid-frame, or a tag whose
+/// declared size is off). Each is confirmed by a decoder after the download.
 enum SniffWindow {
     /// Bytes libmagic sees.
     static let size = 4_096
@@ -38,32 +46,68 @@ enum SniffWindow {
         case .success(let mime): first = mime
         case .failure(let error): return .refused(.unsupportedType, error.message)
         }
-        if first == "application/octet-stream", let branded = isoBrandMIME(UnsafeRawBufferPointer(rebasing: prefix.prefix(size))) {
-            return .sniffed(branded, skipped: 0)
+        let unnamed = first == "application/octet-stream"
+        if unnamed, let structured = structureMIME(UnsafeRawBufferPointer(rebasing: prefix.prefix(size))) {
+            return .sniffed(structured, skipped: 0)
         }
-        let start: Int
-        if let tag = id3v2TagSize(prefix) {
-            guard tag <= maxLookahead else {
+        var start = 0
+        // ID3v2 tags, one after another, each within the lookahead.
+        while start + 10 <= prefix.count, let tag = id3v2TagSize(UnsafeRawBufferPointer(rebasing: prefix[start...])) {
+            guard start + tag <= maxLookahead else {
                 return .refused(.sizeLimitExceeded,
-                                "the ID3v2 tag declares \(tag) bytes, over the audio limit of \(maxLookahead) bytes")
+                                "the ID3v2 tag declares \(start + tag) bytes, over the audio limit of \(maxLookahead) bytes")
             }
-            start = tag
-        } else if prefix.first == 0 && first == "application/octet-stream" {
-            start = 0
-        } else {
-            return .sniffed(first, skipped: 0)
+            start += tag
+            if start + 10 > prefix.count && !complete { return .needMore }
         }
-        // Past the tag, zero padding may come before the first frame.
+        guard start > 0 || unnamed else { return .sniffed(first, skipped: 0) }
+        // Past the tags, zero padding may come before the first frame.
         var frames = start
         while frames < prefix.count && frames < maxLookahead && prefix[frames] == 0 { frames += 1 }
         let end = min(frames + size, maxLookahead)
         if prefix.count < end && !complete { return .needMore }
         guard frames < min(prefix.count, end) else { return .sniffed(first, skipped: 0) }
         let window = UnsafeRawBufferPointer(rebasing: prefix[frames..<min(prefix.count, end)])
-        guard case .success(let mime) = sniffer.mimeType(of: window), mime == "audio/mpeg" else {
-            return .sniffed(first, skipped: 0)
+        // (A window at 0 is the one libmagic has already named.)
+        if frames > 0, case .success(let mime) = sniffer.mimeType(of: window), mime == "audio/mpeg" {
+            return .sniffed(mime, skipped: frames)
         }
-        return .sniffed(mime, skipped: frames)
+        if let run = MPEGAudioFrames.firstRun(in: window, complete: complete && end >= prefix.count) {
+            return .sniffed("audio/mpeg", skipped: frames + run)
+        }
+        return .sniffed(first, skipped: 0)
+    }
+
+    /// What the structure of a window libmagic names nothing says, or nil.
+    static func structureMIME(_ bytes: UnsafeRawBufferPointer) -> String? {
+        if bytes.starts(with: PNGChunkCheck.signature) { return "image/png" }
+        if let branded = isoBrandMIME(bytes) { return branded }
+        if isoBoxes(bytes) { return "video/mp4" }
+        if transportStreamPacketSize(bytes) != nil { return "video/mp2t" }
+        return nil
+    }
+
+    /// True when the window starts with a whole, well-formed `ftyp` box, whatever its brands:
+    /// ISO base media, for FFmpeg's probe to type by its streams.
+    static func isoBoxes(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard bytes.count >= 16, bytes[4...7].elementsEqual("ftyp".utf8) else { return false }
+        let box = Int(bytes[0]) << 24 | Int(bytes[1]) << 16 | Int(bytes[2]) << 8 | Int(bytes[3])
+        guard box >= 16, box <= bytes.count, (box - 16) % 4 == 0 else { return false }
+        // The next box's header must look like one: a size that is 0 (to the end), 1 (64-bit)
+        // or at least 8, and a type of four printable characters.
+        guard box + 8 <= bytes.count else { return true }
+        let next = Int(bytes[box]) << 24 | Int(bytes[box + 1]) << 16 | Int(bytes[box + 2]) << 8 | Int(bytes[box + 3])
+        return (next == 0 || next == 1 || next >= 8) && bytes[(box + 4)..<(box + 8)].allSatisfy { (0x20...0x7E).contains($0) }
+    }
+
+    /// 188 (MPEG-TS) or 192 (M2TS: a 4-byte timestamp first) when every packet in the window
+    /// starts with the sync byte 0x47, at least five of them; nil otherwise.
+    static func transportStreamPacketSize(_ bytes: UnsafeRawBufferPointer) -> Int? {
+        for (packet, offset) in [(188, 0), (192, 4)] {
+            let starts = Array(stride(from: offset, to: bytes.count, by: packet))
+            if starts.count >= 5, starts.allSatisfy({ bytes[$0] == 0x47 }) { return packet }
+        }
+        return nil
     }
 
     /// The MIME type an ISO base media file's brands name, or nil: the window must start with

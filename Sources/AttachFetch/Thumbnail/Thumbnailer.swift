@@ -104,6 +104,11 @@ enum Thumbnailer {
     /// The thumbnail shows frame 0; the other frames of an animation are decoded too (a sink
     /// that keeps one strip at a time), so a damaged frame anywhere is caught. The frame and
     /// pixel budgets were checked on the header.
+    ///
+    /// The frames are read sequentially: opened for random access, libvips decodes an image
+    /// over its disc threshold (100 MB of pixels: 400 frames of 472x298 RGBA are 225 MB) into a
+    /// temporary file first, which the decoder worker's file-size limit stops (SIGXFSZ).
+    /// Read in order, nothing is written and one strip of frames is held at a time.
     private static func decodeEveryFrame(_ source: String) throws(Reason) {
         guard let pointer = af_vips_image_new_from_file_all_pages(source, VIPS_FAIL_ON_ERROR) else {
             throw Vips.failure("read the animation")
