@@ -52,7 +52,10 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            // The inspector page, compiled into the binary (no resource bundle to ship beside it).
+            resources: [.embedInCode("Inspector/index.html"), .embedInCode("Inspector/inspector.css"),
+                        .embedInCode("Inspector/inspector.js")]
         ),
         .executableTarget(
             name: "attach-fetch",

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The README's second command: installs what is missing, assembles the real-world corpus
 # (scripts/corpus.sh: Pillow's published test images, checked against Tests/Corpus/manifest.tsv)
-# and runs the whole test suite, the corpus suite included and required.
+# and runs the whole test suite, the corpus suite included and required, then the inspector's
+# tests in a real browser.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh "$@"
 scripts/corpus.sh
 ATTACH_FETCH_CORPUS_REQUIRED=1 swift test --no-parallel
+# The inspector page in a real browser (Chromium over WebDriver) against the service just built.
+scripts/browser-tests.sh

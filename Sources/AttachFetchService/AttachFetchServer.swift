@@ -86,6 +86,20 @@ public final class AttachFetchServer: Sendable {
         }
         router.post("/v1/attachments") { request, context in try await self.attachments(request, context) }
         router.post("/v1/payloads") { request, context in try await self.payloads(request, context) }
+        let publicBase = configuration.pipeline.publish?.baseURL
+        for (path, body, type) in [("/", InspectorPage.html, "text/html; charset=utf-8"),
+                                   ("/inspector.css", InspectorPage.css, "text/css; charset=utf-8"),
+                                   ("/inspector.js", InspectorPage.script, "text/javascript; charset=utf-8")] {
+            let headers = InspectorPage.headers(contentType: type, publicBase: publicBase)
+            router.get(RouterPath(path)) { _, _ in Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body))) }
+            router.head(RouterPath(path)) { _, _ in Response(status: .ok, headers: headers) }
+        }
+        let batchFiles = BatchFileRoute(root: files.root)
+        router.get("/v1/files/{bucket}/{batch}/{name}") { request, _ in
+            // The raw path: a name with encoded characters is not a batch file's name.
+            try batchFiles.respond(components: request.uri.path.dropFirst("/v1/files/".count).split(separator: "/", omittingEmptySubsequences: false),
+                                   request: request)
+        }
         let media = configuration.pipeline.publish.map { MediaFiles(directory: $0.directory) }
         for method in [HTTPRequest.Method.get, .head] {
             router.on("/media/{name}", method: method) { request, context in

@@ -21,19 +21,28 @@ struct MediaFiles: Sendable {
         }
         let descriptor = open("\(directory)/\(name)", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else { throw APIError.notFound("/media/\(name)") }
+        return try Self.respond(opened: descriptor, name: name, path: "/media/\(name)", request: request,
+                                cacheControl: "public, max-age=31536000, immutable", etag: "\"\(name.prefix(64))\"")
+    }
+
+    /// Serves a file already opened (without following links) if it is a regular file; the
+    /// descriptor is closed when the response is done. `path` names it in a 404.
+    static func respond(opened descriptor: Int32, name: String, path: String, request: Request,
+                        cacheControl: String, etag: String?) throws(APIError) -> Response {
         let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         var status = stat()
-        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { throw APIError.notFound("/media/\(name)") }
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { throw APIError.notFound(path) }
         let size = Int(status.st_size)
-        let etag = "\"\(name.prefix(64))\""
         var headers: HTTPFields = [
             .contentType: Self.contentType(name),
-            .cacheControl: "public, max-age=31536000, immutable",
-            .eTag: etag,
+            .cacheControl: cacheControl,
             .acceptRanges: "bytes",
         ]
-        if let header = request.headers[.ifNoneMatch], Self.matches(header, etag: etag) {
-            return Response(status: .notModified, headers: headers)
+        if let etag {
+            headers[.eTag] = etag
+            if let header = request.headers[.ifNoneMatch], Self.matches(header, etag: etag) {
+                return Response(status: .notModified, headers: headers)
+            }
         }
         var range = 0..<size
         var status206 = false

@@ -9,11 +9,13 @@ enum Routes {
     static let methods: [String: [HTTPRequest.Method]] = [
         "/v1/attachments": [.post], "/v1/payloads": [.post],
         "/healthz": [.get, .head], "/readyz": [.get, .head], "/metrics": [.get], "/media": [.get, .head],
+        "/": [.get, .head], "/inspector.css": [.get, .head], "/inspector.js": [.get, .head], "/v1/files": [.get],
     ]
 
-    /// The route a path belongs to (`/media/<name>` → `/media`), or nil.
+    /// The route a path belongs to (`/media/<name>` → `/media`, `/v1/files/…` → `/v1/files`), or nil.
     static func route(of path: String) -> String? {
         if path.hasPrefix("/media/") { return "/media" }
+        if path.hasPrefix("/v1/files/") { return "/v1/files" }
         return methods[path] != nil ? path : nil
     }
 }

@@ -52,8 +52,8 @@ struct FetchCommand: AsyncParsableCommand {
         return all
     }
 
-    /// The payload and the requests for the media it names.
-    private func readPayload() throws -> (PushPayload, [PayloadMedia]) {
+    /// The payload (parsed, and as given) and the requests for the media it names.
+    private func readPayload() throws -> (PushPayload, [PayloadMedia], Data) {
         let data: Data
         if source.payload == "-" {
             data = FileHandle.standardInput.readDataToEndOfFile()
@@ -65,7 +65,7 @@ struct FetchCommand: AsyncParsableCommand {
         }
         do throws(AttachFetchError) {
             let parsed = try PushPayload(data: data)
-            return (parsed, parsed.media(extraKeyPaths: source.urlKeys))
+            return (parsed, parsed.media(extraKeyPaths: source.urlKeys), data)
         } catch {
             throw ValidationError("--payload: \(error.message)")
         }
@@ -76,13 +76,15 @@ struct FetchCommand: AsyncParsableCommand {
         let thumbnailTime = pipeline.thumbnailTime
         var pushPayload: PushPayload?
         var payloadMedia: [PayloadMedia] = []
+        var payloadData: Data?
         let requests: [AttachmentRequest]
         var configuration = try pipeline.configuration()
         try publishing.apply(to: &configuration)
         if source.payload != nil {
-            let (parsed, media) = try readPayload()
+            let (parsed, media, data) = try readPayload()
             pushPayload = parsed
             payloadMedia = media
+            payloadData = data
             // One set for the whole payload, so that a URL under keys of both platforms is fetched once.
             let platforms = PushPayload.platforms(for: media, configured: configuration.platforms)
             requests = media.map { item in
@@ -142,6 +144,15 @@ struct FetchCommand: AsyncParsableCommand {
             for finding in lint ?? [] { write(Output.encode(["lint": finding], pretty: false) + "\n") }
         case .table:
             write(Table.render(batch) + Table.render(lint ?? []))
+        case .html:
+            let document = Output.encode(BatchDocument(batch, lint: lint), pretty: false)
+            do {
+                write(try InspectorPage.report(kind: pushPayload == nil ? .attachments : .payload, result: Data(document.utf8),
+                                               payload: payloadData, descriptors: batch.attachments))
+            } catch {
+                output.writeError("attach-fetch: cannot write the report: \(error.message)\n")
+                throw ExitCode(1)
+            }
         }
         if source.stripFailed, let pushPayload {
             let failed = zip(payloadMedia, batch.attachments).filter { $0.1.status != .ready }.map { $0.0.entry }

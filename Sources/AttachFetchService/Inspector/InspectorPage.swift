@@ -1,0 +1,120 @@
+import AttachFetch
+import Foundation
+import HTTPTypes
+import Hummingbird
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The inspector: one HTML page with its stylesheet and script (this folder's `index.html`,
+/// `inspector.css`, `inspector.js`, compiled into the binary), served at `/` by the service and
+/// written as one self-contained file by the CLI's `--format html`.
+public enum InspectorPage {
+    static let html = String(decoding: PackageResources.index_html, as: UTF8.self)
+    static let css = String(decoding: PackageResources.inspector_css, as: UTF8.self)
+    static let script = String(decoding: PackageResources.inspector_js, as: UTF8.self)
+
+    /// The lines of `index.html` the report replaces.
+    static let stylesheetLine = #"<link rel="stylesheet" href="inspector.css">"#
+    static let scriptLine = #"<script src="inspector.js" defer></script>"#
+    static let dataMarker = "<!-- report-data -->"
+
+    /// The headers of every inspector response. Images come from the page's own origin, `data:`
+    /// URIs, and the public base when publishing; nothing else loads, no script is inline, and
+    /// no other site may frame the page.
+    static func headers(contentType: String, publicBase: String?) -> HTTPFields {
+        let images = ["'self'", "data:"] + (publicBase.map { [Self.origin(of: $0)] } ?? [])
+        return [
+            .contentType: contentType,
+            .contentSecurityPolicy: "default-src 'self'; img-src \(images.joined(separator: " ")); object-src 'none'; frame-ancestors 'none'",
+            HTTPField.Name("X-Content-Type-Options")!: "nosniff",
+            HTTPField.Name("Referrer-Policy")!: "no-referrer",
+            .cacheControl: "no-cache",
+        ]
+    }
+
+    /// A public base's scheme, host and port: what a CSP source names.
+    static func origin(of base: String) -> String {
+        guard let url = URL(string: base), let scheme = url.scheme, let host = url.host else { return base }
+        return "\(scheme)://\(host)\(url.port.map { ":\($0)" } ?? "")"
+    }
+
+    /// What a report shows: a batch of URLs, or a push payload's media and lint.
+    public enum ReportKind: String, Sendable {
+        case attachments, payload
+    }
+
+    /// The report: the page with its stylesheet and script inlined and the result embedded as
+    /// data, thumbnails and variants as `data:` URIs, so it opens anywhere without a network.
+    /// - Parameters:
+    ///   - result: the batch document as the service would answer it (JSON).
+    ///   - payload: the push payload as given (JSON), for its titles and bodies.
+    public static func report(kind: ReportKind, result: Data, payload: Data?,
+                              descriptors: [AttachmentDescriptor]) throws(AttachFetchError) -> String {
+        var images: [String: String] = [:]
+        for descriptor in descriptors {
+            let files = [descriptor.thumbnail?.file] + (descriptor.variants ?? [:]).values.map(\.file)
+            for case let file? in files where images[file] == nil {
+                if let data = FileManager.default.contents(atPath: file) {
+                    images[file] = "data:\(MediaFiles.contentType(file));base64,\(data.base64EncodedString())"
+                }
+            }
+        }
+        let document: [String: Any]
+        do {
+            document = [
+                "kind": kind.rawValue,
+                "result": try JSONSerialization.jsonObject(with: result),
+                "payload": try payload.map { try JSONSerialization.jsonObject(with: $0, options: [.fragmentsAllowed]) } ?? NSNull(),
+                "images": images,
+                "generated": ISO8601DateFormatter().string(from: Date()),
+            ]
+        } catch {
+            throw .invalidConfiguration("the report's data is not JSON: \(error)")
+        }
+        guard let encoded = try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys]) else {
+            throw .invalidConfiguration("the report's data cannot be encoded")
+        }
+        // Inside a <script> element no "<" may start a tag or a comment: JSON strings take "\u003c".
+        let data = String(decoding: encoded, as: UTF8.self).replacingOccurrences(of: "<", with: "\\u003c")
+        return html
+            .replacingOccurrences(of: stylesheetLine, with: "<style>\n\(css)\n</style>")
+            .replacingOccurrences(of: scriptLine, with: "<script>\n\(script.replacingOccurrences(of: "</script", with: "<\\/script"))\n</script>")
+            .replacingOccurrences(of: dataMarker, with: #"<script type="application/json" id="report-data">"# + data + "</script>")
+    }
+}
+
+/// `GET /v1/files/<bucket>/<batch>/<name>`: a file of a batch this service made, while it is
+/// retained (the inspector's thumbnails and variants when nothing is published). Each name must
+/// be a plain name (letters, digits, `.`, `_`, `-`, not starting with a dot); every component
+/// is opened under the service's own root without following symbolic links, directories for
+/// the first two and a regular file for the last: nothing outside the batches is reachable.
+struct BatchFileRoute: Sendable {
+    let root: String
+
+    func respond(components: [Substring], request: Request) throws(APIError) -> Response {
+        let path = request.uri.path
+        guard components.count == 3, components.allSatisfy(Self.isPlainName) else { throw APIError.notFound(path) }
+        var directory = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        for component in components.prefix(2) {
+            guard directory >= 0 else { throw APIError.notFound(path) }
+            let next = openat(directory, String(component), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            close(directory)
+            directory = next
+        }
+        guard directory >= 0 else { throw APIError.notFound(path) }
+        let file = openat(directory, String(components[2]), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        close(directory)
+        guard file >= 0 else { throw APIError.notFound(path) }
+        return try MediaFiles.respond(opened: file, name: String(components[2]), path: path, request: request,
+                                      cacheControl: "private, no-store", etag: nil)
+    }
+
+    static func isPlainName(_ name: Substring) -> Bool {
+        guard let first = name.utf8.first, first != UInt8(ascii: "."), name.utf8.count <= 255 else { return false }
+        return name.utf8.allSatisfy { byte in
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+        }
+    }
+}
