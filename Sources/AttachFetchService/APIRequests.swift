@@ -1,91 +1,133 @@
 import AttachFetch
 import Foundation
 
-/// The bodies the `/v1` routes accept, checked field by field so that a client learns which
-/// field is wrong.
+/// The bodies the `/v1` routes accept, decoded with `Codable` and checked field by field so
+/// that a client learns which field is wrong (`APIError.invalidRequest` naming it).
 enum APIRequests {
     /// `{"requests": [{"url", "identifier"?, "clip"?: {"x","y","width","height"}, "thumbnailTime"?, "role"?}], "deadlineMs"?}`
     /// or `{"urls": [...], "deadlineMs"?}`.
     static func attachments(_ data: Data, maxRequests: Int) throws(APIError) -> (requests: [AttachmentRequest], deadlineMs: Double?) {
-        guard let object = try? JSONSerialization.jsonObject(with: data), let body = object as? [String: Any] else {
+        let body: AttachmentsBody
+        do {
+            body = try JSONDecoder().decode(AttachmentsBody.self, from: data)
+        } catch let error as APIError {
+            throw error
+        } catch {
             throw .invalidRequest("the body is not a JSON object")
         }
-        let known: Set<String> = ["requests", "urls", "deadlineMs"]
-        if let unknown = body.keys.sorted().first(where: { !known.contains($0) }) {
-            throw .invalidRequest("unknown field '\(unknown)' (known: requests, urls, deadlineMs)")
+        guard !body.requests.isEmpty else { throw .invalidRequest("requests must not be empty") }
+        guard body.requests.count <= maxRequests else {
+            throw .invalidRequest("\(body.requests.count) requests in one call; at most \(maxRequests)")
         }
-        let deadline = try deadlineMs(body["deadlineMs"], field: "deadlineMs")
-        var requests: [AttachmentRequest] = []
-        switch (body["requests"], body["urls"]) {
-        case (let list?, nil):
-            guard let items = list as? [Any] else { throw .invalidRequest("requests must be an array") }
-            for (index, item) in items.enumerated() {
-                requests.append(try request(item, at: "requests[\(index)]"))
-            }
-        case (nil, let list?):
-            guard let items = list as? [Any] else { throw .invalidRequest("urls must be an array of strings") }
-            for (index, item) in items.enumerated() {
-                guard let url = item as? String else { throw .invalidRequest("urls[\(index)] must be a string") }
-                requests.append(AttachmentRequest(url: url))
-            }
-        case (nil, nil):
-            throw .invalidRequest("give requests or urls")
-        default:
-            throw .invalidRequest("give requests or urls, not both")
-        }
-        guard !requests.isEmpty else { throw .invalidRequest("requests must not be empty") }
-        guard requests.count <= maxRequests else {
-            throw .invalidRequest("\(requests.count) requests in one call; at most \(maxRequests)")
-        }
-        return (requests, deadline)
+        return (body.requests, body.deadlineMs)
     }
 
-    private static func request(_ item: Any, at path: String) throws(APIError) -> AttachmentRequest {
-        guard let fields = item as? [String: Any] else { throw .invalidRequest("\(path) must be an object") }
-        let known: Set<String> = ["url", "identifier", "clip", "thumbnailTime", "role"]
-        if let unknown = fields.keys.sorted().first(where: { !known.contains($0) }) {
-            throw .invalidRequest("\(path): unknown field '\(unknown)'")
+    /// A deadline in milliseconds: a positive number, when given.
+    static func deadlineMs(_ value: Double?, field: String) throws(APIError) -> Double? {
+        guard let value else { return nil }
+        guard value.isFinite, value > 0 else {
+            throw .invalidRequest("\(field) must be a number of milliseconds greater than 0")
         }
-        guard let url = fields["url"] as? String else { throw .invalidRequest("\(path).url must be a string") }
-        var request = AttachmentRequest(url: url)
-        if let identifier = fields["identifier"] {
-            guard let text = identifier as? String, !text.isEmpty else { throw .invalidRequest("\(path).identifier must be a non-empty string") }
-            request.identifier = text
+        return value
+    }
+}
+
+/// Any key of a JSON object, so that a field nobody knows is named in the error.
+private struct FieldName: CodingKey {
+    let stringValue: String
+    init(_ name: String) { stringValue = name }
+    init?(stringValue: String) { self.stringValue = stringValue }
+    var intValue: Int? { nil }
+    init?(intValue: Int) { nil }
+}
+
+private extension KeyedDecodingContainer where Key == FieldName {
+    /// The first field not in `known`, in sorted order, as an error with `message`'s wording.
+    func refuseUnknown(_ known: Set<String>, _ message: (String) -> String) throws(APIError) {
+        if let unknown = allKeys.map(\.stringValue).sorted().first(where: { !known.contains($0) }) {
+            throw .invalidRequest(message(unknown))
         }
-        if let clip = fields["clip"] {
-            guard let values = clip as? [String: Any], let x = number(values["x"]), let y = number(values["y"]),
-                  let width = number(values["width"]), let height = number(values["height"]) else {
-                throw .invalidRequest("\(path).clip must be {\"x\", \"y\", \"width\", \"height\"} numbers")
+    }
+
+    /// A field of type `T`, or nil when absent; any other value is `error`.
+    func optional<T: Decodable>(_ type: T.Type, _ name: String, else error: @autoclosure () -> APIError) throws(APIError) -> T? {
+        let key = FieldName(name)
+        guard contains(key) else { return nil }
+        guard let value = try? decode(T.self, forKey: key) else { throw error() }
+        return value
+    }
+}
+
+/// The body of `POST /v1/attachments`.
+private struct AttachmentsBody: Decodable {
+    var requests: [AttachmentRequest] = []
+    var deadlineMs: Double?
+
+    init(from decoder: any Decoder) throws {
+        let fields = try decoder.container(keyedBy: FieldName.self)
+        try fields.refuseUnknown(["requests", "urls", "deadlineMs"]) { "unknown field '\($0)' (known: requests, urls, deadlineMs)" }
+        let badDeadline = APIError.invalidRequest("deadlineMs must be a number of milliseconds greater than 0")
+        deadlineMs = try APIRequests.deadlineMs(try fields.optional(Double.self, "deadlineMs", else: badDeadline), field: "deadlineMs")
+        switch (fields.contains(FieldName("requests")), fields.contains(FieldName("urls"))) {
+        case (true, false):
+            guard var items = try? fields.nestedUnkeyedContainer(forKey: FieldName("requests")) else {
+                throw APIError.invalidRequest("requests must be an array")
             }
+            while !items.isAtEnd {
+                let path = "requests[\(items.currentIndex)]"
+                guard let item = try? items.superDecoder() else { throw APIError.invalidRequest("\(path) must be an object") }
+                requests.append(try Self.request(item, at: path))
+            }
+        case (false, true):
+            guard var items = try? fields.nestedUnkeyedContainer(forKey: FieldName("urls")) else {
+                throw APIError.invalidRequest("urls must be an array of strings")
+            }
+            while !items.isAtEnd {
+                let index = items.currentIndex
+                guard let url = try? items.decode(String.self) else { throw APIError.invalidRequest("urls[\(index)] must be a string") }
+                requests.append(AttachmentRequest(url: url))
+            }
+        case (false, false):
+            throw APIError.invalidRequest("give requests or urls")
+        case (true, true):
+            throw APIError.invalidRequest("give requests or urls, not both")
+        }
+    }
+
+    private struct Clip: Decodable {
+        var x, y, width, height: Double
+    }
+
+    private static func request(_ decoder: any Decoder, at path: String) throws(APIError) -> AttachmentRequest {
+        guard let fields = try? decoder.container(keyedBy: FieldName.self) else { throw .invalidRequest("\(path) must be an object") }
+        try fields.refuseUnknown(["url", "identifier", "clip", "thumbnailTime", "role"]) { "\(path): unknown field '\($0)'" }
+        guard let url = try fields.optional(String.self, "url", else: .invalidRequest("\(path).url must be a string")) else {
+            throw .invalidRequest("\(path).url must be a string")
+        }
+        var request = AttachmentRequest(url: url)
+        let badIdentifier = APIError.invalidRequest("\(path).identifier must be a non-empty string")
+        if let identifier = try fields.optional(String.self, "identifier", else: badIdentifier) {
+            guard !identifier.isEmpty else { throw badIdentifier }
+            request.identifier = identifier
+        }
+        let badClip = APIError.invalidRequest("\(path).clip must be {\"x\", \"y\", \"width\", \"height\"} numbers")
+        if let clip = try fields.optional(Clip.self, "clip", else: badClip) {
             do {
-                request.clip = try ClippingRectangle(x: x, y: y, width: width, height: height)
+                request.clip = try ClippingRectangle(x: clip.x, y: clip.y, width: clip.width, height: clip.height)
             } catch {
                 throw .invalidRequest("\(path).clip: \(error.message)")
             }
         }
-        if let time = fields["thumbnailTime"] {
-            guard let seconds = number(time), seconds.isFinite, seconds >= 0 else {
-                throw .invalidRequest("\(path).thumbnailTime must be a number of seconds, 0 or more")
-            }
+        let badTime = APIError.invalidRequest("\(path).thumbnailTime must be a number of seconds, 0 or more")
+        if let seconds = try fields.optional(Double.self, "thumbnailTime", else: badTime) {
+            guard seconds.isFinite, seconds >= 0 else { throw badTime }
             request.options = AttachmentOptions(thumbnailTime: seconds)
         }
-        if let role = fields["role"] {
-            guard let name = role as? String, let parsed = AttachmentDescriptor.Role(rawValue: name) else {
-                throw .invalidRequest("\(path).role must be \"attachment\" or \"avatar\"")
-            }
+        let badRole = APIError.invalidRequest("\(path).role must be \"attachment\" or \"avatar\"")
+        if let role = try fields.optional(String.self, "role", else: badRole) {
+            guard let parsed = AttachmentDescriptor.Role(rawValue: role) else { throw badRole }
             request.role = parsed
         }
         return request
     }
-
-    /// A deadline in milliseconds: a positive number, when given.
-    static func deadlineMs(_ value: Any?, field: String) throws(APIError) -> Double? {
-        guard let value else { return nil }
-        guard let milliseconds = number(value), milliseconds.isFinite, milliseconds > 0 else {
-            throw .invalidRequest("\(field) must be a number of milliseconds greater than 0")
-        }
-        return milliseconds
-    }
-
-    private static func number(_ value: Any?) -> Double? { JSONNumber.value(value) }
 }

@@ -65,11 +65,16 @@ import Testing
         let out = Scratch()
         try await withMediaServer { server in
             let urls = ["photo.jpg", "tone.m4a", "clip.mpg"].map { "\(server.baseURL)/media/\($0)" }
+            let started = ContinuousClock.now
             let run = try await Self.run(["--allow-private-network", "--format", "json", "--out", out.path] + urls)
+            let wall = Int((ContinuousClock.now - started).components.seconds * 1_000) + 1_000
             #expect(run.status == 0, "\(run.stderr)")
             let object = try #require(JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
             #expect(object["deadlineMs"] as? Int == 25_000)
-            #expect((object["elapsedMs"] as? Int).map { $0 >= 0 } == true)
+            // The batch's own time: at least its slowest attachment's, at most the command's run.
+            let elapsed = try #require(object["elapsedMs"] as? Int)
+            let slowest = ((object["attachments"] as? [[String: Any]]) ?? []).compactMap { ($0["timings"] as? [String: Any])?["total"] as? Int }.max()
+            #expect(elapsed >= (slowest ?? .max) && elapsed <= wall, "elapsed \(elapsed) ms, slowest \(slowest ?? -1) ms, run \(wall) ms")
             let attachments = try #require(object["attachments"] as? [[String: Any]])
             #expect(attachments.map { $0["url"] as? String } == urls)
             #expect(attachments.map { $0["status"] as? String } == ["ready", "ready", "ready"])

@@ -18,7 +18,9 @@ import Testing
         let pipeline = try makePipeline(scratch)
         try await withMediaServer { server in
             let url = "\(server.baseURL)/media/\(file)"
+            let started = ContinuousClock.now
             let d = await fetchOne(url, pipeline)
+            let elapsed = ContinuousClock.now - started
             #expect(d.status == .ready, "\(d.reason?.message ?? "")")
             #expect(d.reason == nil)
             #expect(d.url == url)
@@ -35,7 +37,11 @@ import Testing
             let expectedDigest = try await offPool { try sha256sum(original) }
             #expect(d.sha256 == expectedDigest)
             #expect(fileMode(path) == 0o600)
-            #expect(d.timings.total >= 0)
+            // The total runs from the batch's start: it holds the download and ends within the call.
+            let download = try #require(d.timings.download, "a fresh download is timed")
+            #expect(d.timings.total >= download && .milliseconds(d.timings.total) <= elapsed + .milliseconds(1),
+                    "total \(d.timings.total) ms, download \(download) ms, call \(elapsed)")
+            #expect(d.kind == .image ? d.timings.thumbnail != nil : d.timings.probe != nil, "the decode stage is timed")
             #expect(d.timings.download != nil)
             // Delivered as downloaded.
             #expect(d.transforms == [])
