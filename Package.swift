@@ -77,7 +77,9 @@ let package = Package(
         .testTarget(
             name: "AttachFetchTests",
             dependencies: ["AttachFetch", "AttachFetchService", "LoopbackHTTPServer", "CAttachFetchShims", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder",
-                           .product(name: "Logging", package: "swift-log")]
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "HummingbirdTesting", package: "hummingbird"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -64,7 +64,7 @@ public final class AttachFetchServer: Sendable {
         await stop()
     }
 
-    private func stop() async {
+    func stop() async {
         draining.store(true, ordering: .relaxed)
         await pipeline.shutdown()
         files.removeAll()
@@ -72,7 +72,9 @@ public final class AttachFetchServer: Sendable {
 
     // MARK: Routes
 
-    private func makeRouter() -> Router<ServiceContext> {
+    /// The service's routes and middleware, as `run` serves them (internal: the tests drive it
+    /// through HummingbirdTesting without a socket).
+    func makeRouter() -> Router<ServiceContext> {
         let router = Router(context: ServiceContext.self)
         router.add(middleware: ErrorsLogsAndMetrics(metrics: metrics, maxBodyBytes: configuration.maxBodyBytes))
         router.add(middleware: BearerTokens(tokens: configuration.tokens.map { Array($0.utf8) }))
@@ -278,6 +280,15 @@ public final class AttachFetchServer: Sendable {
     static func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) -> Response {
         Response(status: status, headers: [.contentType: "application/json"],
                  body: .init(byteBuffer: ByteBuffer(string: BatchDocument.encode(value, pretty: false) + "\n")))
+    }
+}
+
+/// The server as one service of an app's own `ServiceGroup` (swift-service-lifecycle): the
+/// group's graceful shutdown drains and stops it as a signal would (`/readyz` 503, the drain
+/// delay, the listener closed, batches in flight finished, files removed).
+extension AttachFetchServer: Service {
+    public func run() async throws {
+        try await run(gracefulShutdownSignals: [])
     }
 }
 

@@ -1,0 +1,82 @@
+import AttachFetch
+@testable import AttachFetchService
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import ServiceLifecycle
+import Testing
+
+/// The service as a part of an app: in the app's own `ServiceGroup`, and its router driven
+/// without a socket. The pipeline scoped to a call.
+@Suite(.serialized) struct ServiceLifecycleTests {
+    func configuration(_ scratch: Scratch) -> ServiceConfiguration {
+        var pipeline = AttachFetchConfiguration()
+        pipeline.allowPrivateNetwork = true
+        pipeline.temporaryDirectory = scratch.path
+        var configuration = ServiceConfiguration(pipeline: pipeline)
+        configuration.port = 0
+        return configuration
+    }
+
+    /// Another service of the app stops the group; the server drains and stops with it, its
+    /// files gone.
+    @Test(.timeLimit(.minutes(1))) func theServerRunsAndStopsInAnAppsOwnServiceGroup() async throws {
+        let scratch = Scratch()
+        let server = try AttachFetchServer(configuration: configuration(scratch), logger: AttachmentPipeline.silentLogger)
+        struct StopsTheGroup: Service {
+            let after: Duration
+            func run() async throws {
+                try await Task.sleep(for: after)
+            }
+        }
+        // A service that returns ends the group: ServiceGroup then shuts the others down.
+        let group = ServiceGroup(configuration: .init(
+            services: [.init(service: server), .init(service: StopsTheGroup(after: .milliseconds(500)), successTerminationBehavior: .gracefullyShutdownGroup)],
+            logger: AttachmentPipeline.silentLogger))
+        let started = ContinuousClock.now
+        try await group.run()
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(scratch.tree() == [], "the server's files are removed when the group stops it")
+    }
+
+    /// The routes through HummingbirdTesting's router mode: no socket, no port.
+    @Test func theRouterAnswersWithoutASocket() async throws {
+        let scratch = Scratch()
+        let server = try AttachFetchServer(configuration: configuration(scratch), logger: AttachmentPipeline.silentLogger)
+        let app = Application(router: server.makeRouter())
+        try await app.test(.router) { client in
+            try await client.execute(uri: "/healthz", method: .get) { response in
+                #expect(response.status == .ok && String(buffer: response.body).contains("ok"))
+            }
+            try await client.execute(uri: "/", method: .get) { response in
+                #expect(response.status == .ok && response.headers[.contentSecurityPolicy]?.contains("frame-ancestors 'none'") == true)
+            }
+            try await client.execute(uri: "/v1/attachments", method: .post, body: ByteBuffer(string: #"{"urls": 3}"#)) { response in
+                #expect(response.status == .badRequest && String(buffer: response.body).contains("urls must be an array of strings"))
+            }
+            try await client.execute(uri: "/v1/attachments", method: .get) { response in
+                #expect(response.status == .methodNotAllowed && response.headers[.allow] == "POST")
+            }
+        }
+        await server.stop()
+    }
+
+    @Test func aScopedPipelineIsShutDownWhenTheBodyThrows() async throws {
+        struct Failed: Error {}
+        let scratch = Scratch()
+        var configuration = AttachFetchConfiguration()
+        configuration.temporaryDirectory = scratch.path
+        nonisolated(unsafe) var kept: AttachmentPipeline?
+        await #expect(throws: Failed.self) {
+            try await withAttachmentPipeline(configuration: configuration) { pipeline in
+                kept = pipeline
+                throw Failed()
+            }
+        }
+        // A batch on a pipeline that was shut down fails at once, as `cancelled`.
+        let pipeline = try #require(kept)
+        let batch = await pipeline.process([AttachmentRequest(url: "http://127.0.0.1:1/a.jpg")], deadline: .seconds(5))
+        #expect(batch.attachments.first?.reason?.code == .cancelled, "\(batch.attachments.first?.reason?.message ?? "ready")")
+    }
+}
