@@ -11,6 +11,13 @@ import Glibc
 /// following symbolic links, and served only when they are regular files: nothing outside the
 /// directory is reachable. Content-addressed, so immutable: a strong ETag (the hash) and a
 /// year-long public Cache-Control. Single byte ranges are honoured.
+///
+/// Why not Hummingbird's `FileMiddleware` (2.28): its `LocalFileSystem` looks a file up by path
+/// and follows symbolic links (a link placed in the publish directory would be served), checks
+/// the file's attributes and opens it again by path later (a file swapped in between is what
+/// gets served), derives its ETag from size and modification time rather than the content's
+/// SHA-256 that names the file, and compares `If-None-Match` with one tag only (no list, no
+/// `*`). Here the one descriptor opened with `O_NOFOLLOW` is checked and then read.
 struct MediaFiles: Sendable {
     let directory: String
 
