@@ -11,6 +11,7 @@ import UnixSignals
 /// `attach-fetch serve`: the pipeline as an HTTP service (Hummingbird), for push backends in
 /// any language. One pipeline (with the result cache on) serves every request.
 public final class AttachFetchServer: Sendable {
+    /// The settings the server was made with.
     public let configuration: ServiceConfiguration
     private let pipeline: AttachmentPipeline
     private let metrics = ServiceMetrics()
@@ -18,6 +19,8 @@ public final class AttachFetchServer: Sendable {
     private let logger: Logger
     private let draining = Atomic<Bool>(false)
 
+    /// Makes the server and its pipeline; throws ``AttachFetchError`` when a setting cannot work.
+    /// Nothing listens until `run`.
     public init(configuration: ServiceConfiguration, logger: Logger) throws(AttachFetchError) {
         try configuration.validate()
         self.configuration = configuration
@@ -287,6 +290,7 @@ public final class AttachFetchServer: Sendable {
 /// group's graceful shutdown drains and stops it as a signal would (`/readyz` 503, the drain
 /// delay, the listener closed, batches in flight finished, files removed).
 extension AttachFetchServer: Service {
+    /// Serves until the service group shuts down gracefully or the task is cancelled.
     public func run() async throws {
         try await run(gracefulShutdownSignals: [])
     }

@@ -3,14 +3,18 @@ import Foundation
 
 /// The JSON document of a batch: the CLI's `--format json` and the service's answer.
 public struct BatchDocument: Encodable, Sendable {
+    /// Time from the call to its return, in milliseconds.
     public var elapsedMs: Int
+    /// The deadline the batch ran under, in milliseconds.
     public var deadlineMs: Int
     /// Where ready files were kept (absent when nothing was kept).
     public var directory: String?
+    /// The descriptors, in request order.
     public var attachments: [AttachmentDescriptor]
     /// Added for payloads: findings about the payload itself.
     public var lint: [PayloadLintFinding]?
 
+    /// The document of `batch`, with the payload's lint when there is one.
     public init(_ batch: AttachmentBatch, lint: [PayloadLintFinding]? = nil) {
         elapsedMs = batch.elapsed.wholeMilliseconds
         deadlineMs = batch.deadline.wholeMilliseconds

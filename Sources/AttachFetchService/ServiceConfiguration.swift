@@ -43,9 +43,11 @@ public struct ServiceConfiguration: Sendable {
         /// while established ones keep working. Default 4,096.
         public var maxConnections = 4096
 
+        /// The documented defaults.
         public init() {}
     }
 
+    /// The documented defaults around `pipeline`, with the result cache turned on unless it is set.
     public init(pipeline: AttachFetchConfiguration = .init()) {
         var pipeline = pipeline
         if pipeline.cache == nil { pipeline.cache = ResultCaching() }

@@ -17,6 +17,7 @@ public struct ResultCaching: Sendable, Equatable {
     /// least recently used go first. Default 1 GiB.
     public var maxBytes: Int64 = 1 << 30
 
+    /// Turns the cache on; each default is the documented one.
     public init(maximumFreshness: Duration = .seconds(600), defaultFreshness: Duration = .seconds(60),
                 failureFreshness: Duration = .seconds(30), maxEntries: Int = 10_000, maxBytes: Int64 = 1 << 30) {
         self.maximumFreshness = maximumFreshness

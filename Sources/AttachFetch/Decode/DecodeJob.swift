@@ -73,6 +73,7 @@ extension Thumbnailer.Shape: Codable {
 
 /// A table row travels as its MIME type.
 extension MediaType: Codable {
+    /// Decodes a table row from its MIME type; throws for a type the table does not hold.
     public init(from decoder: any Decoder) throws {
         let mime = try decoder.singleValueContainer().decode(String.self)
         guard let type = (MediaType.all + MediaType.convertible).first(where: { $0.mimeType == mime }) else {
@@ -81,6 +82,7 @@ extension MediaType: Codable {
         self = type
     }
 
+    /// Encodes the row as its MIME type.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(mimeType)

@@ -2,20 +2,26 @@
 /// extension) load this media without an exception in its `NSAppTransportSecurity` dictionary.
 /// Judged from the TLS session the download negotiated and from every hop of its redirects.
 public struct ATSVerdict: Codable, Sendable, Equatable {
+    /// One reason App Transport Security would refuse the media.
     public struct Problem: Codable, Sendable, Equatable {
         /// One of the `ATSVerdict` codes below; more may be added.
         public var code: String
+        /// A sentence for people.
         public var message: String
 
+        /// Makes a problem.
         public init(code: String, message: String) {
             self.code = code
             self.message = message
         }
     }
 
+    /// True when there are no problems.
     public var compliant: Bool
+    /// Why it is not compliant; empty when it is.
     public var problems: [Problem]
 
+    /// Makes a verdict; `compliant` follows from `problems`.
     public init(problems: [Problem]) {
         self.compliant = problems.isEmpty
         self.problems = problems

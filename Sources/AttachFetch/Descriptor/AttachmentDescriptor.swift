@@ -1,10 +1,12 @@
 /// What happened to one input URL. Encoded as JSON, this is a public contract: fields are only
 /// ever added. Optional fields are omitted from the JSON when they are not known.
 public struct AttachmentDescriptor: Codable, Sendable, Equatable {
+    /// The outcome: `ready`, or `rejected`, `failed` or `timedOut` with a ``AttachmentDescriptor/Reason``.
     public enum Status: String, Codable, Sendable {
         case ready, rejected, failed, timedOut
     }
 
+    /// The kind of media, from the table.
     public enum Kind: String, Codable, Sendable {
         case image, audio, video
     }
@@ -13,18 +15,24 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     /// people. The one (code, message) type of the library: the fetch, the sniffer, the policy
     /// and every decoder stage report their failures with it.
     public struct Reason: Error, Codable, Sendable, Equatable {
+        /// The code, from the contract's table.
         public var code: ReasonCode
+        /// A sentence for people; it never names working files.
         public var message: String
+        /// Makes a reason.
         public init(code: ReasonCode, message: String) {
             self.code = code
             self.message = message
         }
     }
 
+    /// A thumbnail of the delivered media (for video, its poster frame).
     public struct Thumbnail: Codable, Sendable, Equatable {
         /// Absolute path of the thumbnail file (JPEG, or PNG when the source has alpha).
         public var file: String
+        /// Width in pixels.
         public var width: Int
+        /// Height in pixels.
         public var height: Int
         /// Added for video: the poster frame's time in seconds (the requested thumbnail time,
         /// clamped to the duration, on the frame actually shown).
@@ -32,6 +40,7 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         /// Added for publishing: where devices fetch the thumbnail.
         public var publishedUrl: String?
 
+        /// Makes a thumbnail description, for example a fake in a test.
         public init(file: String, width: Int, height: Int, time: Double? = nil, publishedUrl: String? = nil) {
             self.file = file
             self.width = width
@@ -75,6 +84,7 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
 
     /// A platform's own file, made when the delivered file breaks that platform's limits.
     public struct Variant: Codable, Sendable, Equatable {
+        /// Why a variant is missing.
         public enum Status: String, Codable, Sendable {
             /// The platform cannot show this kind of media at all (not a failure of the attachment).
             case unsupported
@@ -83,17 +93,26 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         }
         /// Absent for a variant that was made.
         public var status: Status?
+        /// Why the variant is missing.
         public var reason: Reason?
         /// Absolute path of the variant file.
         public var file: String?
+        /// Size of the variant file.
         public var bytes: Int64?
+        /// Lower-case hex SHA-256 of the variant file.
         public var sha256: String?
+        /// Type of the variant file.
         public var mimeType: String?
+        /// Width of the variant in pixels.
         public var width: Int?
+        /// Height of the variant in pixels.
         public var height: Int?
+        /// What was done to the delivered file to make the variant.
         public var transforms: [Transform]?
+        /// Where devices fetch the variant, when publishing.
         public var publishedUrl: String?
 
+        /// Makes a variant; a made one has no status.
         public init(status: Status? = nil, reason: Reason? = nil) {
             self.status = status
             self.reason = reason
@@ -103,19 +122,26 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     /// Milliseconds. `total` is measured from the start of the batch; the others are known
     /// only when that step ran.
     public struct Timings: Codable, Sendable, Equatable {
+        /// From the start of the batch to this attachment's end.
         public var total: Int
+        /// Establishing the connection.
         public var connect: Int?
+        /// Until the first byte of the body.
         public var firstByte: Int?
+        /// The whole download.
         public var download: Int?
+        /// Making the thumbnail (the full decode).
         public var thumbnail: Int?
         /// Added: converting an image to fit (normalizing), and probing audio or video.
         public var normalize: Int?
+        /// Probing audio or video with FFmpeg, and its poster frame.
         public var probe: Int?
         /// Added with platforms: making the platform variants.
         public var variants: Int?
         /// Added with the service: waiting for a transfer slot (`maxConcurrentTransfers`).
         public var queued: Int?
 
+        /// Makes timings, for example a fake in a test.
         public init(total: Int, connect: Int? = nil, firstByte: Int? = nil, download: Int? = nil,
                     thumbnail: Int? = nil, normalize: Int? = nil, probe: Int? = nil, variants: Int? = nil) {
             self.variants = variants
@@ -135,6 +161,7 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     public var url: String
     /// The URL after redirects, when a request was made.
     public var finalUrl: String?
+    /// `ready`, `rejected`, `failed` or `timedOut`.
     public var status: Status
     /// Absent when `status` is `ready`.
     public var reason: Reason?
@@ -144,17 +171,24 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     public var mimeType: String?
     /// The server's Content-Type, kept for diagnosis only.
     public var declaredMimeType: String?
+    /// Image, audio or video, from the table.
     public var kind: Kind?
+    /// The Uniform Type Identifier, from the table.
     public var uti: String?
+    /// The saved file's extension, from the table.
     public var fileExtension: String?
+    /// Size of the saved (delivered) file.
     public var bytes: Int64?
     /// Lower-case hex SHA-256 of the saved bytes.
     public var sha256: String?
     /// Pixel size of the delivered image or video as displayed (EXIF orientation, rotation and
     /// sample aspect ratio applied).
     public var width: Int?
+    /// Pixel height, as displayed.
     public var height: Int?
+    /// The thumbnail; only when `ready`.
     public var thumbnail: Thumbnail?
+    /// How long each step took, in milliseconds.
     public var timings: Timings
     /// Added for push payloads: the media's role, ...
     public var role: Role?
@@ -169,6 +203,7 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     /// ... and its pixel size as displayed (images). Equal to the delivered values when
     /// `transforms` is empty.
     public var sourceWidth: Int?
+    /// The original's pixel height, as displayed.
     public var sourceHeight: Int?
     /// What was done to the original, in order; empty when it is delivered as downloaded.
     public var transforms: [Transform]?
@@ -176,6 +211,7 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     public var duration: Double?
     /// ... and the codecs of the streams used ("h264", "aac").
     public var videoCodec: String?
+    /// The audio stream's codec ("aac").
     public var audioCodec: String?
     /// Added for http(s) media: whether App Transport Security would load it without an
     /// exception, and why not.
@@ -195,6 +231,8 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     /// cached: the next request for the URL, with its own deadline, does the work again.
     public var skippedAtDeadline: [String]?
 
+    /// Makes a descriptor with the required fields; set the others as needed, for example for a
+    /// fake in a test.
     public init(identifier: String, url: String, status: Status, reason: Reason? = nil, timings: Timings) {
         self.identifier = identifier
         self.url = url

@@ -9,6 +9,8 @@ public struct CIDRRange: Sendable, Hashable, CustomStringConvertible {
     let network: [UInt8]
     let prefixLength: Int
 
+    /// Parses `203.0.113.0/24`, `2001:db8::/32` or a single address; throws
+    /// ``AttachFetchError`` for anything else.
     public init(_ text: String) throws(AttachFetchError) {
         let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         let addressText = String(parts[0])
@@ -27,6 +29,7 @@ public struct CIDRRange: Sendable, Hashable, CustomStringConvertible {
         prefixLength = length
     }
 
+    /// The network in CIDR notation, host bits cleared.
     public var description: String {
         var copy = network
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
@@ -61,10 +64,14 @@ public struct CIDRRange: Sendable, Hashable, CustomStringConvertible {
 /// permitted, and any other (loopback, private, link-local, ...) only with
 /// `allowPrivateNetwork`.
 public struct AddressPolicy: Sendable, Equatable {
+    /// Whether loopback, private, link-local and similar addresses may be connected to.
     public var allowPrivateNetwork: Bool
+    /// Ranges always allowed, unless also denied.
     public var allowedRanges: [CIDRRange]
+    /// Ranges always refused.
     public var deniedRanges: [CIDRRange]
 
+    /// Makes a policy; the default allows only global addresses.
     public init(allowPrivateNetwork: Bool = false, allowedRanges: [CIDRRange] = [], deniedRanges: [CIDRRange] = []) {
         self.allowPrivateNetwork = allowPrivateNetwork
         self.allowedRanges = allowedRanges

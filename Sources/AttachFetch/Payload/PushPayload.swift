@@ -2,20 +2,26 @@ import Foundation
 
 /// One step of a path into a JSON document.
 public enum PayloadPathComponent: Sendable, Hashable {
+    /// A key of an object.
     case key(String)
+    /// A position in an array.
     case index(Int)
 }
 
 /// A media URL found in a push payload, with what the payload says about it.
 public struct PayloadMedia: Sendable, Equatable {
+    /// The URL string as the payload has it.
     public var url: String
     /// Where the URL string is, e.g. `fcm_options.image` or `"com.urbanairship.media_attachment".urls[0].url`.
     public var path: String
     /// The entry that `--strip-failed` removes when the attachment is not ready (the key, or
     /// the whole array element for lists of URL objects).
     public var entry: [PayloadPathComponent]
+    /// The request's identifier: the provider's id where it gives one, else the path.
     public var identifier: String
+    /// An attachment, or a communication notification's avatar.
     public var role: AttachmentDescriptor.Role
+    /// The UNNotificationAttachment options the payload gives for it.
     public var options: AttachmentOptions?
     /// The clip the thumbnail uses (from Airship's `options.crop`).
     public var clip: ClippingRectangle?
@@ -38,13 +44,19 @@ public struct PayloadMedia: Sendable, Equatable {
 
 /// A lint finding about the payload itself.
 public struct PayloadLintFinding: Codable, Sendable, Equatable {
+    /// How serious a finding is: `error` (the notification will not show as meant; the CLI exits 1)
+    /// or `warning`.
     public enum Severity: String, Codable, Sendable { case error, warning }
+    /// What was found, as a stable name (for example `androidImageTooLarge`).
     public var code: String
+    /// How serious it is.
     public var severity: Severity
+    /// A sentence for people.
     public var message: String
     /// Where in the payload (empty for the whole payload).
     public var path: String
 
+    /// Makes a finding, for example a fake in a test.
     public init(code: String, severity: Severity, message: String, path: String) {
         self.code = code
         self.severity = severity
@@ -63,6 +75,7 @@ public struct PushPayload: @unchecked Sendable {
     /// The payload's size in bytes, as given.
     public let byteCount: Int
 
+    /// Parses a payload; throws ``AttachFetchError`` unless it is a JSON object.
     public init(data: Data) throws(AttachFetchError) {
         guard let object = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]),
               object is [String: Any] else {

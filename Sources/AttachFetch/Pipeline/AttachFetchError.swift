@@ -18,12 +18,19 @@ public struct AttachFetchError: Error, Hashable, Sendable, CustomStringConvertib
         self.message = message
     }
 
+    /// The message, for people.
     public var description: String { message }
 
+    /// A setting out of range or one that cannot work (timeouts, limits, proxy, publish directory,
+    /// certificates, platforms, CIDR ranges, decoder executable).
     public static func invalidConfiguration(_ message: String) -> AttachFetchError { .init(.invalidConfiguration, message) }
+    /// A clipping rectangle with no area or outside the unit square.
     public static func invalidClip(_ message: String) -> AttachFetchError { .init(.invalidClip, message) }
+    /// A C library (libcurl, libmagic, libvips) failed to start; the message is its own.
     public static func libraryInitialisation(_ message: String) -> AttachFetchError { .init(.libraryInitialisation, message) }
+    /// A directory that cannot be made, read or written (output, working or publish directory).
     public static func outputDirectory(_ message: String) -> AttachFetchError { .init(.outputDirectory, message) }
+    /// A push payload that is not a JSON object.
     public static func invalidPayload(_ message: String) -> AttachFetchError { .init(.invalidPayload, message) }
 
     /// Compare kinds, ignoring the message: `error ~= AttachFetchError.invalidClip("")`.

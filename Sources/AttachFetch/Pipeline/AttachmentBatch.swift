@@ -9,6 +9,7 @@ public struct AttachmentBatch: Sendable {
     /// Where ready files were kept, or nil when none were kept.
     public var directory: String?
 
+    /// Makes a batch result, for example a fake in a test.
     public init(attachments: [AttachmentDescriptor], elapsed: Duration, deadline: Duration, directory: String?) {
         self.attachments = attachments
         self.elapsed = elapsed
@@ -21,8 +22,10 @@ public struct AttachmentBatch: Sendable {
 public struct FinishedAttachment: Sendable {
     /// Its position among the requests.
     public var index: Int
+    /// Its descriptor.
     public var descriptor: AttachmentDescriptor
 
+    /// Makes a finished attachment, for example a fake in a test.
     public init(index: Int, descriptor: AttachmentDescriptor) {
         self.index = index
         self.descriptor = descriptor

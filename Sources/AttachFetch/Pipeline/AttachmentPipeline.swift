@@ -11,6 +11,7 @@ import Synchronization
 /// (`maxConcurrentTransfers`) and thumbnail threads. It is safe to call `process` from many
 /// tasks at once.
 public final class AttachmentPipeline: Sendable {
+    /// The settings the pipeline was made with (validated).
     public let configuration: AttachFetchConfiguration
     private let engine: TransferEngine
     private let stages: RacedRunner
@@ -27,6 +28,8 @@ public final class AttachmentPipeline: Sendable {
     /// A logger that discards everything: the library is silent unless given one.
     public static let silentLogger = Logger(label: "attach-fetch", factory: { _ in SwiftLogNoOpLogHandler() })
 
+    /// Makes a pipeline: validates `configuration`, starts libvips, the download thread and the
+    /// decoder workers. Throws ``AttachFetchError`` when a setting cannot work.
     public init(configuration: AttachFetchConfiguration = .init(),
                 logger: Logger = AttachmentPipeline.silentLogger) throws(AttachFetchError) {
         try configuration.validate()
@@ -87,6 +90,8 @@ public final class AttachmentPipeline: Sendable {
     /// own descriptor and its own files.
     ///
     /// - Parameters:
+    ///   - requests: the URLs to fetch; one descriptor comes back for each, in this order.
+    ///   - deadline: how long the batch may take from the call (default `configuration.defaultDeadline`).
     ///   - outputDirectory: where ready files go (must exist). Default: a new directory under
     ///     `configuration.temporaryDirectory`, reported in the result. Either way the caller
     ///     owns those files; nothing else is left behind.

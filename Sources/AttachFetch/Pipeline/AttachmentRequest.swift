@@ -19,6 +19,7 @@ public struct AttachmentRequest: Sendable, Equatable {
     /// The platforms this media must show on; nil: the pipeline's `platforms`.
     public var platforms: Set<Platform>?
 
+    /// Makes a request; only `url` is required.
     public init(url: String, identifier: String? = nil, clip: ClippingRectangle? = nil,
                 role: AttachmentDescriptor.Role? = nil, timeout: Duration? = nil,
                 options: AttachmentOptions? = nil, payloadPath: String? = nil, platforms: Set<Platform>? = nil) {
@@ -44,10 +45,15 @@ public struct AttachmentOptions: Codable, Sendable, Equatable {
     /// `UNNotificationAttachmentOptionsThumbnailHiddenKey`.
     public var thumbnailHidden: Bool?
 
+    /// A clipping rectangle as a CGRect dictionary (`X`, `Y`, `Width`, `Height`), in the unit square.
     public struct ClipRect: Codable, Sendable, Equatable {
+        /// Left edge (`X`).
         public var x: Double
+        /// Top edge (`Y`).
         public var y: Double
+        /// Width (`Width`).
         public var width: Double
+        /// Height (`Height`).
         public var height: Double
 
         enum CodingKeys: String, CodingKey {
@@ -61,6 +67,7 @@ public struct AttachmentOptions: Codable, Sendable, Equatable {
         case thumbnailHidden = "UNNotificationAttachmentOptionsThumbnailHiddenKey"
     }
 
+    /// Makes the options; every one is optional.
     public init(clippingRect: ClipRect? = nil, thumbnailTime: Double? = nil, thumbnailHidden: Bool? = nil) {
         self.clippingRect = clippingRect
         self.thumbnailTime = thumbnailTime
@@ -73,9 +80,13 @@ public struct AttachmentOptions: Codable, Sendable, Equatable {
 /// A rectangle in the unit square, origin top-left: the meaning of
 /// `UNNotificationAttachmentOptionsThumbnailClippingRectKey`.
 public struct ClippingRectangle: Sendable, Equatable, Codable {
+    /// Left edge, from 0 to 1.
     public let x: Double
+    /// Top edge, from 0 to 1.
     public let y: Double
+    /// Width, greater than 0.
     public let width: Double
+    /// Height, greater than 0.
     public let height: Double
 
     /// Throws unless the rectangle has a positive area and lies inside the unit square.
@@ -92,5 +103,6 @@ public struct ClippingRectangle: Sendable, Equatable, Codable {
         self.height = height
     }
 
+    /// The whole image: the default clip.
     public static let whole = try! ClippingRectangle(x: 0, y: 0, width: 1, height: 1)
 }

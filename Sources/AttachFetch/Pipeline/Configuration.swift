@@ -11,6 +11,7 @@ public struct AttachFetchConfiguration: Sendable {
         /// Once connected, no bytes for this long counts as a timeout. Default 3 s.
         public var stall: Duration = .seconds(3)
 
+        /// Makes the timeouts; each default is the documented one.
         public init(connect: Duration = .seconds(5), request: Duration = .seconds(10), stall: Duration = .seconds(3)) {
             self.connect = connect
             self.request = request
@@ -21,13 +22,17 @@ public struct AttachFetchConfiguration: Sendable {
     /// Largest body accepted per kind, in bytes. Defaults are Apple's UNNotificationAttachment
     /// limits: image 10 MiB, audio 5 MiB, video 50 MiB. These bound what is delivered.
     public struct SizeLimits: Sendable, Equatable {
+        /// Images, as delivered. Default 10 MiB.
         public var image: Int64 = 10_485_760
+        /// Audio. Default 5 MiB.
         public var audio: Int64 = 5_242_880
+        /// Video. Default 50 MiB.
         public var video: Int64 = 52_428_800
         /// With normalizing on, an image may download up to this size and is then re-encoded
         /// and downscaled to fit `image`. Default 40 MiB.
         public var imageSource: Int64 = 41_943_040
 
+        /// Makes the limits; each default is the documented one.
         public init(image: Int64 = 10_485_760, audio: Int64 = 5_242_880, video: Int64 = 52_428_800,
                     imageSource: Int64 = 41_943_040) {
             self.image = image
@@ -36,6 +41,7 @@ public struct AttachFetchConfiguration: Sendable {
             self.imageSource = imageSource
         }
 
+        /// The limit of a kind of media.
         public func limit(for kind: AttachmentDescriptor.Kind) -> Int64 {
             switch kind {
             case .image: return image
@@ -48,7 +54,9 @@ public struct AttachFetchConfiguration: Sendable {
         public var largest: Int64 { max(image, audio, video, imageSource) }
     }
 
+    /// Per-request timeouts: connect 5 s, request 10 s, stall 3 s by default.
     public var timeout = Timeout()
+    /// Largest body per kind: image 10 MiB, audio 5 MiB, video 50 MiB, image source 40 MiB by default.
     public var sizeLimits = SizeLimits()
     /// Transfers running at once, shared by every batch on the same pipeline. Default 8.
     public var maxConcurrentTransfers = 8
@@ -155,6 +163,7 @@ public struct AttachFetchConfiguration: Sendable {
     /// options that run at the same time still share one download).
     public var cache: ResultCaching?
 
+    /// The documented defaults.
     public init() {}
 
     /// Checks the values for sense; the pipeline's initialiser calls it.

@@ -12,6 +12,8 @@ public final class LocalMediaInspector {
     private let sniffer: MagicSniffer
     private let stages: InlineRunner
 
+    /// Makes an inspector: validates `configuration` and opens libmagic; the decoder worker starts
+    /// at the first decode.
     public init(configuration: AttachFetchConfiguration = .init()) throws(AttachFetchError) {
         try configuration.validate()
         try Vips.ensureStarted()

@@ -10,6 +10,7 @@ public enum Platform: String, Codable, Sendable, CaseIterable, Comparable {
     /// FCM shows notification images up to this size ("Android has 1MB image size limit").
     public static let androidImageLimit: Int64 = 1_000_000
 
+    /// Orders platforms by name.
     public static func < (a: Platform, b: Platform) -> Bool { a.rawValue < b.rawValue }
 
     /// Parses "ios,android".

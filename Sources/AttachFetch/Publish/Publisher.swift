@@ -11,6 +11,7 @@ public struct Publishing: Sendable, Equatable {
     /// The public http(s) URL the directory is served at, e.g. `https://media.example.com/push`.
     public var baseURL: String
 
+    /// Publishes into `directory`, served at `baseURL`; checked when the pipeline is made.
     public init(directory: String, baseURL: String) {
         self.directory = directory
         self.baseURL = baseURL
@@ -82,7 +83,9 @@ public enum Publisher {
 
     /// What `prune` removed.
     public struct PruneResult: Sendable, Equatable {
+        /// Files removed.
         public var files: Int
+        /// Bytes those files held.
         public var bytes: Int64
     }
 

@@ -1,6 +1,7 @@
 /// One row of the table of formats an iOS notification attachment accepts
 /// (Apple's UNNotificationAttachment documentation). Nothing outside it is ever kept.
 public struct MediaType: Sendable, Hashable {
+    /// Image, audio or video.
     public let kind: AttachmentDescriptor.Kind
     /// Canonical MIME type reported in descriptors.
     public let mimeType: String
@@ -9,30 +10,49 @@ public struct MediaType: Sendable, Hashable {
     /// Extension of the saved file: iOS refuses attachments whose extension does not match.
     public let fileExtension: String
 
+    /// JPEG.
     public static let jpeg = MediaType(kind: .image, mimeType: "image/jpeg", uti: "public.jpeg", fileExtension: "jpg")
+    /// PNG.
     public static let png = MediaType(kind: .image, mimeType: "image/png", uti: "public.png", fileExtension: "png")
+    /// GIF, still or animated.
     public static let gif = MediaType(kind: .image, mimeType: "image/gif", uti: "com.compuserve.gif", fileExtension: "gif")
+    /// AIFF audio.
     public static let aiff = MediaType(kind: .audio, mimeType: "audio/aiff", uti: "public.aiff-audio", fileExtension: "aiff")
+    /// WAV audio.
     public static let wav = MediaType(kind: .audio, mimeType: "audio/wav", uti: "com.microsoft.waveform-audio", fileExtension: "wav")
+    /// MP3 audio.
     public static let mp3 = MediaType(kind: .audio, mimeType: "audio/mpeg", uti: "public.mp3", fileExtension: "mp3")
+    /// MPEG-4 audio.
     public static let m4a = MediaType(kind: .audio, mimeType: "audio/mp4", uti: "public.mpeg-4-audio", fileExtension: "m4a")
+    /// MPEG-1/2 video.
     public static let mpeg = MediaType(kind: .video, mimeType: "video/mpeg", uti: "public.mpeg", fileExtension: "mpg")
+    /// MPEG-4 video.
     public static let mp4 = MediaType(kind: .video, mimeType: "video/mp4", uti: "public.mpeg-4", fileExtension: "mp4")
+    /// MPEG-4 video with the `m4v` extension.
     public static let m4v = MediaType(kind: .video, mimeType: "video/x-m4v", uti: "public.mpeg-4", fileExtension: "m4v")
+    /// AVI video.
     public static let avi = MediaType(kind: .video, mimeType: "video/x-msvideo", uti: "public.avi", fileExtension: "avi")
 
+    /// Every format iOS accepts as it is: the table.
     public static let all: [MediaType] = [.jpeg, .png, .gif, .aiff, .wav, .mp3, .m4a, .mpeg, .mp4, .m4v, .avi]
 
     // Images iOS does not take as attachments, which the pipeline converts (normalizing on).
+    /// WebP, converted to JPEG, PNG or GIF.
     public static let webp = MediaType(kind: .image, mimeType: "image/webp", uti: "org.webmproject.webp", fileExtension: "webp")
+    /// HEIC, converted to JPEG or PNG.
     public static let heic = MediaType(kind: .image, mimeType: "image/heic", uti: "public.heic", fileExtension: "heic")
+    /// HEIF, converted to JPEG or PNG.
     public static let heif = MediaType(kind: .image, mimeType: "image/heif", uti: "public.heif", fileExtension: "heif")
+    /// AVIF, converted to JPEG or PNG.
     public static let avif = MediaType(kind: .image, mimeType: "image/avif", uti: "public.avif", fileExtension: "avif")
 
     // Video containers iOS does not take as attachments, whose streams an MPEG-4 file can carry
     // as they are: remuxed (stream copy) into MPEG-4 when converting is on.
+    /// QuickTime movies, remuxed into MPEG-4.
     public static let quickTime = MediaType(kind: .video, mimeType: "video/quicktime", uti: "com.apple.quicktime-movie", fileExtension: "mov")
+    /// 3GPP video, remuxed into MPEG-4.
     public static let threeGPP = MediaType(kind: .video, mimeType: "video/3gpp", uti: "public.3gpp", fileExtension: "3gp")
+    /// 3GPP2 video, remuxed into MPEG-4.
     public static let threeGPP2 = MediaType(kind: .video, mimeType: "video/3gpp2", uti: "public.3gpp2", fileExtension: "3g2")
     /// MPEG transport streams (HLS segments, broadcast captures).
     public static let mpegTS = MediaType(kind: .video, mimeType: "video/mp2t", uti: "public.mpeg-2-transport-stream", fileExtension: "ts")

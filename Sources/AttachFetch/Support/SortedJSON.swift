@@ -15,9 +15,11 @@
 public enum SortedJSON {
     /// Non-finite numbers throw, as they do in `JSONEncoder` by default.
     public struct NonFiniteNumber: Error, CustomStringConvertible {
+        /// Names the number that cannot be written.
         public let description: String
     }
 
+    /// Encodes `value` as compact JSON with sorted keys and unescaped slashes.
     public static func encode<T: Encodable>(_ value: T) throws -> String {
         let encoder = TreeEncoder(scalars: Scalars())
         try value.encode(to: encoder)

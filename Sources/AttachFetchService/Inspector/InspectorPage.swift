@@ -41,6 +41,7 @@ public enum InspectorPage {
 
     /// What a report shows: a batch of URLs, or a push payload's media and lint.
     public enum ReportKind: String, Sendable {
+        /// `attachments` for a batch of URLs, `payload` for a push payload.
         case attachments, payload
     }
 
