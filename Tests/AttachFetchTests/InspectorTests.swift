@@ -80,7 +80,8 @@ import Testing
             #expect(!html.contains(InspectorPage.stylesheetLine) && !html.contains(InspectorPage.scriptLine)
                     && !html.contains(InspectorPage.dataMarker), "every reference inlined")
             #expect(html.contains("<style>") && html.contains("<script>"))
-            let start = try #require(html.range(of: #"<script type="application/json" id="report-data">"#))
+            // The element itself is the last such text: the inlined script may name it in a comment.
+            let start = try #require(html.range(of: #"<script type="application/json" id="report-data">"#, options: .backwards))
             let end = try #require(html.range(of: "</script>", range: start.upperBound..<html.endIndex))
             let data = try #require(try JSONSerialization.jsonObject(with: Data(html[start.upperBound..<end.lowerBound].utf8)) as? [String: Any])
             #expect(data["kind"] as? String == "attachments")

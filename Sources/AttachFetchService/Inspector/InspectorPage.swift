@@ -78,10 +78,20 @@ public enum InspectorPage {
         }
         // Inside a <script> element no "<" may start a tag or a comment: JSON strings take "\u003c".
         let data = String(decoding: encoded, as: UTF8.self).replacingOccurrences(of: "<", with: "\\u003c")
-        return html
-            .replacingOccurrences(of: stylesheetLine, with: "<style>\n\(css)\n</style>")
-            .replacingOccurrences(of: scriptLine, with: "<script>\n\(script.replacingOccurrences(of: "</script", with: "<\\/script"))\n</script>")
-            .replacingOccurrences(of: dataMarker, with: #"<script type="application/json" id="report-data">"# + data + "</script>")
+        // Each marker of the template is replaced once, the script last: nothing inside what is
+        // put in (the data, whose "<" is escaped; the stylesheet; the script) is ever replaced.
+        var page = html
+        for (marker, content) in [
+            (dataMarker, #"<script type="application/json" id="report-data">"# + data + "</script>"),
+            (stylesheetLine, "<style>\n\(css)\n</style>"),
+            (scriptLine, "<script>\n\(script.replacingOccurrences(of: "</script", with: "<\\/script"))\n</script>"),
+        ] {
+            guard let range = page.range(of: marker) else {
+                throw .invalidConfiguration("the inspector page has no '\(marker)' line to fill")
+            }
+            page.replaceSubrange(range, with: content)
+        }
+        return page
     }
 }
 
