@@ -38,3 +38,13 @@ public struct BatchDocument: Encodable, Sendable {
 extension Duration {
     var wholeMilliseconds: Int { Int(components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000) }
 }
+
+/// The closing line of an NDJSON stream.
+struct StreamSummary: Encodable {
+    var done: Bool
+    var elapsedMs: Int
+    var deadlineMs: Int
+    var directory: String
+    var attachments: Int
+    var byStatus: [String: Int]
+}

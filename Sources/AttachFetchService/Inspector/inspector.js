@@ -1007,7 +1007,7 @@
     const mime = descriptor.mimeType;
     const limit = IOS_LIMITS[descriptor.kind];
     const rows = [];
-    rows.push(['Shown', !ready ? 'No: the attachment is ' + descriptor.status + '.'
+    rows.push(['Shown', !ready ? 'No: the attachment was not delivered (' + descriptor.status + ').'
       : descriptor.role === 'avatar' ? 'Yes, as the sender\'s image of a communication notification.' : 'Yes, as the notification\'s attachment.']);
     if (mime) rows.push(['Type', formatName(mime) + ' (', code(mime), ')' + (descriptor.kind ? ', ' + descriptor.kind : '') + (ready ? '' : ', as sniffed')]);
     if (descriptor.declaredMimeType && baseMime(descriptor.declaredMimeType) !== baseMime(mime)) {
