@@ -222,7 +222,10 @@ import Testing
             let variant = try #require(late?.variants?["android"])
             #expect(variant.status == .failed && variant.reason?.code == .deadlineExceeded, "\(variant)")
             #expect(variant.file == nil)
-            #expect(late?.skippedAtDeadline == ["variants"])
+            // On a machine slower than the calibration run the thumbnail may be cut short too:
+            // the field must then name it as well, and only then.
+            #expect(late?.skippedAtDeadline == (late?.thumbnail == nil ? ["thumbnail", "variants"] : ["variants"]),
+                    "\(late?.skippedAtDeadline ?? []), thumbnail \(late?.thumbnail == nil ? "missing" : "made")")
             #expect(timed.skippedAtDeadline == nil)
             try await Task.sleep(for: .seconds(3))
             #expect(scratch.tree().filter { $0.contains(".variant-") } == [], "late output is removed")

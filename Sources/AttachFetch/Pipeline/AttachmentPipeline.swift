@@ -13,15 +13,15 @@ import Synchronization
 public final class AttachmentPipeline: Sendable {
     /// The settings the pipeline was made with (validated).
     public let configuration: AttachFetchConfiguration
-    private let engine: TransferEngine
-    private let stages: RacedRunner
-    private let trustStore: TrustStore?
+    let engine: TransferEngine
+    let stages: RacedRunner
+    let trustStore: TrustStore?
     /// Where shared work makes its files, held only while in use.
-    private let store: WorkStore
+    let store: WorkStore
     /// Coalescing, and the cache when configured.
-    private let results: SharedResults
-    private let workNumbers = Atomic<Int>(0)
-    private let logger: Logger
+    let results: SharedResults
+    let workNumbers = Atomic<Int>(0)
+    let logger: Logger
     private let isShutDown = Atomic<Bool>(false)
     private static let releasedWithoutShutdown = Atomic<Bool>(false)
 
@@ -164,11 +164,11 @@ public final class AttachmentPipeline: Sendable {
     }
 
     /// The caller's identifier, or `attachment-<index>`.
-    private static func identifier(of request: AttachmentRequest, index: Int) -> String {
+    static func identifier(of request: AttachmentRequest, index: Int) -> String {
         request.identifier ?? "attachment-\(index)"
     }
 
-    private static func builder(for request: AttachmentRequest, index: Int, start: ContinuousClock.Instant) -> DescriptorBuilder {
+    static func builder(for request: AttachmentRequest, index: Int, start: ContinuousClock.Instant) -> DescriptorBuilder {
         DescriptorBuilder(identifier: identifier(of: request, index: index), url: request.url, start: start,
                           role: request.role, options: request.options, payloadPath: request.payloadPath)
     }
@@ -271,198 +271,5 @@ public final class AttachmentPipeline: Sendable {
             }
         }
         return mine
-    }
-
-    // MARK: Shared work
-
-    /// Makes the result for one URL and its options, once for everyone waiting: fetched
-    /// (conditionally when `stale` may still be good), the stages run, the files moved into
-    /// the work store. It runs under `batch`: the deadline of the caller that started it,
-    /// moved later when a caller with more time joins.
-    private func produce(_ request: AttachmentRequest, platforms: Set<Platform>, stale: SharedResult?,
-                         batch: Batch, logger: Logger) async -> SharedResults.Produced {
-        let number = workNumbers.add(1, ordering: .relaxed).newValue
-        let outcome: WorkOutcome
-        do {
-            let directory = try store.acquire()
-            defer { store.release() }
-            outcome = await withTaskGroup(of: WorkOutcome?.self) { group in
-                group.addTask {
-                    await batch.sleepThenFireDeadline()
-                    return nil
-                }
-                group.addTask {
-                    await self.work(request, platforms: platforms, number: number, directory: directory,
-                                    validators: stale?.headers.validators, batch: batch, logger: logger)
-                }
-                var result: WorkOutcome?
-                while let finished = await group.next() {
-                    group.cancelAll()
-                    if let finished { result = finished }
-                }
-                return result!
-            }
-        } catch {
-            let failed = Self.builder(for: request, index: number, start: batch.start).failed(Reason(code: .ioError, message: error.message))
-            return .init(result: SharedResult(descriptor: failed, files: [], publishedFiles: [], headers: .init(), lifetime: nil,
-                                              store: nil), lifetime: nil, revalidated: false)
-        }
-        switch outcome {
-        case .notModified(let headers):
-            guard let stale else { preconditionFailure("a 304 without a conditional request") }
-            let lifetime = headers.speaksOfFreshness ? freshness(ready: true, code: nil, headers: headers) : stale.lifetime
-            return .init(result: stale, lifetime: lifetime, revalidated: true)
-        case .made(let descriptor, let files, let headers):
-            // A result the deadline cut short is this caller's only: kept, it would answer
-            // callers with time to spare, for its whole freshness, without a thumbnail (an image
-            // never decoded in full), a probe or a variant.
-            let lifetime = descriptor.skippedAtDeadline != nil ? nil
-                : freshness(ready: descriptor.status == .ready, code: descriptor.reason?.code, headers: headers)
-            let published = configuration.publish.map { publishing in
-                ([descriptor.publishedUrl, descriptor.thumbnail?.publishedUrl] + (descriptor.variants ?? [:]).values.map(\.publishedUrl))
-                    .compactMap { $0 }.map { "\(publishing.directory)/\(($0 as NSString).lastPathComponent)" }
-            } ?? []
-            let result = SharedResult(descriptor: descriptor, files: files, publishedFiles: published, headers: headers,
-                                      lifetime: lifetime, store: store)
-            return .init(result: result, lifetime: lifetime, revalidated: false)
-        }
-    }
-
-    /// How long a result may be reused: nil when caching is off or the result must not be kept.
-    private func freshness(ready: Bool, code: ReasonCode?, headers: CacheHeaders) -> Duration? {
-        guard let caching = configuration.cache,
-              let lifetime = HTTPFreshness.lifetime(of: headers, maximum: caching.maximumFreshness,
-                                                    fallback: caching.defaultFreshness) else { return nil }
-        if ready { return lifetime }
-        guard let code, ResultCaching.cachedFailures.contains(code) else { return nil }
-        return caching.failureFreshness
-    }
-
-    private enum WorkOutcome: Sendable {
-        /// The descriptor (files in the store: `files`) and the response's caching headers.
-        case made(AttachmentDescriptor, files: [String], headers: CacheHeaders)
-        /// The origin confirmed the stale result (304).
-        case notModified(CacheHeaders)
-    }
-
-    /// The work itself: the body fetched into the store, the stages run, the files moved to
-    /// their result names. The ledger removes whatever is not delivered, wherever it stops.
-    private func work(_ request: AttachmentRequest, platforms: Set<Platform>, number: Int, directory: String,
-                      validators: CacheValidators?, batch: Batch, logger: Logger) async -> WorkOutcome {
-        var descriptor = Self.builder(for: request, index: number, start: batch.start)
-        let ledger = FileLedger(afterLateRemoval: store.tidy)
-        defer { ledger.close() }
-        let bodyPath = "\(directory)/.part-\(number)"
-        ledger.own(bodyPath)
-        var spec = transferSpec(for: request, bodyPath: bodyPath, batch: batch)
-        spec.validators = validators
-        let outcome = await engine.fetch(spec)
-        if outcome.notModified { return .notModified(outcome.cacheHeaders) }
-        descriptor.record(outcome)
-        func failed(_ reason: Reason) -> WorkOutcome { .made(descriptor.failed(reason), files: [], headers: outcome.cacheHeaders) }
-        if let reason = outcome.failure { return failed(batch.settle(reason, queued: outcome.endedWhileQueued)) }
-        guard let sniffed = outcome.sniffedMIME, let sha256 = outcome.sha256 else {
-            return failed(Reason(code: .ioError, message: "the transfer ended without a type"))
-        }
-
-        var work = AttachmentWork(
-            descriptor: descriptor,
-            source: .init(path: bodyPath, sniffedMIME: sniffed, bytes: outcome.bytes, sha256: sha256),
-            plan: .init(shape: request.role == .avatar ? .squareCenter : .clip(request.clip ?? .whole),
-                        thumbnailTime: request.options?.thumbnailTime, imagesOnly: request.role == .avatar,
-                        convertedBase: "\(directory)/.norm-\(number)", thumbnailBase: "\(directory)/.thumb-\(number)",
-                        variantBase: "\(directory)/.variant-\(number)", platforms: platforms),
-            ledger: ledger)
-        if let reason = await stages.run(Stage.afterDownload, on: &work, batch: batch) {
-            return .made(work.descriptor.failed(reason), files: [], headers: outcome.cacheHeaders)
-        }
-        let (ready, files) = moveIntoPlace(work, name: "r\(number)", directory: directory, logger: logger)
-        return .made(ready, files: files, headers: outcome.cacheHeaders)
-    }
-
-    private func transferSpec(for request: AttachmentRequest, bodyPath: String, batch: Batch) -> TransferSpec {
-        var timeout = configuration.timeout
-        if let shorter = request.timeout ?? (request.role == .avatar ? configuration.avatarTimeout : nil) {
-            timeout.request = min(timeout.request, shorter)
-        }
-        return TransferSpec(batch: batch.id, url: request.url, bodyPath: bodyPath, runningUnder: batch, timeout: timeout,
-                            sizeLimits: configuration.sizeLimits, maxRedirects: configuration.maxRedirects,
-                            addressPolicy: configuration.addressPolicy, imagesOnly: request.role == .avatar,
-                            normalize: configuration.normalize, trustStore: trustStore, proxy: configuration.proxy)
-    }
-
-    /// Moves the delivered file, its thumbnail and its variants to their result names in
-    /// `directory`. Never replaces a file; a thumbnail or variant that cannot be moved is left out.
-    private func moveIntoPlace(_ work: AttachmentWork, name: String, directory: String,
-                               logger: Logger) -> (AttachmentDescriptor, files: [String]) {
-        let file = work.admitted
-        let finalPath = "\(directory)/\(name).\(file.type.fileExtension)"
-        if let problem = FileNames.moveNoReplace(file.path, to: finalPath) {
-            return (work.descriptor.failed(Reason(code: .ioError, message: problem)), [])
-        }
-        work.ledger.deliver(file.path)
-        var files = [finalPath]
-        var thumbnailPath: String?
-        if let made = work.thumbnail {
-            let path = "\(directory)/\(name).thumb.\((made.file as NSString).pathExtension)"
-            if let problem = FileNames.moveNoReplace(made.file, to: path) {
-                logger.debug("thumbnail not kept", metadata: ["problem": "\(problem)"])
-            } else {
-                work.ledger.deliver(made.file)
-                thumbnailPath = path
-                files.append(path)
-            }
-        }
-        var variantPaths: [Platform: String] = [:]
-        for (platform, source) in work.variantFiles {
-            let path = "\(directory)/\(name).\(platform.rawValue).\((source as NSString).pathExtension)"
-            if FileNames.moveNoReplace(source, to: path) == nil {
-                work.ledger.deliver(source)
-                variantPaths[platform] = path
-                files.append(path)
-            }
-        }
-        return (work.ready(file: finalPath, thumbnailFile: thumbnailPath, variantFiles: variantPaths), files)
-    }
-}
-
-/// Where one batch's ready files go: the caller's directory, or a new one (mode 0700) in the
-/// temporary directory, removed at the end when nothing was kept in it.
-struct BatchOutput {
-    let path: String
-    /// True when the directory was made for this batch.
-    let isOwn: Bool
-
-    init(_ outputDirectory: String?, temporaryDirectory: String) throws(AttachFetchError) {
-        if let outputDirectory {
-            let standardized = Self.isStandard(outputDirectory) ? outputDirectory
-                : URL(fileURLWithPath: outputDirectory).standardizedFileURL.path
-            var status = stat()
-            guard stat(standardized, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR, access(standardized, W_OK | X_OK) == 0 else {
-                throw .outputDirectory("the output directory \(outputDirectory) does not exist or is not a writable directory")
-            }
-            path = standardized
-            isOwn = false
-        } else {
-            path = try PrivateDirectory.create(in: temporaryDirectory, prefix: "attach-fetch-")
-            isOwn = true
-        }
-    }
-
-    /// An absolute path that standardizing would leave as it is: no empty, `.` or `..`
-    /// component, no trailing slash, and not under `/private` (which Foundation drops, on Linux
-    /// too). Why: the service passes a directory it has just made on every call, and Foundation's
-    /// standardizing was about 1 % of its CPU under a load of cache hits.
-    static func isStandard(_ path: String) -> Bool {
-        guard path.hasPrefix("/"), path.count > 1, !path.hasSuffix("/"), !path.hasPrefix("/private") else { return false }
-        return !path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).dropFirst().contains { component in
-            component.isEmpty || component.elementsEqual(".".utf8) || component.elementsEqual("..".utf8)
-        }
-    }
-
-    /// The directory to report: the caller's, or ours when it holds files (else it is removed).
-    func finish() -> String? {
-        guard isOwn else { return path }
-        return rmdir(path) == 0 ? nil : path
     }
 }

@@ -1,0 +1,160 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Logging
+import Synchronization
+
+extension AttachmentPipeline {
+    // MARK: Shared work
+
+    /// Makes the result for one URL and its options, once for everyone waiting: fetched
+    /// (conditionally when `stale` may still be good), the stages run, the files moved into
+    /// the work store. It runs under `batch`: the deadline of the caller that started it,
+    /// moved later when a caller with more time joins.
+    func produce(_ request: AttachmentRequest, platforms: Set<Platform>, stale: SharedResult?,
+                         batch: Batch, logger: Logger) async -> SharedResults.Produced {
+        let number = workNumbers.add(1, ordering: .relaxed).newValue
+        let outcome: WorkOutcome
+        do {
+            let directory = try store.acquire()
+            defer { store.release() }
+            outcome = await withTaskGroup(of: WorkOutcome?.self) { group in
+                group.addTask {
+                    await batch.sleepThenFireDeadline()
+                    return nil
+                }
+                group.addTask {
+                    await self.work(request, platforms: platforms, number: number, directory: directory,
+                                    validators: stale?.headers.validators, batch: batch, logger: logger)
+                }
+                var result: WorkOutcome?
+                while let finished = await group.next() {
+                    group.cancelAll()
+                    if let finished { result = finished }
+                }
+                return result!
+            }
+        } catch {
+            let failed = Self.builder(for: request, index: number, start: batch.start).failed(Reason(code: .ioError, message: error.message))
+            return .init(result: SharedResult(descriptor: failed, files: [], publishedFiles: [], headers: .init(), lifetime: nil,
+                                              store: nil), lifetime: nil, revalidated: false)
+        }
+        switch outcome {
+        case .notModified(let headers):
+            guard let stale else { preconditionFailure("a 304 without a conditional request") }
+            let lifetime = headers.speaksOfFreshness ? freshness(ready: true, code: nil, headers: headers) : stale.lifetime
+            return .init(result: stale, lifetime: lifetime, revalidated: true)
+        case .made(let descriptor, let files, let headers):
+            // A result the deadline cut short is this caller's only: kept, it would answer
+            // callers with time to spare, for its whole freshness, without a thumbnail (an image
+            // never decoded in full), a probe or a variant.
+            let lifetime = descriptor.skippedAtDeadline != nil ? nil
+                : freshness(ready: descriptor.status == .ready, code: descriptor.reason?.code, headers: headers)
+            let published = configuration.publish.map { publishing in
+                ([descriptor.publishedUrl, descriptor.thumbnail?.publishedUrl] + (descriptor.variants ?? [:]).values.map(\.publishedUrl))
+                    .compactMap { $0 }.map { "\(publishing.directory)/\(($0 as NSString).lastPathComponent)" }
+            } ?? []
+            let result = SharedResult(descriptor: descriptor, files: files, publishedFiles: published, headers: headers,
+                                      lifetime: lifetime, store: store)
+            return .init(result: result, lifetime: lifetime, revalidated: false)
+        }
+    }
+
+    /// How long a result may be reused: nil when caching is off or the result must not be kept.
+    func freshness(ready: Bool, code: ReasonCode?, headers: CacheHeaders) -> Duration? {
+        guard let caching = configuration.cache,
+              let lifetime = HTTPFreshness.lifetime(of: headers, maximum: caching.maximumFreshness,
+                                                    fallback: caching.defaultFreshness) else { return nil }
+        if ready { return lifetime }
+        guard let code, ResultCaching.cachedFailures.contains(code) else { return nil }
+        return caching.failureFreshness
+    }
+
+    enum WorkOutcome: Sendable {
+        /// The descriptor (files in the store: `files`) and the response's caching headers.
+        case made(AttachmentDescriptor, files: [String], headers: CacheHeaders)
+        /// The origin confirmed the stale result (304).
+        case notModified(CacheHeaders)
+    }
+
+    /// The work itself: the body fetched into the store, the stages run, the files moved to
+    /// their result names. The ledger removes whatever is not delivered, wherever it stops.
+    func work(_ request: AttachmentRequest, platforms: Set<Platform>, number: Int, directory: String,
+                      validators: CacheValidators?, batch: Batch, logger: Logger) async -> WorkOutcome {
+        var descriptor = Self.builder(for: request, index: number, start: batch.start)
+        let ledger = FileLedger(afterLateRemoval: store.tidy)
+        defer { ledger.close() }
+        let bodyPath = "\(directory)/.part-\(number)"
+        ledger.own(bodyPath)
+        var spec = transferSpec(for: request, bodyPath: bodyPath, batch: batch)
+        spec.validators = validators
+        let outcome = await engine.fetch(spec)
+        if outcome.notModified { return .notModified(outcome.cacheHeaders) }
+        descriptor.record(outcome)
+        func failed(_ reason: Reason) -> WorkOutcome { .made(descriptor.failed(reason), files: [], headers: outcome.cacheHeaders) }
+        if let reason = outcome.failure { return failed(batch.settle(reason, queued: outcome.endedWhileQueued)) }
+        guard let sniffed = outcome.sniffedMIME, let sha256 = outcome.sha256 else {
+            return failed(Reason(code: .ioError, message: "the transfer ended without a type"))
+        }
+
+        var work = AttachmentWork(
+            descriptor: descriptor,
+            source: .init(path: bodyPath, sniffedMIME: sniffed, bytes: outcome.bytes, sha256: sha256),
+            plan: .init(shape: request.role == .avatar ? .squareCenter : .clip(request.clip ?? .whole),
+                        thumbnailTime: request.options?.thumbnailTime, imagesOnly: request.role == .avatar,
+                        convertedBase: "\(directory)/.norm-\(number)", thumbnailBase: "\(directory)/.thumb-\(number)",
+                        variantBase: "\(directory)/.variant-\(number)", platforms: platforms),
+            ledger: ledger)
+        if let reason = await stages.run(Stage.afterDownload, on: &work, batch: batch) {
+            return .made(work.descriptor.failed(reason), files: [], headers: outcome.cacheHeaders)
+        }
+        let (ready, files) = moveIntoPlace(work, name: "r\(number)", directory: directory, logger: logger)
+        return .made(ready, files: files, headers: outcome.cacheHeaders)
+    }
+
+    func transferSpec(for request: AttachmentRequest, bodyPath: String, batch: Batch) -> TransferSpec {
+        var timeout = configuration.timeout
+        if let shorter = request.timeout ?? (request.role == .avatar ? configuration.avatarTimeout : nil) {
+            timeout.request = min(timeout.request, shorter)
+        }
+        return TransferSpec(batch: batch.id, url: request.url, bodyPath: bodyPath, runningUnder: batch, timeout: timeout,
+                            sizeLimits: configuration.sizeLimits, maxRedirects: configuration.maxRedirects,
+                            addressPolicy: configuration.addressPolicy, imagesOnly: request.role == .avatar,
+                            normalize: configuration.normalize, trustStore: trustStore, proxy: configuration.proxy)
+    }
+
+    /// Moves the delivered file, its thumbnail and its variants to their result names in
+    /// `directory`. Never replaces a file; a thumbnail or variant that cannot be moved is left out.
+    func moveIntoPlace(_ work: AttachmentWork, name: String, directory: String,
+                               logger: Logger) -> (AttachmentDescriptor, files: [String]) {
+        let file = work.admitted
+        let finalPath = "\(directory)/\(name).\(file.type.fileExtension)"
+        if let problem = FileNames.moveNoReplace(file.path, to: finalPath) {
+            return (work.descriptor.failed(Reason(code: .ioError, message: problem)), [])
+        }
+        work.ledger.deliver(file.path)
+        var files = [finalPath]
+        var thumbnailPath: String?
+        if let made = work.thumbnail {
+            let path = "\(directory)/\(name).thumb.\((made.file as NSString).pathExtension)"
+            if let problem = FileNames.moveNoReplace(made.file, to: path) {
+                logger.debug("thumbnail not kept", metadata: ["problem": "\(problem)"])
+            } else {
+                work.ledger.deliver(made.file)
+                thumbnailPath = path
+                files.append(path)
+            }
+        }
+        var variantPaths: [Platform: String] = [:]
+        for (platform, source) in work.variantFiles {
+            let path = "\(directory)/\(name).\(platform.rawValue).\((source as NSString).pathExtension)"
+            if FileNames.moveNoReplace(source, to: path) == nil {
+                work.ledger.deliver(source)
+                variantPaths[platform] = path
+                files.append(path)
+            }
+        }
+        return (work.ready(file: finalPath, thumbnailFile: thumbnailPath, variantFiles: variantPaths), files)
+    }
+}
