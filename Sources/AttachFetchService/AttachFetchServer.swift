@@ -67,6 +67,15 @@ public final class AttachFetchServer: Sendable {
         await stop()
     }
 
+    /// Checks the object store once (``AttachmentPipeline/checkObjectStore(timeout:)``); when it
+    /// cannot be used, the server is stopped (its pipeline shut down) and the error thrown.
+    public func checkObjectStore() async throws(AttachFetchError) {
+        do { try await pipeline.checkObjectStore() } catch {
+            await stop()
+            throw error
+        }
+    }
+
     func stop() async {
         draining.store(true, ordering: .relaxed)
         await pipeline.shutdown()
@@ -83,15 +92,15 @@ public final class AttachFetchServer: Sendable {
         router.add(middleware: BearerTokens(tokens: configuration.tokens.map { Array($0.utf8) }))
         router.get("/healthz") { _, _ in Self.json(["status": "ok"]) }
         router.head("/healthz") { _, _ in Response(status: .ok) }
-        router.get("/readyz") { _, _ in try self.ready() }
-        router.head("/readyz") { _, _ in _ = try self.ready(); return Response(status: .ok) }
+        router.get("/readyz") { _, _ in try await self.ready() }
+        router.head("/readyz") { _, _ in _ = try await self.ready(); return Response(status: .ok) }
         router.get("/metrics") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                      body: .init(byteBuffer: ByteBuffer(string: self.metrics.text(transfers: self.pipeline.transfersInFlight))))
         }
         router.post("/v1/attachments") { request, context in try await self.attachments(request, context) }
         router.post("/v1/payloads") { request, context in try await self.payloads(request, context) }
-        let publicBase = configuration.pipeline.publish?.baseURL
+        let publicBase = configuration.pipeline.publish?.baseURL ?? configuration.pipeline.objectStore?.baseURL
         for (path, body, type) in [("/", InspectorPage.html, "text/html; charset=utf-8"),
                                    ("/inspector.css", InspectorPage.css, "text/css; charset=utf-8"),
                                    ("/inspector.js", InspectorPage.script, "text/javascript; charset=utf-8")] {
@@ -116,8 +125,11 @@ public final class AttachFetchServer: Sendable {
         return router
     }
 
-    private func ready() throws(APIError) -> Response {
+    private func ready() async throws(APIError) -> Response {
         if draining.load(ordering: .relaxed) { throw APIError.draining }
+        do { try await pipeline.checkObjectStore(timeout: .seconds(2)) } catch {
+            throw APIError(status: .serviceUnavailable, code: "objectStoreUnavailable", message: error.message)
+        }
         if let publish = configuration.pipeline.publish, access(publish.directory, W_OK | X_OK) != 0 {
             throw APIError(status: .serviceUnavailable, code: "publishDirectoryNotWritable",
                            message: "the publish directory \(publish.directory) is not writable")
@@ -161,7 +173,7 @@ public final class AttachFetchServer: Sendable {
     private func payloads(_ request: Request, _ context: ServiceContext) async throws -> Response {
         let stripFailed = request.uri.queryParameters.get("stripFailed") == "true"
         let rewrite = request.uri.queryParameters.get("rewrite") == "true"
-        if rewrite && configuration.pipeline.publish == nil {
+        if rewrite && configuration.pipeline.publish == nil && configuration.pipeline.objectStore == nil {
             throw APIError.invalidRequest("rewrite=true needs the service to publish (--publish-dir and --public-base)")
         }
         let data = try await body(request.body)

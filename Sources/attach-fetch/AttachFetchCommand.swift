@@ -25,7 +25,7 @@ struct FetchCommand: AsyncParsableCommand {
     func validate() throws {
         if publishing.rewrite {
             guard source.payload != nil else { throw ValidationError("--rewrite needs --payload") }
-            guard publishing.publishDir != nil else { throw ValidationError("--rewrite needs --publish-dir and --public-base") }
+            guard publishing.publishDir != nil || publishing.publishTo != nil else { throw ValidationError("--rewrite needs --publish-dir and --public-base") }
             guard !source.stripFailed else { throw ValidationError("--rewrite already removes media that is not ready; drop --strip-failed") }
         }
     }
@@ -105,6 +105,10 @@ struct FetchCommand: AsyncParsableCommand {
         logger.logLevel = output.verbose ? .debug : .warning
 
         let attachmentPipeline = try AttachmentPipeline(configuration: configuration, logger: logger)
+        do { try await attachmentPipeline.checkObjectStore() } catch {
+            await attachmentPipeline.shutdown()
+            throw ValidationError("--publish-to: \(error.message)")
+        }
         let format = self.output.format ?? (isatty(STDOUT_FILENO) != 0 ? .table : .json)
         let output = Output()
         let total = requests.count

@@ -7,8 +7,17 @@ struct PublishingOptions: ParsableArguments {
     @Option(name: .customLong("publish-dir"), help: ArgumentHelp("Store ready files, thumbnails and variants here, content-addressed (<sha256>.<ext>), for devices to fetch; needs --public-base. The directory must exist.", valueName: "DIR"))
     var publishDir: String?
 
-    @Option(name: .customLong("public-base"), help: ArgumentHelp("The http(s) URL --publish-dir is served at; descriptors get publishedUrl.", valueName: "URL"))
+    @Option(name: .customLong("public-base"), help: ArgumentHelp("The http(s) URL --publish-dir (or --publish-to's prefix) is served at; descriptors get publishedUrl.", valueName: "URL"))
     var publicBase: String?
+
+    @Option(name: .customLong("publish-to"), help: ArgumentHelp("Publish to an S3-compatible object store instead, as PREFIX/<sha256>.<ext>; with the service's cache, the store is also the result cache replicas share. Credentials come from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (AWS_SESSION_TOKEN) or the profile AWS_PROFILE of the shared credentials file; the region from AWS_REGION or AWS_DEFAULT_REGION (default us-east-1). Needs --public-base.", valueName: "s3://BUCKET/PREFIX"))
+    var publishTo: String?
+
+    @Option(name: .customLong("s3-endpoint"), help: ArgumentHelp("The object store's URL (default: AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL, else AWS's regional endpoint). A given endpoint is addressed path-style.", valueName: "URL"))
+    var s3Endpoint: String?
+
+    @Flag(name: .customLong("s3-virtual-hosted"), help: "Address the bucket virtual-hosted style (BUCKET.host) even with --s3-endpoint.")
+    var s3VirtualHosted = false
 
     @Option(help: ArgumentHelp("Platforms the media must show on (ios, android); a variant is made for each whose limits the file breaks. With --payload, android is added when a key Android reads is present.", valueName: "LIST"))
     var platforms: String = "ios"
@@ -18,14 +27,31 @@ struct PublishingOptions: ParsableArguments {
 
     func validate() throws {
         do { _ = try Platform.list(platforms) } catch { throw ValidationError("--platforms: \(error.message)") }
-        guard (publishDir == nil) == (publicBase == nil) else {
-            throw ValidationError("--publish-dir and --public-base go together")
+        guard publishDir == nil || publishTo == nil else {
+            throw ValidationError("--publish-dir and --publish-to: publish to one of them, not both")
         }
-        if let publishing {
-            var check = AttachFetchConfiguration()
-            check.publish = publishing
-            do { try check.validate() } catch { throw ValidationError("--publish-dir/--public-base: \(error.message)") }
+        guard (publishDir == nil && publishTo == nil) == (publicBase == nil) else {
+            throw ValidationError(publicBase == nil ? "--\(publishDir == nil ? "publish-to" : "publish-dir") needs --public-base"
+                                                    : "--public-base goes with --publish-dir or --publish-to")
         }
+        guard publishTo != nil || (s3Endpoint == nil && !s3VirtualHosted) else {
+            throw ValidationError("--s3-endpoint and --s3-virtual-hosted go with --publish-to")
+        }
+        var check = AttachFetchConfiguration()
+        check.publish = publishing
+        do {
+            check.objectStore = try objectStore()
+            try check.validate()
+        } catch {
+            throw ValidationError("\(publishTo == nil ? "--publish-dir" : "--publish-to")/--public-base: \(error.message)")
+        }
+    }
+
+    /// The object store target, with what the command line leaves out read from the environment.
+    private func objectStore() throws(AttachFetchError) -> ObjectStorePublishing? {
+        guard let publishTo, let publicBase else { return nil }
+        return try ObjectStorePublishing.fromEnvironment(location: publishTo, baseURL: publicBase, endpoint: s3Endpoint,
+                                                         virtualHostedStyle: s3VirtualHosted ? true : nil)
     }
 
     private var publishing: Publishing? {
@@ -36,6 +62,7 @@ struct PublishingOptions: ParsableArguments {
     func apply(to configuration: inout AttachFetchConfiguration) throws {
         configuration.platforms = try Platform.list(platforms)
         configuration.publish = publishing
+        configuration.objectStore = try objectStore()
     }
 }
 

@@ -79,6 +79,7 @@ struct ServeCommand: AsyncParsableCommand {
         do { server = try AttachFetchServer(configuration: configuration, logger: logger) } catch {
             throw ValidationError(error.message)
         }
+        do { try await server.checkObjectStore() } catch { throw ValidationError("--publish-to: \(error.message)") }
         try await server.run(gracefulShutdownSignals: [.sigterm, .sigint]) { port in
             FileHandle.standardError.write(Data("attach-fetch: listening on http://\(host.contains(":") ? "[\(host)]" : host):\(port)\n".utf8))
         }

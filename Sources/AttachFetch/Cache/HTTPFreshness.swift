@@ -2,7 +2,7 @@ import Foundation
 
 /// The response headers that decide whether, and for how long, a result may be reused, and
 /// how to revalidate it (RFC 9111). Collected from the last response of a transfer.
-struct CacheHeaders: Sendable, Equatable {
+struct CacheHeaders: Sendable, Equatable, Codable {
     var cacheControl: [String] = []
     var expires: [String] = []
     var date: String?

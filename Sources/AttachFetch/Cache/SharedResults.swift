@@ -18,6 +18,8 @@ final class SharedResults: Sendable {
         var lifetime: Duration?
         /// The stale result was confirmed by a 304 (and `result` is it).
         var revalidated: Bool
+        /// Another replica's result, read from the object store.
+        var shared = false
     }
 
     private struct Flight {
@@ -136,7 +138,7 @@ final class SharedResults: Sendable {
                 case .start(let flightID, let stale, let work):
                     let task = Task {
                         let produced = await produce(stale, work)
-                        if !produced.revalidated { stale?.release() }
+                        if produced.result !== stale { stale?.release() }
                         self.finish(key, flightID, produced)
                     }
                     let abandoned = state.withLock { state -> Bool in
@@ -217,7 +219,8 @@ final class SharedResults: Sendable {
         // The work's own hold.
         result.release()
         for (waiter, continuation) in waiters {
-            let status: AttachmentDescriptor.CacheStatus = waiter != creator ? .coalesced : produced.revalidated ? .revalidated : .miss
+            let status: AttachmentDescriptor.CacheStatus = waiter != creator ? .coalesced
+                : produced.shared ? .shared : produced.revalidated ? .revalidated : .miss
             continuation.resume(returning: (result, status))
         }
     }

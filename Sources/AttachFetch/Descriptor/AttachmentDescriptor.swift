@@ -80,6 +80,9 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         case revalidated
         /// Another request for the same URL and options was already under way; its result was shared.
         case coalesced
+        /// Added with object-store publishing: another replica's result, read from the object
+        /// store (the shared result cache); nothing was downloaded from the origin.
+        case shared
     }
 
     /// A platform's own file, made when the delivered file breaks that platform's limits.

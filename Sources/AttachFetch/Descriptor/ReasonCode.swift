@@ -57,12 +57,18 @@ public struct ReasonCode: RawRepresentable, Hashable, Codable, Sendable, CustomS
     /// video on Android). Used in `variants`, never as an attachment's own reason.
     public static let unsupportedOnPlatform = ReasonCode(rawValue: "unsupportedOnPlatform")
 
+    /// Added with object-store publishing: the store refused or never took a ready file
+    /// (after retries within the deadline); the message names the store's error code
+    /// (`AccessDenied`, `NoSuchBucket`, `ConnectionFailed`). Nothing is visible under a key
+    /// unless it is whole. Failed.
+    public static let publishFailed = ReasonCode(rawValue: "publishFailed")
+
     /// Every code this version knows, in contract order.
     public static let allKnown: [ReasonCode] = [
         .invalidURL, .unsupportedScheme, .forbiddenAddress, .connectFailed, .httpStatus,
         .tooManyRedirects, .transferFailed, .timeout, .deadlineExceeded, .sizeLimitExceeded,
         .unsupportedType, .corruptMedia, .emptyBody, .pixelLimitExceeded, .cancelled, .ioError,
-        .decoderCrashed, .tlsFailed, .unsupportedOnPlatform,
+        .decoderCrashed, .tlsFailed, .unsupportedOnPlatform, .publishFailed,
     ]
 
     /// The descriptor status a code implies (fixed by the contract).

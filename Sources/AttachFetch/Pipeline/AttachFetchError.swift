@@ -7,6 +7,7 @@ public struct AttachFetchError: Error, Hashable, Sendable, CustomStringConvertib
         case libraryInitialisation
         case outputDirectory
         case invalidPayload
+        case objectStore
     }
 
     private let code: Code
@@ -32,6 +33,10 @@ public struct AttachFetchError: Error, Hashable, Sendable, CustomStringConvertib
     public static func outputDirectory(_ message: String) -> AttachFetchError { .init(.outputDirectory, message) }
     /// A push payload that is not a JSON object.
     public static func invalidPayload(_ message: String) -> AttachFetchError { .init(.invalidPayload, message) }
+
+    /// The object store cannot be used: no such bucket, credentials refused, unreachable. The
+    /// message holds the store's own error code and words, never a credential.
+    public static func objectStore(_ message: String) -> AttachFetchError { .init(.objectStore, message) }
 
     /// Compare kinds, ignoring the message: `error ~= AttachFetchError.invalidClip("")`.
     public static func ~= (pattern: AttachFetchError, value: any Error) -> Bool {

@@ -25,8 +25,12 @@ extension AttachmentPipeline {
                     return nil
                 }
                 group.addTask {
-                    await self.work(request, platforms: platforms, number: number, directory: directory,
-                                    validators: stale?.headers.validators, batch: batch, logger: logger)
+                    guard let shared = self.storeResults else {
+                        return await self.work(request, platforms: platforms, number: number, directory: directory,
+                                               validators: stale?.headers.validators, batch: batch, logger: logger)
+                    }
+                    return await self.sharedWork(request, platforms: platforms, number: number, directory: directory,
+                                                 stale: stale, shared: shared, batch: batch, logger: logger)
                 }
                 var result: WorkOutcome?
                 while let finished = await group.next() {
@@ -41,6 +45,10 @@ extension AttachmentPipeline {
                                               store: nil), lifetime: nil, revalidated: false)
         }
         switch outcome {
+        case .fromStore(let descriptor, let files, let headers, let lifetime, let revalidated):
+            let result = SharedResult(descriptor: descriptor, files: files, publishedFiles: [], headers: headers,
+                                      lifetime: lifetime, store: store)
+            return .init(result: result, lifetime: lifetime, revalidated: revalidated, shared: !revalidated)
         case .notModified(let headers):
             guard let stale else { preconditionFailure("a 304 without a conditional request") }
             let lifetime = headers.speaksOfFreshness ? freshness(ready: true, code: nil, headers: headers) : stale.lifetime
@@ -76,6 +84,9 @@ extension AttachmentPipeline {
         case made(AttachmentDescriptor, files: [String], headers: CacheHeaders)
         /// The origin confirmed the stale result (304).
         case notModified(CacheHeaders)
+        /// A result of the shared store (files downloaded into the work store): another
+        /// replica's, or one the origin confirmed with a 304 (`revalidated`).
+        case fromStore(AttachmentDescriptor, files: [String], headers: CacheHeaders, lifetime: Duration?, revalidated: Bool)
     }
 
     /// The work itself: the body fetched into the store, the stages run, the files moved to

@@ -20,6 +20,10 @@ public final class AttachmentPipeline: Sendable {
     let store: WorkStore
     /// Coalescing, and the cache when configured.
     let results: SharedResults
+    /// The object store published to, when one is configured.
+    let objectStore: ObjectStore?
+    /// The store as the result cache replicas share (with `cache` on).
+    let storeResults: StoreResults?
     let workNumbers = Atomic<Int>(0)
     let logger: Logger
     private let isShutDown = Atomic<Bool>(false)
@@ -38,15 +42,24 @@ public final class AttachmentPipeline: Sendable {
         self.logger = logger
         self.trustStore = try TrustStore.adding(configuration.trustedCertificates)
         self.engine = try TransferEngine(maxConcurrent: configuration.maxConcurrentTransfers, logger: logger)
+        let objectStore = try configuration.objectStore.map { target throws(AttachFetchError) in
+            try ObjectStore(target: target, maxConcurrent: max(8, configuration.maxConcurrentTransfers), logger: logger)
+        }
+        self.objectStore = objectStore
+        self.storeResults = configuration.cache == nil ? nil
+            : objectStore.map { StoreResults(store: $0, configuration: configuration, logger: logger) }
         let launch = try DecoderProcess.launch(for: configuration)
         // Image workers start with the pipeline (images are the common case); the probe worker
         // at the first audio or video, so that image-only use never starts one.
+        let fileWorkers = WorkerPool(threads: configuration.publish == nil && objectStore == nil ? 0 : 1, name: "af-files",
+                                     launch: nil, eager: false)
         self.stages = RacedRunner(
             configuration: configuration,
             imageWorkers: WorkerPool(threads: configuration.thumbnailThreads, name: "af-thumb", launch: launch, eager: true),
             probeWorkers: WorkerPool(threads: configuration.probeThreads, name: "af-probe", launch: launch, eager: false),
             // The file thread only publishes: none when nothing is published.
-            fileWorkers: WorkerPool(threads: configuration.publish == nil ? 0 : 1, name: "af-files", launch: nil, eager: false))
+            fileWorkers: fileWorkers,
+            objectPublisher: objectStore.map { ObjectPublisher(store: $0, fileWorkers: fileWorkers) })
         self.store = WorkStore(parent: configuration.temporaryDirectory)
         self.results = SharedResults(caching: configuration.cache)
     }
@@ -63,8 +76,22 @@ public final class AttachmentPipeline: Sendable {
         let engine = self.engine
         // The engine's shutdown waits for its thread: wait on a thread of its own, not on the
         // cooperative pool.
+        let objectStore = self.objectStore
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            Thread { engine.shutdown(); done.resume() }.start()
+            Thread { engine.shutdown(); objectStore?.shutdown(); done.resume() }.start()
+        }
+    }
+
+    /// Checks once that the object store can be used: the bucket exists and the credentials
+    /// are accepted (`HEAD` bucket). Throws ``AttachFetchError`` with the store's own words
+    /// (`SignatureDoesNotMatch`, `NoSuchBucket`, the connection's failure), never a credential.
+    /// Does nothing when no object store is configured.
+    public func checkObjectStore(timeout: Duration = .seconds(10)) async throws(AttachFetchError) {
+        guard let objectStore else { return }
+        do throws(ObjectStoreError) {
+            try await objectStore.checkBucket(deadline: .now + timeout)
+        } catch {
+            throw .objectStore("s3://\(objectStore.target.bucket): \(error.description)")
         }
     }
 
@@ -78,6 +105,7 @@ public final class AttachmentPipeline: Sendable {
         #endif
         results.removeAll()
         engine.shutdown()
+        objectStore?.shutdown()
     }
 
     /// Processes a batch and returns exactly one descriptor per request, in order, by the
@@ -239,7 +267,7 @@ public final class AttachmentPipeline: Sendable {
         mine.payloadPath = request.payloadPath
         mine.cache = status
         // Reused results took no time of this caller's beyond the total.
-        if status == .hit || status == .revalidated { mine.timings = .init(total: 0) }
+        if status == .hit || status == .revalidated || status == .shared { mine.timings = .init(total: 0) }
         mine.timings.total = batch.start.millisecondsElapsed
         guard mine.status == .ready, let file = shared.file else { return mine }
 

@@ -158,6 +158,10 @@ public struct AttachFetchConfiguration: Sendable {
 
     /// Where ready files are published for devices to fetch, content-addressed. Default nil.
     public var publish: Publishing?
+    /// Where ready files are published when they go to an S3-compatible object store
+    /// (content-addressed, like `publish`), which with `cache` set is also the result cache that
+    /// replicas share. Default nil. Not together with `publish`.
+    public var objectStore: ObjectStorePublishing?
 
     /// Keeping finished results for reuse. Default nil: off (requests for the same URL and
     /// options that run at the same time still share one download).
@@ -198,6 +202,10 @@ public struct AttachFetchConfiguration: Sendable {
         }
         guard !platforms.isEmpty else { throw .invalidConfiguration("platforms must name at least one platform") }
         try publish?.validate()
+        try objectStore?.validate()
+        if publish != nil && objectStore != nil {
+            throw .invalidConfiguration("publish to a directory or to an object store, not both")
+        }
         try cache?.validate()
         for (index, pem) in trustedCertificates.enumerated() where PEMCertificates.count(in: pem) == 0 {
             throw .invalidConfiguration("trustedCertificates[\(index)] holds no PEM certificate")

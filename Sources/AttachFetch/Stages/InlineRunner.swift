@@ -17,6 +17,9 @@ struct InlineRunner {
             switch stage.body {
             case .check(let body), .files(_, let body):
                 if let reason = body(&work, configuration) { return reason }
+            case .upload:
+                // Local inspection publishes nothing.
+                continue
             case .decode(_, _, let timing, let job, let take, let ifFailed):
                 guard let job = job(work, configuration) else { continue }
                 let started = ContinuousClock.now

@@ -8,6 +8,8 @@ struct RacedRunner: Sendable {
     let probeWorkers: WorkerPool
     /// The thread for blocking file work (publishing).
     let fileWorkers: WorkerPool
+    /// Uploads ready files, when an object store is configured.
+    let objectPublisher: ObjectPublisher?
 
     /// Runs `stages` on `work`; returns why the attachment stopped, or nil when it passed them all.
     func run(_ stages: [Stage], on work: inout AttachmentWork, batch: Batch) async -> Reason? {
@@ -26,6 +28,9 @@ struct RacedRunner: Sendable {
                 }
                 work = done
                 if let reason { return reason }
+            case .upload(let body):
+                guard let objectPublisher else { continue }
+                if let reason = await body(&work, objectPublisher, batch) { return reason }
             case .decode(let workers, let whenLate, let timing, let job, let take, let ifFailed):
                 guard let job = job(work, configuration) else { continue }
                 let started = ContinuousClock.now

@@ -37,6 +37,10 @@ struct Stage: Sendable {
         /// file half-written must not be left, so it is waited for even past the deadline.
         case files(applies: @Sendable (AttachFetchConfiguration) -> Bool,
                    body: @Sendable (inout AttachmentWork, AttachFetchConfiguration) -> Reason?)
+        /// Uploads to the object store (through its own engine, never blocking the cooperative
+        /// pool), when one is configured; a reason stops the attachment. Counts against the
+        /// deadline like any other stage.
+        case upload(@Sendable (inout AttachmentWork, ObjectPublisher, Batch) async -> Reason?)
         /// A decoder job on worker threads. `job` is nil when the stage does not apply to this
         /// attachment; `take` records the answer's success, which the runner has checked.
         case decode(on: Workers, whenLate: WhenLate, timing: DescriptorBuilder.TimedStep,
@@ -68,7 +72,7 @@ struct Stage: Sendable {
 extension Stage {
     /// The steps after the download, in order. Each applies only to the kinds it names.
     static let afterDownload: [Stage] = [admit, convertImage, remuxVideo, thumbnail, probe, deliveredLimit,
-                                         androidSupport, androidVariant, publish]
+                                         androidSupport, androidVariant, publish, publishToStore]
 
     /// The sniffed type against the table, the request and the size limit (the same decision
     /// the download made while streaming, now on the whole body).
@@ -231,6 +235,35 @@ extension Stage {
         } catch {
             return error
         }
+    })
+}
+
+extension Stage {
+    /// Ready files are uploaded content-addressed to the object store, when one is configured.
+    /// A store that refuses (after retries) fails the attachment with `publishFailed`.
+    static let publishToStore = Stage(name: "publishToStore", body: .upload { work, publisher, batch in
+        let file = work.admitted
+        let main: String
+        switch await publisher.publish(file.path, sha256: work.descriptor.deliveredSHA256, suffix: file.type.fileExtension, batch: batch) {
+        case .success(let url): main = url
+        case .failure(let reason): return reason
+        }
+        var thumbnailURL: String?
+        if let thumbnail = work.thumbnail?.file {
+            switch await publisher.publish(thumbnail, sha256: nil, suffix: "thumb." + (thumbnail as NSString).pathExtension, batch: batch) {
+            case .success(let url): thumbnailURL = url
+            case .failure(let reason): return reason
+            }
+        }
+        var variantURLs: [Platform: String] = [:]
+        for (platform, path) in work.variantFiles {
+            switch await publisher.publish(path, sha256: nil, suffix: (path as NSString).pathExtension, batch: batch) {
+            case .success(let url): variantURLs[platform] = url
+            case .failure(let reason): return reason
+            }
+        }
+        work.descriptor.recordPublished(file: main, thumbnail: thumbnailURL, variants: variantURLs)
+        return nil
     })
 }
 

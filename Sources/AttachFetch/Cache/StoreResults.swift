@@ -1,0 +1,201 @@
+import Foundation
+import Logging
+
+/// The result cache that replicas share through the object store, and the leases that elect
+/// one fetcher per URL among them. The store is the only state replicas share:
+///
+/// - `PREFIX/results/<name>.json` holds a finished result: its descriptor, the keys of its
+///   published objects, its HTTP validators and until when it is fresh (wall-clock time, the
+///   only clock replicas share). Written only for results the local cache would keep.
+/// - `PREFIX/leases/<name>` is created with `If-None-Match: *` by the replica that fetches; the
+///   others wait for the result. It holds its holder and its expiry, the holder's deadline: a
+///   holder that died is taken over after that, through `leases/<name>~<holder>`, which only
+///   one replica can create.
+///
+/// `<name>` is the SHA-256 of the URL, the request's output options and the pipeline's
+/// settings that change a result.
+struct StoreResults: Sendable {
+    let store: ObjectStore
+    /// The pipeline settings that change a result (and the public base of its URLs).
+    let settings: String
+    /// This process, as leases name it.
+    let holder: String
+    let logger: Logger
+
+    init(store: ObjectStore, configuration: AttachFetchConfiguration, logger: Logger) {
+        self.store = store
+        self.logger = logger
+        let limits = configuration.sizeLimits
+        settings = [
+            "thumbnail=\(configuration.thumbnailMaxEdge)", "normalize=\(configuration.normalize)",
+            "limits=\(limits.image),\(limits.audio),\(limits.video),\(limits.imageSource)",
+            "pixels=\(configuration.maxImagePixels)", "frames=\(configuration.maxAnimationFrames)",
+            "base=\(store.target.baseURL)",
+        ].joined(separator: ";")
+        var hostname = [CChar](repeating: 0, count: 256)
+        gethostname(&hostname, hostname.count - 1)
+        holder = "\(String(cString: hostname)):\(getpid()):\(UInt32.random(in: 0...UInt32.max))"
+    }
+
+    /// What a result object holds.
+    struct Record: Codable, Sendable {
+        var version = 1
+        var descriptor: AttachmentDescriptor
+        /// Keys of the published objects: the delivered file, the thumbnail, each variant.
+        var file: String?
+        var thumbnail: String?
+        var variants: [String: String]
+        var headers: CacheHeaders
+        /// Seconds since 1970.
+        var storedAt: Double
+        var freshUntil: Double
+
+        var isFresh: Bool { freshUntil > Date().timeIntervalSince1970 }
+        var remaining: Duration { .milliseconds(max(0, Int((freshUntil - Date().timeIntervalSince1970) * 1000))) }
+    }
+
+    struct Lease: Codable, Sendable {
+        var holder: String
+        /// Seconds since 1970.
+        var expires: Double
+    }
+
+    func name(for key: ResultKey) -> String {
+        let clip = key.clip.map { $0.map { "\($0)" }.joined(separator: ",") } ?? "-"
+        let text = [key.url, clip, key.thumbnailTime.map { "\($0)" } ?? "-", key.role?.rawValue ?? "-",
+                    key.platforms.map(\.rawValue).joined(separator: ","), settings].joined(separator: "\n")
+        let digest = SHA256Digest()
+        text.utf8CString.withUnsafeBytes { digest.update(UnsafeRawBufferPointer(rebasing: $0.dropLast())) }
+        return (try? digest.finalizeHex()) ?? String(text.hashValue, radix: 16)
+    }
+
+    private func resultKey(_ name: String) -> String { store.target.key("results/\(name).json") }
+    private func leaseKey(_ name: String) -> String { store.target.key("leases/\(name)") }
+
+    /// The stored result, or nil (none, unreadable, or the store failing: the origin is asked).
+    func read(_ name: String, deadline: ContinuousClock.Instant) async -> Record? {
+        do throws(ObjectStoreError) {
+            guard let bytes = try await store.get(resultKey(name), deadline: deadline) else { return nil }
+            return try? JSONDecoder().decode(Record.self, from: Data(bytes))
+        } catch {
+            logger.debug("shared result not read", metadata: ["problem": "\(error.description)"])
+            return nil
+        }
+    }
+
+    /// Stores a finished result for other replicas; a failure only costs them a fetch.
+    func write(_ record: Record, name: String, deadline: ContinuousClock.Instant) async {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        guard let data = try? encoder.encode(record) else { return }
+        let bytes = [UInt8](data)
+        let digest = SHA256Digest()
+        bytes.withUnsafeBytes { digest.update($0) }
+        guard let sha256 = try? digest.finalizeHex() else { return }
+        do throws(ObjectStoreError) {
+            _ = try await store.put(resultKey(name), body: .bytes(bytes), sha256: sha256, contentType: "application/json",
+                                    cacheControl: "no-store", onlyIfAbsent: false, deadline: deadline)
+        } catch {
+            logger.debug("shared result not written", metadata: ["problem": "\(error.description)"])
+        }
+    }
+
+    enum LeaseAnswer: Sendable {
+        case acquired
+        /// Another replica holds it until `expires` (seconds since 1970).
+        case held(Lease)
+        /// The store did not answer: go ahead without one (a store that fails must not stop fetching).
+        case unavailable
+    }
+
+    /// Tries to become the one fetcher of `name` until `expires`; takes over a lease that expired.
+    func acquireLease(_ name: String, expires: Double, deadline: ContinuousClock.Instant) async -> LeaseAnswer {
+        let lease = Lease(holder: holder, expires: expires)
+        do throws(ObjectStoreError) {
+            if try await putLease(leaseKey(name), lease, onlyIfAbsent: true, deadline: deadline) { return .acquired }
+            guard let bytes = try await store.get(leaseKey(name), deadline: deadline),
+                  let current = try? JSONDecoder().decode(Lease.self, from: Data(bytes)) else {
+                // Released between the two calls: try once more.
+                return try await putLease(leaseKey(name), lease, onlyIfAbsent: true, deadline: deadline) ? .acquired
+                    : .held(Lease(holder: "", expires: Date().timeIntervalSince1970 + 1))
+            }
+            guard current.expires <= Date().timeIntervalSince1970 else { return .held(current) }
+            // Expired: of all the replicas that saw it so, one creates the takeover object.
+            let takeover = leaseKey("\(name)~\(current.holder.filter { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" })-\(Int(current.expires))")
+            guard try await putLease(takeover, lease, onlyIfAbsent: true, deadline: deadline) else { return .held(current) }
+            _ = try await putLease(leaseKey(name), lease, onlyIfAbsent: false, deadline: deadline)
+            logger.debug("expired lease taken over", metadata: ["name": "\(name)"])
+            return .acquired
+        } catch {
+            logger.debug("lease not taken", metadata: ["problem": "\(error.description)"])
+            return error.code == "Cancelled" || error.code == "DeadlineExceeded" ? .held(lease) : .unavailable
+        }
+    }
+
+    /// Gives the lease back, so that a result that was not stored is fetched by the next caller
+    /// at once. A caller cancelled (at its deadline) does not wait for it: the release then
+    /// runs on its own, bounded by a short timeout, and the lease's expiry covers its failure.
+    func releaseLease(_ name: String) async {
+        let store = self.store, key = leaseKey(name), logger = self.logger
+        let release: @Sendable () async -> Void = {
+            do throws(ObjectStoreError) { try await store.delete(key, deadline: .now + .seconds(2)) } catch {
+                logger.debug("lease not released", metadata: ["problem": "\(error.description)"])
+            }
+        }
+        if Task.isCancelled { Task.detached(operation: release) } else { await release() }
+    }
+
+    private func putLease(_ key: String, _ lease: Lease, onlyIfAbsent: Bool, deadline: ContinuousClock.Instant) async throws(ObjectStoreError) -> Bool {
+        let bytes = [UInt8]((try? JSONEncoder().encode(lease)) ?? Data())
+        let digest = SHA256Digest()
+        bytes.withUnsafeBytes { digest.update($0) }
+        let sha256 = (try? digest.finalizeHex()) ?? ""
+        return try await store.put(key, body: .bytes(bytes), sha256: sha256, contentType: "application/json", cacheControl: "no-store",
+                                   onlyIfAbsent: onlyIfAbsent, deadline: deadline) == .created
+    }
+
+    /// The record's published objects downloaded into `directory` (as `<base>.<ext>`,
+    /// `<base>.thumb.<ext>`, `<base>.<platform>.<ext>`), and its descriptor pointing at them.
+    func materialize(_ record: Record, base: String, deadline: ContinuousClock.Instant) async throws(ObjectStoreError) -> (AttachmentDescriptor, [String]) {
+        var descriptor = record.descriptor
+        var files: [String] = []
+        func fetch(_ key: String, _ path: String) async throws(ObjectStoreError) {
+            guard try await store.download(key, to: path, deadline: deadline) else {
+                throw ObjectStoreError(code: "NoSuchKey", status: 404, message: "\(key) is gone")
+            }
+            files.append(path)
+        }
+        do throws(ObjectStoreError) {
+            if let key = record.file, descriptor.status == .ready {
+                let path = "\(base).\((key as NSString).pathExtension)"
+                try await fetch(key, path)
+                descriptor.file = path
+            }
+            if let key = record.thumbnail, descriptor.thumbnail != nil {
+                let path = "\(base).thumb.\((key as NSString).pathExtension)"
+                try await fetch(key, path)
+                descriptor.thumbnail?.file = path
+            }
+            for (platform, key) in record.variants where descriptor.variants?[platform] != nil {
+                let path = "\(base).\(platform).\((key as NSString).pathExtension)"
+                try await fetch(key, path)
+                descriptor.variants?[platform]?.file = path
+            }
+        } catch {
+            for file in files { unlink(file) }
+            throw error
+        }
+        return (descriptor, files)
+    }
+
+    /// A record of a finished result whose files were published under this store's prefix.
+    func record(of descriptor: AttachmentDescriptor, headers: CacheHeaders, lifetime: Duration) -> Record {
+        func key(_ url: String?) -> String? { url.map { store.target.key(($0 as NSString).lastPathComponent) } }
+        var variants: [String: String] = [:]
+        for (platform, variant) in descriptor.variants ?? [:] { if let key = key(variant.publishedUrl) { variants[platform] = key } }
+        let now = Date().timeIntervalSince1970
+        return Record(descriptor: descriptor, file: key(descriptor.publishedUrl), thumbnail: key(descriptor.thumbnail?.publishedUrl),
+                      variants: variants, headers: headers, storedAt: now,
+                      freshUntil: now + Double(lifetime.components.seconds) + Double(lifetime.components.attoseconds) / 1e18)
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Logging
+
+extension AttachmentPipeline {
+    // MARK: Work shared across replicas through the object store
+
+    /// A local miss with the object store as the shared cache: another replica's fresh result
+    /// is used as it is; else one replica (the lease holder) fetches and stores its result,
+    /// while the others wait for that result, each within its own deadline.
+    func sharedWork(_ request: AttachmentRequest, platforms: Set<Platform>, number: Int, directory: String,
+                    stale: SharedResult?, shared: StoreResults, batch: Batch, logger: Logger) async -> WorkOutcome {
+        let name = shared.name(for: ResultKey(request, platforms: platforms))
+        let base = "\(directory)/r\(number)"
+        var storedStale: StoreResults.Record?
+        var pause = Duration.milliseconds(40)
+        var leaseHeld = false
+        while !leaseHeld {
+            if let record = await shared.read(name, deadline: batch.deadline) {
+                if record.isFresh, let outcome = await reuse(record, base: base, shared: shared, batch: batch, revalidatedBy: nil) {
+                    return outcome
+                }
+                if record.descriptor.status == .ready, record.headers.validators != nil { storedStale = record }
+            }
+            if Task.isCancelled { return stopped(request, number: number, batch: batch) }
+            switch await shared.acquireLease(name, expires: Date().timeIntervalSince1970 + (batch.deadline - .now).seconds + 1,
+                                             deadline: batch.deadline) {
+            case .acquired: leaseHeld = true
+            case .unavailable: leaseHeld = true
+            case .held:
+                // Another replica is fetching: wait for its result (or its lease's expiry).
+                let jittered = Duration.milliseconds(Int.random(in: Int(pause.milliseconds / 2)...Int(pause.milliseconds)))
+                do { try await Task.sleep(for: jittered) } catch { return stopped(request, number: number, batch: batch) }
+                pause = min(pause * 2, .milliseconds(500))
+            }
+        }
+        // The holder fetches: conditionally when a stale result (local, or stored) may still be good.
+        let validators = stale?.headers.validators ?? storedStale?.headers.validators
+        let outcome = await work(request, platforms: platforms, number: number, directory: directory,
+                                 validators: validators, batch: batch, logger: logger)
+        var finished = outcome
+        switch outcome {
+        case .made(let descriptor, _, let headers):
+            if descriptor.skippedAtDeadline == nil,
+               let lifetime = freshness(ready: descriptor.status == .ready, code: descriptor.reason?.code, headers: headers) {
+                await shared.write(shared.record(of: descriptor, headers: headers, lifetime: lifetime), name: name, deadline: batch.deadline)
+            }
+        case .notModified(let headers):
+            if stale == nil, let storedStale {
+                // The stored result confirmed: renewed in the store, and used here.
+                let lifetime = headers.speaksOfFreshness ? freshness(ready: true, code: nil, headers: headers) : nil
+                var renewed = storedStale
+                renewed.headers = headers.validators == nil ? storedStale.headers : headers
+                if let lifetime {
+                    renewed.storedAt = Date().timeIntervalSince1970
+                    renewed.freshUntil = renewed.storedAt + lifetime.seconds
+                    await shared.write(renewed, name: name, deadline: batch.deadline)
+                }
+                finished = await reuse(renewed, base: base, shared: shared, batch: batch, revalidatedBy: lifetime ?? .zero)
+                    ?? .made(Self.builder(for: request, index: number, start: batch.start).failed(
+                        Reason(code: .ioError, message: "the stored result's files could not be read back")), files: [], headers: headers)
+            }
+        case .fromStore:
+            break
+        }
+        await shared.releaseLease(name)
+        return finished
+    }
+
+    /// A stored result, its files downloaded into the work store; nil when they cannot be
+    /// (the origin is then asked). `revalidatedBy`: the lifetime a 304 just gave it.
+    private func reuse(_ record: StoreResults.Record, base: String, shared: StoreResults, batch: Batch,
+                       revalidatedBy lifetime: Duration?) async -> WorkOutcome? {
+        do throws(ObjectStoreError) {
+            let (descriptor, files) = try await shared.materialize(record, base: base, deadline: batch.deadline)
+            let remaining = lifetime ?? record.remaining
+            return .fromStore(descriptor, files: files, headers: record.headers,
+                              lifetime: configuration.cache.map { min(remaining, $0.maximumFreshness) }, revalidated: lifetime != nil)
+        } catch {
+            logger.debug("shared result not reused", metadata: ["problem": "\(error.description)"])
+            return nil
+        }
+    }
+
+    private func stopped(_ request: AttachmentRequest, number: Int, batch: Batch) -> WorkOutcome {
+        .made(Self.builder(for: request, index: number, start: batch.start).failed(batch.stopReason(queued: true)),
+              files: [], headers: CacheHeaders())
+    }
+}
+
+extension Duration {
+    /// Seconds as a floating-point number.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

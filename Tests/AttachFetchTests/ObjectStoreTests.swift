@@ -1,0 +1,229 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Testing
+@testable import AttachFetch
+
+/// Publishing to a real object store (SeaweedFS on loopback, signatures checked), and the
+/// store as the result cache and lease table that replicas share. Each "replica" here is a
+/// pipeline of its own; `ReplicaTests` runs real service processes behind nginx.
+@Suite(.serialized) struct ObjectStoreTests {
+    static let store = Result { try SeaweedStore() }
+
+    private func pipeline(_ scratch: Scratch, _ store: SeaweedStore, prefix: String, cache: Bool = true,
+                          _ adjust: (inout AttachFetchConfiguration) -> Void = { _ in }) throws -> AttachmentPipeline {
+        try makePipeline(scratch) { configuration in
+            configuration.objectStore = try? store.target(prefix: prefix)
+            if cache { configuration.cache = ResultCaching() }
+            adjust(&configuration)
+        }
+    }
+
+    private func key(_ url: String?, prefix: String) -> String {
+        "\(prefix)/\(((url ?? "") as NSString).lastPathComponent)"
+    }
+
+    @Test func publishesEachFileWholeWithItsTypeCacheControlAndChecksum() async throws {
+        let store = try Self.store.get()
+        let scratch = Scratch()
+        let prefix = "whole-\(UInt32.random(in: 0...UInt32.max))"
+        let pipeline = try pipeline(scratch, store, prefix: prefix, cache: false)
+        let batch = try await withMediaServer { server in
+            await pipeline.process(["photo.jpg", "image.webp", "clip.mp4"].map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)") })
+        }
+        await pipeline.shutdown()
+        var checked = 0
+        for descriptor in batch.attachments {
+            #expect(descriptor.status == .ready, "\(descriptor.url): \(descriptor.reason?.message ?? "")")
+            let files = [(descriptor.file, descriptor.publishedUrl), (descriptor.thumbnail?.file, descriptor.thumbnail?.publishedUrl)]
+            for case let (file?, url?) in files {
+                #expect(url.hasPrefix("https://cdn.example.test/\(prefix)/"))
+                let object = try store.object("media", key(url, prefix: prefix))
+                #expect(object.status == 200)
+                let local = try #require(FileManager.default.contents(atPath: file))
+                #expect(object.body == local, "\(url): the bytes read back are the bytes delivered")
+                #expect(try sha256sum(file) == String((url as NSString).lastPathComponent.prefix(64)) || url.contains(".thumb."))
+                let suffix = (file as NSString).pathExtension
+                #expect(object.headers["content-type"] == ObjectPublisher.contentType(ofSuffix: suffix))
+                #expect(object.headers["cache-control"] == "public, max-age=31536000, immutable")
+                checked += 1
+            }
+        }
+        // The WebP was converted: a JPEG is published under its own content's hash.
+        #expect(batch.attachments[1].publishedUrl?.hasSuffix(".jpg") == true)
+        #expect(checked == 6, "three files and three thumbnails read back")
+    }
+
+    @Test func contentAlreadyThereIsNotUploadedAgain() async throws {
+        let store = try Self.store.get()
+        let scratch = Scratch()
+        let prefix = "again-\(UInt32.random(in: 0...UInt32.max))"
+        var puts: [Int] = []
+        for _ in 0..<2 {
+            let pipeline = try pipeline(scratch, store, prefix: prefix, cache: false)
+            let descriptor = try await withMediaServer { server in await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline) }
+            #expect(descriptor.status == .ready && descriptor.publishedUrl != nil)
+            puts.append(pipeline.objectStore?.requestCounts["PUT"] ?? 0)
+            await pipeline.shutdown()
+        }
+        #expect(puts == [2, 0], "the file and its thumbnail once; nothing the second time (\(puts))")
+        #expect(try store.keys("media", prefix: prefix).count == 2)
+    }
+
+    @Test func aBodyDamagedOnTheWayIsRefusedAndNothingIsVisible() async throws {
+        let store = try Self.store.get()
+        let objectStore = try ObjectStore(target: store.target(prefix: "damaged"), maxConcurrent: 2, logger: AttachmentPipeline.silentLogger)
+        defer { objectStore.shutdown() }
+        let body = Array("the real bytes".utf8)
+        let otherHash = String(repeating: "ab", count: 32)
+        await #expect(throws: ObjectStoreError.self) {
+            _ = try await objectStore.put("damaged/x.jpg", body: .bytes(body), sha256: otherHash, contentType: "image/jpeg",
+                                          cacheControl: nil, onlyIfAbsent: true, deadline: .now + .seconds(10))
+        }
+        do {
+            _ = try await objectStore.put("damaged/x.jpg", body: .bytes(body), sha256: otherHash, contentType: "image/jpeg",
+                                          cacheControl: nil, onlyIfAbsent: true, deadline: .now + .seconds(10))
+        } catch {
+            #expect(error.code == "BadDigest", "\(error)")
+        }
+        #expect(try store.object("media", "damaged/x.jpg").status == 404, "nothing under the key")
+    }
+
+    @Test func aStoreThatStopsMidBatchFailsOnlyThePublishingWithinTheDeadline() async throws {
+        let store = try SeaweedStore()
+        let scratch = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let pipeline = try pipeline(scratch, store, prefix: "stopping", cache: false)
+        let requests = [AttachmentRequest(url: origin.url("photo.jpg", "delay=1500")),
+                        AttachmentRequest(url: origin.url("missing.jpg", "status=404")),
+                        AttachmentRequest(url: origin.url("document.pdf"))]
+        let stopper = Task { try await Task.sleep(for: .milliseconds(700)); store.stop() }
+        let started = ContinuousClock.now
+        let batch = await pipeline.process(requests, deadline: .seconds(6))
+        let elapsed = ContinuousClock.now - started
+        try await stopper.value
+        await pipeline.shutdown()
+        let photo = batch.attachments[0]
+        #expect(photo.status == .failed && photo.reason?.code == .publishFailed, "\(photo.reason?.message ?? "ready")")
+        #expect(photo.reason?.message.contains("ConnectionFailed") == true, "\(photo.reason?.message ?? "")")
+        #expect(photo.reason?.message.contains(SeaweedStore.secretKey) == false)
+        #expect(batch.attachments[1].reason?.code == .httpStatus)
+        #expect(batch.attachments[2].reason?.code == .unsupportedType)
+        #expect(elapsed < .seconds(6) + .milliseconds(500), "answered by the deadline (\(elapsed))")
+        #expect(scratch.tree().filter { !$0.hasSuffix("/") && $0.contains(".jpg") }.allSatisfy { $0.contains("attach-fetch-") },
+                "\(scratch.tree())")
+    }
+
+    @Test func aSecondReplicaServesTheStoredResultWithoutAskingTheOrigin() async throws {
+        let store = try Self.store.get()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let prefix = "shared-\(UInt32.random(in: 0...UInt32.max))"
+        let url = origin.url("photo.jpg", "cc=max-age%3D300")
+        let scratches = [Scratch(), Scratch()]
+        let first = try pipeline(scratches[0], store, prefix: prefix)
+        let made = await fetchOne(url, first)
+        await first.shutdown()
+        #expect(made.status == .ready && made.cache == .miss)
+        let second = try pipeline(scratches[1], store, prefix: prefix)
+        let reused = await fetchOne(url, second)
+        let again = await fetchOne(url, second)
+        await second.shutdown()
+        #expect(reused.status == .ready && reused.cache == .shared, "\(reused.cache?.rawValue ?? "-") \(reused.reason?.message ?? "")")
+        #expect(again.cache == .hit, "then held by the replica's own cache")
+        #expect(origin.requests("photo.jpg") == 1, "one origin request in all")
+        #expect(reused.publishedUrl == made.publishedUrl && reused.thumbnail?.publishedUrl == made.thumbnail?.publishedUrl)
+        let file = try #require(reused.file)
+        #expect(try sha256sum(file) == made.sha256, "the delivered file itself, read back from the store")
+        #expect(reused.thumbnail?.file != nil && FileManager.default.fileExists(atPath: reused.thumbnail!.file))
+    }
+
+    @Test func resultsTheCacheMustNotKeepAreNeverStored() async throws {
+        let store = try Self.store.get()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let prefix = "never-\(UInt32.random(in: 0...UInt32.max))"
+        let scratch = Scratch()
+        let pipeline = try pipeline(scratch, store, prefix: prefix)
+        let late = await pipeline.process([AttachmentRequest(url: origin.url("photo.jpg", "delay=3000"))], deadline: .seconds(1))
+        let noStore = await fetchOne(origin.url("tone.mp3", "cc=no-store"), pipeline)
+        let kept = await fetchOne(origin.url("rotated.jpg", "cc=max-age%3D60"), pipeline)
+        await pipeline.shutdown()
+        #expect(late.attachments[0].reason?.code == .deadlineExceeded)
+        #expect(noStore.status == .ready && kept.status == .ready)
+        let keys = try store.keys("media", prefix: prefix)
+        let results = keys.filter { $0.hasPrefix("\(prefix)/results/") }
+        #expect(results.count == 1, "only the result the cache may keep: \(keys)")
+        #expect(!keys.contains { $0.contains("/leases/") }, "every lease given back: \(keys)")
+    }
+
+    @Test func concurrentMissesOnTwoReplicasMakeOneOriginRequest() async throws {
+        let store = try Self.store.get()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let prefix = "lease-\(UInt32.random(in: 0...UInt32.max))"
+        let url = origin.url("photo.jpg", "delay=600")
+        let scratches = [Scratch(), Scratch()]
+        let replicas = try scratches.map { try pipeline($0, store, prefix: prefix) }
+        let descriptors = await withTaskGroup(of: AttachmentDescriptor.self) { group in
+            for index in 0..<30 {
+                group.addTask { await replicas[index % 2].process([AttachmentRequest(url: url)], deadline: .seconds(15)).attachments[0] }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        for replica in replicas { await replica.shutdown() }
+        #expect(descriptors.allSatisfy { $0.status == .ready }, "\(descriptors.compactMap(\.reason?.message))")
+        #expect(origin.requests("photo.jpg") == 1, "one origin request across both replicas (\(origin.requests("photo.jpg")))")
+        #expect(descriptors.contains { $0.cache == .shared }, "the other replica read the stored result")
+    }
+
+    @Test func aDeadHoldersLeaseDelaysOthersOnlyUntilItExpires() async throws {
+        let store = try Self.store.get()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let prefix = "dead-\(UInt32.random(in: 0...UInt32.max))"
+        let url = origin.url("photo.jpg")
+        let scratch = Scratch()
+        let pipeline = try pipeline(scratch, store, prefix: prefix)
+        // A lease as a replica that was killed leaves it: expiring 2 s from now.
+        let name = try #require(pipeline.storeResults?.name(for: ResultKey(AttachmentRequest(url: url), platforms: [.ios])))
+        let expires = Date().timeIntervalSince1970 + 2
+        try store.put("media", "\(prefix)/leases/\(name)", body: #"{"holder":"dead:1:1","expires":\#(expires)}"#)
+        let started = ContinuousClock.now
+        let descriptor = await fetchOne(url, pipeline)
+        let elapsed = ContinuousClock.now - started
+        // With a deadline before the expiry, the waiter answers by its deadline.
+        let other = try #require(pipeline.storeResults?.name(for: ResultKey(AttachmentRequest(url: origin.url("rotated.jpg")), platforms: [.ios])))
+        try store.put("media", "\(prefix)/leases/\(other)", body: #"{"holder":"dead:1:1","expires":\#(Date().timeIntervalSince1970 + 30)}"#)
+        let shortStart = ContinuousClock.now
+        let short = await pipeline.process([AttachmentRequest(url: origin.url("rotated.jpg"))], deadline: .seconds(1))
+        let shortElapsed = ContinuousClock.now - shortStart
+        await pipeline.shutdown()
+        #expect(descriptor.status == .ready && descriptor.cache == .miss)
+        #expect(elapsed >= .milliseconds(1500) && elapsed < .seconds(4), "waited for the expiry, then fetched (\(elapsed))")
+        #expect(origin.requests("photo.jpg") == 1)
+        #expect(short.attachments[0].reason?.code == .deadlineExceeded && shortElapsed < .milliseconds(1500), "\(shortElapsed)")
+        #expect(origin.requests("rotated.jpg") == 0)
+    }
+
+    @Test func aStaleStoredResultIsRevalidatedWithTheOrigin() async throws {
+        let store = try Self.store.get()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let prefix = "stale-\(UInt32.random(in: 0...UInt32.max))"
+        let url = origin.url("photo.jpg", "cc=max-age%3D1&etag=v1")
+        let scratches = [Scratch(), Scratch()]
+        let first = try pipeline(scratches[0], store, prefix: prefix)
+        #expect(await fetchOne(url, first).cache == .miss)
+        await first.shutdown()
+        try await Task.sleep(for: .milliseconds(1300))
+        let second = try pipeline(scratches[1], store, prefix: prefix)
+        let revalidated = await fetchOne(url, second)
+        await second.shutdown()
+        #expect(revalidated.status == .ready && revalidated.cache == .revalidated, "\(revalidated.cache?.rawValue ?? "-")")
+        #expect(origin.bodies("photo.jpg") == 1 && origin.notModified("photo.jpg") == 1)
+        #expect(revalidated.file.map { FileManager.default.fileExists(atPath: $0) } == true)
+    }
+}
