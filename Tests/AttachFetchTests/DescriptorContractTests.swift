@@ -17,6 +17,8 @@ import Testing
             ("tlsFailed", .failed),
             // Added with platform variants: only inside `variants`.
             ("unsupportedOnPlatform", .rejected),
+            // Added with object-store publishing: the store refused a ready file.
+            ("publishFailed", .failed),
         ]
         #expect(ReasonCode.allKnown.map(\.rawValue) == expected.map(\.0))
         for (code, status) in expected {
@@ -167,6 +169,8 @@ import Testing
         #expect(encoded["status"] as? String == "unsupported")
         #expect((encoded["reason"] as? [String: Any])?["code"] as? String == "unsupportedOnPlatform")
         #expect(Set(["miss", "hit", "revalidated", "coalesced"]) == Set([AttachmentDescriptor.CacheStatus.miss, .hit, .revalidated, .coalesced].map(\.rawValue)))
+        // Added with object-store publishing: another replica's result, read from the store.
+        #expect(AttachmentDescriptor.CacheStatus.shared.rawValue == "shared")
     }
 
     /// Added with the time contract's details: the steps the deadline cut short, named as the

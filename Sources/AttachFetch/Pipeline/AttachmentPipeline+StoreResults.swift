@@ -27,7 +27,15 @@ extension AttachmentPipeline {
             if Task.isCancelled { return stopped(request, number: number, batch: batch) }
             switch await shared.acquireLease(name, expires: Date().timeIntervalSince1970 + (batch.deadline - .now).seconds + 1,
                                              deadline: batch.deadline) {
-            case .acquired: leaseHeld = true
+            case .acquired:
+                leaseHeld = true
+                // The holder before may have stored its result and let go between this
+                // replica's read and its lease: read once more before going to the origin.
+                if let record = await shared.read(name, deadline: batch.deadline), record.isFresh,
+                   let outcome = await reuse(record, base: base, shared: shared, batch: batch, revalidatedBy: nil) {
+                    await shared.releaseLease(name)
+                    return outcome
+                }
             case .unavailable: leaseHeld = true
             case .held:
                 // Another replica is fetching: wait for its result (or its lease's expiry).
