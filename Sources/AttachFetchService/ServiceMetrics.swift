@@ -126,9 +126,17 @@ final class ServiceMetrics: Sendable {
     }
 
     /// The Prometheus text; `transfers` (read from the pipeline when scraped) sets the transfer gauges.
-    func text(transfers: (running: Int, queued: Int)) -> String {
+    private let storeRequests = Made<String, Gauge>()
+
+    func text(transfers: (running: Int, queued: Int), objectStoreRequests: [String: Int] = [:]) -> String {
         transfersRunning.set(Double(transfers.running))
         transfersQueued.set(Double(transfers.queued))
+        for (method, count) in objectStoreRequests {
+            storeRequests.get(method) {
+                registry.makeGauge(descriptor: Self.name("object_store_requests", "Requests sent to the object store since start, by method (retries included)"),
+                                   labels: [("method", method)])
+            }.set(Double(count))
+        }
         return registry.emitToString()
     }
 }

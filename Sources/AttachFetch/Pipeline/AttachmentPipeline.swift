@@ -68,6 +68,10 @@ public final class AttachmentPipeline: Sendable {
     /// slot, across every batch of this pipeline. For metrics; a snapshot, stale at once.
     public var transfersInFlight: (running: Int, queued: Int) { engine.inFlight }
 
+    /// Requests sent to the object store so far, by HTTP method (retries included); empty
+    /// without one. For metrics.
+    public var objectStoreRequests: [String: Int] { objectStore?.requestCounts ?? [:] }
+
     /// Stops the download thread, after failing whatever is still queued or running as
     /// `cancelled`. Call it once the pipeline is no longer needed; later batches fail at once.
     public func shutdown() async {
