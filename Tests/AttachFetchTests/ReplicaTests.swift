@@ -14,32 +14,14 @@ import Testing
     /// One `attach-fetch serve` child process, killed at the end if still running.
     final class Replica: @unchecked Sendable {
         // @unchecked Sendable: `process` is started in init, then only signalled and waited for.
-        let process = Process()
+        let process: Process
         let port: Int
         var base: String { "http://127.0.0.1:\(port)" }
 
         init(store: SeaweedStore, prefix: String, scratch: Scratch) throws {
-            struct NoPort: Error, CustomStringConvertible { let description: String }
-            process.executableURL = CLITests.executable
-            process.arguments = ["serve", "--port", "0", "--allow-private-network", "--publish-to", "s3://media/\(prefix)",
-                                 "--public-base", "https://cdn.example.test/\(prefix)"]
-            process.environment = ProcessInfo.processInfo.environment.merging(store.environment()) { $1 }
-                .merging(["TMPDIR": scratch.path]) { $1 }
-            let errors = Pipe()
-            process.standardError = errors
-            try process.run()
-            var seen = ""
-            while !seen.contains("listening on") || !seen.hasSuffix("\n") {
-                let chunk = errors.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                seen += String(decoding: chunk, as: UTF8.self)
-            }
-            guard let port = seen.split(separator: ":").last.flatMap({ Int($0.prefix { $0.isNumber }) }) else {
-                throw NoPort(description: seen)
-            }
-            self.port = port
-            // Keep reading standard error, so that a chatty replica never blocks on a full pipe.
-            errors.fileHandleForReading.readabilityHandler = { _ = $0.availableData }
+            (process, port) = try launchServe(["--allow-private-network", "--publish-to", "s3://media/\(prefix)",
+                                               "--public-base", "https://cdn.example.test/\(prefix)"],
+                                              environment: store.environment().merging(["TMPDIR": scratch.path]) { $1 })
         }
 
         func kill(_ signal: Int32 = SIGKILL) {

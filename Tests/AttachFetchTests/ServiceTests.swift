@@ -543,28 +543,40 @@ struct Exchange {
     }
 }
 
+/// Starts `attach-fetch serve --port 0 ARGUMENTS` with `environment` added to this process's,
+/// and returns it with the port it printed ("listening on http://127.0.0.1:PORT"). Its standard
+/// error is read on from then on, so that a chatty service never blocks on a full pipe.
+func launchServe(_ arguments: [String], environment: [String: String]) throws -> (Process, Int) {
+    struct NoPort: Error, CustomStringConvertible { let description: String }
+    let process = Process()
+    process.executableURL = CLITests.executable
+    process.arguments = ["serve", "--port", "0"] + arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    let errors = Pipe()
+    process.standardError = errors
+    try process.run()
+    var seen = ""
+    while !seen.contains("listening on") || !seen.hasSuffix("\n") {
+        let chunk = errors.fileHandleForReading.availableData
+        if chunk.isEmpty { break }
+        seen += String(decoding: chunk, as: UTF8.self)
+    }
+    guard let port = seen.split(separator: ":").last.flatMap({ Int($0.prefix { $0.isNumber }) }) else {
+        throw NoPort(description: seen)
+    }
+    errors.fileHandleForReading.readabilityHandler = { _ = $0.availableData }
+    return (process, port)
+}
+
 /// The service as a real child process: SIGTERM drains and exits 0, leaving nothing behind.
 @Suite(.serialized) struct ServiceProcessTests {
     @Test func sigtermLetsTheBatchInFlightFinishThenExitsZeroLeavingNothing() async throws {
         let scratch = Scratch()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
-        let process = Process()
-        process.executableURL = CLITests.executable
         // A stall timeout past the origin's 4-s delay: the batch must be slow, not stalled.
-        process.arguments = ["serve", "--port", "0", "--allow-private-network", "--drain-delay", "2", "--stall-timeout", "8"]
-        process.environment = ProcessInfo.processInfo.environment.merging(["TMPDIR": scratch.path]) { $1 }
-        let errors = Pipe()
-        process.standardError = errors
-        try process.run()
-        // The port from "listening on http://127.0.0.1:PORT".
-        var seen = ""
-        while !seen.contains("listening on") || !seen.hasSuffix("\n") {
-            let chunk = errors.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            seen += String(decoding: chunk, as: UTF8.self)
-        }
-        let port = try #require(seen.split(separator: ":").last.flatMap { Int($0.prefix { $0.isNumber }) })
+        let (process, port) = try launchServe(["--allow-private-network", "--drain-delay", "2", "--stall-timeout", "8"],
+                                              environment: ["TMPDIR": scratch.path])
         let base = "http://127.0.0.1:\(port)"
         #expect(try await Exchange.send("GET", "\(base)/readyz").status == 200)
         let inFlight = Task { try await Exchange.post("\(base)/v1/attachments", json: #"{"urls": ["\#(origin.url("photo.jpg", "delay=4000"))"]}"#) }

@@ -103,18 +103,23 @@ public struct ObjectStorePublishing: Sendable, Equatable {
 /// Credentials that sign object-store requests. They are never printed: `description` hides
 /// them, and no log line, descriptor, metric or error message carries them.
 public struct ObjectStoreCredentials: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The access key id (`AWS_ACCESS_KEY_ID`).
     public var accessKeyID: String
+    /// The secret access key (`AWS_SECRET_ACCESS_KEY`).
     public var secretAccessKey: String
     /// For temporary credentials (`AWS_SESSION_TOKEN`).
     public var sessionToken: String?
 
+    /// Credentials given by the program (read them from a secret store, never a command line).
     public init(accessKeyID: String, secretAccessKey: String, sessionToken: String? = nil) {
         self.accessKeyID = accessKeyID
         self.secretAccessKey = secretAccessKey
         self.sessionToken = sessionToken
     }
 
+    /// Never the credentials themselves.
     public var description: String { "ObjectStoreCredentials(redacted)" }
+    /// Never the credentials themselves.
     public var debugDescription: String { description }
 
     /// `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` (with the optional
