@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import LoopbackHTTPServer
 import Testing
 @testable import AttachFetch
 
@@ -114,6 +115,41 @@ import Testing
         #expect(elapsed < .seconds(6) + .milliseconds(500), "answered by the deadline (\(elapsed))")
         #expect(scratch.tree().filter { !$0.hasSuffix("/") && $0.contains(".jpg") }.allSatisfy { $0.contains("attach-fetch-") },
                 "\(scratch.tree())")
+    }
+
+    @Test func aStoreAnsweringSlowDownIsRetriedWithinTheDeadlineThenPublishFailed() async throws {
+        // An endpoint that only ever answers 503 SlowDown, as S3 does under too high a rate.
+        let server = try LoopbackHTTPServer { request, connection in
+            if request.method == "HEAD" { connection.sendHead(status: 503, reason: "Slow Down", contentLength: 0); return }
+            connection.respond(status: 503, reason: "Slow Down", contentType: "application/xml",
+                               body: Array("<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>".utf8))
+        }
+        defer { server.shutdown() }
+        let scratch = Scratch()
+        let pipeline = try makePipeline(scratch) { configuration in
+            configuration.objectStore = try? ObjectStorePublishing(
+                location: "s3://media/slow", baseURL: "https://cdn.example.test/slow", endpoint: server.baseURL,
+                credentials: ObjectStoreCredentials(accessKeyID: "key", secretAccessKey: "secret-never-shown"))
+            configuration.objectStore?.maxAttempts = 3
+        }
+        let descriptor = try await withMediaServer { media in await fetchOne("\(media.baseURL)/media/photo.jpg", pipeline) }
+        await pipeline.shutdown()
+        let storeRequests = server.requestLog.filter { $0.hasPrefix("/media/slow/") }.count
+        #expect(descriptor.reason?.code == .publishFailed, "\(descriptor.reason?.message ?? "ready")")
+        #expect(descriptor.reason?.message.contains("503") == true && descriptor.reason?.message.contains("secret-never-shown") == false)
+        #expect(storeRequests == 3, "tried maxAttempts times (\(storeRequests))")
+        // With a deadline shorter than the backoff, the retries stop at the deadline.
+        let patient = try makePipeline(scratch) { configuration in
+            configuration.objectStore = try? ObjectStorePublishing(
+                location: "s3://media/slow", baseURL: "https://cdn.example.test/slow", endpoint: server.baseURL,
+                credentials: ObjectStoreCredentials(accessKeyID: "key", secretAccessKey: "secret-never-shown"))
+            configuration.objectStore?.maxAttempts = 1000
+        }
+        let started = ContinuousClock.now
+        let late = try await withMediaServer { media in await fetchOne("\(media.baseURL)/media/rotated.jpg", patient, deadline: .seconds(2)) }
+        let elapsed = ContinuousClock.now - started
+        await patient.shutdown()
+        #expect(late.status != .ready && elapsed < .seconds(2) + timingSlack, "\(late.reason?.message ?? "") after \(elapsed)")
     }
 
     @Test func aSecondReplicaServesTheStoredResultWithoutAskingTheOrigin() async throws {

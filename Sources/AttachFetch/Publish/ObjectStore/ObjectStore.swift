@@ -170,8 +170,7 @@ extension ObjectStore {
     func exists(_ key: String, deadline: ContinuousClock.Instant) async throws(ObjectStoreError) -> Bool {
         let response = try await send(StoreRequest(method: .head, url: target.url(ofKey: key), deadline: deadline))
         if response.status == 404 { return false }
-        guard (200..<300).contains(response.status) else { throw ObjectStoreError(code: response.status == 403 ? "AccessDenied" : "HTTP\(response.status)",
-                                                                                   status: response.status, message: "HEAD \(key) failed") }
+        guard (200..<300).contains(response.status) else { throw error(for: response) }
         return true
     }
 }
