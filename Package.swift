@@ -14,6 +14,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // Deque and Heap: the transfer queue (already built as a dependency of the service's).
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         // The service (`attach-fetch serve`): HTTP server, lifecycle and signals, Prometheus text.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
@@ -40,6 +42,8 @@ let package = Package(
             dependencies: [
                 "CCurl", "CMagic", "CVips", "CFFmpeg", "CTurboJPEG", "CLibcrypto", "CAttachFetchShims",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
         .executableTarget(name: "attach-fetch-decoder", dependencies: ["AttachFetch"]),

@@ -9,8 +9,7 @@ import Testing
 /// Publishing to a real object store (SeaweedFS on loopback, signatures checked), and the
 /// store as the result cache and lease table that replicas share. Each "replica" here is a
 /// pipeline of its own; `ReplicaTests` runs real service processes behind nginx.
-@Suite(.serialized) struct ObjectStoreTests {
-    static let store = Result { try SeaweedStore() }
+@Suite(.serialized, .sharedSeaweedStore) struct ObjectStoreTests {
 
     private func pipeline(_ scratch: Scratch, _ store: SeaweedStore, prefix: String, cache: Bool = true,
                           _ adjust: (inout AttachFetchConfiguration) -> Void = { _ in }) throws -> AttachmentPipeline {
@@ -26,7 +25,7 @@ import Testing
     }
 
     @Test func publishesEachFileWholeWithItsTypeCacheControlAndChecksum() async throws {
-        let store = try Self.store.get()
+        let store = try SeaweedStore.current()
         let scratch = Scratch()
         let prefix = "whole-\(UInt32.random(in: 0...UInt32.max))"
         let pipeline = try pipeline(scratch, store, prefix: prefix, cache: false)
@@ -57,7 +56,7 @@ import Testing
     }
 
     @Test func contentAlreadyThereIsNotUploadedAgain() async throws {
-        let store = try Self.store.get()
+        let store = try SeaweedStore.current()
         let scratch = Scratch()
         let prefix = "again-\(UInt32.random(in: 0...UInt32.max))"
         var puts: [Int] = []
@@ -73,7 +72,7 @@ import Testing
     }
 
     @Test func aBodyDamagedOnTheWayIsRefusedAndNothingIsVisible() async throws {
-        let store = try Self.store.get()
+        let store = try SeaweedStore.current()
         let objectStore = try ObjectStore(target: store.target(prefix: "damaged"), maxConcurrent: 2, logger: AttachmentPipeline.silentLogger)
         defer { objectStore.shutdown() }
         let body = Array("the real bytes".utf8)
@@ -153,7 +152,7 @@ import Testing
     }
 
     @Test func aSecondReplicaServesTheStoredResultWithoutAskingTheOrigin() async throws {
-        let store = try Self.store.get()
+        let store = try SeaweedStore.current()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
         let prefix = "shared-\(UInt32.random(in: 0...UInt32.max))"
@@ -177,7 +176,7 @@ import Testing
     }
 
     @Test func resultsTheCacheMustNotKeepAreNeverStored() async throws {
-        let store = try Self.store.get()
+        let store = try SeaweedStore.current()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
         let prefix = "never-\(UInt32.random(in: 0...UInt32.max))"
@@ -196,7 +195,7 @@ import Testing
     }
 
     @Test func concurrentMissesOnTwoReplicasMakeOneOriginRequest() async throws {
-        let store = try Self.store.get()
+        let store = try SeaweedStore.current()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
         let prefix = "lease-\(UInt32.random(in: 0...UInt32.max))"
@@ -216,7 +215,7 @@ import Testing
     }
 
     @Test func aDeadHoldersLeaseDelaysOthersOnlyUntilItExpires() async throws {
-        let store = try Self.store.get()
+        let store = try SeaweedStore.current()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
         let prefix = "dead-\(UInt32.random(in: 0...UInt32.max))"
@@ -245,7 +244,7 @@ import Testing
     }
 
     @Test func aStaleStoredResultIsRevalidatedWithTheOrigin() async throws {
-        let store = try Self.store.get()
+        let store = try SeaweedStore.current()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
         let prefix = "stale-\(UInt32.random(in: 0...UInt32.max))"

@@ -8,8 +8,7 @@ import Testing
 /// Real `attach-fetch serve` processes sharing one real object store (SeaweedFS), three of
 /// them behind a real load balancer (nginx, round robin), all on loopback; and the CLI's start
 /// check of the store. Credentials reach the processes through their environment only.
-@Suite(.serialized) struct ReplicaTests {
-    static let store = Result { try SeaweedStore() }
+@Suite(.serialized, .sharedSeaweedStore) struct ReplicaTests {
 
     /// One `attach-fetch serve` child process, killed at the end if still running.
     final class Replica: @unchecked Sendable {
@@ -96,7 +95,7 @@ import Testing
     }
 
     @Test func sixtyCallsThroughThreeReplicasMakeOneOriginRequestAndALaterReplicaReadsTheResult() async throws {
-        let store = try Self.store.get()
+        let store = try SeaweedStore.current()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
         let prefix = "replicas-\(UInt32.random(in: 0...UInt32.max))"
@@ -125,7 +124,7 @@ import Testing
     }
 
     @Test func aReplicaKilledWhileHoldingTheLeaseDelaysTheOthersOnlyUntilItsExpiry() async throws {
-        let store = try Self.store.get()
+        let store = try SeaweedStore.current()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
         let prefix = "killed-\(UInt32.random(in: 0...UInt32.max))"
@@ -158,7 +157,7 @@ import Testing
     }
 
     @Test func aStoreThatRefusesTheCredentialsOrHasNoSuchBucketStopsTheStartWithExitTwo() async throws {
-        let store = try Self.store.get()
+        let store = try SeaweedStore.current()
         let wrongSecret = "wrong-\(UInt64.random(in: 1...UInt64.max))"
         let url = "http://127.0.0.1:9/photo.jpg"
         func run(_ arguments: [String], _ environment: [String: String]) async throws -> CLITests.Run {

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -72,13 +73,13 @@ final class SeaweedStore: @unchecked Sendable {
 
     deinit { stop() }
 
-    /// Kills the store and removes the Unix sockets it leaves in /tmp.
+    /// Kills the store and removes the Unix sockets it leaves in /tmp (named after its HTTP and gRPC ports).
     func stop() {
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         for name in (try? FileManager.default.contentsOfDirectory(atPath: "/tmp")) ?? []
-        where name.hasPrefix("seaweedfs-") && ports.contains(where: { name.hasSuffix("-\($0).sock") }) {
+        where name.hasPrefix("seaweedfs-") && (ports + ports.map { $0 + 10_000 }).contains(where: { name.hasSuffix("-\($0).sock") }) {
             unlink("/tmp/\(name)")
         }
     }
@@ -164,5 +165,32 @@ final class SeaweedStore: @unchecked Sendable {
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
+    }
+}
+
+/// One SeaweedFS for a whole suite: started before its first test and stopped (its process
+/// killed, its files and sockets removed) after its last, whatever happens. Tests reach it as
+/// `SeaweedStore.current`.
+struct SharedSeaweedStore: SuiteTrait, TestScoping {
+    func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        let store = try SeaweedStore()
+        defer { store.stop() }
+        try await SeaweedStore.$suiteStore.withValue(store) { try await function() }
+    }
+}
+
+extension Trait where Self == SharedSeaweedStore {
+    /// Runs the suite against one SeaweedFS of its own.
+    static var sharedSeaweedStore: Self { Self() }
+}
+
+extension SeaweedStore {
+    @TaskLocal static var suiteStore: SeaweedStore?
+
+    /// The suite's store (see `SharedSeaweedStore`).
+    static func current() throws -> SeaweedStore {
+        struct NoSuiteStore: Error {}
+        guard let store = suiteStore else { throw NoSuiteStore() }
+        return store
     }
 }

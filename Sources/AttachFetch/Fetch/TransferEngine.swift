@@ -17,7 +17,9 @@ final class TransferEngine: @unchecked Sendable {
     // only by the engine thread (after `init` hands them over), except `multi.wakeup()`, which
     // libcurl documents as safe to call from any thread.
     private struct Shared {
-        var queue: [TransferJob] = []
+        var queue = TransferQueue()
+        /// Jobs whose callers cancelled, for the engine to take out of the queue.
+        var cancelled: [TransferJob] = []
         var stopping = false
     }
 
@@ -50,15 +52,25 @@ final class TransferEngine: @unchecked Sendable {
     func fetch(_ spec: TransferSpec) async -> TransferOutcome {
         let job = TransferJob(spec: spec)
         return await withTaskCancellationHandler {
-            let accepted = shared.withLock { shared in
-                if !shared.stopping { shared.queue.append(job) }
-                return !shared.stopping
+            enum Accepted { case queued, stopping, cancelled }
+            let accepted = shared.withLock { shared -> Accepted in
+                if shared.stopping { return .stopping }
+                // Cancelled before it was queued: `onCancel` ran first and found nothing to remove.
+                if job.isCancelRequested { return .cancelled }
+                shared.queue.append(job)
+                return .queued
             }
-            guard accepted else { return TransferOutcome.failed(.cancelled, "the pipeline was shut down") }
+            switch accepted {
+            case .stopping: return TransferOutcome.failed(.cancelled, "the pipeline was shut down")
+            case .cancelled: return TransferOutcome(failure: .init(code: .cancelled, message: "cancelled while the request was queued"),
+                                                    endedWhileQueued: true)
+            case .queued: break
+            }
             multi.wakeup()
             return await job.outcome()
         } onCancel: {
             job.requestCancel()
+            shared.withLock { $0.cancelled.append(job) }
             multi.wakeup()
         }
     }
@@ -80,22 +92,18 @@ final class TransferEngine: @unchecked Sendable {
     private func run() {
         while true {
             let freeSlots = maxConcurrent - active.count
-            var runningPerBatch: [Int: Int] = [:]
-            for transfer in active.values { runningPerBatch[transfer.job.spec.batch, default: 0] += 1 }
-            let (starting, expired, stopping) = shared.withLock { shared -> ([TransferJob], [TransferJob], Bool) in
-                if shared.stopping {
-                    defer { shared.queue = [] }
-                    return ([], shared.queue, true)
-                }
-                let now = ContinuousClock.now
-                var expired: [TransferJob] = []
-                shared.queue.removeAll { job in
-                    let gone = job.isCancelRequested || job.spec.deadline <= now
-                    if gone { expired.append(job) }
-                    return gone
-                }
-                let starting = Self.takeFairly(from: &shared.queue, slots: freeSlots, running: runningPerBatch)
-                return (starting, expired, false)
+            let (starting, cancelled, expired, stopping) = shared.withLock {
+                shared -> ([TransferJob], [TransferJob], [TransferJob], Bool) in
+                if shared.stopping { return ([], [], shared.queue.removeAll(), true) }
+                let cancelled = shared.cancelled.filter { shared.queue.remove($0) }
+                shared.cancelled = []
+                let expired = shared.queue.removeExpired(now: .now)
+                return (shared.queue.take(slots: freeSlots), cancelled, expired, false)
+            }
+            for job in cancelled {
+                var outcome = TransferOutcome.failed(.cancelled, "cancelled while the request was queued")
+                outcome.endedWhileQueued = true
+                job.finish(outcome)
             }
             let now = ContinuousClock.now
             for job in expired {
@@ -135,49 +143,24 @@ final class TransferEngine: @unchecked Sendable {
         }
     }
 
-    /// Removes up to `slots` jobs from `queue`: each goes to the batch with the fewest running
-    /// transfers, and within a batch (and between equals) the oldest job goes first.
-    static func takeFairly(from queue: inout [TransferJob], slots: Int, running: [Int: Int]) -> [TransferJob] {
-        guard slots > 0, !queue.isEmpty else { return [] }
-        var running = running
-        var taken: [TransferJob] = []
-        var takenIndices = Set<Int>()
-        while taken.count < slots {
-            var best: (index: Int, running: Int)?
-            var seen = Set<Int>()
-            for (index, job) in queue.enumerated() where !takenIndices.contains(index) {
-                let batch = job.spec.batch
-                guard seen.insert(batch).inserted else { continue } // only each batch's oldest
-                let count = running[batch, default: 0]
-                if best == nil || count < best!.running { best = (index, count) }
-            }
-            guard let best else { break }
-            takenIndices.insert(best.index)
-            taken.append(queue[best.index])
-            running[queue[best.index].spec.batch, default: 0] += 1
-        }
-        queue = queue.enumerated().filter { !takenIndices.contains($0.offset) }.map(\.element)
-        return taken
-    }
-
     private func start(_ job: TransferJob) {
         let transfer: EasyTransfer
         do {
             transfer = try EasyTransfer(job: job, sniffer: sniffer)
         } catch {
-            job.finish(.failed(.ioError, error.message))
+            ended(job, .failed(.ioError, error.message))
             return
         }
         if let failure = transfer.prepare() {
             var outcome = transfer.complete(curlCode: nil)
             outcome.failure = failure
-            job.finish(outcome)
+            ended(job, outcome)
             return
         }
         if let failure = multi.add(transfer.handle) {
             var outcome = transfer.complete(curlCode: nil)
             outcome.failure = failure
-            job.finish(outcome)
+            ended(job, outcome)
             return
         }
         active[transfer.handle] = transfer
@@ -194,7 +177,14 @@ final class TransferEngine: @unchecked Sendable {
             "url": "\(transfer.job.spec.url)",
             "result": "\(outcome.failure?.code.rawValue ?? "ok")",
         ])
-        transfer.job.finish(outcome)
+        ended(transfer.job, outcome)
+    }
+
+    /// A job the queue handed out has ended: its batch's slot count goes down, then its caller
+    /// gets the outcome.
+    private func ended(_ job: TransferJob, _ outcome: TransferOutcome) {
+        shared.withLock { $0.queue.finished(batch: job.spec.batch) }
+        job.finish(outcome)
     }
 
     /// The multi handle failed: every running transfer ends with that reason.
@@ -241,7 +231,7 @@ final class TransferEngine: @unchecked Sendable {
             if transfer.abortReason != nil { stopping.append(handle) }
         }
         for handle in stopping { finish(handle, curlCode: nil) }
-        let queuedDeadline = shared.withLock { $0.queue.map(\.spec.deadline).min() }
+        let queuedDeadline = shared.withLock { $0.queue.earliestDeadline }
         if let queuedDeadline { wait = min(wait, max(.zero, queuedDeadline - now)) }
         // Round up so the loop wakes after, not just before, the instant it waits for.
         return Int(wait.milliseconds) + 1

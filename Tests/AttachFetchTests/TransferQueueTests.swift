@@ -1,0 +1,73 @@
+import Testing
+@testable import AttachFetch
+
+/// The order in which waiting downloads get transfer slots, without sockets: `TransferQueue`
+/// alone, with jobs that are never started.
+@Suite struct TransferQueueTests {
+    private func job(batch: Int, deadline: Batch) -> TransferJob {
+        TransferJob(spec: TransferSpec(batch: batch, url: "http://127.0.0.1:9/\(batch)", bodyPath: "/nonexistent", runningUnder: deadline,
+                                       timeout: .init(), sizeLimits: .init(), maxRedirects: 0, addressPolicy: AttachFetchConfiguration().addressPolicy,
+                                       imagesOnly: false, normalize: true, trustStore: nil, proxy: nil))
+    }
+
+    private func later(_ seconds: Int) -> Batch { Batch(start: .now, deadline: .now + .seconds(seconds)) }
+
+    @Test func aFreeSlotGoesToTheBatchWithFewestRunningOldestJobFirst() {
+        var queue = TransferQueue()
+        let far = later(60)
+        let a = (0..<4).map { _ in job(batch: 1, deadline: far) }
+        let b = (0..<2).map { _ in job(batch: 2, deadline: far) }
+        for j in a { queue.append(j) }
+        for j in b { queue.append(j) }
+        // Batch 1 queued first: it gets the first slot, then batch 2 (0 running against 1), then alternating.
+        let first = queue.take(slots: 4)
+        #expect(first.map { ObjectIdentifier($0) } == [a[0], b[0], a[1], b[1]].map { ObjectIdentifier($0) })
+        #expect(queue.count == 2)
+        // Batch 2 has nothing waiting: batch 1 takes what frees up, oldest first.
+        queue.finished(batch: 2)
+        #expect(queue.take(slots: 1).map { ObjectIdentifier($0) } == [ObjectIdentifier(a[2])])
+        // A third batch with nothing running goes before batch 1 (3 running).
+        let c = job(batch: 3, deadline: far)
+        queue.append(c)
+        #expect(queue.take(slots: 1).map { ObjectIdentifier($0) } == [ObjectIdentifier(c)])
+        #expect(queue.take(slots: 5).map { ObjectIdentifier($0) } == [ObjectIdentifier(a[3])])
+        #expect(queue.count == 0 && queue.take(slots: 1).isEmpty)
+    }
+
+    @Test func cancelledAndExpiredJobsLeaveAndAMovedDeadlineIsHonoured() {
+        var queue = TransferQueue()
+        let soon = Batch(start: .now, deadline: .now - .milliseconds(1))
+        let moved = Batch(start: .now, deadline: .now - .milliseconds(1))
+        let far = later(60)
+        let expiring = job(batch: 1, deadline: soon), extended = job(batch: 1, deadline: moved)
+        let cancelled = job(batch: 1, deadline: far), kept = job(batch: 1, deadline: far)
+        for j in [expiring, extended, cancelled, kept] { queue.append(j) }
+        // Shared work's deadline moves later when a caller with more time joins.
+        moved.extendDeadline(to: .now + .seconds(30))
+        #expect(queue.remove(cancelled) && !queue.remove(cancelled))
+        let expired = queue.removeExpired(now: .now)
+        #expect(expired.map { ObjectIdentifier($0) } == [ObjectIdentifier(expiring)])
+        #expect(queue.count == 2)
+        #expect(queue.take(slots: 3).map { ObjectIdentifier($0) } == [extended, kept].map { ObjectIdentifier($0) })
+        #expect(queue.removeExpired(now: .now + .seconds(3600)).isEmpty, "taken jobs never expire from the queue")
+    }
+
+    @Test func tenThousandJobsOverEightSlotsComeOutInOrderWithStaleEntriesBounded() {
+        var queue = TransferQueue()
+        let far = later(60)
+        let jobs = (0..<10_000).map { job(batch: $0 % 5, deadline: far) }
+        for j in jobs { queue.append(j) }
+        var order: [ObjectIdentifier] = []
+        var running: [Int] = []
+        while queue.count > 0 {
+            let taken = queue.take(slots: 8 - running.count)
+            order += taken.map { ObjectIdentifier($0) }
+            running += taken.map(\.spec.batch)
+            // The oldest transfer ends first.
+            queue.finished(batch: running.removeFirst())
+        }
+        #expect(order.count == 10_000 && Set(order).count == 10_000)
+        // Five batches, equal shares: the jobs come out in the order they were queued.
+        #expect(order == jobs.map { ObjectIdentifier($0) })
+    }
+}
