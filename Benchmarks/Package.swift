@@ -44,5 +44,15 @@ let package = Package(
             ],
             path: "Sources/FanOut"
         ),
+        // 10,000 requests queued at once over 8 transfer slots.   swift run -c release TransferQueueLoad
+        .executableTarget(
+            name: "TransferQueueLoad",
+            dependencies: [
+                .product(name: "AttachFetch", package: "attach-fetch"),
+                .product(name: "LoopbackHTTPServer", package: "attach-fetch"),
+                .product(name: "attach-fetch-decoder", package: "attach-fetch"),
+            ],
+            path: "Sources/TransferQueueLoad"
+        ),
     ]
 )
