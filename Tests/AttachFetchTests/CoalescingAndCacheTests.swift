@@ -218,16 +218,20 @@ import Testing
         let scratch = Scratch()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
+        let time = ManualCacheClock()
         let pipeline = try cachedPipeline(scratch) {
-            $0.defaultFreshness = .milliseconds(800)
-            $0.maximumFreshness = .milliseconds(800)
+            $0.defaultFreshness = .seconds(60)
+            $0.maximumFreshness = .seconds(60)
+            $0.clock = time.clock
         }
         let silent = origin.url("photo.jpg")
         let forever = origin.url("rotated.jpg", "cc=max-age%3D86400")
         for url in [silent, forever] { _ = await fetchOne(url, pipeline) }
         #expect(await fetchOne(silent, pipeline).cache == .hit)
         #expect(await fetchOne(forever, pipeline).cache == .hit)
-        try await Task.sleep(for: .milliseconds(1000))
+        time.advance(by: .seconds(59))
+        #expect(await fetchOne(forever, pipeline).cache == .hit, "a day's max-age is capped at the maximum, not yet reached")
+        time.advance(by: .seconds(2))
         // Stale, and without validators: fetched again.
         #expect(await fetchOne(silent, pipeline).cache == .miss)
         #expect(await fetchOne(forever, pipeline).cache == .miss)
@@ -239,7 +243,11 @@ import Testing
         let scratch = Scratch()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
-        let pipeline = try cachedPipeline(scratch) { $0.failureFreshness = .milliseconds(600) }
+        let time = ManualCacheClock()
+        let pipeline = try cachedPipeline(scratch) {
+            $0.failureFreshness = .seconds(30)
+            $0.clock = time.clock
+        }
         let missing = origin.url("photo.jpg", "status=404")
         let notMedia = origin.url("document.pdf")
         #expect(await fetchOne(missing, pipeline).reason?.code == .httpStatus)
@@ -248,7 +256,9 @@ import Testing
         #expect(again.reason?.code == .httpStatus && again.cache == .hit)
         #expect(await fetchOne(notMedia, pipeline).cache == .hit)
         #expect(origin.requests("photo.jpg") == 1 && origin.requests("document.pdf") == 1)
-        try await Task.sleep(for: .milliseconds(800))
+        time.advance(by: .seconds(29))
+        #expect(await fetchOne(missing, pipeline).cache == .hit)
+        time.advance(by: .seconds(2))
         #expect(await fetchOne(missing, pipeline).cache == .miss)
         #expect(origin.requests("photo.jpg") == 2)
 
@@ -350,4 +360,19 @@ import Testing
         #expect(origin.requests("photo.jpg") == 2)
         await pipeline.shutdown()
     }
+}
+
+/// A clock for the result cache that moves only when a test moves it: freshness tests advance
+/// it instead of sleeping.
+final class ManualCacheClock: Sendable {
+    private let offset = Locked<Duration>(.zero)
+    /// The cache's view of this clock (one clock: made once).
+    let clock: CacheClock
+
+    init() {
+        let offset = self.offset
+        clock = CacheClock { .now + offset.withLock { $0 } }
+    }
+
+    func advance(by duration: Duration) { offset.withLock { $0 += duration } }
 }

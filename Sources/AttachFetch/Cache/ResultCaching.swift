@@ -16,6 +16,8 @@ public struct ResultCaching: Sendable, Equatable {
     /// Bytes of files (delivered files, thumbnails, variants) the entries hold at most; the
     /// least recently used go first. Default 1 GiB.
     public var maxBytes: Int64 = 1 << 30
+    /// What freshness is measured by. Default `.system`.
+    public var clock: CacheClock = .system
 
     /// Turns the cache on; each default is the documented one.
     public init(maximumFreshness: Duration = .seconds(600), defaultFreshness: Duration = .seconds(60),

@@ -94,6 +94,9 @@ final class SharedResults: Sendable {
         self.caching = caching
     }
 
+    /// The time by the cache's clock (freshness is measured by it).
+    private var now: ContinuousClock.Instant { caching?.clock.now ?? .now }
+
     /// The result for `key`: a fresh cached one (`hit`), the one of work already running
     /// (`coalesced`), or one made by `produce` now (`miss`, or `revalidated` when `produce`
     /// confirmed the stale result it was given). Nil when the caller stopped waiting. The
@@ -174,7 +177,7 @@ final class SharedResults: Sendable {
             drop(key, from: &state)
             return nil
         }
-        guard entry.freshUntil > .now else { return nil }
+        guard entry.freshUntil > now else { return nil }
         state.touch(key)
         entry.result.retain()
         return entry.result
@@ -205,7 +208,7 @@ final class SharedResults: Sendable {
             if let caching, let lifetime = produced.lifetime {
                 result.retain()
                 drop(key, from: &state)
-                state.entries[key] = Entry(result: result, freshUntil: .now + lifetime, lastUse: 0)
+                state.entries[key] = Entry(result: result, freshUntil: now + lifetime, lastUse: 0)
                 state.touch(key)
                 state.bytes += result.bytes
                 while state.entries.count > caching.maxEntries || state.bytes > caching.maxBytes,
