@@ -8,6 +8,9 @@ import Synchronization
 /// it runs; with caching on, finished results are reused while fresh and revalidated with the
 /// origin when stale. A caller that stops waiting (its deadline, its cancellation) leaves;
 /// the work goes on for the others and is cancelled when nobody waits any more.
+///
+/// No system call is made under its lock: a cached entry's files are checked before the lock is
+/// taken, and results dropped or evicted are released (their files removed) after it is let go.
 final class SharedResults: Sendable {
     typealias Delivery = (result: SharedResult, status: AttachmentDescriptor.CacheStatus)?
 
@@ -109,6 +112,7 @@ final class SharedResults: Sendable {
                 staysAtCancel: @escaping @Sendable (ContinuousClock.Instant) -> Bool,
                 produce: @escaping @Sendable (SharedResult?, Batch) async -> Produced) async -> Delivery {
         let me = state.withLock { $0.next() }
+        dropIfDamaged(key)
         let delivery: Delivery = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Delivery, Never>) in
                 enum Next { case now(Delivery), wait, start(UInt64, SharedResult?, Batch) }
@@ -166,17 +170,14 @@ final class SharedResults: Sendable {
     /// The fresh cached result for `key`, held for the caller (who must `release()` it), or nil
     /// — without waiting: a batch whose every request is a hit is answered without tasks.
     func freshResult(for key: ResultKey) -> SharedResult? {
-        state.withLock { freshEntry(key, in: &$0) }
+        dropIfDamaged(key)
+        return state.withLock { freshEntry(key, in: &$0) }
     }
 
-    /// A fresh, intact entry's result, marked used and retained; an entry whose files were
-    /// damaged is dropped.
+    /// A fresh entry's result, marked used and retained (callers drop a damaged entry first,
+    /// with `dropIfDamaged`, outside the lock).
     private func freshEntry(_ key: ResultKey, in state: inout State) -> SharedResult? {
         guard let entry = state.entries[key] else { return nil }
-        if !entry.result.isIntact {
-            drop(key, from: &state)
-            return nil
-        }
         guard entry.freshUntil > now else { return nil }
         state.touch(key)
         entry.result.retain()
@@ -202,23 +203,25 @@ final class SharedResults: Sendable {
 
     private func finish(_ key: ResultKey, _ flightID: UInt64, _ produced: Produced) {
         let result = produced.result
-        let (waiters, creator): ([UInt64: CheckedContinuation<Delivery, Never>], UInt64?) = state.withLock { state in
-            guard let flight = state.flights[key], flight.id == flightID else { return ([:], nil) }
+        let (waiters, creator, dropped): ([UInt64: CheckedContinuation<Delivery, Never>], UInt64?, [SharedResult]) = state.withLock { state in
+            guard let flight = state.flights[key], flight.id == flightID else { return ([:], nil, []) }
             state.flights[key] = nil
+            var dropped: [SharedResult] = []
             if let caching, let lifetime = produced.lifetime {
                 result.retain()
-                drop(key, from: &state)
+                if let replaced = drop(key, from: &state) { dropped.append(replaced) }
                 state.entries[key] = Entry(result: result, freshUntil: now + lifetime, lastUse: 0)
                 state.touch(key)
                 state.bytes += result.bytes
                 while state.entries.count > caching.maxEntries || state.bytes > caching.maxBytes,
                       let oldest = state.leastRecentlyUsed() {
-                    drop(oldest, from: &state)
+                    if let evicted = drop(oldest, from: &state) { dropped.append(evicted) }
                 }
             }
             for _ in flight.waiters { result.retain() }
-            return (flight.waiters, flight.creator)
+            return (flight.waiters, flight.creator, dropped)
         }
+        for evicted in dropped { evicted.release() }
         // The work's own hold.
         result.release()
         for (waiter, continuation) in waiters {
@@ -228,20 +231,32 @@ final class SharedResults: Sendable {
         }
     }
 
-    private func drop(_ key: ResultKey, from state: inout State) {
-        guard let entry = state.entries.removeValue(forKey: key) else { return }
+    /// Removes `key`'s entry and returns its result, for the caller to release once the lock
+    /// is let go (the last release removes files: no system call under the lock).
+    private func drop(_ key: ResultKey, from state: inout State) -> SharedResult? {
+        guard let entry = state.entries.removeValue(forKey: key) else { return nil }
         state.bytes -= entry.result.bytes
-        entry.result.release()
+        return entry.result
+    }
+
+    /// Drops `key`'s entry when its files were removed behind the cache's back. The files are
+    /// looked at (`access(2)`) before the lock is taken, never under it.
+    private func dropIfDamaged(_ key: ResultKey) {
+        guard let cached = state.withLock({ $0.entries[key]?.result }), !cached.isIntact else { return }
+        let dropped = state.withLock { state in state.entries[key]?.result === cached ? drop(key, from: &state) : nil }
+        dropped?.release()
     }
 
     /// Drops every cached entry (their files go) and cancels running work: at shutdown.
     func removeAll() {
-        state.withLock { state in
-            for key in Array(state.entries.keys) { drop(key, from: &state) }
+        let dropped = state.withLock { state -> [SharedResult] in
+            let dropped = Array(state.entries.keys).compactMap { drop($0, from: &state) }
             state.recency = []
             state.recencyHead = 0
             for flight in state.flights.values { flight.task?.cancel() }
+            return dropped
         }
+        for result in dropped { result.release() }
     }
 
     /// Entries cached now (for tests and metrics).
