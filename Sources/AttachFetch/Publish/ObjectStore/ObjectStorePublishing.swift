@@ -5,7 +5,7 @@ import Foundation
 /// result caching on, the store is also the result cache that replicas share
 /// (docs/deployment.md).
 public struct ObjectStorePublishing: Sendable, Equatable {
-    /// The bucket. It must exist; it is checked once at start (``AttachmentPipeline/checkObjectStore()``).
+    /// The bucket. It must exist; it is checked once at start (``AttachmentPipeline/checkObjectStore(timeout:)``).
     public var bucket: String
     /// Keys start with this (no leading or trailing `/`; empty for the bucket's root). Letters,
     /// digits, `.`, `_`, `-` and `/` only, so that a key never needs escaping.
