@@ -113,6 +113,18 @@ import Testing
         let statuses = Set(answers.compactMap(\.cache))
         #expect(statuses.contains("shared"), "replicas that did not fetch read the stored result: \(statuses)")
         #expect(Set(answers.compactMap(\.publishedUrl)).count == 1)
+        // Each replica counts what it asked the store; only the fetcher uploaded.
+        var puts = 0, gets = 0
+        for replica in replicas {
+            let metrics = try await Exchange.send("GET", "\(replica.base)/metrics").text
+            func count(_ method: String) -> Int {
+                metrics.split(separator: "\n").first { $0.hasPrefix("attach_fetch_object_store_requests{method=\"\(method)\"}") }
+                    .flatMap { $0.split(separator: " ").last.flatMap { Double($0) } }.map { Int($0) } ?? 0
+            }
+            puts += count("PUT")
+            gets += count("GET")
+        }
+        #expect(puts >= 3 && gets >= 2, "file, thumbnail and result uploaded; the others read the result: PUT \(puts), GET \(gets)")
 
         let fourth = try Replica(store: store, prefix: prefix, scratch: scratch)
         let late = try await attachment(fourth.base, url)

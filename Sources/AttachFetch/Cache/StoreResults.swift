@@ -60,13 +60,13 @@ struct StoreResults: Sendable {
         var expires: Double
     }
 
-    func name(for key: ResultKey) -> String {
+    /// The name of `key`'s result and lease, the same on every replica with the same settings;
+    /// nil only when OpenSSL cannot hash (the result is then not shared).
+    func name(for key: ResultKey) -> String? {
         let clip = key.clip.map { $0.map { "\($0)" }.joined(separator: ",") } ?? "-"
         let text = [key.url, clip, key.thumbnailTime.map { "\($0)" } ?? "-", key.role?.rawValue ?? "-",
                     key.platforms.map(\.rawValue).joined(separator: ","), settings].joined(separator: "\n")
-        let digest = SHA256Digest()
-        text.utf8CString.withUnsafeBytes { digest.update(UnsafeRawBufferPointer(rebasing: $0.dropLast())) }
-        return (try? digest.finalizeHex()) ?? String(text.hashValue, radix: 16)
+        return try? SHA256Digest.hex(of: Array(text.utf8))
     }
 
     private func resultKey(_ name: String) -> String { store.target.key("results/\(name).json") }
@@ -85,16 +85,8 @@ struct StoreResults: Sendable {
 
     /// Stores a finished result for other replicas; a failure only costs them a fetch.
     func write(_ record: Record, name: String, deadline: ContinuousClock.Instant) async {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        guard let data = try? encoder.encode(record) else { return }
-        let bytes = [UInt8](data)
-        let digest = SHA256Digest()
-        bytes.withUnsafeBytes { digest.update($0) }
-        guard let sha256 = try? digest.finalizeHex() else { return }
         do throws(ObjectStoreError) {
-            _ = try await store.put(resultKey(name), body: .bytes(bytes), sha256: sha256, contentType: "application/json",
-                                    cacheControl: "no-store", onlyIfAbsent: false, deadline: deadline)
+            _ = try await putJSON(record, key: resultKey(name), onlyIfAbsent: false, deadline: deadline)
         } catch {
             logger.debug("shared result not written", metadata: ["problem": "\(error.description)"])
         }
@@ -128,7 +120,7 @@ struct StoreResults: Sendable {
             return .acquired
         } catch {
             logger.debug("lease not taken", metadata: ["problem": "\(error.description)"])
-            return error.code == "Cancelled" || error.code == "DeadlineExceeded" ? .held(lease) : .unavailable
+            return error.endedByCaller ? .held(lease) : .unavailable
         }
     }
 
@@ -146,10 +138,22 @@ struct StoreResults: Sendable {
     }
 
     private func putLease(_ key: String, _ lease: Lease, onlyIfAbsent: Bool, deadline: ContinuousClock.Instant) async throws(ObjectStoreError) -> Bool {
-        let bytes = [UInt8]((try? JSONEncoder().encode(lease)) ?? Data())
-        let digest = SHA256Digest()
-        bytes.withUnsafeBytes { digest.update($0) }
-        let sha256 = (try? digest.finalizeHex()) ?? ""
+        try await putJSON(lease, key: key, onlyIfAbsent: onlyIfAbsent, deadline: deadline)
+    }
+
+    /// Writes `value` as a small JSON object (sorted keys, never cached by a CDN); false when
+    /// `onlyIfAbsent` and the key was taken. A value that cannot be encoded is a `LocalError`.
+    private func putJSON(_ value: some Encodable, key: String, onlyIfAbsent: Bool,
+                         deadline: ContinuousClock.Instant) async throws(ObjectStoreError) -> Bool {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let bytes: [UInt8], sha256: String
+        do {
+            bytes = [UInt8](try encoder.encode(value))
+            sha256 = try SHA256Digest.hex(of: bytes)
+        } catch {
+            throw ObjectStoreError(code: "LocalError", message: "cannot write \(key): \(error)")
+        }
         return try await store.put(key, body: .bytes(bytes), sha256: sha256, contentType: "application/json", cacheControl: "no-store",
                                    onlyIfAbsent: onlyIfAbsent, deadline: deadline) == .created
     }
@@ -196,6 +200,6 @@ struct StoreResults: Sendable {
         let now = Date().timeIntervalSince1970
         return Record(descriptor: descriptor, file: key(descriptor.publishedUrl), thumbnail: key(descriptor.thumbnail?.publishedUrl),
                       variants: variants, headers: headers, storedAt: now,
-                      freshUntil: now + Double(lifetime.components.seconds) + Double(lifetime.components.attoseconds) / 1e18)
+                      freshUntil: now + lifetime.seconds)
     }
 }

@@ -12,7 +12,10 @@ extension AttachmentPipeline {
     /// while the others wait for that result, each within its own deadline.
     func sharedWork(_ request: AttachmentRequest, platforms: Set<Platform>, number: Int, directory: String,
                     stale: SharedResult?, shared: StoreResults, batch: Batch, logger: Logger) async -> WorkOutcome {
-        let name = shared.name(for: ResultKey(request, platforms: platforms))
+        guard let name = shared.name(for: ResultKey(request, platforms: platforms)) else {
+            return await work(request, platforms: platforms, number: number, directory: directory,
+                              validators: stale?.headers.validators, batch: batch, logger: logger)
+        }
         let base = "\(directory)/r\(number)"
         var storedStale: StoreResults.Record?
         var pause = Duration.milliseconds(40)
@@ -96,9 +99,4 @@ extension AttachmentPipeline {
         .made(Self.builder(for: request, index: number, start: batch.start).failed(batch.stopReason(queued: true)),
               files: [], headers: CacheHeaders())
     }
-}
-
-extension Duration {
-    /// Seconds as a floating-point number.
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

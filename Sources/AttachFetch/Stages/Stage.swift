@@ -217,20 +217,15 @@ extension Stage {
     static let publish = Stage(name: "publish", body: .files(applies: { $0.publish != nil }) { work, configuration in
         guard let publishing = configuration.publish else { return nil }
         do throws(Reason) {
-            let file = work.admitted
-            let main = try Publisher.publish(file.path, sha256: work.descriptor.deliveredSHA256, suffix: file.type.fileExtension,
-                                             into: publishing.directory)
-            var thumbnailURL: String?
-            if let thumbnail = work.thumbnail?.file {
-                thumbnailURL = publishing.url(of: try Publisher.publish(
-                    thumbnail, sha256: nil, suffix: "thumb." + (thumbnail as NSString).pathExtension, into: publishing.directory))
+            let files = work.filesToPublish
+            func url(_ file: AttachmentWork.FileToPublish) throws(Reason) -> String {
+                publishing.url(of: try Publisher.publish(file.path, sha256: file.sha256, suffix: file.suffix, into: publishing.directory))
             }
-            var variantURLs: [Platform: String] = [:]
-            for (platform, path) in work.variantFiles {
-                variantURLs[platform] = publishing.url(of: try Publisher.publish(
-                    path, sha256: nil, suffix: (path as NSString).pathExtension, into: publishing.directory))
-            }
-            work.descriptor.recordPublished(file: publishing.url(of: main), thumbnail: thumbnailURL, variants: variantURLs)
+            let main = try url(files.main)
+            let thumbnail = try files.thumbnail.map(url)
+            var variants: [Platform: String] = [:]
+            for (platform, file) in files.variants { variants[platform] = try url(file) }
+            work.descriptor.recordPublished(file: main, thumbnail: thumbnail, variants: variants)
             return nil
         } catch {
             return error
@@ -242,29 +237,38 @@ extension Stage {
     /// Ready files are uploaded content-addressed to the object store, when one is configured.
     /// A store that refuses (after retries) fails the attachment with `publishFailed`.
     static let publishToStore = Stage(name: "publishToStore", body: .upload { work, publisher, batch in
-        let file = work.admitted
-        let main: String
-        switch await publisher.publish(file.path, sha256: work.descriptor.deliveredSHA256, suffix: file.type.fileExtension, batch: batch) {
-        case .success(let url): main = url
-        case .failure(let reason): return reason
+        do throws(Reason) {
+            let files = work.filesToPublish
+            let main = try await publisher.publish(files.main, batch: batch)
+            var thumbnail: String?
+            if let file = files.thumbnail { thumbnail = try await publisher.publish(file, batch: batch) }
+            var variants: [Platform: String] = [:]
+            for (platform, file) in files.variants { variants[platform] = try await publisher.publish(file, batch: batch) }
+            work.descriptor.recordPublished(file: main, thumbnail: thumbnail, variants: variants)
+            return nil
+        } catch {
+            return error
         }
-        var thumbnailURL: String?
-        if let thumbnail = work.thumbnail?.file {
-            switch await publisher.publish(thumbnail, sha256: nil, suffix: "thumb." + (thumbnail as NSString).pathExtension, batch: batch) {
-            case .success(let url): thumbnailURL = url
-            case .failure(let reason): return reason
-            }
-        }
-        var variantURLs: [Platform: String] = [:]
-        for (platform, path) in work.variantFiles {
-            switch await publisher.publish(path, sha256: nil, suffix: (path as NSString).pathExtension, batch: batch) {
-            case .success(let url): variantURLs[platform] = url
-            case .failure(let reason): return reason
-            }
-        }
-        work.descriptor.recordPublished(file: main, thumbnail: thumbnailURL, variants: variantURLs)
-        return nil
     })
+}
+
+extension AttachmentWork {
+    /// A ready file as publishing stores it: under `<sha256>.<suffix>`.
+    struct FileToPublish: Sendable {
+        var path: String
+        /// Known for the delivered file (hashed as it streamed in); computed for the others.
+        var sha256: String?
+        var suffix: String
+    }
+
+    /// What publishing stores, to a directory or an object store alike: the delivered file,
+    /// the thumbnail (`thumb.<ext>`) and each platform's variant.
+    var filesToPublish: (main: FileToPublish, thumbnail: FileToPublish?, variants: [(Platform, FileToPublish)]) {
+        let file = admitted
+        return (FileToPublish(path: file.path, sha256: descriptor.deliveredSHA256, suffix: file.type.fileExtension),
+                thumbnail.map { FileToPublish(path: $0.file, suffix: "thumb." + ($0.file as NSString).pathExtension) },
+                variantFiles.map { ($0.key, FileToPublish(path: $0.value, suffix: ($0.value as NSString).pathExtension)) })
+    }
 }
 
 extension AttachmentWork {

@@ -17,6 +17,11 @@ extension Duration {
     }
 }
 
+extension Duration {
+    /// Seconds as a floating-point number (for wall-clock arithmetic in seconds since 1970).
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
+
 extension ContinuousClock.Instant {
     /// Milliseconds from `self` to now, never negative.
     var millisecondsElapsed: Int { Int(max(0, (ContinuousClock.now - self).milliseconds)) }

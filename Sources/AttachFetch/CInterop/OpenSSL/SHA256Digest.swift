@@ -37,6 +37,13 @@ final class SHA256Digest {
         return String(decoding: hex, as: UTF8.self)
     }
 
+    /// The lower-case hex SHA-256 of `bytes` held in memory, in one call.
+    static func hex(of bytes: [UInt8]) throws(Reason) -> String {
+        let digest = SHA256Digest()
+        bytes.withUnsafeBytes { digest.update($0) }
+        return try digest.finalizeHex()
+    }
+
     /// The one mapping of an OpenSSL failure: its error queue's text. Hashing fails only when
     /// the machine or the library does, never because of the media: `ioError`.
     static func failure(_ call: String) -> Reason {

@@ -13,32 +13,28 @@ struct ObjectPublisher: Sendable {
 
     static let cacheControl = "public, max-age=31536000, immutable"
 
-    /// Publishes `path` as `<sha256>.<suffix>` and returns its public URL. A failure is
-    /// `publishFailed`, naming the store's error; a deadline that passes is `deadlineExceeded`.
-    func publish(_ path: String, sha256: String?, suffix: String, batch: Batch) async -> Result<String, Reason> {
-        let facts = await fileFacts(path, sha256: sha256)
-        guard case .success(let (digest, size)) = facts else {
-            if case .failure(let reason) = facts { return .failure(reason) }
-            preconditionFailure()
-        }
-        let name = "\(digest).\(suffix)"
+    /// Publishes `file` as `<sha256>.<suffix>` and returns its public URL. A store that refuses
+    /// is `publishFailed`, naming the store's error; the deadline is `deadlineExceeded`.
+    func publish(_ file: AttachmentWork.FileToPublish, batch: Batch) async throws(Reason) -> String {
+        let (digest, size) = try await fileFacts(file.path, sha256: file.sha256).get()
+        let name = "\(digest).\(file.suffix)"
         let key = store.target.key(name)
         do throws(ObjectStoreError) {
             // A HEAD first: content already published (by this replica or another) is not sent.
             if try await store.exists(key, deadline: batch.deadline) == false {
-                _ = try await store.put(key, body: .file(path: path, size: size), sha256: digest,
-                                        contentType: Self.contentType(ofSuffix: suffix), cacheControl: Self.cacheControl,
+                _ = try await store.put(key, body: .file(path: file.path, size: size), sha256: digest,
+                                        contentType: Self.contentType(ofSuffix: file.suffix), cacheControl: Self.cacheControl,
                                         onlyIfAbsent: true, deadline: batch.deadline)
             }
         } catch {
-            if error.code == "DeadlineExceeded" || (error.code == "Cancelled" && batch.stopCause == .deadline) {
-                return .failure(batch.stopReason(queued: false))
+            switch error.code {
+            // The store's request stopped at the deadline, whether or not the sentinel has fired yet.
+            case "DeadlineExceeded": throw Reason(code: .deadlineExceeded, message: "the batch deadline passed while \(name) was being published")
+            case "Cancelled": throw batch.stopReason(queued: false)
+            default: throw Reason(code: .publishFailed, message: "cannot publish \(name) to s3://\(store.target.bucket)/\(key): \(error.description)")
             }
-            if error.code == "Cancelled" { return .failure(Reason(code: .cancelled, message: "the request was cancelled")) }
-            return .failure(Reason(code: .publishFailed,
-                                   message: "cannot publish \(name) to s3://\(store.target.bucket)/\(key): \(error.description)"))
         }
-        return .success(store.target.publicURL(of: name))
+        return store.target.publicURL(of: name)
     }
 
     /// The file's SHA-256 (the one given, else computed on a file thread) and size.

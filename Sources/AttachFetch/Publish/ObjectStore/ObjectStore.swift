@@ -11,6 +11,9 @@ struct ObjectStoreError: Error, Sendable, Equatable {
     var status: Int?
     var message: String
 
+    /// The caller's deadline or cancellation ended the request, not the store.
+    var endedByCaller: Bool { code == "Cancelled" || code == "DeadlineExceeded" }
+
     var description: String {
         status.map { "the object store answered HTTP \($0) \(code): \(message)" } ?? "object store \(code): \(message)"
     }
@@ -74,15 +77,23 @@ final class ObjectStore: Sendable {
     func get(_ key: String, limit: Int = 1 << 20, deadline: ContinuousClock.Instant) async throws(ObjectStoreError) -> [UInt8]? {
         let response = try await send(StoreRequest(method: .get, url: target.url(ofKey: key), destination: .memory(limit: limit),
                                                    deadline: deadline))
-        if response.status == 404 { return nil }
-        guard (200..<300).contains(response.status) else { throw error(for: response) }
-        return response.body
+        return try found(response) ? response.body : nil
     }
 
     /// Streams an object into a new file at `path`; false when there is no such object.
     func download(_ key: String, to path: String, deadline: ContinuousClock.Instant) async throws(ObjectStoreError) -> Bool {
         let response = try await send(StoreRequest(method: .get, url: target.url(ofKey: key), destination: .file(path: path),
                                                    deadline: deadline))
+        return try found(response)
+    }
+
+    /// Whether an object is under `key` (`HEAD`).
+    func exists(_ key: String, deadline: ContinuousClock.Instant) async throws(ObjectStoreError) -> Bool {
+        try found(await send(StoreRequest(method: .head, url: target.url(ofKey: key), deadline: deadline)))
+    }
+
+    /// An answer about one object: true for 2xx, false for 404, the store's error otherwise.
+    private func found(_ response: StoreResponse) throws(ObjectStoreError) -> Bool {
         if response.status == 404 { return false }
         guard (200..<300).contains(response.status) else { throw error(for: response) }
         return true
@@ -162,15 +173,5 @@ final class ObjectStore: Sendable {
             index = next
         }
         return Data(bytes).base64EncodedString()
-    }
-}
-
-extension ObjectStore {
-    /// Whether an object is under `key` (`HEAD`).
-    func exists(_ key: String, deadline: ContinuousClock.Instant) async throws(ObjectStoreError) -> Bool {
-        let response = try await send(StoreRequest(method: .head, url: target.url(ofKey: key), deadline: deadline))
-        if response.status == 404 { return false }
-        guard (200..<300).contains(response.status) else { throw error(for: response) }
-        return true
     }
 }

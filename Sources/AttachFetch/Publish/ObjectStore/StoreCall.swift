@@ -19,7 +19,6 @@ final class StoreCall {
     private var sendOffset = 0
     private var receiveDescriptor: Int32 = -1
     private var received: [UInt8] = []
-    private var etag: String?
     private(set) var localFailure: String?
 
     /// Easy handles alive in this process (tests check that none leak).
@@ -75,7 +74,6 @@ final class StoreCall {
             CurlOption.set(handle, CURLOPT_PASSWORD, credentials.secretAccessKey),
             CurlOption.set(handle, CURLOPT_HTTPHEADER, pointer: UnsafeMutableRawPointer(headerList)),
             CurlOption.set(handle, CURLOPT_WRITEDATA, pointer: me),
-            CurlOption.set(handle, CURLOPT_HEADERDATA, pointer: me),
             CurlOption.set(handle, CURLOPT_READDATA, pointer: me),
         ]
         switch request.method {
@@ -105,9 +103,6 @@ final class StoreCall {
         }
         codes.append(af_curl_easy_setopt_write_function(handle, CURLOPT_WRITEFUNCTION) { data, size, count, me in
             StoreCall.from(me).receive(UnsafeRawBufferPointer(start: data, count: size * count))
-        })
-        codes.append(af_curl_easy_setopt_write_function(handle, CURLOPT_HEADERFUNCTION) { data, size, count, me in
-            StoreCall.from(me).receiveHeader(UnsafeRawBufferPointer(start: data, count: size * count))
         })
         // curl_read_callback has curl_write_callback's signature.
         codes.append(af_curl_easy_setopt_write_function(handle, CURLOPT_READFUNCTION) { data, size, count, me in
@@ -170,15 +165,6 @@ final class StoreCall {
         return chunk.count
     }
 
-    private func receiveHeader(_ line: UnsafeRawBufferPointer) -> Int {
-        if line.starts(with: "HTTP/".utf8) { etag = nil }
-        if let colon = line.firstIndex(of: UInt8(ascii: ":")), colon == 4,
-           String(decoding: line[..<colon], as: UTF8.self).lowercased() == "etag" {
-            etag = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-        return line.count
-    }
-
     /// The answer, or why there is none; a partly received file is removed.
     func complete(curlCode: CURLcode?, cancelled: Bool) -> Result<StoreResponse, StoreCallFailure> {
         if receiveDescriptor >= 0 {
@@ -192,7 +178,7 @@ final class StoreCall {
         } else if let localFailure {
             outcome = .failure(.init(kind: .local, message: localFailure))
         } else if let curlCode, curlCode == CURLE_OK {
-            outcome = .success(StoreResponse(status: status, body: received, etag: etag))
+            outcome = .success(StoreResponse(status: status, body: received))
         } else if let curlCode, curlCode == CURLE_OPERATION_TIMEDOUT, request.deadline <= .now + .milliseconds(5) {
             outcome = .failure(.init(kind: .deadline, message: "the deadline passed during the request"))
         } else {

@@ -11,7 +11,6 @@ final class StoreEngine: @unchecked Sendable {
     // engine thread, except `multi.wakeup()`, which libcurl documents as safe from any thread.
     private struct Shared {
         var queue: [StoreCall] = []
-        var cancelled: Set<ObjectIdentifier> = []
         var stopping = false
     }
 
@@ -39,7 +38,6 @@ final class StoreEngine: @unchecked Sendable {
     func perform(_ request: StoreRequest) async -> Result<StoreResponse, StoreCallFailure> {
         let call: StoreCall
         do { call = try StoreCall(request) } catch { return .failure(.init(kind: .local, message: error.message)) }
-        let id = ObjectIdentifier(call)
         let accepted = shared.withLock { shared in
             if !shared.stopping { shared.queue.append(call) }
             return !shared.stopping
@@ -49,7 +47,7 @@ final class StoreEngine: @unchecked Sendable {
         let answer = await withTaskCancellationHandler {
             await call.result.wait()
         } onCancel: {
-            shared.withLock { _ = $0.cancelled.insert(id) }
+            // The call's result is abandoned by its own wait: the engine sees that when woken.
             multi.wakeup()
         }
         return answer ?? .failure(.init(kind: .cancelled, message: "the request was cancelled"))
@@ -67,12 +65,11 @@ final class StoreEngine: @unchecked Sendable {
     private func run() {
         while true {
             let free = maxConcurrent - active.count
-            let (starting, cancelled, stopping) = shared.withLock { shared -> ([StoreCall], Set<ObjectIdentifier>, Bool) in
+            let (starting, stopping) = shared.withLock { shared -> ([StoreCall], Bool) in
                 let count = shared.stopping ? shared.queue.count : min(free, shared.queue.count)
                 let starting = Array(shared.queue.prefix(count))
                 shared.queue.removeFirst(count)
-                defer { shared.cancelled = [] }
-                return (starting, shared.cancelled, shared.stopping)
+                return (starting, shared.stopping)
             }
             if stopping {
                 for call in starting { call.result.deliver(.failure(.init(kind: .cancelled, message: "the pipeline was shut down"))) }
@@ -80,8 +77,8 @@ final class StoreEngine: @unchecked Sendable {
                 stopped.signal()
                 return
             }
-            for call in starting { start(call) }
-            for (handle, call) in active where cancelled.contains(ObjectIdentifier(call)) || call.result.isAbandoned {
+            for call in starting where !call.result.isAbandoned { start(call) }
+            for (handle, call) in active where call.result.isAbandoned {
                 finish(handle, curlCode: nil, cancelled: true)
             }
             var running: Int32 = 0

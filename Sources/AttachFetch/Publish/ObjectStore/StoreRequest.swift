@@ -38,8 +38,6 @@ struct StoreResponse: Sendable {
     var status: Int
     /// The body, for `.memory` destinations.
     var body: [UInt8]
-    /// `ETag`, when the store sent one.
-    var etag: String?
 }
 
 /// Why a call got no answer: no HTTP status to judge by.
