@@ -8,8 +8,6 @@ let package = Package(
         .executable(name: "attach-fetch", targets: ["attach-fetch"]),
         // The decoder worker process the pipeline starts; keep it beside the program using the library.
         .executable(name: "attach-fetch-decoder", targets: ["attach-fetch-decoder"]),
-        // A small HTTP/1.1 server for loopback tests, the demo and the benchmarks.
-        .library(name: "LoopbackHTTPServer", targets: ["LoopbackHTTPServer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -21,6 +19,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // The loopback test origin (already built as a dependency of the service's).
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // System libraries, found through pkg-config, installed from Debian's -dev packages.
@@ -74,7 +74,20 @@ let package = Package(
         // libFuzzer target for sniff -> decode -> thumbnail on arbitrary bytes (scripts/fuzz.sh);
         // built normally it replays inputs given as files.
         .executableTarget(name: "attach-fetch-fuzz", dependencies: ["AttachFetch"]),
-        .target(name: "LoopbackHTTPServer", dependencies: ["CAttachFetchShims"]),
+        // One fixed batch through the pipeline, for the instruction-count guard
+        // (Benchmarks/instruction-guard runs it under callgrind).
+        .executableTarget(name: "instruction-count", dependencies: ["AttachFetch", "attach-fetch-decoder"]),
+        // A small HTTP/1.1 origin on a loopback port for the tests, the demo and the benchmarks.
+        .target(
+            name: "LoopbackHTTPServer",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            path: "Tests/LoopbackHTTPServer"
+        ),
         // Serves TestMedia/ on a loopback port for the README's demo.
         .executableTarget(name: "loopback-media-server", dependencies: ["LoopbackHTTPServer"]),
         // Test-only C wrappers for making large images at test time.

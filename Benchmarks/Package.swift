@@ -9,14 +9,26 @@ let package = Package(
     dependencies: [
         .package(name: "attach-fetch", path: "../"),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
+        // attach-fetch's test origin, built from its sources: it is test support, not a product.
+        .target(
+            name: "LoopbackHTTPServer",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            path: "Sources/LoopbackHTTPServer"
+        ),
         .executableTarget(
             name: "PipelineBenchmarks",
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "AttachFetch", package: "attach-fetch"),
-                .product(name: "LoopbackHTTPServer", package: "attach-fetch"),
+                "LoopbackHTTPServer",
                 // Built beside the benchmark: the pipeline's decoder worker processes.
                 .product(name: "attach-fetch-decoder", package: "attach-fetch"),
             ],
@@ -29,7 +41,7 @@ let package = Package(
             name: "DeadlineOvershoot",
             dependencies: [
                 .product(name: "AttachFetch", package: "attach-fetch"),
-                .product(name: "LoopbackHTTPServer", package: "attach-fetch"),
+                "LoopbackHTTPServer",
                 .product(name: "attach-fetch-decoder", package: "attach-fetch"),
             ],
             path: "Sources/DeadlineOvershoot"
@@ -39,7 +51,7 @@ let package = Package(
             name: "FanOut",
             dependencies: [
                 .product(name: "AttachFetch", package: "attach-fetch"),
-                .product(name: "LoopbackHTTPServer", package: "attach-fetch"),
+                "LoopbackHTTPServer",
                 .product(name: "attach-fetch-decoder", package: "attach-fetch"),
             ],
             path: "Sources/FanOut"
@@ -49,7 +61,7 @@ let package = Package(
             name: "TransferQueueLoad",
             dependencies: [
                 .product(name: "AttachFetch", package: "attach-fetch"),
-                .product(name: "LoopbackHTTPServer", package: "attach-fetch"),
+                "LoopbackHTTPServer",
                 .product(name: "attach-fetch-decoder", package: "attach-fetch"),
             ],
             path: "Sources/TransferQueueLoad"

@@ -1,3 +1,4 @@
+import AttachFetch
 import Foundation
 import HTTPTypes
 
@@ -29,7 +30,13 @@ struct APIError: Error, Sendable {
     }
     static let draining = APIError(status: .serviceUnavailable, code: "draining", message: "the service is shutting down")
 
+    /// `{"error": {"code", "message"}}`. Two strings always encode; were that ever to fail, the
+    /// answer still says that something went wrong, in a body written by hand.
     var body: String {
-        BatchDocument.encode(["error": ["code": code, "message": message]], pretty: false) + "\n"
+        do {
+            return try JSONWriter.string(["error": ["code": code, "message": message]]) + "\n"
+        } catch {
+            return #"{"error":{"code":"internal","message":"the error could not be encoded"}}"# + "\n"
+        }
     }
 }

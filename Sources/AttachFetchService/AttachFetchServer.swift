@@ -90,7 +90,7 @@ public final class AttachFetchServer: Sendable {
         let router = Router(context: ServiceContext.self)
         router.add(middleware: ErrorsLogsAndMetrics(metrics: metrics, maxBodyBytes: configuration.maxBodyBytes))
         router.add(middleware: BearerTokens(tokens: configuration.tokens.map { Array($0.utf8) }))
-        router.get("/healthz") { _, _ in Self.json(["status": "ok"]) }
+        router.get("/healthz") { _, _ in try Self.json(["status": "ok"]) }
         router.head("/healthz") { _, _ in Response(status: .ok) }
         router.get("/readyz") { _, _ in try await self.ready() }
         router.head("/readyz") { _, _ in _ = try await self.ready(); return Response(status: .ok) }
@@ -134,7 +134,9 @@ public final class AttachFetchServer: Sendable {
             throw APIError(status: .serviceUnavailable, code: "publishDirectoryNotWritable",
                            message: "the publish directory \(publish.directory) is not writable")
         }
-        return Self.json(["status": "ready"])
+        do { return try Self.json(["status": "ready"]) } catch {
+            throw APIError(status: .internalServerError, code: "internal", message: error.description)
+        }
     }
 
     /// The batch deadline: the body's `deadlineMs`, else `X-Deadline-Ms`, else the pipeline's
@@ -167,7 +169,7 @@ public final class AttachFetchServer: Sendable {
         if request.headers[.accept]?.contains("application/x-ndjson") == true {
             return try await streamed(requests, deadline: deadline, context: context)
         }
-        return Self.json(BatchDocument(try await run(requests, deadline: deadline, context: context)))
+        return try Self.json(BatchDocument(try await run(requests, deadline: deadline, context: context)))
     }
 
     private func payloads(_ request: Request, _ context: ServiceContext) async throws -> Response {
@@ -186,25 +188,18 @@ public final class AttachFetchServer: Sendable {
         let batch = try await run(media.map { $0.request(platforms: platforms) }, deadline: try deadline(nil, request), context: context)
         let lint = payload.lint(media: media, descriptors: batch.attachments)
             + payload.platformLint(media: media, descriptors: batch.attachments, rewriting: rewrite)
-        let document = BatchDocument(batch, lint: lint)
+        var document = BatchDocument(batch, lint: lint)
+        let answered: Data?
         if rewrite {
-            return Self.json(document, payload: payload.rewritten(media: media, descriptors: batch.attachments, pretty: false))
+            answered = payload.rewritten(media: media, descriptors: batch.attachments, pretty: false)
         } else if stripFailed {
             let failed = zip(media, batch.attachments).filter { $0.1.status != .ready }.map { $0.0.entry }
-            return Self.json(document, payload: payload.removing(failed, pretty: false))
+            answered = payload.removing(failed, pretty: false)
+        } else {
+            answered = nil
         }
-        return Self.json(document)
-    }
-
-    /// `/v1/payloads`' answer with the payload (stripped or rewritten) added as the JSON it is,
-    /// not decoded again into Swift values: its numbers stay exactly as the client sent them.
-    /// `payload` sorts after every key of the batch document, so it goes last.
-    private static func json(_ document: BatchDocument, payload: Data) -> Response {
-        var text = BatchDocument.encode(document, pretty: false)
-        precondition(text.last == "}", "a batch document is a JSON object")
-        text.removeLast()
-        text += #","payload":"# + String(decoding: payload, as: UTF8.self) + "}\n"
-        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: text)))
+        if let answered { document.payload = try JSONValue(json: answered) }
+        return try Self.json(document)
     }
 
     private static func payload(_ data: Data) throws(APIError) -> PushPayload {
@@ -274,13 +269,13 @@ public final class AttachFetchServer: Sendable {
                     outcome.count(descriptor.status.rawValue)
                     counts[descriptor.status.rawValue, default: 0] += 1
                     finished += 1
-                    try await writer.write(ByteBuffer(string: BatchDocument.encode(descriptor, pretty: false) + "\n"))
+                    try await writer.write(ByteBuffer(string: try JSONWriter.string(descriptor) + "\n"))
                 }
                 try await producer.value
                 let summary = StreamSummary(done: true, elapsedMs: (ContinuousClock.now - started).wholeMilliseconds,
                                             deadlineMs: deadline.wholeMilliseconds, directory: directory, attachments: finished,
                                             byStatus: counts)
-                try await writer.write(ByteBuffer(string: BatchDocument.encode(summary, pretty: false) + "\n"))
+                try await writer.write(ByteBuffer(string: try JSONWriter.string(summary) + "\n"))
                 try await writer.finish(nil)
             } catch {
                 producer.cancel()
@@ -292,8 +287,9 @@ public final class AttachFetchServer: Sendable {
         return Response(status: .ok, headers: [.contentType: "application/x-ndjson"], body: body)
     }
 
-    static func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) -> Response {
+    /// A JSON answer; a value that cannot be encoded throws, and the middleware answers 500.
+    static func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws(JSONWriter.Failure) -> Response {
         Response(status: status, headers: [.contentType: "application/json"],
-                 body: .init(byteBuffer: ByteBuffer(string: BatchDocument.encode(value, pretty: false) + "\n")))
+                 body: .init(byteBuffer: ByteBuffer(string: try JSONWriter.string(value) + "\n")))
     }
 }

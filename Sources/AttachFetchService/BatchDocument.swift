@@ -13,6 +13,9 @@ public struct BatchDocument: Encodable, Sendable {
     public var attachments: [AttachmentDescriptor]
     /// Added for payloads: findings about the payload itself.
     public var lint: [PayloadLintFinding]?
+    /// Added for `/v1/payloads` with `stripFailed` or `rewrite`: the payload, stripped or
+    /// rewritten, as the JSON value it is.
+    public var payload: JSONValue?
 
     /// The document of `batch`, with the payload's lint when there is one.
     public init(_ batch: AttachmentBatch, lint: [PayloadLintFinding]? = nil) {
@@ -21,17 +24,6 @@ public struct BatchDocument: Encodable, Sendable {
         directory = batch.directory
         attachments = batch.attachments
         self.lint = lint
-    }
-
-    /// JSON with sorted keys and unescaped slashes, as every output of the project: compact by
-    /// `SortedJSON` (the same bytes as `JSONEncoder`'s, faster: a service answer per call),
-    /// pretty by `JSONEncoder`.
-    public static func encode<T: Encodable>(_ value: T, pretty: Bool) -> String {
-        // Encoding these plain value types cannot fail (their numbers are finite).
-        guard pretty else { return (try? SortedJSON.encode(value)) ?? "{}" }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        return String(decoding: (try? encoder.encode(value)) ?? Data("{}".utf8), as: UTF8.self)
     }
 }
 

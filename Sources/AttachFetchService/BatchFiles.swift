@@ -77,14 +77,7 @@ struct RetentionSweeper: Service {
             // Removing a bucket is tens of thousands of blocking unlink/rmdir calls at high
             // rates (half a second on this VM after a 15-second burst): on the cooperative pool
             // it stalled the requests queued behind it (a p99 of 480 ms at one connection).
-            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                RetentionSweeper.queue.async {
-                    files.sweep()
-                    done.resume()
-                }
-            }
+            await BlockingWork.run { files.sweep() }
         }
     }
-
-    private static let queue = DispatchQueue(label: "attach-fetch.retention-sweep", qos: .utility)
 }

@@ -72,9 +72,8 @@ struct MediaFiles: Sendable {
                         body: Self.streamed(handle, range: range))
     }
 
-    /// Reads of the open file happen on this queue, a chunk at a time, never on Swift's
-    /// cooperative pool; a 50 MB video costs one chunk of memory, not 50 MB.
-    private static let reads = DispatchQueue(label: "attach-fetch.media-reads", attributes: .concurrent)
+    /// Reads of the open file happen a chunk at a time, never on Swift's cooperative pool; a
+    /// 50 MB video costs one chunk of memory, not 50 MB.
     static let chunkBytes = 256 * 1024
 
     /// The body: `range` of the already opened (and checked) file, in chunks. The handle is
@@ -84,18 +83,13 @@ struct MediaFiles: Sendable {
             var offset = range.lowerBound
             while offset < range.upperBound {
                 let count = min(chunkBytes, range.upperBound - offset)
-                let chunk: ByteBuffer = try await withCheckedThrowingContinuation { continuation in
-                    reads.async { [offset] in
-                        var buffer = ByteBuffer()
-                        let read = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { bytes in
-                            max(0, pread(handle.fileDescriptor, bytes.baseAddress, count, off_t(offset)))
-                        }
-                        if read == 0 {
-                            continuation.resume(throwing: APIError(status: .internalServerError, code: "ioError", message: "the file ended early"))
-                        } else {
-                            continuation.resume(returning: buffer)
-                        }
+                let chunk: ByteBuffer = try await BlockingWork.run { [offset] in
+                    var buffer = ByteBuffer()
+                    let read = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { bytes in
+                        max(0, pread(handle.fileDescriptor, bytes.baseAddress, count, off_t(offset)))
                     }
+                    if read == 0 { throw APIError(status: .internalServerError, code: "ioError", message: "the file ended early") }
+                    return buffer
                 }
                 try await writer.write(chunk)
                 offset += chunk.readableBytes

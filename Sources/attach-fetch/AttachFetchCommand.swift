@@ -119,7 +119,7 @@ struct FetchCommand: AsyncParsableCommand {
             let finished = done.add(1, ordering: .relaxed).newValue
             switch format {
             case .jsonl:
-                output.write(Output.encode(descriptor, pretty: false) + "\n")
+                output.writeJSONLine(descriptor)
             case .table where showProgress:
                 output.writeError("\rattach-fetch: \(finished)/\(total) done (last: \(descriptor.identifier) \(descriptor.status.rawValue))\u{1B}[K")
             default:
@@ -143,13 +143,13 @@ struct FetchCommand: AsyncParsableCommand {
         switch format {
         case .json:
             let report = BatchDocument(batch, lint: lint)
-            write(Output.encode(report, pretty: true) + "\n")
+            write(try JSONWriter.string(report, layout: .pretty) + "\n")
         case .jsonl:
-            for finding in lint ?? [] { write(Output.encode(["lint": finding], pretty: false) + "\n") }
+            for finding in lint ?? [] { write(try JSONWriter.string(["lint": finding]) + "\n") }
         case .table:
             write(Table.render(batch) + Table.render(lint ?? []))
         case .html:
-            let document = Output.encode(BatchDocument(batch, lint: lint), pretty: false)
+            let document = try JSONWriter.string(BatchDocument(batch, lint: lint))
             do {
                 write(try InspectorPage.report(kind: pushPayload == nil ? .attachments : .payload, result: Data(document.utf8),
                                                payload: payloadData, descriptors: batch.attachments))
@@ -167,6 +167,6 @@ struct FetchCommand: AsyncParsableCommand {
         }
         let allReady = batch.attachments.allSatisfy { $0.status == .ready }
         let lintErrors = (lint ?? []).contains { $0.severity == .error }
-        if !allReady || lintErrors { throw ExitCode(1) }
+        if !allReady || lintErrors || output.lostLines.load(ordering: .relaxed) > 0 { throw ExitCode(1) }
     }
 }

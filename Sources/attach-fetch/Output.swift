@@ -1,6 +1,7 @@
 import AttachFetch
 import AttachFetchService
 import Foundation
+import Synchronization
 
 /// Serialises writes from the pipeline's callback threads.
 final class Output: Sendable {
@@ -14,5 +15,15 @@ final class Output: Sendable {
         lock.withLock { FileHandle.standardError.write(Data(text.utf8)) }
     }
 
-    static func encode<T: Encodable>(_ value: T, pretty: Bool) -> String { BatchDocument.encode(value, pretty: pretty) }
+    /// Set when a JSON line could not be written: the run then exits 1, once all is said.
+    let lostLines = Atomic<Int>(0)
+
+    /// One JSON line on standard output, from a callback that cannot throw: a value that cannot
+    /// be encoded is reported on standard error, and counted.
+    func writeJSONLine<T: Encodable>(_ value: T) {
+        do { write(try JSONWriter.string(value) + "\n") } catch {
+            lostLines.add(1, ordering: .relaxed)
+            writeError("attach-fetch: \(error.description)\n")
+        }
+    }
 }

@@ -47,19 +47,19 @@ import Testing
         let scratch = Scratch()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
-        let pipeline = try makePipeline(scratch)
         // The origin answers after 1.5 s, so that every batch asks while the one download runs.
         let url = origin.url("photo.jpg", "delay=1500")
-        let batches = await withTaskGroup(of: AttachmentBatch.self) { group in
-            for b in 0..<50 {
-                group.addTask {
-                    await pipeline.process((0..<20).map { AttachmentRequest(url: url, identifier: "b\(b)-\($0)") },
-                                           deadline: .seconds(20))
+        let batches = try await withPipeline(scratch) { pipeline in
+            await withTaskGroup(of: AttachmentBatch.self) { group in
+                for b in 0..<50 {
+                    group.addTask {
+                        await pipeline.process((0..<20).map { AttachmentRequest(url: url, identifier: "b\(b)-\($0)") },
+                                               deadline: .seconds(20))
+                    }
                 }
+                return await group.reduce(into: []) { $0.append($1) }
             }
-            return await group.reduce(into: []) { $0.append($1) }
         }
-        await pipeline.shutdown()
         #expect(origin.requests("photo.jpg") == 1)
         let all = batches.flatMap(\.attachments)
         #expect(all.count == 1000)
@@ -80,14 +80,15 @@ import Testing
         let scratch = Scratch()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
-        let pipeline = try makePipeline(scratch)
         let url = origin.url("photo.jpg", "delay=1000")
-        async let short = timed(url, pipeline, deadline: .milliseconds(300))
-        try await Task.sleep(for: .milliseconds(50))
-        async let long = pipeline.process([AttachmentRequest(url: url)], deadline: .seconds(10)).attachments[0]
-        let (early, elapsed) = await short
-        let patient = await long
-        await pipeline.shutdown()
+        let (early, elapsed, patient) = try await withPipeline(scratch) { pipeline in
+            async let short = timed(url, pipeline, deadline: .milliseconds(300))
+            try await Task.sleep(for: .milliseconds(50))
+            async let long = pipeline.process([AttachmentRequest(url: url)], deadline: .seconds(10)).attachments[0]
+            let (early, elapsed) = await short
+            let patient = await long
+            return (early, elapsed, patient)
+        }
         #expect(early.reason?.code == .deadlineExceeded)
         #expect(elapsed < .milliseconds(300) + timingSlack, "took \(elapsed)")
         #expect(patient.status == .ready, "\(patient.reason?.message ?? "")")
@@ -99,16 +100,17 @@ import Testing
         let scratch = Scratch()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
-        let pipeline = try makePipeline(scratch)
         let url = origin.url("photo.jpg", "delay=800")
-        let cancelled = Task { await pipeline.process([AttachmentRequest(url: url)]).attachments[0] }
-        try await Task.sleep(for: .milliseconds(50))
-        let other = Task { await pipeline.process([AttachmentRequest(url: url)]).attachments[0] }
-        try await Task.sleep(for: .milliseconds(200))
-        cancelled.cancel()
-        let left = await cancelled.value
-        let finished = await other.value
-        await pipeline.shutdown()
+        let (left, finished) = try await withPipeline(scratch) { pipeline in
+            let cancelled = Task { await pipeline.process([AttachmentRequest(url: url)]).attachments[0] }
+            try await Task.sleep(for: .milliseconds(50))
+            let other = Task { await pipeline.process([AttachmentRequest(url: url)]).attachments[0] }
+            try await Task.sleep(for: .milliseconds(200))
+            cancelled.cancel()
+            let left = await cancelled.value
+            let finished = await other.value
+            return (left, finished)
+        }
         #expect(left.reason?.code == .cancelled)
         #expect(finished.status == .ready)
         #expect(origin.requests("photo.jpg") == 1)
@@ -118,34 +120,34 @@ import Testing
         let scratch = Scratch()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
-        let pipeline = try makePipeline(scratch)
-        let task = Task { await pipeline.process([AttachmentRequest(url: origin.url("photo.jpg", "delay=3000"))]).attachments[0] }
-        try await Task.sleep(for: .milliseconds(200))
-        let started = ContinuousClock.now
-        task.cancel()
-        let descriptor = await task.value
-        #expect(ContinuousClock.now - started < timingSlack)
-        #expect(descriptor.reason?.code == .cancelled)
-        #expect(scratch.tree() == [])
-        // The origin sees its client go away (the transfer was stopped, not left running).
-        for _ in 0..<40 where origin.server.openConnections > 0 { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(origin.server.openConnections == 0)
-        await pipeline.shutdown()
+        try await withPipeline(scratch) { pipeline in
+            let task = Task { await pipeline.process([AttachmentRequest(url: origin.url("photo.jpg", "delay=3000"))]).attachments[0] }
+            try await Task.sleep(for: .milliseconds(200))
+            let started = ContinuousClock.now
+            task.cancel()
+            let descriptor = await task.value
+            #expect(ContinuousClock.now - started < timingSlack)
+            #expect(descriptor.reason?.code == .cancelled)
+            #expect(scratch.tree() == [])
+            // The origin sees its client go away (the transfer was stopped, not left running).
+            for _ in 0..<40 where origin.server.openConnections > 0 { try await Task.sleep(for: .milliseconds(50)) }
+            #expect(origin.server.openConnections == 0)
+        }
     }
 
     @Test func differentOptionsAreDifferentWork() async throws {
         let scratch = Scratch()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
-        let pipeline = try makePipeline(scratch)
         let url = origin.url("photo.jpg", "delay=300")
-        let batch = await pipeline.process([
-            AttachmentRequest(url: url), AttachmentRequest(url: url),
-            AttachmentRequest(url: url, clip: try ClippingRectangle(x: 0, y: 0, width: 0.5, height: 0.5)),
-            AttachmentRequest(url: url, role: .avatar),
-            AttachmentRequest(url: url, platforms: [.ios, .android]),
-        ])
-        await pipeline.shutdown()
+        let batch = try await withPipeline(scratch) { pipeline in
+            await pipeline.process([
+                AttachmentRequest(url: url), AttachmentRequest(url: url),
+                AttachmentRequest(url: url, clip: try ClippingRectangle(x: 0, y: 0, width: 0.5, height: 0.5)),
+                AttachmentRequest(url: url, role: .avatar),
+                AttachmentRequest(url: url, platforms: [.ios, .android]),
+            ])
+        }
         #expect(origin.requests("photo.jpg") == 4)
         #expect(batch.attachments.map(\.cache).filter { $0 == .coalesced }.count == 1)
         #expect(batch.attachments[2].thumbnail?.width != batch.attachments[0].thumbnail?.width)
@@ -155,63 +157,66 @@ import Testing
 /// Finished results reused while fresh, revalidated when stale, bounded, and never served
 /// when their files are gone.
 @Suite(.serialized) struct ResultCacheTests {
-    private func cachedPipeline(_ scratch: Scratch, _ adjust: (inout ResultCaching) -> Void = { _ in }) throws -> AttachmentPipeline {
-        try makePipeline(scratch) { configuration in
+    /// `withPipeline` with the result cache on, set by `adjust`.
+    private func withCachedPipeline<T: Sendable>(_ scratch: Scratch, _ adjust: (inout ResultCaching) -> Void = { _ in },
+                                                 _ body: (AttachmentPipeline) async throws -> T) async throws -> T {
+        try await withPipeline(scratch, { configuration in
             var caching = ResultCaching()
             adjust(&caching)
             configuration.cache = caching
-        }
+        }, body)
     }
 
     @Test func aFreshResultIsAHitWithItsOwnFile() async throws {
         let scratch = Scratch()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
-        let pipeline = try cachedPipeline(scratch)
-        let url = origin.url("photo.jpg", "cc=max-age%3D60")
-        let first = await fetchOne(url, pipeline)
-        let second = await fetchOne(url, pipeline)
-        #expect(first.cache == .miss && second.cache == .hit)
-        #expect(origin.requests("photo.jpg") == 1)
-        #expect(second.status == .ready && second.file != first.file)
-        #expect(try sha256sum(second.file!) == first.sha256)
-        #expect(second.timings.download == nil, "a hit downloads nothing")
-        await pipeline.shutdown()
+        // `throws` spelled out: the body's only `try` is inside #expect, which inference does not see.
+        try await withCachedPipeline(scratch) { pipeline async throws in
+            let url = origin.url("photo.jpg", "cc=max-age%3D60")
+            let first = await fetchOne(url, pipeline)
+            let second = await fetchOne(url, pipeline)
+            #expect(first.cache == .miss && second.cache == .hit)
+            #expect(origin.requests("photo.jpg") == 1)
+            #expect(second.status == .ready && second.file != first.file)
+            #expect(try sha256sum(second.file!) == first.sha256)
+            #expect(second.timings.download == nil, "a hit downloads nothing")
+        }
     }
 
     @Test func noStorePrivateAndContradictoryHeadersAreNeverCached() async throws {
         let scratch = Scratch()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
-        let pipeline = try cachedPipeline(scratch)
-        for (index, query) in ["cc=no-store", "cc=private%2C%20max-age%3D60", "cc=max-age%3D60&cc2=max-age%3D5", "expires=twice"].enumerated() {
-            let url = origin.url("photo.jpg", query + "&n=\(index)")
-            let first = await fetchOne(url, pipeline)
-            let second = await fetchOne(url, pipeline)
-            #expect(first.cache == .miss && second.cache == .miss, "\(query)")
+        try await withCachedPipeline(scratch) { pipeline in
+            for (index, query) in ["cc=no-store", "cc=private%2C%20max-age%3D60", "cc=max-age%3D60&cc2=max-age%3D5", "expires=twice"].enumerated() {
+                let url = origin.url("photo.jpg", query + "&n=\(index)")
+                let first = await fetchOne(url, pipeline)
+                let second = await fetchOne(url, pipeline)
+                #expect(first.cache == .miss && second.cache == .miss, "\(query)")
+            }
+            #expect(origin.requests("photo.jpg") == 8)
         }
-        #expect(origin.requests("photo.jpg") == 8)
-        await pipeline.shutdown()
     }
 
     @Test func aStaleResultIsRevalidatedAndA304ReusesIt() async throws {
         let scratch = Scratch()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
-        let pipeline = try cachedPipeline(scratch)
-        for (name, query) in [("photo.jpg", "cc=max-age%3D0&etag=v1"), ("rotated.jpg", "cc=no-cache&lm=1")] {
-            let url = origin.url(name, query)
-            let first = await fetchOne(url, pipeline)
-            let second = await fetchOne(url, pipeline)
-            #expect(first.cache == .miss)
-            #expect(second.cache == .revalidated, "\(name)")
-            #expect(second.status == .ready && second.sha256 == first.sha256)
-            #expect(origin.bodies(name) == 1 && origin.notModified(name) == 1, "\(name)")
+        try await withCachedPipeline(scratch) { pipeline in
+            for (name, query) in [("photo.jpg", "cc=max-age%3D0&etag=v1"), ("rotated.jpg", "cc=no-cache&lm=1")] {
+                let url = origin.url(name, query)
+                let first = await fetchOne(url, pipeline)
+                let second = await fetchOne(url, pipeline)
+                #expect(first.cache == .miss)
+                #expect(second.cache == .revalidated, "\(name)")
+                #expect(second.status == .ready && second.sha256 == first.sha256)
+                #expect(origin.bodies(name) == 1 && origin.notModified(name) == 1, "\(name)")
+            }
+            // The conditional request carried the validator.
+            #expect(origin.server.requestHeaderLog.contains { $0["if-none-match"] == "\"v1\"" })
+            #expect(origin.server.requestHeaderLog.contains { $0["if-modified-since"] == CachingOrigin.lastModified })
         }
-        // The conditional request carried the validator.
-        #expect(origin.server.requestHeaderLog.contains { $0["if-none-match"] == "\"v1\"" })
-        #expect(origin.server.requestHeaderLog.contains { $0["if-modified-since"] == CachingOrigin.lastModified })
-        await pipeline.shutdown()
     }
 
     @Test func theDefaultFreshnessAndTheMaximumApply() async throws {
@@ -219,24 +224,24 @@ import Testing
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
         let time = ManualCacheClock()
-        let pipeline = try cachedPipeline(scratch) {
+        try await withCachedPipeline(scratch, {
             $0.defaultFreshness = .seconds(60)
             $0.maximumFreshness = .seconds(60)
             $0.clock = time.clock
+        }) { pipeline in
+            let silent = origin.url("photo.jpg")
+            let forever = origin.url("rotated.jpg", "cc=max-age%3D86400")
+            for url in [silent, forever] { _ = await fetchOne(url, pipeline) }
+            #expect(await fetchOne(silent, pipeline).cache == .hit)
+            #expect(await fetchOne(forever, pipeline).cache == .hit)
+            time.advance(by: .seconds(59))
+            #expect(await fetchOne(forever, pipeline).cache == .hit, "a day's max-age is capped at the maximum, not yet reached")
+            time.advance(by: .seconds(2))
+            // Stale, and without validators: fetched again.
+            #expect(await fetchOne(silent, pipeline).cache == .miss)
+            #expect(await fetchOne(forever, pipeline).cache == .miss)
+            #expect(origin.requests("photo.jpg") == 2 && origin.requests("rotated.jpg") == 2)
         }
-        let silent = origin.url("photo.jpg")
-        let forever = origin.url("rotated.jpg", "cc=max-age%3D86400")
-        for url in [silent, forever] { _ = await fetchOne(url, pipeline) }
-        #expect(await fetchOne(silent, pipeline).cache == .hit)
-        #expect(await fetchOne(forever, pipeline).cache == .hit)
-        time.advance(by: .seconds(59))
-        #expect(await fetchOne(forever, pipeline).cache == .hit, "a day's max-age is capped at the maximum, not yet reached")
-        time.advance(by: .seconds(2))
-        // Stale, and without validators: fetched again.
-        #expect(await fetchOne(silent, pipeline).cache == .miss)
-        #expect(await fetchOne(forever, pipeline).cache == .miss)
-        #expect(origin.requests("photo.jpg") == 2 && origin.requests("rotated.jpg") == 2)
-        await pipeline.shutdown()
     }
 
     @Test func failuresThatWouldRecurAreCachedBrieflyTransientOnesNever() async throws {
@@ -244,32 +249,32 @@ import Testing
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
         let time = ManualCacheClock()
-        let pipeline = try cachedPipeline(scratch) {
+        try await withCachedPipeline(scratch, {
             $0.failureFreshness = .seconds(30)
             $0.clock = time.clock
-        }
-        let missing = origin.url("photo.jpg", "status=404")
-        let notMedia = origin.url("document.pdf")
-        #expect(await fetchOne(missing, pipeline).reason?.code == .httpStatus)
-        #expect(await fetchOne(notMedia, pipeline).reason?.code == .unsupportedType)
-        let again = await fetchOne(missing, pipeline)
-        #expect(again.reason?.code == .httpStatus && again.cache == .hit)
-        #expect(await fetchOne(notMedia, pipeline).cache == .hit)
-        #expect(origin.requests("photo.jpg") == 1 && origin.requests("document.pdf") == 1)
-        time.advance(by: .seconds(29))
-        #expect(await fetchOne(missing, pipeline).cache == .hit)
-        time.advance(by: .seconds(2))
-        #expect(await fetchOne(missing, pipeline).cache == .miss)
-        #expect(origin.requests("photo.jpg") == 2)
+        }) { pipeline in
+            let missing = origin.url("photo.jpg", "status=404")
+            let notMedia = origin.url("document.pdf")
+            #expect(await fetchOne(missing, pipeline).reason?.code == .httpStatus)
+            #expect(await fetchOne(notMedia, pipeline).reason?.code == .unsupportedType)
+            let again = await fetchOne(missing, pipeline)
+            #expect(again.reason?.code == .httpStatus && again.cache == .hit)
+            #expect(await fetchOne(notMedia, pipeline).cache == .hit)
+            #expect(origin.requests("photo.jpg") == 1 && origin.requests("document.pdf") == 1)
+            time.advance(by: .seconds(29))
+            #expect(await fetchOne(missing, pipeline).cache == .hit)
+            time.advance(by: .seconds(2))
+            #expect(await fetchOne(missing, pipeline).cache == .miss)
+            #expect(origin.requests("photo.jpg") == 2)
 
-        // A connection refused, a timeout, a deadline: never cached.
-        let refused = "http://127.0.0.1:1/photo.jpg"
-        #expect(await fetchOne(refused, pipeline).reason?.code == .connectFailed)
-        #expect(await fetchOne(refused, pipeline).cache == .miss)
-        let slow = origin.url("rotated.jpg", "delay=600")
-        #expect(await fetchOne(slow, pipeline, deadline: .milliseconds(300)).reason?.code == .deadlineExceeded)
-        #expect(await fetchOne(slow, pipeline, deadline: .milliseconds(300)).cache == .miss)
-        await pipeline.shutdown()
+            // A connection refused, a timeout, a deadline: never cached.
+            let refused = "http://127.0.0.1:1/photo.jpg"
+            #expect(await fetchOne(refused, pipeline).reason?.code == .connectFailed)
+            #expect(await fetchOne(refused, pipeline).cache == .miss)
+            let slow = origin.url("rotated.jpg", "delay=600")
+            #expect(await fetchOne(slow, pipeline, deadline: .milliseconds(300)).reason?.code == .deadlineExceeded)
+            #expect(await fetchOne(slow, pipeline, deadline: .milliseconds(300)).cache == .miss)
+        }
     }
 
     /// The hidden work store's files (results held by the cache).
@@ -281,24 +286,24 @@ import Testing
         let scratch = Scratch()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
-        let pipeline = try cachedPipeline(scratch) { $0.maxEntries = 2 }
         let urls = ["photo.jpg", "rotated.jpg", "alpha.png"].map { origin.url($0, "cc=max-age%3D60") }
-        for url in urls { _ = await fetchOne(url, pipeline) }
-        // Two entries (files and thumbnails) are held; the oldest was evicted with its files.
-        #expect(storeFiles(scratch).count == 4, "\(storeFiles(scratch))")
-        #expect(await fetchOne(urls[2], pipeline).cache == .hit)
-        #expect(await fetchOne(urls[0], pipeline).cache == .miss)
-        await pipeline.shutdown()
+        try await withCachedPipeline(scratch, { $0.maxEntries = 2 }) { pipeline in
+            for url in urls { _ = await fetchOne(url, pipeline) }
+            // Two entries (files and thumbnails) are held; the oldest was evicted with its files.
+            #expect(storeFiles(scratch).count == 4, "\(storeFiles(scratch))")
+            #expect(await fetchOne(urls[2], pipeline).cache == .hit)
+            #expect(await fetchOne(urls[0], pipeline).cache == .miss)
+        }
         #expect(storeFiles(scratch).isEmpty, "shutdown drops the cache and its files")
 
         let small = Scratch()
         // photo.jpg and its thumbnail are about 18 KB: over a 15,000-byte bound, never kept.
-        let bounded = try cachedPipeline(small) { $0.maxBytes = 15_000 }
-        let url = origin.url("photo.jpg", "cc=max-age%3D60&n=bytes")
-        #expect(await fetchOne(url, bounded).cache == .miss)
-        #expect(await fetchOne(url, bounded).cache == .miss)
-        #expect(storeFiles(small).isEmpty)
-        await bounded.shutdown()
+        try await withCachedPipeline(small, { $0.maxBytes = 15_000 }) { bounded in
+            let url = origin.url("photo.jpg", "cc=max-age%3D60&n=bytes")
+            #expect(await fetchOne(url, bounded).cache == .miss)
+            #expect(await fetchOne(url, bounded).cache == .miss)
+            #expect(storeFiles(small).isEmpty)
+        }
     }
 
     /// The entry evicted is the least recently *used*, not the oldest made: a hit keeps an
@@ -307,18 +312,18 @@ import Testing
         let scratch = Scratch()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
-        let pipeline = try cachedPipeline(scratch) { $0.maxEntries = 2 }
-        let kept = origin.url("photo.jpg", "cc=max-age%3D60&lru=kept")
-        #expect(await fetchOne(kept, pipeline).cache == .miss)
-        for round in 0..<40 {
-            let newcomer = origin.url("rotated.jpg", "cc=max-age%3D60&lru=\(round)")
-            #expect(await fetchOne(newcomer, pipeline).cache == .miss)
-            // Used again: the most recent now, so the next newcomer evicts this round's.
-            #expect(await fetchOne(kept, pipeline).cache == .hit, "round \(round)")
+        try await withCachedPipeline(scratch, { $0.maxEntries = 2 }) { pipeline in
+            let kept = origin.url("photo.jpg", "cc=max-age%3D60&lru=kept")
+            #expect(await fetchOne(kept, pipeline).cache == .miss)
+            for round in 0..<40 {
+                let newcomer = origin.url("rotated.jpg", "cc=max-age%3D60&lru=\(round)")
+                #expect(await fetchOne(newcomer, pipeline).cache == .miss)
+                // Used again: the most recent now, so the next newcomer evicts this round's.
+                #expect(await fetchOne(kept, pipeline).cache == .hit, "round \(round)")
+            }
+            let first = origin.url("rotated.jpg", "cc=max-age%3D60&lru=0")
+            #expect(await fetchOne(first, pipeline).cache == .miss, "evicted long ago")
         }
-        let first = origin.url("rotated.jpg", "cc=max-age%3D60&lru=0")
-        #expect(await fetchOne(first, pipeline).cache == .miss, "evicted long ago")
-        await pipeline.shutdown()
     }
 
     /// A batch of hits only is answered without tasks; a batch with one miss among hits takes
@@ -327,38 +332,38 @@ import Testing
         let scratch = Scratch()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
-        let pipeline = try cachedPipeline(scratch) { $0.maxEntries = 1 }
-        let first = origin.url("photo.jpg", "cc=max-age%3D60&mixed=a")
-        let second = origin.url("rotated.jpg", "cc=max-age%3D60&mixed=b")
-        #expect(await fetchOne(first, pipeline).cache == .miss)
-        let hits = await pipeline.process([AttachmentRequest(url: first, identifier: "one"), AttachmentRequest(url: first)])
-        #expect(hits.attachments.map(\.cache) == [.hit, .hit])
-        #expect(hits.attachments.map(\.identifier) == ["one", "attachment-1"])
-        #expect(hits.attachments.allSatisfy { $0.status == .ready && $0.thumbnail != nil })
-        #expect(Set(hits.attachments.compactMap(\.file)).count == 2, "each its own file")
-        let mixed = await pipeline.process([AttachmentRequest(url: first), AttachmentRequest(url: second)])
-        #expect(mixed.attachments.map(\.cache) == [.hit, .miss])
-        // One entry at most: the second URL's result evicted the first's, whose files go once
-        // nobody holds it.
-        let names = storeFiles(scratch)
-        #expect(names.count == 2 && names.allSatisfy { !$0.contains("r1.") }, "\(names)")
-        #expect(origin.requests("photo.jpg") == 1)
-        await pipeline.shutdown()
+        try await withCachedPipeline(scratch, { $0.maxEntries = 1 }) { pipeline in
+            let first = origin.url("photo.jpg", "cc=max-age%3D60&mixed=a")
+            let second = origin.url("rotated.jpg", "cc=max-age%3D60&mixed=b")
+            #expect(await fetchOne(first, pipeline).cache == .miss)
+            let hits = await pipeline.process([AttachmentRequest(url: first, identifier: "one"), AttachmentRequest(url: first)])
+            #expect(hits.attachments.map(\.cache) == [.hit, .hit])
+            #expect(hits.attachments.map(\.identifier) == ["one", "attachment-1"])
+            #expect(hits.attachments.allSatisfy { $0.status == .ready && $0.thumbnail != nil })
+            #expect(Set(hits.attachments.compactMap(\.file)).count == 2, "each its own file")
+            let mixed = await pipeline.process([AttachmentRequest(url: first), AttachmentRequest(url: second)])
+            #expect(mixed.attachments.map(\.cache) == [.hit, .miss])
+            // One entry at most: the second URL's result evicted the first's, whose files go once
+            // nobody holds it.
+            let names = storeFiles(scratch)
+            #expect(names.count == 2 && names.allSatisfy { !$0.contains("r1.") }, "\(names)")
+            #expect(origin.requests("photo.jpg") == 1)
+        }
     }
 
     @Test func anEntryWhoseFilesWereRemovedIsAMissNeverServed() async throws {
         let scratch = Scratch()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
-        let pipeline = try cachedPipeline(scratch)
-        let url = origin.url("photo.jpg", "cc=max-age%3D60")
-        _ = await fetchOne(url, pipeline)
-        for file in storeFiles(scratch) where file.hasSuffix(".thumb.jpg") { unlink("\(scratch.path)/\(file)") }
-        let after = await fetchOne(url, pipeline)
-        #expect(after.cache == .miss)
-        #expect(after.status == .ready && after.thumbnail != nil)
-        #expect(origin.requests("photo.jpg") == 2)
-        await pipeline.shutdown()
+        try await withCachedPipeline(scratch) { pipeline in
+            let url = origin.url("photo.jpg", "cc=max-age%3D60")
+            _ = await fetchOne(url, pipeline)
+            for file in storeFiles(scratch) where file.hasSuffix(".thumb.jpg") { unlink("\(scratch.path)/\(file)") }
+            let after = await fetchOne(url, pipeline)
+            #expect(after.cache == .miss)
+            #expect(after.status == .ready && after.thumbnail != nil)
+            #expect(origin.requests("photo.jpg") == 2)
+        }
     }
 }
 

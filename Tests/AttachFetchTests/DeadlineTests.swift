@@ -8,155 +8,164 @@ import Testing
 @Suite struct DeadlineTests {
     @Test func batchReturnsByItsDeadlineKeepingWhatFinished() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch)
-        try await withMediaServer { server in
-            let requests = ["media/photo.jpg", "stall/photo.jpg", "media/tone.mp3", "stall/clip.mp4"].map {
-                AttachmentRequest(url: "\(server.baseURL)/\($0)")
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer { server in
+                let requests = ["media/photo.jpg", "stall/photo.jpg", "media/tone.mp3", "stall/clip.mp4"].map {
+                    AttachmentRequest(url: "\(server.baseURL)/\($0)")
+                }
+                let started = ContinuousClock.now
+                let batch = await pipeline.process(requests, deadline: .seconds(1))
+                let elapsed = ContinuousClock.now - started
+                #expect(elapsed >= .seconds(1) - .milliseconds(5))
+                #expect(elapsed < .seconds(1) + timingSlack, "took \(elapsed)")
+                #expect(batch.attachments.map(\.status) == [.ready, .timedOut, .ready, .timedOut])
+                #expect(batch.attachments[1].reason?.code == .deadlineExceeded)
+                #expect(batch.attachments[3].reason?.code == .deadlineExceeded)
+                // Partial bodies are gone; the finished ones are kept.
+                let directory = try #require(batch.directory)
+                let name = (directory as NSString).lastPathComponent
+                #expect(scratch.tree() == [name, "\(name)/attachment-0.jpg", "\(name)/attachment-0.thumb.jpg", "\(name)/attachment-2.mp3"])
             }
-            let started = ContinuousClock.now
-            let batch = await pipeline.process(requests, deadline: .seconds(1))
-            let elapsed = ContinuousClock.now - started
-            #expect(elapsed >= .seconds(1) - .milliseconds(5))
-            #expect(elapsed < .seconds(1) + timingSlack, "took \(elapsed)")
-            #expect(batch.attachments.map(\.status) == [.ready, .timedOut, .ready, .timedOut])
-            #expect(batch.attachments[1].reason?.code == .deadlineExceeded)
-            #expect(batch.attachments[3].reason?.code == .deadlineExceeded)
-            // Partial bodies are gone; the finished ones are kept.
-            let directory = try #require(batch.directory)
-            let name = (directory as NSString).lastPathComponent
-            #expect(scratch.tree() == [name, "\(name)/attachment-0.jpg", "\(name)/attachment-0.thumb.jpg", "\(name)/attachment-2.mp3"])
         }
     }
 
     @Test func stallDetectionIsAPerRequestTimeout() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch) { $0.timeout.stall = .milliseconds(500) }
-        try await withMediaServer { server in
-            let started = ContinuousClock.now
-            let d = await fetchOne("\(server.baseURL)/stall/photo.jpg", pipeline, deadline: .seconds(10))
-            let elapsed = ContinuousClock.now - started
-            #expect(d.status == .timedOut)
-            #expect(d.reason?.code == .timeout)
-            #expect(d.reason?.message.contains("no data") == true)
-            #expect(elapsed >= .milliseconds(500) && elapsed < .milliseconds(500) + timingSlack, "took \(elapsed)")
-            #expect(scratch.tree() == [])
+        try await withPipeline(scratch, { $0.timeout.stall = .milliseconds(500) }) { pipeline in
+            try await withMediaServer { server in
+                let started = ContinuousClock.now
+                let d = await fetchOne("\(server.baseURL)/stall/photo.jpg", pipeline, deadline: .seconds(10))
+                let elapsed = ContinuousClock.now - started
+                #expect(d.status == .timedOut)
+                #expect(d.reason?.code == .timeout)
+                #expect(d.reason?.message.contains("no data") == true)
+                #expect(elapsed >= .milliseconds(500) && elapsed < .milliseconds(500) + timingSlack, "took \(elapsed)")
+                #expect(scratch.tree() == [])
+            }
         }
     }
 
     @Test func stallDetectionWorksOnAReusedKeepAliveConnection() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch) {
+        try await withPipeline(scratch, {
             $0.timeout.stall = .milliseconds(500)
             $0.maxConcurrentTransfers = 1
-        }
-        try await withMediaServer { server in
-            let first = await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline)
-            #expect(first.status == .ready)
-            let started = ContinuousClock.now
-            let stalled = await fetchOne("\(server.baseURL)/stall/photo.jpg", pipeline, deadline: .seconds(5))
-            let elapsed = ContinuousClock.now - started
-            #expect(server.acceptedConnections == 1) // the second request reused the connection
-            #expect(stalled.reason?.code == .timeout, "\(stalled.reason?.message ?? "")")
-            #expect(elapsed < .milliseconds(500) + timingSlack, "took \(elapsed)")
+        }) { pipeline in
+            try await withMediaServer { server in
+                let first = await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline)
+                #expect(first.status == .ready)
+                let started = ContinuousClock.now
+                let stalled = await fetchOne("\(server.baseURL)/stall/photo.jpg", pipeline, deadline: .seconds(5))
+                let elapsed = ContinuousClock.now - started
+                #expect(server.acceptedConnections == 1) // the second request reused the connection
+                #expect(stalled.reason?.code == .timeout, "\(stalled.reason?.message ?? "")")
+                #expect(elapsed < .milliseconds(500) + timingSlack, "took \(elapsed)")
+            }
         }
     }
 
     @Test func totalRequestTimeoutFires() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch) { $0.timeout.request = .milliseconds(700) }
-        try await withMediaServer { server in
-            let started = ContinuousClock.now
-            let d = await fetchOne("\(server.baseURL)/stall/clip.mp4", pipeline, deadline: .seconds(10))
-            let elapsed = ContinuousClock.now - started
-            #expect(d.reason?.code == .timeout, "\(d.reason?.message ?? "")")
-            #expect(elapsed >= .milliseconds(690) && elapsed < .milliseconds(700) + timingSlack, "took \(elapsed)")
+        try await withPipeline(scratch, { $0.timeout.request = .milliseconds(700) }) { pipeline in
+            try await withMediaServer { server in
+                let started = ContinuousClock.now
+                let d = await fetchOne("\(server.baseURL)/stall/clip.mp4", pipeline, deadline: .seconds(10))
+                let elapsed = ContinuousClock.now - started
+                #expect(d.reason?.code == .timeout, "\(d.reason?.message ?? "")")
+                #expect(elapsed >= .milliseconds(690) && elapsed < .milliseconds(700) + timingSlack, "took \(elapsed)")
+            }
         }
     }
 
     @Test func requestTimeoutIsClippedToTheDeadline() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch) // 10 s request timeout, 3 s stall
-        try await withMediaServer { server in
-            let started = ContinuousClock.now
-            let d = await fetchOne("\(server.baseURL)/stall/photo.jpg", pipeline, deadline: .milliseconds(600))
-            let elapsed = ContinuousClock.now - started
-            #expect(d.reason?.code == .deadlineExceeded)
-            #expect(elapsed < .milliseconds(600) + timingSlack, "took \(elapsed)")
+        try await withPipeline(scratch) { pipeline in // 10 s request timeout, 3 s stall
+            try await withMediaServer { server in
+                let started = ContinuousClock.now
+                let d = await fetchOne("\(server.baseURL)/stall/photo.jpg", pipeline, deadline: .milliseconds(600))
+                let elapsed = ContinuousClock.now - started
+                #expect(d.reason?.code == .deadlineExceeded)
+                #expect(elapsed < .milliseconds(600) + timingSlack, "took \(elapsed)")
+            }
         }
     }
 
     @Test func cancellingTheTaskReturnsPromptlyWithCancelledDescriptors() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch) { $0.maxConcurrentTransfers = 2 }
-        try await withMediaServer { server in
-            let requests = (0..<4).map { AttachmentRequest(url: "\(server.baseURL)/stall/clip.mp4?n=\($0)") }
-            let task = Task { await pipeline.process(requests, deadline: .seconds(20)) }
-            try await Task.sleep(for: .milliseconds(300))
-            let cancelled = ContinuousClock.now
-            task.cancel()
-            let batch = await task.value
-            #expect(ContinuousClock.now - cancelled < timingSlack)
-            #expect(batch.attachments.count == 4)
-            #expect(batch.attachments.allSatisfy { $0.reason?.code == .cancelled && $0.status == .failed })
-            #expect(scratch.tree() == [])
+        try await withPipeline(scratch, { $0.maxConcurrentTransfers = 2 }) { pipeline in
+            try await withMediaServer { server in
+                let requests = (0..<4).map { AttachmentRequest(url: "\(server.baseURL)/stall/clip.mp4?n=\($0)") }
+                let task = Task { await pipeline.process(requests, deadline: .seconds(20)) }
+                try await Task.sleep(for: .milliseconds(300))
+                let cancelled = ContinuousClock.now
+                task.cancel()
+                let batch = await task.value
+                #expect(ContinuousClock.now - cancelled < timingSlack)
+                #expect(batch.attachments.count == 4)
+                #expect(batch.attachments.allSatisfy { $0.reason?.code == .cancelled && $0.status == .failed })
+                #expect(scratch.tree() == [])
+            }
         }
     }
 
     @Test func queuedRequestsDoNotConnectAndExpireAtTheDeadline() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch) { $0.maxConcurrentTransfers = 2 }
-        try await withMediaServer { server in
-            let requests = (0..<5).map { AttachmentRequest(url: "\(server.baseURL)/stall/photo.jpg?n=\($0)") }
-            let batch = await pipeline.process(requests, deadline: .milliseconds(800))
-            #expect(batch.attachments.allSatisfy { $0.reason?.code == .deadlineExceeded })
-            #expect(batch.attachments.filter { $0.reason?.message.contains("queued") == true }.count == 3)
-            #expect(server.acceptedConnections == 2)
+        try await withPipeline(scratch, { $0.maxConcurrentTransfers = 2 }) { pipeline in
+            try await withMediaServer { server in
+                let requests = (0..<5).map { AttachmentRequest(url: "\(server.baseURL)/stall/photo.jpg?n=\($0)") }
+                let batch = await pipeline.process(requests, deadline: .milliseconds(800))
+                #expect(batch.attachments.allSatisfy { $0.reason?.code == .deadlineExceeded })
+                #expect(batch.attachments.filter { $0.reason?.message.contains("queued") == true }.count == 3)
+                #expect(server.acceptedConnections == 2)
+            }
         }
     }
 
     @Test func concurrencyLimitIsSharedByConcurrentBatches() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch) { $0.maxConcurrentTransfers = 3 }
-        try await withMediaServer { server in
-            func stalledBatch(_ batchIndex: Int, deadline: Duration) async {
-                let requests = (0..<8).map { AttachmentRequest(url: "\(server.baseURL)/stall/photo.jpg?b=\(batchIndex)&n=\($0)") }
-                let batch = await pipeline.process(requests, deadline: deadline)
-                #expect(batch.attachments.allSatisfy { $0.status == .timedOut })
-            }
-            // The first batch takes the three slots and keeps them until its deadline; the other
-            // three batches start once it holds them and end before it. Their requests can only
-            // queue: with a limit per batch (or none) they would open connections of their own.
-            // (Deadlines that end in a different order would let a later batch take the slots
-            // the first one frees, which is sharing too but makes the count depend on timing.)
-            async let first: Void = stalledBatch(0, deadline: .milliseconds(2_500))
-            let waitStarted = ContinuousClock.now
-            while server.acceptedConnections < 3, ContinuousClock.now - waitStarted < .seconds(1) {
-                try await Task.sleep(for: .milliseconds(5))
-            }
-            #expect(server.acceptedConnections == 3, "the first batch did not take the three slots in time")
-            await withTaskGroup(of: Void.self) { group in
-                for batchIndex in 1..<4 {
-                    group.addTask { await stalledBatch(batchIndex, deadline: .milliseconds(700)) }
+        try await withPipeline(scratch, { $0.maxConcurrentTransfers = 3 }) { pipeline in
+            try await withMediaServer { server in
+                func stalledBatch(_ batchIndex: Int, deadline: Duration) async {
+                    let requests = (0..<8).map { AttachmentRequest(url: "\(server.baseURL)/stall/photo.jpg?b=\(batchIndex)&n=\($0)") }
+                    let batch = await pipeline.process(requests, deadline: deadline)
+                    #expect(batch.attachments.allSatisfy { $0.status == .timedOut })
                 }
+                // The first batch takes the three slots and keeps them until its deadline; the other
+                // three batches start once it holds them and end before it. Their requests can only
+                // queue: with a limit per batch (or none) they would open connections of their own.
+                // (Deadlines that end in a different order would let a later batch take the slots
+                // the first one frees, which is sharing too but makes the count depend on timing.)
+                async let first: Void = stalledBatch(0, deadline: .milliseconds(2_500))
+                let waitStarted = ContinuousClock.now
+                while server.acceptedConnections < 3, ContinuousClock.now - waitStarted < .seconds(1) {
+                    try await Task.sleep(for: .milliseconds(5))
+                }
+                #expect(server.acceptedConnections == 3, "the first batch did not take the three slots in time")
+                await withTaskGroup(of: Void.self) { group in
+                    for batchIndex in 1..<4 {
+                        group.addTask { await stalledBatch(batchIndex, deadline: .milliseconds(700)) }
+                    }
+                }
+                await first
+                #expect(server.peakConnections <= 3)
+                #expect(server.acceptedConnections == 3)
             }
-            await first
-            #expect(server.peakConnections <= 3)
-            #expect(server.acceptedConnections == 3)
         }
     }
 
     @Test func manyConcurrentBatchesAllGetTheirOwnResults() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch)
-        try await withMediaServer { server in
-            let files = ["photo.jpg", "tone.mp3", "clip.mp4", "document.pdf", "alpha.png"]
-            await withTaskGroup(of: Void.self) { group in
-                for batchIndex in 0..<20 {
-                    group.addTask {
-                        let requests = files.map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)?b=\(batchIndex)") }
-                        let batch = await pipeline.process(requests)
-                        #expect(batch.attachments.map(\.url) == requests.map(\.url))
-                        #expect(batch.attachments.map(\.status) == [.ready, .ready, .ready, .rejected, .ready])
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer { server in
+                let files = ["photo.jpg", "tone.mp3", "clip.mp4", "document.pdf", "alpha.png"]
+                await withTaskGroup(of: Void.self) { group in
+                    for batchIndex in 0..<20 {
+                        group.addTask {
+                            let requests = files.map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)?b=\(batchIndex)") }
+                            let batch = await pipeline.process(requests)
+                            #expect(batch.attachments.map(\.url) == requests.map(\.url))
+                            #expect(batch.attachments.map(\.status) == [.ready, .ready, .ready, .rejected, .ready])
+                        }
                     }
                 }
             }
@@ -171,39 +180,40 @@ import Testing
         // One thumbnail thread and eight slow-to-decode images (about 0.25–0.8 s each here,
         // depending on the machine's state): the deadline comes while thumbnails are still
         // running or queued, after every download has finished.
-        let pipeline = try makePipeline(scratch) {
+        let batch = try await withPipeline(scratch, {
             $0.thumbnailThreads = 1
             $0.maxImagePixels = 100_000_000
             $0.maxProgressivePixels = 100_000_000 // slow on purpose: let it through to the decoder
             $0.cache = ResultCaching() // the second batch below asks for the same URLs
-        }
-        let mediaPath = media.path
-        try await offPool { try writeBlackJPEG(path: "\(mediaPath)/slow.jpg", width: 7000, height: 7000, progressive: true) }
-        let routes = MediaRoutes(directory: media.path)
-        let server = try LoopbackHTTPServer { request, connection in routes.handle(request, connection) }
-        let requests = (0..<8).map { AttachmentRequest(url: "\(server.baseURL)/media/slow.jpg?n=\($0)", identifier: "slow\($0)") }
-        let started = ContinuousClock.now
-        let batch = await pipeline.process(requests, deadline: .milliseconds(800))
-        let elapsed = ContinuousClock.now - started
-        #expect(elapsed < .milliseconds(800) + timingSlack, "took \(elapsed)")
-        // Every download fits easily; every attachment is delivered, some without a thumbnail,
-        // and those say that the deadline cut their thumbnail (and so their decode) short.
-        #expect(batch.attachments.allSatisfy { $0.status == .ready }, "\(batch.attachments.map { $0.reason?.message ?? "ready" })")
-        #expect(batch.attachments.contains { $0.thumbnail == nil })
-        for attachment in batch.attachments {
-            #expect(attachment.skippedAtDeadline == (attachment.thumbnail == nil ? ["thumbnail"] : nil), "\(attachment.identifier)")
-        }
-        // The same URLs again, with time to spare: a result cut short was not cached, so it is
-        // made again (a miss, now with its thumbnail); a complete one is a hit.
-        let again = await pipeline.process(requests, deadline: .seconds(60))
-        try await offPool { server.shutdown() }
-        for (first, second) in zip(batch.attachments, again.attachments) {
-            let cutShort = first.skippedAtDeadline != nil
-            #expect(second.cache == (cutShort ? .miss : .hit), "\(first.identifier)")
-            #expect(second.thumbnail != nil && second.skippedAtDeadline == nil, "\(first.identifier)")
-        }
-        if let directory = again.directory { try? FileManager.default.removeItem(atPath: directory) }
-        await pipeline.shutdown() // the cached results' files go
+        }) { pipeline in
+            let mediaPath = media.path
+            try await offPool { try writeBlackJPEG(path: "\(mediaPath)/slow.jpg", width: 7000, height: 7000, progressive: true) }
+            let routes = MediaRoutes(directory: media.path)
+            let server = try LoopbackHTTPServer { request, connection in routes.handle(request, connection) }
+            let requests = (0..<8).map { AttachmentRequest(url: "\(server.baseURL)/media/slow.jpg?n=\($0)", identifier: "slow\($0)") }
+            let started = ContinuousClock.now
+            let batch = await pipeline.process(requests, deadline: .milliseconds(800))
+            let elapsed = ContinuousClock.now - started
+            #expect(elapsed < .milliseconds(800) + timingSlack, "took \(elapsed)")
+            // Every download fits easily; every attachment is delivered, some without a thumbnail,
+            // and those say that the deadline cut their thumbnail (and so their decode) short.
+            #expect(batch.attachments.allSatisfy { $0.status == .ready }, "\(batch.attachments.map { $0.reason?.message ?? "ready" })")
+            #expect(batch.attachments.contains { $0.thumbnail == nil })
+            for attachment in batch.attachments {
+                #expect(attachment.skippedAtDeadline == (attachment.thumbnail == nil ? ["thumbnail"] : nil), "\(attachment.identifier)")
+            }
+            // The same URLs again, with time to spare: a result cut short was not cached, so it is
+            // made again (a miss, now with its thumbnail); a complete one is a hit.
+            let again = await pipeline.process(requests, deadline: .seconds(60))
+            try await offPool { server.shutdown() }
+            for (first, second) in zip(batch.attachments, again.attachments) {
+                let cutShort = first.skippedAtDeadline != nil
+                #expect(second.cache == (cutShort ? .miss : .hit), "\(first.identifier)")
+                #expect(second.thumbnail != nil && second.skippedAtDeadline == nil, "\(first.identifier)")
+            }
+            if let directory = again.directory { try? FileManager.default.removeItem(atPath: directory) }
+            return batch
+        } // the pipeline is shut down: the cached results' files go
         // Abandoned thumbnails finish (or are skipped) later; none of their output is left behind.
         let directory = try #require(batch.directory)
         let name = (directory as NSString).lastPathComponent
@@ -228,22 +238,23 @@ import Testing
         }
         #expect(made.status == 0, "\(made.errors)")
         try await withMediaServer(directory: media.path) { server in
-            let pipeline = try makePipeline(scratch)
-            let url = "\(server.baseURL)/media/long.mp4"
-            // Learn when the probe starts and how long it takes here, then set the deadline a
-            // quarter of the way into it; a run that comes out faster tries an earlier deadline.
-            let timed = await fetchOne(url, pipeline, thumbnailTime: 24, deadline: .seconds(30))
-            #expect(timed.status == .ready && timed.thumbnail != nil && timed.skippedAtDeadline == nil,
-                    "\(timed.reason?.message ?? "")")
-            let probing = try #require(timed.timings.probe)
-            let startsAt = timed.timings.total - probing
-            var late: AttachmentDescriptor?
-            for fraction in [4, 8, 16] {
-                let attempt = await fetchOne(url, pipeline, thumbnailTime: 24, deadline: .milliseconds(startsAt + max(20, probing / fraction)))
-                #expect(attempt.status == .ready, "\(attempt.reason?.message ?? "")")
-                if attempt.skippedAtDeadline != nil { late = attempt; break }
+            let (late, probing) = try await withPipeline(scratch) { pipeline in
+                let url = "\(server.baseURL)/media/long.mp4"
+                // Learn when the probe starts and how long it takes here, then set the deadline a
+                // quarter of the way into it; a run that comes out faster tries an earlier deadline.
+                let timed = await fetchOne(url, pipeline, thumbnailTime: 24, deadline: .seconds(30))
+                #expect(timed.status == .ready && timed.thumbnail != nil && timed.skippedAtDeadline == nil,
+                        "\(timed.reason?.message ?? "")")
+                let probing = try #require(timed.timings.probe)
+                let startsAt = timed.timings.total - probing
+                var late: AttachmentDescriptor?
+                for fraction in [4, 8, 16] {
+                    let attempt = await fetchOne(url, pipeline, thumbnailTime: 24, deadline: .milliseconds(startsAt + max(20, probing / fraction)))
+                    #expect(attempt.status == .ready, "\(attempt.reason?.message ?? "")")
+                    if attempt.skippedAtDeadline != nil { late = attempt; break }
+                }
+                return (late, probing)
             }
-            await pipeline.shutdown()
             let skipped = try #require(late, "the probe took \(probing) ms in the timed run and always finished in time")
             #expect(skipped.skippedAtDeadline == ["probe"])
             #expect(skipped.thumbnail == nil && skipped.duration == nil && skipped.videoCodec == nil)
@@ -252,56 +263,59 @@ import Testing
 
     @Test func batchDeadlineHoldsWhenEveryTransferMisbehaves() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch) // default timeouts: 5 s, 10 s, 3 s stall
-        try await withMediaServer { server in
-            let paths = ["media/photo.jpg", "fault/silent", "fault/drip", "fault/slow-headers", "stall/clip.mp4", "media/tone.mp3"]
-            let started = ContinuousClock.now
-            let batch = await pipeline.process(paths.map { AttachmentRequest(url: "\(server.baseURL)/\($0)") },
-                                               deadline: .milliseconds(1200))
-            let elapsed = ContinuousClock.now - started
-            expectNear(elapsed, .milliseconds(1200), "deadline")
-            #expect(batch.attachments.map(\.status) == [.ready, .timedOut, .timedOut, .timedOut, .timedOut, .ready])
-            #expect(batch.attachments.filter { $0.status == .timedOut }.allSatisfy { $0.reason?.code == .deadlineExceeded })
+        try await withPipeline(scratch) { pipeline in // default timeouts: 5 s, 10 s, 3 s stall
+            try await withMediaServer { server in
+                let paths = ["media/photo.jpg", "fault/silent", "fault/drip", "fault/slow-headers", "stall/clip.mp4", "media/tone.mp3"]
+                let started = ContinuousClock.now
+                let batch = await pipeline.process(paths.map { AttachmentRequest(url: "\(server.baseURL)/\($0)") },
+                                                   deadline: .milliseconds(1200))
+                let elapsed = ContinuousClock.now - started
+                expectNear(elapsed, .milliseconds(1200), "deadline")
+                #expect(batch.attachments.map(\.status) == [.ready, .timedOut, .timedOut, .timedOut, .timedOut, .ready])
+                #expect(batch.attachments.filter { $0.status == .timedOut }.allSatisfy { $0.reason?.code == .deadlineExceeded })
+            }
         }
     }
 
     @Test func hundredStallingConnectionsAtOnceStillMeetTheDeadline() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch) { $0.maxConcurrentTransfers = 100 }
-        try await withMediaServer { server in
-            let requests = (0..<100).map { AttachmentRequest(url: "\(server.baseURL)/fault/silent?n=\($0)") }
-            let started = ContinuousClock.now
-            let batch = await pipeline.process(requests, deadline: .seconds(1))
-            let elapsed = ContinuousClock.now - started
-            expectNear(elapsed, .seconds(1), "100 stalls")
-            #expect(batch.attachments.count == 100)
-            #expect(batch.attachments.allSatisfy { $0.reason?.code == .deadlineExceeded })
-            #expect(server.peakConnections == 100)
-            #expect(scratch.tree() == [])
+        try await withPipeline(scratch, { $0.maxConcurrentTransfers = 100 }) { pipeline in
+            try await withMediaServer { server in
+                let requests = (0..<100).map { AttachmentRequest(url: "\(server.baseURL)/fault/silent?n=\($0)") }
+                let started = ContinuousClock.now
+                let batch = await pipeline.process(requests, deadline: .seconds(1))
+                let elapsed = ContinuousClock.now - started
+                expectNear(elapsed, .seconds(1), "100 stalls")
+                #expect(batch.attachments.count == 100)
+                #expect(batch.attachments.allSatisfy { $0.reason?.code == .deadlineExceeded })
+                #expect(server.peakConnections == 100)
+                #expect(scratch.tree() == [])
+            }
         }
     }
 
     @Test func fiftyConcurrentBatchesEachMeetTheirOwnDeadline() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch)
-        try await withMediaServer { server in
-            await withTaskGroup(of: Void.self) { group in
-                for index in 0..<50 {
-                    group.addTask {
-                        let deadline = Duration.milliseconds(400 + 20 * index)
-                        let requests = ["media/photo.jpg", "fault/silent", "media/tone.mp3", "fault/drip"].map {
-                            AttachmentRequest(url: "\(server.baseURL)/\($0)?b=\(index)")
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer { server in
+                await withTaskGroup(of: Void.self) { group in
+                    for index in 0..<50 {
+                        group.addTask {
+                            let deadline = Duration.milliseconds(400 + 20 * index)
+                            let requests = ["media/photo.jpg", "fault/silent", "media/tone.mp3", "fault/drip"].map {
+                                AttachmentRequest(url: "\(server.baseURL)/\($0)?b=\(index)")
+                            }
+                            let started = ContinuousClock.now
+                            let batch = await pipeline.process(requests, deadline: deadline)
+                            let elapsed = ContinuousClock.now - started
+                            #expect(elapsed < deadline + timingSlack, "batch \(index): \(elapsed) for \(deadline)")
+                            #expect(batch.attachments.count == 4)
+                            #expect(batch.attachments[1].status == .timedOut && batch.attachments[3].status == .timedOut)
                         }
-                        let started = ContinuousClock.now
-                        let batch = await pipeline.process(requests, deadline: deadline)
-                        let elapsed = ContinuousClock.now - started
-                        #expect(elapsed < deadline + timingSlack, "batch \(index): \(elapsed) for \(deadline)")
-                        #expect(batch.attachments.count == 4)
-                        #expect(batch.attachments[1].status == .timedOut && batch.attachments[3].status == .timedOut)
                     }
                 }
+                #expect(scratch.tree().allSatisfy { !$0.contains(".part-") && !$0.contains(".thumb-") })
             }
-            #expect(scratch.tree().allSatisfy { !$0.contains(".part-") && !$0.contains(".thumb-") })
         }
     }
 
@@ -311,38 +325,39 @@ import Testing
         let media = Scratch()
         let scratch = Scratch()
         // Two attempts (13 megapixels of noise is too big once, under a 2 MB limit).
-        let pipeline = try makePipeline(scratch) { $0.sizeLimits.image = 2_000_000 }
-        try writeNoiseImage(path: "\(media.path)/big.png", width: 3_600, height: 3_600, png: 3)
-        try await withMediaServer(directory: media.path) { server in
-            let request = AttachmentRequest(url: "\(server.baseURL)/media/big.png")
-            // First learn this machine's download and conversion times (the fastest of two
-            // runs), then set the deadline a quarter of the way into the conversion. Too early
-            // is harmless (the download is cut off: also deadlineExceeded); only too late fails.
-            var downloads: [Int] = [], conversions: [Int] = []
-            for _ in 0..<2 {
-                let timed = await pipeline.process([request], deadline: .seconds(30)).attachments[0]
-                #expect(timed.status == .ready, "\(timed.reason?.message ?? "")")
-                #expect(timed.transforms == [.transcoded, .downscaled])
-                let convert = try #require(timed.timings.normalize)
-                // When the conversion started, from the batch's start.
-                downloads.append(timed.timings.total - (timed.timings.thumbnail ?? 0) - convert)
-                conversions.append(convert)
-                try? FileManager.default.removeItem(atPath: scratch.path)
-                try FileManager.default.createDirectory(atPath: scratch.path, withIntermediateDirectories: false)
-            }
-            let download = downloads.min()!, convert = conversions.min()!
-            let deadline = Duration.milliseconds(download + convert / 4)
+        try await withPipeline(scratch, { $0.sizeLimits.image = 2_000_000 }) { pipeline in
+            try writeNoiseImage(path: "\(media.path)/big.png", width: 3_600, height: 3_600, png: 3)
+            try await withMediaServer(directory: media.path) { server in
+                let request = AttachmentRequest(url: "\(server.baseURL)/media/big.png")
+                // First learn this machine's download and conversion times (the fastest of two
+                // runs), then set the deadline a quarter of the way into the conversion. Too early
+                // is harmless (the download is cut off: also deadlineExceeded); only too late fails.
+                var downloads: [Int] = [], conversions: [Int] = []
+                for _ in 0..<2 {
+                    let timed = await pipeline.process([request], deadline: .seconds(30)).attachments[0]
+                    #expect(timed.status == .ready, "\(timed.reason?.message ?? "")")
+                    #expect(timed.transforms == [.transcoded, .downscaled])
+                    let convert = try #require(timed.timings.normalize)
+                    // When the conversion started, from the batch's start.
+                    downloads.append(timed.timings.total - (timed.timings.thumbnail ?? 0) - convert)
+                    conversions.append(convert)
+                    try? FileManager.default.removeItem(atPath: scratch.path)
+                    try FileManager.default.createDirectory(atPath: scratch.path, withIntermediateDirectories: false)
+                }
+                let download = downloads.min()!, convert = conversions.min()!
+                let deadline = Duration.milliseconds(download + convert / 4)
 
-            let started = ContinuousClock.now
-            let batch = await pipeline.process([request], deadline: deadline)
-            let elapsed = ContinuousClock.now - started
-            let d = batch.attachments[0]
-            #expect(d.status == .timedOut, "conversion from \(download) ms, for \(convert) ms: \(d.reason?.message ?? "ready")")
-            #expect(d.reason?.code == .deadlineExceeded)
-            #expect(elapsed < deadline + .milliseconds(300), "\(elapsed)")
-            // The abandoned conversion finishes on its thread and removes what it made.
-            for _ in 0..<100 where !scratch.tree().isEmpty { try await Task.sleep(for: .milliseconds(100)) }
-            #expect(scratch.tree() == [])
+                let started = ContinuousClock.now
+                let batch = await pipeline.process([request], deadline: deadline)
+                let elapsed = ContinuousClock.now - started
+                let d = batch.attachments[0]
+                #expect(d.status == .timedOut, "conversion from \(download) ms, for \(convert) ms: \(d.reason?.message ?? "ready")")
+                #expect(d.reason?.code == .deadlineExceeded)
+                #expect(elapsed < deadline + .milliseconds(300), "\(elapsed)")
+                // The abandoned conversion finishes on its thread and removes what it made.
+                for _ in 0..<100 where !scratch.tree().isEmpty { try await Task.sleep(for: .milliseconds(100)) }
+                #expect(scratch.tree() == [])
+            }
         }
     }
 }

@@ -104,6 +104,7 @@ import Testing
     }
 
     @Test func invalidConfigurationIsRefused() {
+        // Not withPipeline: each constructor here must throw, so there is no pipeline to shut down.
         var c = AttachFetchConfiguration()
         c.maxConcurrentTransfers = 0
         #expect(throws: AttachFetchError.self) { try AttachmentPipeline(configuration: c) }

@@ -7,142 +7,153 @@ import Testing
 @Suite struct HostileServerTests {
     @Test func serverThatNeverAnswersHitsTheStallTimeout() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch) { $0.timeout.stall = .milliseconds(500) }
-        try await withMediaServer { server in
-            let (d, elapsed) = await timed("\(server.baseURL)/fault/silent", pipeline)
-            #expect(d.status == .timedOut && d.reason?.code == .timeout, "\(d.reason?.message ?? "")")
-            expectNear(elapsed, .milliseconds(500), "silent")
-            #expect(scratch.tree() == [])
+        try await withPipeline(scratch, { $0.timeout.stall = .milliseconds(500) }) { pipeline in
+            try await withMediaServer { server in
+                let (d, elapsed) = await timed("\(server.baseURL)/fault/silent", pipeline)
+                #expect(d.status == .timedOut && d.reason?.code == .timeout, "\(d.reason?.message ?? "")")
+                expectNear(elapsed, .milliseconds(500), "silent")
+                #expect(scratch.tree() == [])
+            }
         }
     }
 
     @Test func headersThenStallHitsTheStallTimeout() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch) { $0.timeout.stall = .milliseconds(800) }
-        try await withMediaServer { server in
-            let (d, elapsed) = await timed("\(server.baseURL)/stall/clip.mp4", pipeline)
-            #expect(d.reason?.code == .timeout)
-            expectNear(elapsed, .milliseconds(800), "stall")
+        try await withPipeline(scratch, { $0.timeout.stall = .milliseconds(800) }) { pipeline in
+            try await withMediaServer { server in
+                let (d, elapsed) = await timed("\(server.baseURL)/stall/clip.mp4", pipeline)
+                #expect(d.reason?.code == .timeout)
+                expectNear(elapsed, .milliseconds(800), "stall")
+            }
         }
     }
 
     @Test func dripFeedHitsTheTotalTimeoutNotTheStallTimeout() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch) {
+        try await withPipeline(scratch, {
             $0.timeout.request = .milliseconds(1500)
             $0.timeout.stall = .seconds(3) // a byte a second never looks stalled
-        }
-        try await withMediaServer { server in
-            let (d, elapsed) = await timed("\(server.baseURL)/fault/drip", pipeline)
-            #expect(d.reason?.code == .timeout, "\(d.reason?.message ?? "")")
-            expectNear(elapsed, .milliseconds(1500), "drip")
-            #expect(scratch.tree() == [])
+        }) { pipeline in
+            try await withMediaServer { server in
+                let (d, elapsed) = await timed("\(server.baseURL)/fault/drip", pipeline)
+                #expect(d.reason?.code == .timeout, "\(d.reason?.message ?? "")")
+                expectNear(elapsed, .milliseconds(1500), "drip")
+                #expect(scratch.tree() == [])
+            }
         }
     }
 
     @Test func slowHeadersHitTheTotalTimeout() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch) { $0.timeout.request = .milliseconds(1200) }
-        try await withMediaServer { server in
-            let (d, elapsed) = await timed("\(server.baseURL)/fault/slow-headers", pipeline)
-            #expect(d.reason?.code == .timeout, "\(d.reason?.message ?? "")")
-            expectNear(elapsed, .milliseconds(1200), "slow headers")
+        try await withPipeline(scratch, { $0.timeout.request = .milliseconds(1200) }) { pipeline in
+            try await withMediaServer { server in
+                let (d, elapsed) = await timed("\(server.baseURL)/fault/slow-headers", pipeline)
+                #expect(d.reason?.code == .timeout, "\(d.reason?.message ?? "")")
+                expectNear(elapsed, .milliseconds(1200), "slow headers")
+            }
         }
     }
 
     @Test func slowHeadersHitTheStallTimeoutWhenItIsShorter() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch) { $0.timeout.stall = .milliseconds(400) }
-        try await withMediaServer { server in
-            let (d, elapsed) = await timed("\(server.baseURL)/fault/slow-headers", pipeline)
-            #expect(d.reason?.code == .timeout)
-            #expect(d.reason?.message.contains("no data") == true)
-            expectNear(elapsed, .milliseconds(400), "slow headers, stall")
+        try await withPipeline(scratch, { $0.timeout.stall = .milliseconds(400) }) { pipeline in
+            try await withMediaServer { server in
+                let (d, elapsed) = await timed("\(server.baseURL)/fault/slow-headers", pipeline)
+                #expect(d.reason?.code == .timeout)
+                #expect(d.reason?.message.contains("no data") == true)
+                expectNear(elapsed, .milliseconds(400), "slow headers, stall")
+            }
         }
     }
 
     @Test func endlessBodyIsCutOffAtTheSniffedKindsLimit() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch) { $0.sizeLimits.video = 3_000_000 }
-        try await withMediaServer { server in
-            let (d, _) = await timed("\(server.baseURL)/fault/endless?name=clip.mp4", pipeline)
-            #expect(d.reason?.code == .sizeLimitExceeded)
-            #expect(d.kind == .video)
-            let (image, _) = await timed("\(server.baseURL)/fault/endless?name=photo.jpg", pipeline)
-            #expect(image.reason?.code == .sizeLimitExceeded)
-            #expect(scratch.tree() == [])
+        try await withPipeline(scratch, { $0.sizeLimits.video = 3_000_000 }) { pipeline in
+            try await withMediaServer { server in
+                let (d, _) = await timed("\(server.baseURL)/fault/endless?name=clip.mp4", pipeline)
+                #expect(d.reason?.code == .sizeLimitExceeded)
+                #expect(d.kind == .video)
+                let (image, _) = await timed("\(server.baseURL)/fault/endless?name=photo.jpg", pipeline)
+                #expect(image.reason?.code == .sizeLimitExceeded)
+                #expect(scratch.tree() == [])
+            }
         }
     }
 
     @Test func contentLengthLongerThanTheBodyIsATransferFailure() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch)
-        try await withMediaServer { server in
-            let (d, elapsed) = await timed("\(server.baseURL)/fault/long-length?name=tone.wav", pipeline)
-            #expect(d.status == .failed && d.reason?.code == .transferFailed, "\(d.reason?.message ?? "")")
-            #expect(elapsed < .seconds(1))
-            #expect(scratch.tree() == [])
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer { server in
+                let (d, elapsed) = await timed("\(server.baseURL)/fault/long-length?name=tone.wav", pipeline)
+                #expect(d.status == .failed && d.reason?.code == .transferFailed, "\(d.reason?.message ?? "")")
+                #expect(elapsed < .seconds(1))
+                #expect(scratch.tree() == [])
+            }
         }
     }
 
     @Test func contentLengthShorterThanTheBodyKeepsOnlyTheDeclaredBytes() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch)
-        try await withMediaServer { server in
-            // The image is cut at the declared length, so decoding proves it incomplete.
-            let (d, _) = await timed("\(server.baseURL)/fault/short-length?name=photo.jpg", pipeline)
-            #expect(d.reason?.code == .corruptMedia, "\(d.reason?.message ?? "")")
-            // Audio cannot be decoded yet: it is delivered at exactly the declared length.
-            let (wav, _) = await timed("\(server.baseURL)/fault/short-length?name=tone.wav", pipeline)
-            #expect(wav.status == .ready)
-            #expect(wav.bytes == fileSize("\(testMediaDirectory)/tone.wav") / 2)
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer { server in
+                // The image is cut at the declared length, so decoding proves it incomplete.
+                let (d, _) = await timed("\(server.baseURL)/fault/short-length?name=photo.jpg", pipeline)
+                #expect(d.reason?.code == .corruptMedia, "\(d.reason?.message ?? "")")
+                // Audio cannot be decoded yet: it is delivered at exactly the declared length.
+                let (wav, _) = await timed("\(server.baseURL)/fault/short-length?name=tone.wav", pipeline)
+                #expect(wav.status == .ready)
+                #expect(wav.bytes == fileSize("\(testMediaDirectory)/tone.wav") / 2)
+            }
         }
     }
 
     @Test func resetMidBodyIsATransferFailure() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch)
-        try await withMediaServer { server in
-            let (d, elapsed) = await timed("\(server.baseURL)/fault/reset?name=clip.avi", pipeline)
-            #expect(d.reason?.code == .transferFailed, "\(d.reason?.message ?? "")")
-            #expect(elapsed < .seconds(1))
-            #expect(scratch.tree() == [])
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer { server in
+                let (d, elapsed) = await timed("\(server.baseURL)/fault/reset?name=clip.avi", pipeline)
+                #expect(d.reason?.code == .transferFailed, "\(d.reason?.message ?? "")")
+                #expect(elapsed < .seconds(1))
+                #expect(scratch.tree() == [])
+            }
         }
     }
 
     @Test func redirectLoopIsTooManyRedirects() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch)
-        try await withMediaServer { server in
-            let (d, _) = await timed("\(server.baseURL)/fault/redirect-loop", pipeline)
-            #expect(d.reason?.code == .tooManyRedirects)
-            #expect(server.requestLog.count == 6) // the first request and five redirects
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer { server in
+                let (d, _) = await timed("\(server.baseURL)/fault/redirect-loop", pipeline)
+                #expect(d.reason?.code == .tooManyRedirects)
+                #expect(server.requestLog.count == 6) // the first request and five redirects
+            }
         }
     }
 
     @Test func oneBatchsStallsDoNotStarveAnotherBatch() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch) {
+        try await withPipeline(scratch, {
             $0.maxConcurrentTransfers = 4
             $0.timeout.stall = .milliseconds(500)
-        }
-        try await withMediaServer { server in
-            // Batch A queues 16 stalling requests: first come, first served, it would hold all four
-            // slots for four rounds of 500 ms. Batch B arrives just after with four good requests.
-            async let hostile = pipeline.process((0..<16).map { AttachmentRequest(url: "\(server.baseURL)/fault/silent?n=\($0)") },
-                                                 deadline: .seconds(5))
-            try await Task.sleep(for: .milliseconds(100))
-            let started = ContinuousClock.now
-            let good = await pipeline.process((0..<4).map { AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg?n=\($0)") },
-                                              deadline: .seconds(5))
-            let waited = ContinuousClock.now - started
-            #expect(good.attachments.allSatisfy { $0.status == .ready })
-            // B waits only for the first slots to free (one stall timeout, 500 ms), not for A's
-            // whole queue (four rounds, 2 s) nor for a second round (1 s): under 1 s leaves a
-            // busy machine 500 ms of slack (0.87 s was seen with a pip install beside the tests).
-            #expect(waited < .seconds(1), "batch B took \(waited)")
-            let a = await hostile
-            #expect(a.attachments.allSatisfy { $0.reason?.code == .timeout })
+        }) { pipeline in
+            try await withMediaServer { server in
+                // Batch A queues 16 stalling requests: first come, first served, it would hold all four
+                // slots for four rounds of 500 ms. Batch B arrives just after with four good requests.
+                async let hostile = pipeline.process((0..<16).map { AttachmentRequest(url: "\(server.baseURL)/fault/silent?n=\($0)") },
+                                                     deadline: .seconds(5))
+                try await Task.sleep(for: .milliseconds(100))
+                let started = ContinuousClock.now
+                let good = await pipeline.process((0..<4).map { AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg?n=\($0)") },
+                                                  deadline: .seconds(5))
+                let waited = ContinuousClock.now - started
+                #expect(good.attachments.allSatisfy { $0.status == .ready })
+                // B waits only for the first slots to free (one stall timeout, 500 ms), not for A's
+                // whole queue (four rounds, 2 s) nor for a second round (1 s): under 1 s leaves a
+                // busy machine 500 ms of slack (0.87 s was seen with a pip install beside the tests).
+                #expect(waited < .seconds(1), "batch B took \(waited)")
+                let a = await hostile
+                #expect(a.attachments.allSatisfy { $0.reason?.code == .timeout })
+            }
         }
     }
 }

@@ -97,6 +97,6 @@ import Testing
         let payload = Data(#"{"aps": {"alert": {"title": "</script><script>alert(1)</script><!--"}}}"#.utf8)
         let html = try InspectorPage.report(kind: .payload, result: Data(#"{"attachments": []}"#.utf8), payload: payload, descriptors: [])
         #expect(!html.contains("<script>alert(1)"), "no element can be closed or opened from the data")
-        #expect(html.contains(#"\u003c\/script>\u003cscript>alert(1)\u003c\/script>\u003c!--"#))
+        #expect(html.contains(#"\u003c/script>\u003cscript>alert(1)\u003c/script>\u003c!--"#))
     }
 }

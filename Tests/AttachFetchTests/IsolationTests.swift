@@ -30,90 +30,92 @@ import Testing
     /// of the batch are delivered, nothing it began is left, and the next batch has a worker.
     @Test func aWorkerThatDiesCostsOnlyItsAttachment() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch) { $0.decoderFileSizeLimit = 100 }
-        try await withMediaServer { server in
-            let urls = ["photo.jpg", "tone.mp3", "tone.wav"].map { "\(server.baseURL)/media/\($0)" }
-            let batch = await pipeline.process(urls.map { AttachmentRequest(url: $0) })
-            let photo = batch.attachments[0]
-            #expect(photo.status == .rejected && photo.reason?.code == .decoderCrashed, "\(photo.status) \(photo.reason?.message ?? "")")
-            #expect(photo.reason?.message.contains("SIGXFSZ") == true, "\(photo.reason?.message ?? "")")
-            #expect(batch.attachments[1].status == .ready && batch.attachments[2].status == .ready)
-            let directory = try #require(batch.directory)
-            let kept = try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
-            #expect(kept == ["attachment-1.mp3", "attachment-2.wav"], "\(kept)")
-            // A replacement worker takes the next job.
-            let again = await fetchOne(urls[1], pipeline)
-            #expect(again.status == .ready, "\(again.reason?.message ?? "")")
+        try await withPipeline(scratch, { $0.decoderFileSizeLimit = 100 }) { pipeline in
+            try await withMediaServer { server in
+                let urls = ["photo.jpg", "tone.mp3", "tone.wav"].map { "\(server.baseURL)/media/\($0)" }
+                let batch = await pipeline.process(urls.map { AttachmentRequest(url: $0) })
+                let photo = batch.attachments[0]
+                #expect(photo.status == .rejected && photo.reason?.code == .decoderCrashed, "\(photo.status) \(photo.reason?.message ?? "")")
+                #expect(photo.reason?.message.contains("SIGXFSZ") == true, "\(photo.reason?.message ?? "")")
+                #expect(batch.attachments[1].status == .ready && batch.attachments[2].status == .ready)
+                let directory = try #require(batch.directory)
+                let kept = try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
+                #expect(kept == ["attachment-1.mp3", "attachment-2.wav"], "\(kept)")
+                // A replacement worker takes the next job.
+                let again = await fetchOne(urls[1], pipeline)
+                #expect(again.status == .ready, "\(again.reason?.message ?? "")")
+            }
         }
     }
 
     /// A worker killed from outside mid-decode (SIGSEGV, as a decoder's crash would) fails only
     /// that attachment, with the signal in the message.
     @Test func aDecoderCrashMidJobIsReportedWithItsSignal() async throws {
-        let rig = try await SlowImageRig()
-        let pipeline = rig.pipeline, server = rig.server
-        defer { server.shutdown() }
-        let candidates = Array(rig.workers)
-        let killer = Task.detached {
-            // The worker decoding slow.jpg is the one holding the downloaded body open (the
-            // rig's workers are image workers only: tone.mp3 goes to the probe worker).
-            for _ in 0..<500 {
-                try await Task.sleep(for: .milliseconds(5))
-                for pid in candidates where Self.openFiles(pid).contains(where: { $0.contains("/.part-") }) {
-                    try await Task.sleep(for: .milliseconds(30))
-                    kill(pid, SIGSEGV)
-                    return true
+        // `throws` spelled out: the body's only `try` is inside #expect, which inference does not see.
+        try await SlowImageRig.run { rig async throws in
+            let pipeline = rig.pipeline, server = rig.server
+            let candidates = Array(rig.workers)
+            let killer = Task.detached {
+                // The worker decoding slow.jpg is the one holding the downloaded body open (the
+                // rig's workers are image workers only: tone.mp3 goes to the probe worker).
+                for _ in 0..<500 {
+                    try await Task.sleep(for: .milliseconds(5))
+                    for pid in candidates where Self.openFiles(pid).contains(where: { $0.contains("/.part-") }) {
+                        try await Task.sleep(for: .milliseconds(30))
+                        kill(pid, SIGSEGV)
+                        return true
+                    }
                 }
+                return false
             }
-            return false
+            let batch = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/slow.jpg"),
+                                                AttachmentRequest(url: "\(server.baseURL)/media/tone.mp3")])
+            #expect(try await killer.value)
+            let slow = batch.attachments[0]
+            #expect(slow.reason?.code == .decoderCrashed && slow.reason?.message.contains("SIGSEGV") == true,
+                    "\(slow.status) \(slow.reason?.message ?? "")")
+            #expect(batch.attachments[1].status == .ready)
         }
-        let batch = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/slow.jpg"),
-                                            AttachmentRequest(url: "\(server.baseURL)/media/tone.mp3")])
-        #expect(try await killer.value)
-        let slow = batch.attachments[0]
-        #expect(slow.reason?.code == .decoderCrashed && slow.reason?.message.contains("SIGSEGV") == true,
-                "\(slow.status) \(slow.reason?.message ?? "")")
-        #expect(batch.attachments[1].status == .ready)
     }
 
     /// A decode still running at the deadline is stopped with its worker: after the batch
     /// returns, that process is gone, not burning CPU for nobody.
     @Test func workAbandonedAtTheDeadlineEndsWithItsWorker() async throws {
-        let rig = try await SlowImageRig()
-        let pipeline = rig.pipeline, server = rig.server
-        defer { server.shutdown() }
-        let before = rig.workers
-        let batch = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/slow.jpg")], deadline: .milliseconds(120))
-        #expect(batch.attachments[0].status == .ready && batch.attachments[0].thumbnail == nil,
-                "\(batch.attachments[0].status) \(batch.attachments[0].reason?.message ?? "")")
-        try await Task.sleep(for: .milliseconds(300))
-        let after = Set(Self.workers()).subtracting(rig.earlier)
-        // The image worker was replaced.
-        #expect(before.count == 1 && before.subtracting(after).count == 1, "before \(before), after \(after)")
-        #expect(before.subtracting(after).allSatisfy { kill($0, 0) != 0 })
+        try await SlowImageRig.run { rig in
+            let pipeline = rig.pipeline, server = rig.server
+            let before = rig.workers
+            let batch = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/slow.jpg")], deadline: .milliseconds(120))
+            #expect(batch.attachments[0].status == .ready && batch.attachments[0].thumbnail == nil,
+                    "\(batch.attachments[0].status) \(batch.attachments[0].reason?.message ?? "")")
+            try await Task.sleep(for: .milliseconds(300))
+            let after = Set(Self.workers()).subtracting(rig.earlier)
+            // The image worker was replaced.
+            #expect(before.count == 1 && before.subtracting(after).count == 1, "before \(before), after \(after)")
+            #expect(before.subtracting(after).allSatisfy { kill($0, 0) != 0 })
+        }
     }
 
     /// The workers' limits and sandbox, read back from the kernel.
     @Test func workersRunConfinedWithTheirLimits() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch) { $0.decoderMemoryLimit = 300 << 20; $0.decoderFileSizeLimit = 50 << 20 }
-        for _ in 0..<200 where Self.workers().isEmpty { try await Task.sleep(for: .milliseconds(10)) }
-        let workers = Self.workers()
-        #expect(!workers.isEmpty)
-        let mine = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/ns/net")
-        for pid in workers {
-            let limits = try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
-            let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
-            #expect(limits.split(separator: "\n").contains { $0.hasPrefix("Max data size") && $0.contains("\(300 << 20)") }, "\(limits)")
-            #expect(limits.split(separator: "\n").contains { $0.hasPrefix("Max file size") && $0.contains("\(50 << 20)") })
-            #expect(limits.split(separator: "\n").contains { $0.hasPrefix("Max core file size") && $0.contains(" 0 ") })
-            #expect(status.contains("NoNewPrivs:\t1"))
-            #expect(status.contains("Seccomp:\t2"))
-            // A network namespace of its own (no interface but a loopback that is down).
-            let theirs = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/ns/net")
-            #expect(theirs != mine)
+        try await withPipeline(scratch, { $0.decoderMemoryLimit = 300 << 20; $0.decoderFileSizeLimit = 50 << 20 }) { _ in // alive while its workers are read
+            for _ in 0..<200 where Self.workers().isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+            let workers = Self.workers()
+            #expect(!workers.isEmpty)
+            let mine = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/ns/net")
+            for pid in workers {
+                let limits = try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
+                let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+                #expect(limits.split(separator: "\n").contains { $0.hasPrefix("Max data size") && $0.contains("\(300 << 20)") }, "\(limits)")
+                #expect(limits.split(separator: "\n").contains { $0.hasPrefix("Max file size") && $0.contains("\(50 << 20)") })
+                #expect(limits.split(separator: "\n").contains { $0.hasPrefix("Max core file size") && $0.contains(" 0 ") })
+                #expect(status.contains("NoNewPrivs:\t1"))
+                #expect(status.contains("Seccomp:\t2"))
+                // A network namespace of its own (no interface but a loopback that is down).
+                let theirs = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/ns/net")
+                #expect(theirs != mine)
+            }
         }
-        _ = pipeline
     }
 
     /// Workers the CLI forks: one per default thumbnail thread and one to probe.
@@ -240,19 +242,22 @@ import Testing
     }
 
     /// Without the worker executable, the pipeline refuses to start and says what to do.
-    @Test func aMissingWorkerExecutableIsAConfigurationError() throws {
+    @Test func aMissingWorkerExecutableIsAConfigurationError() async throws {
         var configuration = AttachFetchConfiguration()
         configuration.decoderExecutable = "/nonexistent/attach-fetch-decoder"
+        // Not withPipeline: the constructor must throw, so there is no pipeline to shut down.
         #expect(throws: AttachFetchError.self) { try AttachmentPipeline(configuration: configuration) }
-        configuration.isolation = .none
-        _ = try AttachmentPipeline(configuration: configuration)
+        // Without worker processes the same setting starts.
+        try await withPipeline(Scratch(), {
+            $0.decoderExecutable = "/nonexistent/attach-fetch-decoder"
+            $0.isolation = .none
+        }) { _ in }
     }
 }
 
 /// One image thread and a slow image to decode (a 7000x7000 progressive JPEG, about 0.27 s in a
 /// worker), served on loopback with tone.mp3; ready once this pipeline's image worker is up.
 struct SlowImageRig {
-    let media = Scratch(), scratch = Scratch()
     /// Decoder workers that were already running (other tests' pipelines).
     let earlier: Set<pid_t>
     let pipeline: AttachmentPipeline
@@ -260,23 +265,27 @@ struct SlowImageRig {
     /// This pipeline's workers (its image worker; the probe worker starts at the first audio).
     let workers: Set<pid_t>
 
-    init() async throws {
-        earlier = Set(IsolationTests.workers())
-        pipeline = try makePipeline(scratch) {
+    /// Runs `body` with a rig whose server and pipeline are shut down afterwards.
+    static func run(_ body: (SlowImageRig) async throws -> Void) async throws {
+        let media = Scratch(), scratch = Scratch()
+        let earlier = Set(IsolationTests.workers())
+        try await withPipeline(scratch, {
             $0.thumbnailThreads = 1
             $0.maxImagePixels = 100_000_000
             $0.maxProgressivePixels = 100_000_000 // slow on purpose: let it through to the decoder
+        }) { pipeline in
+            let mediaPath = media.path
+            try await offPool { try writeBlackJPEG(path: "\(mediaPath)/slow.jpg", width: 7000, height: 7000, progressive: true) }
+            try FileManager.default.copyItem(atPath: testMediaDirectory + "/tone.mp3", toPath: mediaPath + "/tone.mp3")
+            let routes = MediaRoutes(directory: mediaPath)
+            let server = try LoopbackHTTPServer { request, connection in routes.handle(request, connection) }
+            defer { server.shutdown() }
+            var own = Set<pid_t>()
+            for _ in 0..<300 where own.isEmpty {
+                own = Set(IsolationTests.workers()).subtracting(earlier)
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            try await body(SlowImageRig(earlier: earlier, pipeline: pipeline, server: server, workers: own))
         }
-        let mediaPath = media.path
-        try await offPool { try writeBlackJPEG(path: "\(mediaPath)/slow.jpg", width: 7000, height: 7000, progressive: true) }
-        try FileManager.default.copyItem(atPath: testMediaDirectory + "/tone.mp3", toPath: mediaPath + "/tone.mp3")
-        let routes = MediaRoutes(directory: mediaPath)
-        server = try LoopbackHTTPServer { request, connection in routes.handle(request, connection) }
-        var own = Set<pid_t>()
-        for _ in 0..<300 where own.isEmpty {
-            own = Set(IsolationTests.workers()).subtracting(earlier)
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        workers = own
     }
 }

@@ -29,9 +29,9 @@ import Testing
 
     @Test(arguments: [Thumbnailer.Shape.clip(.whole), .clip(try! ClippingRectangle(x: 0.1, y: 0.2, width: 0.5, height: 0.6)),
                       .squareCenter])
-    func plainJPEGThumbnailMatchesLibvips(shape: Thumbnailer.Shape) throws {
+    func plainJPEGThumbnailMatchesLibvips(shape: Thumbnailer.Shape) async throws {
         let scratch = Scratch()
-        _ = try makePipeline(scratch)
+        try await startLibraries()
         let (fast, vips) = try bothPaths("\(testMediaDirectory)/photo.jpg", shape: shape, in: scratch)
         #expect((fast.width, fast.height) == (vips.width, vips.height))
         #expect((fast.sourceWidth, fast.sourceHeight) == (480, 320))
@@ -46,18 +46,18 @@ import Testing
     }
 
     @Test(arguments: [(1000, 777), (4000, 3000), (321, 200), (100, 60)])
-    func sizesMatchLibvipsForAnyScale(width: Int, height: Int) throws {
+    func sizesMatchLibvipsForAnyScale(width: Int, height: Int) async throws {
         let scratch = Scratch()
-        _ = try makePipeline(scratch)
+        try await startLibraries()
         let source = "\(scratch.path)/plain.jpg"
         try writeBlackJPEG(path: source, width: width, height: height, progressive: false)
         let (fast, vips) = try bothPaths(source, shape: .clip(.whole), in: scratch)
         #expect((fast.width, fast.height) == (vips.width, vips.height), "\(width)x\(height)")
     }
 
-    @Test func otherJPEGsGoToLibvips() throws {
+    @Test func otherJPEGsGoToLibvips() async throws {
         let scratch = Scratch()
-        _ = try makePipeline(scratch)
+        try await startLibraries()
         let progressive = "\(scratch.path)/progressive.jpg"
         try writeBlackJPEG(path: progressive, width: 640, height: 480, progressive: true)
         // Orientation tag, progressive scan, not a JPEG at all.
@@ -70,9 +70,9 @@ import Testing
 
     /// One decode policy for JPEG: the fast path stops at libjpeg's warning ("premature end")
     /// and hands the file to libvips, whose verdict is corruptMedia; no thumbnail is made.
-    @Test func truncatedJPEGIsCorruptOnTheFastPathToo() throws {
+    @Test func truncatedJPEGIsCorruptOnTheFastPathToo() async throws {
         let scratch = Scratch()
-        _ = try makePipeline(scratch)
+        try await startLibraries()
         let source = "\(testMediaDirectory)/truncated.jpg"
         #expect(JPEGThumbnailer.make(source: source, destinationBase: "\(scratch.path)/t", shape: .clip(.whole), limits: Self.limits) == nil)
         let result = Thumbnailer.make(source: source, destinationBase: "\(scratch.path)/t", shape: .clip(.whole), limits: Self.limits)
@@ -84,9 +84,9 @@ import Testing
         #expect(scratch.tree().filter { $0.hasPrefix("t") }.isEmpty)
     }
 
-    @Test func pixelBudgetAppliesBeforeDecoding() throws {
+    @Test func pixelBudgetAppliesBeforeDecoding() async throws {
         let scratch = Scratch()
-        _ = try makePipeline(scratch)
+        try await startLibraries()
         var limits = Self.limits
         limits.maxPixels = 480 * 320 - 1
         let result = JPEGThumbnailer.make(source: "\(testMediaDirectory)/photo.jpg", destinationBase: "\(scratch.path)/p",

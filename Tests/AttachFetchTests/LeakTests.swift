@@ -14,20 +14,25 @@ import Testing
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? -1
     }
 
-    /// Threads started by the pipeline ("af-curl", "af-thumb-N") or the test server
-    /// ("lb-http-*"). Swift's and Dispatch's own worker threads come and go on their own
-    /// schedule and are not counted.
+    /// Threads started by the pipeline ("af-curl", "af-thumb-N") or the test server (its
+    /// event loop, "NIO-ELT-*", and handler pool, "TP-#*"). Swift's and Dispatch's own worker
+    /// threads come and go on their own schedule and are not counted, nor is the process-wide
+    /// `BlockingWork` pool ("af-blocking-N"), made once and kept for the process.
+    static func counted(_ name: String) -> Bool {
+        (name.hasPrefix("af-") && !name.hasPrefix("af-blocking")) || name.hasPrefix("NIO-ELT") || name.hasPrefix("TP-#")
+    }
+
     static func ownThreadNames() -> [String] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
         return tasks.map { ((try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines) }
-            .filter { $0.hasPrefix("af-") || $0.hasPrefix("lb-http") }.sorted()
+            .filter(counted).sorted()
     }
 
     static func ownThreads() -> Int {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
         return tasks.filter { task in
             let name = (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)) ?? ""
-            return name.hasPrefix("af-") || name.hasPrefix("lb-http")
+            return counted(name.trimmingCharacters(in: .whitespacesAndNewlines))
         }.count
     }
 
@@ -67,7 +72,7 @@ import Testing
                      "media/clip.mp4", "media/corrupt.mp4", "media/image.webp", "synth/photo.jpg?bytes=2000000&length=none"]
         // Start the libraries' process-wide state once, then take the baseline with no pipeline
         // and no server alive: afterwards every descriptor and thread must be gone again.
-        _ = await (try makePipeline(scratch)).process([AttachmentRequest(url: "http://127.0.0.1:1/x.jpg")])
+        try await withPipeline(scratch) { _ = await $0.process([AttachmentRequest(url: "http://127.0.0.1:1/x.jpg")]) }
         try await Task.sleep(for: .milliseconds(200))
         let baselineFDs = Self.openFileDescriptors()
         let baselineThreads = Self.ownThreads()
@@ -75,15 +80,6 @@ import Testing
         // The server keeps no log of its 16,000 requests: the memory measured is the pipeline's
         // (the log alone grew the live heap by about 4 MB per 500 batches).
         let server = try LoopbackHTTPServer(keepsRequestLog: false) { request, connection in routes.handle(request, connection) }
-        var pipeline: AttachmentPipeline? = try makePipeline(scratch) {
-            // fault/silent: a quick per-request timeout. Not shorter than 500 ms: the decoder
-            // worker processes and the test server's threads share two cores at full load, and
-            // the synthetic bodies must not stall past it while they wait for one.
-            $0.timeout.stall = .milliseconds(500)
-            $0.maxConcurrentTransfers = 40
-            $0.sizeLimits.image = 500_000 // the 1 MB synthetic image is re-encoded to fit
-            $0.sizeLimits.imageSource = 1_500_000 // the 2 MB one is cut off
-        }
         let urls = paths.map { "\(server.baseURL)/\($0)\($0.contains("?") ? "&" : "?")" }
         let deadline = Duration.seconds(10)
         // Memory is read once every batch's deadline has passed, so that nothing a batch
@@ -113,37 +109,47 @@ import Testing
                 }
             }
         }
-        // Warm up (caches, the connection pool, allocator arenas), then measure.
-        for _ in 0..<5 { await round(pipeline!, 20) }
-        let fds = Self.openFileDescriptors()
-        try await settled()
-        let rss = Self.trimmedResidentBytes()
-        let heap = Self.liveHeapBytes()
-        for _ in 0..<25 { await round(pipeline!, 20) } // 1,000 batches, 20 at a time
-        try await settled()
-        let halfway = Self.trimmedResidentBytes()
-        let heapHalfway = Self.liveHeapBytes()
-        for _ in 0..<25 { await round(pipeline!, 20) }
-        try await settled()
-        let end = Self.trimmedResidentBytes()
-        #expect(scratch.tree() == [])
-        #expect(EasyTransfer.live.load(ordering: .relaxed) == 0)
-        // Live sockets may vary with libcurl's idle-connection cache (bounded by
-        // maxConcurrentTransfers); anything beyond that would be a leak.
-        #expect(Self.openFileDescriptors() <= fds + 40, "fds: \(fds) -> \(Self.openFileDescriptors())")
-        let heapEnd = Self.liveHeapBytes()
-        print("leak check over 1,000 batches: fds \(fds) -> \(Self.openFileDescriptors()), resident \(rss / 1024) KiB -> \(halfway / 1024) KiB (500 batches) -> \(end / 1024) KiB; live heap \(heap / 1024) KiB -> \(heapHalfway / 1024) KiB -> \(heapEnd / 1024) KiB")
-        // Allocator arenas settle at a high-water mark (one per worker thread); a leak keeps
-        // growing: the second 500 batches must add much less than the first.
-        #expect(end - rss < 24 * 1_048_576, "resident memory grew by \((end - rss) / 1024) KiB over 1,000 batches")
-        #expect(end - halfway < 6 * 1_048_576, "resident memory grew by \((end - halfway) / 1024) KiB over the last 500 batches")
-        // The live heap (what is allocated and not freed, whatever the arenas keep) is the
-        // sharper measure: 8,000 attachments in the second half; 2 MB is 250 bytes each. (It grew
-        // 0.6 MB per half when measured; a request log kept by the test's server made it 4.3 MB.)
-        #expect(heapEnd - heapHalfway < 2 * 1_048_576, "live heap grew by \((heapEnd - heapHalfway) / 1024) KiB over the last 500 batches")
+        try await withPipeline(scratch, {
+            // fault/silent: a quick per-request timeout. Not shorter than 500 ms: the decoder
+            // worker processes and the test server's threads share two cores at full load, and
+            // the synthetic bodies must not stall past it while they wait for one.
+            $0.timeout.stall = .milliseconds(500)
+            $0.maxConcurrentTransfers = 40
+            $0.sizeLimits.image = 500_000 // the 1 MB synthetic image is re-encoded to fit
+            $0.sizeLimits.imageSource = 1_500_000 // the 2 MB one is cut off
+        }) { pipeline in
+            // Warm up (caches, the connection pool, allocator arenas), then measure.
+            for _ in 0..<5 { await round(pipeline, 20) }
+            let fds = Self.openFileDescriptors()
+            try await settled()
+            let rss = Self.trimmedResidentBytes()
+            let heap = Self.liveHeapBytes()
+            for _ in 0..<25 { await round(pipeline, 20) } // 1,000 batches, 20 at a time
+            try await settled()
+            let halfway = Self.trimmedResidentBytes()
+            let heapHalfway = Self.liveHeapBytes()
+            for _ in 0..<25 { await round(pipeline, 20) }
+            try await settled()
+            let end = Self.trimmedResidentBytes()
+            #expect(scratch.tree() == [])
+            #expect(EasyTransfer.live.load(ordering: .relaxed) == 0)
+            // Live sockets may vary with libcurl's idle-connection cache (bounded by
+            // maxConcurrentTransfers); anything beyond that would be a leak.
+            #expect(Self.openFileDescriptors() <= fds + 40, "fds: \(fds) -> \(Self.openFileDescriptors())")
+            let heapEnd = Self.liveHeapBytes()
+            print("leak check over 1,000 batches: fds \(fds) -> \(Self.openFileDescriptors()), resident \(rss / 1024) KiB -> \(halfway / 1024) KiB (500 batches) -> \(end / 1024) KiB; live heap \(heap / 1024) KiB -> \(heapHalfway / 1024) KiB -> \(heapEnd / 1024) KiB")
+            // Allocator arenas settle at a high-water mark (one per worker thread); a leak keeps
+            // growing: the second 500 batches must add much less than the first.
+            #expect(end - rss < 24 * 1_048_576, "resident memory grew by \((end - rss) / 1024) KiB over 1,000 batches")
+            #expect(end - halfway < 6 * 1_048_576, "resident memory grew by \((end - halfway) / 1024) KiB over the last 500 batches")
+            // The live heap (what is allocated and not freed, whatever the arenas keep) is the
+            // sharper measure: 8,000 attachments in the second half; 2 MB is 250 bytes each. (It grew
+            // 0.6 MB per half when measured; a request log kept by the test's server made it 4.3 MB.)
+            #expect(heapEnd - heapHalfway < 2 * 1_048_576, "live heap grew by \((heapEnd - heapHalfway) / 1024) KiB over the last 500 batches")
+        }
 
-        // Dropping the pipeline and the server closes every socket and ends every thread.
-        pipeline = nil
+        // The pipeline shut down and let go (withPipeline), and the server stopped: every socket
+        // is closed and every thread has ended.
         try await offPool { server.shutdown() }
         try await Task.sleep(for: .milliseconds(300))
         // Not one descriptor more than before; fewer means one an earlier test left open closed
@@ -160,7 +166,12 @@ import Testing
         try await Task.sleep(for: .milliseconds(300))
         for _ in 0..<47 where Self.ownThreads() > 0 { try await Task.sleep(for: .milliseconds(100)) }
         let before = Self.ownThreads()
-        var pipeline: AttachmentPipeline? = try makePipeline(scratch) { $0.thumbnailThreads = 3 }
+        var configuration = AttachFetchConfiguration()
+        configuration.allowPrivateNetwork = true
+        configuration.temporaryDirectory = scratch.path
+        configuration.thumbnailThreads = 3
+        // Not withPipeline: this test releases the pipeline without shutdown() to test deinit.
+        var pipeline: AttachmentPipeline? = try AttachmentPipeline(configuration: configuration)
         // Threads name themselves once running: give them up to 5 s to start (the machine may
         // still be busy with the previous test's worker processes).
         for _ in 0..<100 where Self.ownThreads() < before + 5 { try await Task.sleep(for: .milliseconds(50)) }

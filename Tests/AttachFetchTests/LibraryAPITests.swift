@@ -9,68 +9,70 @@ import Testing
 @Suite struct LibraryAPITests {
     @Test func descriptorsStreamYieldsEachAttachmentOnceWithItsIndex() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch)
-        try await withMediaServer { server in
-            let names = ["photo.jpg", "tone.mp3", "document.pdf", "alpha.png"]
-            let requests = names.map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)", identifier: $0) }
-            var seen: [Int: AttachmentDescriptor] = [:]
-            for await finished in pipeline.descriptors(for: requests, deadline: .seconds(20)) {
-                #expect(seen[finished.index] == nil, "index \(finished.index) yielded twice")
-                seen[finished.index] = finished.descriptor
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer { server in
+                let names = ["photo.jpg", "tone.mp3", "document.pdf", "alpha.png"]
+                let requests = names.map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)", identifier: $0) }
+                var seen: [Int: AttachmentDescriptor] = [:]
+                for await finished in pipeline.descriptors(for: requests, deadline: .seconds(20)) {
+                    #expect(seen[finished.index] == nil, "index \(finished.index) yielded twice")
+                    seen[finished.index] = finished.descriptor
+                }
+                #expect(seen.count == names.count)
+                for (index, name) in names.enumerated() { #expect(seen[index]?.identifier == name) }
+                #expect(seen[2]?.reason?.code == .unsupportedType)
+                #expect(seen[0]?.status == .ready && seen[1]?.status == .ready && seen[3]?.status == .ready)
             }
-            #expect(seen.count == names.count)
-            for (index, name) in names.enumerated() { #expect(seen[index]?.identifier == name) }
-            #expect(seen[2]?.reason?.code == .unsupportedType)
-            #expect(seen[0]?.status == .ready && seen[1]?.status == .ready && seen[3]?.status == .ready)
         }
-        await pipeline.shutdown()
     }
 
     @Test func leavingTheStreamEarlyCancelsTheRest() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch)
-        try await withMediaServer { server in
-            let requests = [AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg")]
-                + (0..<3).map { AttachmentRequest(url: "\(server.baseURL)/fault/silent?n=\($0)") }
-            let started = ContinuousClock.now
-            for await finished in pipeline.descriptors(for: requests, deadline: .seconds(20)) {
-                #expect(finished.index == 0)
-                break
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer { server in
+                let requests = [AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg")]
+                    + (0..<3).map { AttachmentRequest(url: "\(server.baseURL)/fault/silent?n=\($0)") }
+                let started = ContinuousClock.now
+                for await finished in pipeline.descriptors(for: requests, deadline: .seconds(20)) {
+                    #expect(finished.index == 0)
+                    break
+                }
+                // The silent requests are cancelled, not left to run to their stall timeouts (3 s):
+                // their connections close; only the finished request's stays, kept alive by libcurl.
+                for _ in 0..<50 where server.openConnections > 1 { try await Task.sleep(for: .milliseconds(20)) }
+                #expect(server.openConnections <= 1)
+                #expect(ContinuousClock.now - started < .seconds(2))
             }
-            // The silent requests are cancelled, not left to run to their stall timeouts (3 s):
-            // their connections close; only the finished request's stays, kept alive by libcurl.
-            for _ in 0..<50 where server.openConnections > 1 { try await Task.sleep(for: .milliseconds(20)) }
-            #expect(server.openConnections <= 1)
-            #expect(ContinuousClock.now - started < .seconds(2))
         }
-        await pipeline.shutdown()
     }
 
     @Test func afterShutdownBatchesFailAtOnceAsCancelled() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch)
-        try await withMediaServer { server in
-            #expect(await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline).status == .ready)
-            await pipeline.shutdown()
-            await pipeline.shutdown() // twice is harmless
-            let started = ContinuousClock.now
-            let d = await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline)
-            #expect(d.reason?.code == .cancelled && d.reason?.message == "the pipeline was shut down")
-            #expect(ContinuousClock.now - started < timingSlack)
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer { server in
+                #expect(await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline).status == .ready)
+                // The calls under test (withPipeline's own shutdown afterwards is a third, also harmless).
+                await pipeline.shutdown()
+                await pipeline.shutdown() // twice is harmless
+                let started = ContinuousClock.now
+                let d = await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline)
+                #expect(d.reason?.code == .cancelled && d.reason?.message == "the pipeline was shut down")
+                #expect(ContinuousClock.now - started < timingSlack)
+            }
         }
     }
 
     @Test func aLoggerPerCallGetsThatBatchsDebugMessagesOnly() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch)
         let captured = CapturedLog()
         var logger = Logger(label: "test") { _ in captured }
         logger.logLevel = .trace
-        try await withMediaServer { server in
-            _ = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg")], logger: logger)
-            _ = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg")]) // default: silent
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer { server in
+                _ = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg")], logger: logger)
+                _ = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg")]) // default: silent
+            }
         }
-        await pipeline.shutdown()
         let entries = captured.entries
         #expect(entries.map(\.message) == ["batch started", "batch finished"])
         #expect(entries.allSatisfy { $0.level <= .debug }, "the library logs at debug and trace only")
@@ -80,10 +82,10 @@ import Testing
     /// the source facts, the network timings.
     @Test func aFailureDescriptorKeepsEveryFactAlreadyKnown() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch)
         let path = "\(testMediaDirectory)/truncated.jpg"
-        let d = try await withMediaServer { server in await fetchOne("\(server.baseURL)/media/truncated.jpg", pipeline) }
-        await pipeline.shutdown()
+        let d = try await withPipeline(scratch) { pipeline in
+            try await withMediaServer { server in await fetchOne("\(server.baseURL)/media/truncated.jpg", pipeline) }
+        }
         #expect(d.reason?.code == .corruptMedia)
         #expect(d.file == nil && d.thumbnail == nil)
         #expect(d.finalUrl?.hasSuffix("/media/truncated.jpg") == true)

@@ -11,13 +11,13 @@ import Testing
 /// pipeline of its own; `ReplicaTests` runs real service processes behind nginx.
 @Suite(.serialized, .sharedSeaweedStore) struct ObjectStoreTests {
 
-    private func pipeline(_ scratch: Scratch, _ store: SeaweedStore, prefix: String, cache: Bool = true,
-                          _ adjust: (inout AttachFetchConfiguration) -> Void = { _ in }) throws -> AttachmentPipeline {
-        try makePipeline(scratch) { configuration in
+    /// `withPipeline` publishing to `store` under `prefix`, with the result cache on unless `cache` is false.
+    private func withStorePipeline<T: Sendable>(_ scratch: Scratch, _ store: SeaweedStore, prefix: String, cache: Bool = true,
+                                                _ body: (AttachmentPipeline) async throws -> T) async throws -> T {
+        try await withPipeline(scratch, { configuration in
             configuration.objectStore = try? store.target(prefix: prefix)
             if cache { configuration.cache = ResultCaching() }
-            adjust(&configuration)
-        }
+        }, body)
     }
 
     private func key(_ url: String?, prefix: String) -> String {
@@ -28,11 +28,11 @@ import Testing
         let store = try SeaweedStore.current()
         let scratch = Scratch()
         let prefix = "whole-\(UInt32.random(in: 0...UInt32.max))"
-        let pipeline = try pipeline(scratch, store, prefix: prefix, cache: false)
-        let batch = try await withMediaServer { server in
-            await pipeline.process(["photo.jpg", "image.webp", "clip.mp4"].map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)") })
+        let batch = try await withStorePipeline(scratch, store, prefix: prefix, cache: false) { pipeline in
+            try await withMediaServer { server in
+                await pipeline.process(["photo.jpg", "image.webp", "clip.mp4"].map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)") })
+            }
         }
-        await pipeline.shutdown()
         var checked = 0
         for descriptor in batch.attachments {
             #expect(descriptor.status == .ready, "\(descriptor.url): \(descriptor.reason?.message ?? "")")
@@ -61,11 +61,11 @@ import Testing
         let prefix = "again-\(UInt32.random(in: 0...UInt32.max))"
         var puts: [Int] = []
         for _ in 0..<2 {
-            let pipeline = try pipeline(scratch, store, prefix: prefix, cache: false)
-            let descriptor = try await withMediaServer { server in await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline) }
-            #expect(descriptor.status == .ready && descriptor.publishedUrl != nil)
-            puts.append(pipeline.objectStore?.requestCounts["PUT"] ?? 0)
-            await pipeline.shutdown()
+            puts.append(try await withStorePipeline(scratch, store, prefix: prefix, cache: false) { pipeline in
+                let descriptor = try await withMediaServer { server in await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline) }
+                #expect(descriptor.status == .ready && descriptor.publishedUrl != nil)
+                return pipeline.objectStore?.requestCounts["PUT"] ?? 0
+            })
         }
         #expect(puts == [2, 0], "the file and its thumbnail once; nothing the second time (\(puts))")
         #expect(try store.keys("media", prefix: prefix).count == 2)
@@ -95,16 +95,17 @@ import Testing
         let scratch = Scratch()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
-        let pipeline = try pipeline(scratch, store, prefix: "stopping", cache: false)
         let requests = [AttachmentRequest(url: origin.url("photo.jpg", "delay=1500")),
                         AttachmentRequest(url: origin.url("missing.jpg", "status=404")),
                         AttachmentRequest(url: origin.url("document.pdf"))]
-        let stopper = Task { try await Task.sleep(for: .milliseconds(700)); store.stop() }
-        let started = ContinuousClock.now
-        let batch = await pipeline.process(requests, deadline: .seconds(6))
-        let elapsed = ContinuousClock.now - started
-        try await stopper.value
-        await pipeline.shutdown()
+        let (batch, elapsed) = try await withStorePipeline(scratch, store, prefix: "stopping", cache: false) { pipeline in
+            let stopper = Task { try await Task.sleep(for: .milliseconds(700)); store.stop() }
+            let started = ContinuousClock.now
+            let batch = await pipeline.process(requests, deadline: .seconds(6))
+            let elapsed = ContinuousClock.now - started
+            try await stopper.value
+            return (batch, elapsed)
+        }
         let photo = batch.attachments[0]
         #expect(photo.status == .failed && photo.reason?.code == .publishFailed, "\(photo.reason?.message ?? "ready")")
         #expect(photo.reason?.message.contains("ConnectionFailed") == true, "\(photo.reason?.message ?? "")")
@@ -125,29 +126,27 @@ import Testing
         }
         defer { server.shutdown() }
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch) { configuration in
-            configuration.objectStore = try? ObjectStorePublishing(
-                location: "s3://media/slow", baseURL: "https://cdn.example.test/slow", endpoint: server.baseURL,
-                credentials: ObjectStoreCredentials(accessKeyID: "key", secretAccessKey: "secret-never-shown"))
-            configuration.objectStore?.maxAttempts = 3
+        func slowStore(maxAttempts: Int) -> (inout AttachFetchConfiguration) -> Void {
+            { configuration in
+                configuration.objectStore = try? ObjectStorePublishing(
+                    location: "s3://media/slow", baseURL: "https://cdn.example.test/slow", endpoint: server.baseURL,
+                    credentials: ObjectStoreCredentials(accessKeyID: "key", secretAccessKey: "secret-never-shown"))
+                configuration.objectStore?.maxAttempts = maxAttempts
+            }
         }
-        let descriptor = try await withMediaServer { media in await fetchOne("\(media.baseURL)/media/photo.jpg", pipeline) }
-        await pipeline.shutdown()
+        let descriptor = try await withPipeline(scratch, slowStore(maxAttempts: 3)) { pipeline in
+            try await withMediaServer { media in await fetchOne("\(media.baseURL)/media/photo.jpg", pipeline) }
+        }
         let storeRequests = server.requestLog.filter { $0.hasPrefix("/media/slow/") }.count
         #expect(descriptor.reason?.code == .publishFailed, "\(descriptor.reason?.message ?? "ready")")
         #expect(descriptor.reason?.message.contains("503") == true && descriptor.reason?.message.contains("secret-never-shown") == false)
         #expect(storeRequests == 3, "tried maxAttempts times (\(storeRequests))")
         // With a deadline shorter than the backoff, the retries stop at the deadline.
-        let patient = try makePipeline(scratch) { configuration in
-            configuration.objectStore = try? ObjectStorePublishing(
-                location: "s3://media/slow", baseURL: "https://cdn.example.test/slow", endpoint: server.baseURL,
-                credentials: ObjectStoreCredentials(accessKeyID: "key", secretAccessKey: "secret-never-shown"))
-            configuration.objectStore?.maxAttempts = 1000
+        let (late, elapsed) = try await withPipeline(scratch, slowStore(maxAttempts: 1000)) { patient in
+            let started = ContinuousClock.now
+            let late = try await withMediaServer { media in await fetchOne("\(media.baseURL)/media/rotated.jpg", patient, deadline: .seconds(2)) }
+            return (late, ContinuousClock.now - started)
         }
-        let started = ContinuousClock.now
-        let late = try await withMediaServer { media in await fetchOne("\(media.baseURL)/media/rotated.jpg", patient, deadline: .seconds(2)) }
-        let elapsed = ContinuousClock.now - started
-        await patient.shutdown()
         #expect(late.status != .ready && elapsed < .seconds(2) + timingSlack, "\(late.reason?.message ?? "") after \(elapsed)")
     }
 
@@ -158,14 +157,13 @@ import Testing
         let prefix = "shared-\(UInt32.random(in: 0...UInt32.max))"
         let url = origin.url("photo.jpg", "cc=max-age%3D300")
         let scratches = [Scratch(), Scratch()]
-        let first = try pipeline(scratches[0], store, prefix: prefix)
-        let made = await fetchOne(url, first)
-        await first.shutdown()
+        let made = try await withStorePipeline(scratches[0], store, prefix: prefix) { first in await fetchOne(url, first) }
         #expect(made.status == .ready && made.cache == .miss)
-        let second = try pipeline(scratches[1], store, prefix: prefix)
-        let reused = await fetchOne(url, second)
-        let again = await fetchOne(url, second)
-        await second.shutdown()
+        let (reused, again) = try await withStorePipeline(scratches[1], store, prefix: prefix) { second in
+            let reused = await fetchOne(url, second)
+            let again = await fetchOne(url, second)
+            return (reused, again)
+        }
         #expect(reused.status == .ready && reused.cache == .shared, "\(reused.cache?.rawValue ?? "-") \(reused.reason?.message ?? "")")
         #expect(again.cache == .hit, "then held by the replica's own cache")
         #expect(origin.requests("photo.jpg") == 1, "one origin request in all")
@@ -181,11 +179,12 @@ import Testing
         defer { origin.shutdown() }
         let prefix = "never-\(UInt32.random(in: 0...UInt32.max))"
         let scratch = Scratch()
-        let pipeline = try pipeline(scratch, store, prefix: prefix)
-        let late = await pipeline.process([AttachmentRequest(url: origin.url("photo.jpg", "delay=3000"))], deadline: .seconds(1))
-        let noStore = await fetchOne(origin.url("tone.mp3", "cc=no-store"), pipeline)
-        let kept = await fetchOne(origin.url("rotated.jpg", "cc=max-age%3D60"), pipeline)
-        await pipeline.shutdown()
+        let (late, noStore, kept) = try await withStorePipeline(scratch, store, prefix: prefix) { pipeline in
+            let late = await pipeline.process([AttachmentRequest(url: origin.url("photo.jpg", "delay=3000"))], deadline: .seconds(1))
+            let noStore = await fetchOne(origin.url("tone.mp3", "cc=no-store"), pipeline)
+            let kept = await fetchOne(origin.url("rotated.jpg", "cc=max-age%3D60"), pipeline)
+            return (late, noStore, kept)
+        }
         #expect(late.attachments[0].reason?.code == .deadlineExceeded)
         #expect(noStore.status == .ready && kept.status == .ready)
         let keys = try store.keys("media", prefix: prefix)
@@ -201,14 +200,17 @@ import Testing
         let prefix = "lease-\(UInt32.random(in: 0...UInt32.max))"
         let url = origin.url("photo.jpg", "delay=600")
         let scratches = [Scratch(), Scratch()]
-        let replicas = try scratches.map { try pipeline($0, store, prefix: prefix) }
-        let descriptors = await withTaskGroup(of: AttachmentDescriptor.self) { group in
-            for index in 0..<30 {
-                group.addTask { await replicas[index % 2].process([AttachmentRequest(url: url)], deadline: .seconds(15)).attachments[0] }
+        let descriptors = try await withStorePipeline(scratches[0], store, prefix: prefix) { first in
+            try await withStorePipeline(scratches[1], store, prefix: prefix) { second in
+                let replicas = [first, second]
+                return await withTaskGroup(of: AttachmentDescriptor.self) { group in
+                    for index in 0..<30 {
+                        group.addTask { await replicas[index % 2].process([AttachmentRequest(url: url)], deadline: .seconds(15)).attachments[0] }
+                    }
+                    return await group.reduce(into: []) { $0.append($1) }
+                }
             }
-            return await group.reduce(into: []) { $0.append($1) }
         }
-        for replica in replicas { await replica.shutdown() }
         #expect(descriptors.allSatisfy { $0.status == .ready }, "\(descriptors.compactMap(\.reason?.message))")
         #expect(origin.requests("photo.jpg") == 1, "one origin request across both replicas (\(origin.requests("photo.jpg")))")
         #expect(descriptors.contains { $0.cache == .shared }, "the other replica read the stored result")
@@ -221,21 +223,22 @@ import Testing
         let prefix = "dead-\(UInt32.random(in: 0...UInt32.max))"
         let url = origin.url("photo.jpg")
         let scratch = Scratch()
-        let pipeline = try pipeline(scratch, store, prefix: prefix)
-        // A lease as a replica that was killed leaves it: expiring 2 s from now.
-        let name = try #require(pipeline.storeResults?.name(for: ResultKey(AttachmentRequest(url: url), platforms: [.ios])))
-        let expires = Date().timeIntervalSince1970 + 2
-        try store.put("media", "\(prefix)/leases/\(name)", body: #"{"holder":"dead:1:1","expires":\#(expires)}"#)
-        let started = ContinuousClock.now
-        let descriptor = await fetchOne(url, pipeline)
-        let elapsed = ContinuousClock.now - started
-        // With a deadline before the expiry, the waiter answers by its deadline.
-        let other = try #require(pipeline.storeResults?.name(for: ResultKey(AttachmentRequest(url: origin.url("rotated.jpg")), platforms: [.ios])))
-        try store.put("media", "\(prefix)/leases/\(other)", body: #"{"holder":"dead:1:1","expires":\#(Date().timeIntervalSince1970 + 30)}"#)
-        let shortStart = ContinuousClock.now
-        let short = await pipeline.process([AttachmentRequest(url: origin.url("rotated.jpg"))], deadline: .seconds(1))
-        let shortElapsed = ContinuousClock.now - shortStart
-        await pipeline.shutdown()
+        let (descriptor, elapsed, short, shortElapsed) = try await withStorePipeline(scratch, store, prefix: prefix) { pipeline in
+            // A lease as a replica that was killed leaves it: expiring 2 s from now.
+            let name = try #require(pipeline.storeResults?.name(for: ResultKey(AttachmentRequest(url: url), platforms: [.ios])))
+            let expires = Date().timeIntervalSince1970 + 2
+            try store.put("media", "\(prefix)/leases/\(name)", body: #"{"holder":"dead:1:1","expires":\#(expires)}"#)
+            let started = ContinuousClock.now
+            let descriptor = await fetchOne(url, pipeline)
+            let elapsed = ContinuousClock.now - started
+            // With a deadline before the expiry, the waiter answers by its deadline.
+            let other = try #require(pipeline.storeResults?.name(for: ResultKey(AttachmentRequest(url: origin.url("rotated.jpg")), platforms: [.ios])))
+            try store.put("media", "\(prefix)/leases/\(other)", body: #"{"holder":"dead:1:1","expires":\#(Date().timeIntervalSince1970 + 30)}"#)
+            let shortStart = ContinuousClock.now
+            let short = await pipeline.process([AttachmentRequest(url: origin.url("rotated.jpg"))], deadline: .seconds(1))
+            let shortElapsed = ContinuousClock.now - shortStart
+            return (descriptor, elapsed, short, shortElapsed)
+        }
         #expect(descriptor.status == .ready && descriptor.cache == .miss)
         #expect(elapsed >= .milliseconds(1500) && elapsed < .seconds(4), "waited for the expiry, then fetched (\(elapsed))")
         #expect(origin.requests("photo.jpg") == 1)
@@ -250,13 +253,11 @@ import Testing
         let prefix = "stale-\(UInt32.random(in: 0...UInt32.max))"
         let url = origin.url("photo.jpg", "cc=max-age%3D1&etag=v1")
         let scratches = [Scratch(), Scratch()]
-        let first = try pipeline(scratches[0], store, prefix: prefix)
-        #expect(await fetchOne(url, first).cache == .miss)
-        await first.shutdown()
+        try await withStorePipeline(scratches[0], store, prefix: prefix) { first in
+            #expect(await fetchOne(url, first).cache == .miss)
+        }
         try await Task.sleep(for: .milliseconds(1300))
-        let second = try pipeline(scratches[1], store, prefix: prefix)
-        let revalidated = await fetchOne(url, second)
-        await second.shutdown()
+        let revalidated = try await withStorePipeline(scratches[1], store, prefix: prefix) { second in await fetchOne(url, second) }
         #expect(revalidated.status == .ready && revalidated.cache == .revalidated, "\(revalidated.cache?.rawValue ?? "-")")
         #expect(origin.bodies("photo.jpg") == 1 && origin.notModified("photo.jpg") == 1)
         #expect(revalidated.file.map { FileManager.default.fileExists(atPath: $0) } == true)

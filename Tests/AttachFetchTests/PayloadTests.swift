@@ -107,26 +107,27 @@ func loadPayload(_ name: String, base: String = "http://127.0.0.1:9") throws -> 
 
     @Test func avatarsGetASquareThumbnailAndTheirOwnTimeout() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch) {
+        try await withPipeline(scratch, {
             $0.avatarTimeout = .milliseconds(600)
             $0.timeout.stall = .seconds(5)
-        }
-        try await withMediaServer { server in
-            let (_, payload) = try loadPayload("onesignal.json", base: server.baseURL)
-            let batch = await pipeline.process(payload.media().map { $0.request() })
-            let attachment = batch.attachments[0], avatar = batch.attachments[1]
-            #expect(attachment.role == .attachment && avatar.role == .avatar)
-            #expect(avatar.payloadPath == "custom.a.communication.avatar_url")
-            #expect(avatar.status == .ready)
-            #expect(avatar.width == 500 && avatar.height == 1000)
-            #expect(avatar.thumbnail?.width == 320 && avatar.thumbnail?.height == 320)
-            // An avatar must be an image, and its timeout is the avatar timeout.
-            let audio = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/tone.mp3", role: .avatar)])
-            #expect(audio.attachments[0].reason?.code == .unsupportedType)
-            let started = ContinuousClock.now
-            let slow = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/fault/drip", role: .avatar)])
-            #expect(slow.attachments[0].reason?.code == .timeout)
-            #expect(ContinuousClock.now - started < .milliseconds(600) + timingSlack)
+        }) { pipeline in
+            try await withMediaServer { server in
+                let (_, payload) = try loadPayload("onesignal.json", base: server.baseURL)
+                let batch = await pipeline.process(payload.media().map { $0.request() })
+                let attachment = batch.attachments[0], avatar = batch.attachments[1]
+                #expect(attachment.role == .attachment && avatar.role == .avatar)
+                #expect(avatar.payloadPath == "custom.a.communication.avatar_url")
+                #expect(avatar.status == .ready)
+                #expect(avatar.width == 500 && avatar.height == 1000)
+                #expect(avatar.thumbnail?.width == 320 && avatar.thumbnail?.height == 320)
+                // An avatar must be an image, and its timeout is the avatar timeout.
+                let audio = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/tone.mp3", role: .avatar)])
+                #expect(audio.attachments[0].reason?.code == .unsupportedType)
+                let started = ContinuousClock.now
+                let slow = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/fault/drip", role: .avatar)])
+                #expect(slow.attachments[0].reason?.code == .timeout)
+                #expect(ContinuousClock.now - started < .milliseconds(600) + timingSlack)
+            }
         }
     }
 

@@ -10,9 +10,10 @@ import Testing
     /// Fetches one TestMedia file; its files live in `scratch`.
     func fetch(_ file: String, into scratch: Scratch, time: Double? = nil, clip: ClippingRectangle? = nil,
                _ adjust: (inout AttachFetchConfiguration) -> Void = { _ in }) async throws -> AttachmentDescriptor {
-        let pipeline = try makePipeline(scratch, adjust)
-        return try await withMediaServer { server in
-            await fetchOne("\(server.baseURL)/media/\(file)", pipeline, clip: clip, thumbnailTime: time)
+        try await withPipeline(scratch, adjust) { pipeline in
+            try await withMediaServer { server in
+                await fetchOne("\(server.baseURL)/media/\(file)", pipeline, clip: clip, thumbnailTime: time)
+            }
         }
     }
 
@@ -150,7 +151,7 @@ import Testing
     /// prober as if it were MPEG-4 or MP3, opens no connection and is refused.
     @Test func ffmpegOpensNoProtocolAndNoOtherDemuxer() async throws {
         let scratch = Scratch()
-        _ = try makePipeline(scratch)
+        try await startLibraries()
         try await withMediaServer { server in
             let playlists = [
                 "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\n\(server.baseURL)/media/clip.mp4\n#EXT-X-ENDLIST\n",

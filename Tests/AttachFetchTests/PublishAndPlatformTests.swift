@@ -4,61 +4,59 @@ import Testing
 
 /// Ready files stored content-addressed where devices fetch them.
 @Suite(.serialized) struct PublishingTests {
-    private func publishingPipeline(_ scratch: Scratch, _ publish: Scratch,
-                                    _ adjust: (inout AttachFetchConfiguration) -> Void = { _ in }) throws -> AttachmentPipeline {
-        try makePipeline(scratch) {
-            $0.publish = Publishing(directory: publish.path, baseURL: "https://media.example.test/push/")
-            adjust(&$0)
-        }
+    /// `withPipeline` publishing to `publish`.
+    private func withPublishingPipeline<T: Sendable>(_ scratch: Scratch, _ publish: Scratch,
+                                                     _ body: (AttachmentPipeline) async throws -> T) async throws -> T {
+        try await withPipeline(scratch, { $0.publish = Publishing(directory: publish.path, baseURL: "https://media.example.test/push/") }, body)
     }
 
     @Test func readyFilesArePublishedOnceContentAddressedAndPublic() async throws {
         let scratch = Scratch(), publish = Scratch()
         chmod(publish.path, 0o755)
         try await withMediaServer { server in
-            let pipeline = try publishingPipeline(scratch, publish)
-            let first = await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline)
-            let sha = try #require(first.sha256)
-            #expect(first.publishedUrl == "https://media.example.test/push/\(sha).jpg")
-            let thumbnailURL = try #require(first.thumbnail?.publishedUrl)
-            let thumbnailName = (thumbnailURL as NSString).lastPathComponent
-            #expect(thumbnailName.hasSuffix(".thumb.jpg"))
-            #expect(publish.tree() == ["\(sha).jpg", thumbnailName].sorted())
-            // The names are the contents' SHA-256 (checked by coreutils), the files public.
-            #expect(try sha256sum("\(publish.path)/\(sha).jpg") == sha)
-            #expect(try sha256sum("\(publish.path)/\(thumbnailName)") + ".thumb.jpg" == thumbnailName)
-            #expect(fileMode("\(publish.path)/\(sha).jpg") == 0o644 && fileMode("\(publish.path)/\(thumbnailName)") == 0o644)
+            try await withPublishingPipeline(scratch, publish) { pipeline in
+                let first = await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline)
+                let sha = try #require(first.sha256)
+                #expect(first.publishedUrl == "https://media.example.test/push/\(sha).jpg")
+                let thumbnailURL = try #require(first.thumbnail?.publishedUrl)
+                let thumbnailName = (thumbnailURL as NSString).lastPathComponent
+                #expect(thumbnailName.hasSuffix(".thumb.jpg"))
+                #expect(publish.tree() == ["\(sha).jpg", thumbnailName].sorted())
+                // The names are the contents' SHA-256 (checked by coreutils), the files public.
+                #expect(try sha256sum("\(publish.path)/\(sha).jpg") == sha)
+                #expect(try sha256sum("\(publish.path)/\(thumbnailName)") + ".thumb.jpg" == thumbnailName)
+                #expect(fileMode("\(publish.path)/\(sha).jpg") == 0o644 && fileMode("\(publish.path)/\(thumbnailName)") == 0o644)
 
-            // Published again (another batch, no cache): not written again, but renewed for prune.
-            var old = [timespec(tv_sec: 1_000_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000_000, tv_nsec: 0)]
-            utimensat(AT_FDCWD, "\(publish.path)/\(sha).jpg", &old, 0)
-            let inode = try FileManager.default.attributesOfItem(atPath: "\(publish.path)/\(sha).jpg")[.systemFileNumber] as? Int
-            let second = await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline)
-            #expect(second.publishedUrl == first.publishedUrl)
-            let attributes = try FileManager.default.attributesOfItem(atPath: "\(publish.path)/\(sha).jpg")
-            #expect(attributes[.systemFileNumber] as? Int == inode, "never replaced")
-            #expect(((attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0) > 1_000_000_000)
-            #expect(publish.tree().count == 2)
-            await pipeline.shutdown()
+                // Published again (another batch, no cache): not written again, but renewed for prune.
+                var old = [timespec(tv_sec: 1_000_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000_000, tv_nsec: 0)]
+                utimensat(AT_FDCWD, "\(publish.path)/\(sha).jpg", &old, 0)
+                let inode = try FileManager.default.attributesOfItem(atPath: "\(publish.path)/\(sha).jpg")[.systemFileNumber] as? Int
+                let second = await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline)
+                #expect(second.publishedUrl == first.publishedUrl)
+                let attributes = try FileManager.default.attributesOfItem(atPath: "\(publish.path)/\(sha).jpg")
+                #expect(attributes[.systemFileNumber] as? Int == inode, "never replaced")
+                #expect(((attributes[.modificationDate] as? Date)?.timeIntervalSince1970 ?? 0) > 1_000_000_000)
+                #expect(publish.tree().count == 2)
+            }
         }
     }
 
     @Test func aPublishingErrorFailsTheAttachmentAndLeavesNothingHalfWritten() async throws {
         let scratch = Scratch(), publish = Scratch()
         try await withMediaServer { server in
-            let pipeline = try publishingPipeline(scratch, publish)
-            let sha = try sha256sum("\(testMediaDirectory)/photo.jpg")
-            // Something that is not a file holds the name the content would get.
-            try FileManager.default.createDirectory(atPath: "\(publish.path)/\(sha).jpg", withIntermediateDirectories: false)
-            let blocked = await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline)
-            #expect(blocked.reason?.code == .ioError, "\(blocked.reason?.message ?? "ready")")
-            #expect(blocked.publishedUrl == nil && blocked.file == nil)
-            #expect(publish.tree() == ["\(sha).jpg"], "no temporary file remains")
-            // The directory gone under the running pipeline: ioError too.
-            try FileManager.default.removeItem(atPath: publish.path)
-            let gone = await fetchOne("\(server.baseURL)/media/tone.mp3", pipeline)
-            #expect(gone.reason?.code == .ioError)
-            await pipeline.shutdown()
+            try await withPublishingPipeline(scratch, publish) { pipeline in
+                let sha = try sha256sum("\(testMediaDirectory)/photo.jpg")
+                // Something that is not a file holds the name the content would get.
+                try FileManager.default.createDirectory(atPath: "\(publish.path)/\(sha).jpg", withIntermediateDirectories: false)
+                let blocked = await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline)
+                #expect(blocked.reason?.code == .ioError, "\(blocked.reason?.message ?? "ready")")
+                #expect(blocked.publishedUrl == nil && blocked.file == nil)
+                #expect(publish.tree() == ["\(sha).jpg"], "no temporary file remains")
+                // The directory gone under the running pipeline: ioError too.
+                try FileManager.default.removeItem(atPath: publish.path)
+                let gone = await fetchOne("\(server.baseURL)/media/tone.mp3", pipeline)
+                #expect(gone.reason?.code == .ioError)
+            }
             #expect(scratch.tree() == [])
         }
     }
@@ -69,9 +67,11 @@ import Testing
         FileManager.default.createFile(atPath: file, contents: Data())
         for (directory, base) in [("/nonexistent/dir", "https://x.test/"), (file, "https://x.test/"),
                                   (scratch.path, "ftp://x.test/"), (scratch.path, "media")] {
-            #expect(throws: AttachFetchError.self, "\(directory) \(base)") {
-                _ = try makePipeline(scratch) { $0.publish = Publishing(directory: directory, baseURL: base) }
-            }
+            var configuration = AttachFetchConfiguration()
+            configuration.temporaryDirectory = scratch.path
+            configuration.publish = Publishing(directory: directory, baseURL: base)
+            // Not withPipeline: the constructor must throw, so there is no pipeline to shut down.
+            #expect(throws: AttachFetchError.self, "\(directory) \(base)") { try AttachmentPipeline(configuration: configuration) }
         }
     }
 
@@ -124,10 +124,10 @@ import Testing
         try writeNoiseImage(path: "\(media.path)/big.jpg", width: 1200, height: 900)
         try writeNoiseImage(path: "\(media.path)/clear.png", width: 800, height: 800, png: 4)
         try await withMediaServer(directory: media.path) { server in
-            let pipeline = try makePipeline(scratch) { $0.platforms = [.ios, .android] }
-            let batch = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/big.jpg"),
-                                                AttachmentRequest(url: "\(server.baseURL)/media/clear.png")])
-            await pipeline.shutdown()
+            let batch = try await withPipeline(scratch, { $0.platforms = [.ios, .android] }) { pipeline in
+                await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/big.jpg"),
+                                        AttachmentRequest(url: "\(server.baseURL)/media/clear.png")])
+            }
             for (d, mime) in zip(batch.attachments, ["image/jpeg", "image/png"]) {
                 #expect(d.status == .ready, "\(d.reason?.message ?? "")")
                 #expect((d.bytes ?? 0) > Platform.androidImageLimit, "the test image must be over Android's limit")
@@ -150,11 +150,11 @@ import Testing
     @Test func anAnimatedGIFBecomesItsFirstFrameAndAudioVideoAreUnsupported() async throws {
         let scratch = Scratch()
         try await withMediaServer { server in
-            let pipeline = try makePipeline(scratch) { $0.platforms = [.ios, .android] }
-            let batch = await pipeline.process(["animated.gif", "clip.mp4", "tone.mp3", "photo.jpg"].map {
-                AttachmentRequest(url: "\(server.baseURL)/media/\($0)")
-            })
-            await pipeline.shutdown()
+            let batch = try await withPipeline(scratch, { $0.platforms = [.ios, .android] }) { pipeline in
+                await pipeline.process(["animated.gif", "clip.mp4", "tone.mp3", "photo.jpg"].map {
+                    AttachmentRequest(url: "\(server.baseURL)/media/\($0)")
+                })
+            }
             let gif = batch.attachments[0]
             #expect(gif.status == .ready && gif.mimeType == "image/gif", "iOS keeps the animation")
             let still = try #require(gif.variants?["android"])
@@ -172,10 +172,10 @@ import Testing
     @Test func iOSAloneIsTheDefaultAndMakesNoVariants() async throws {
         let scratch = Scratch()
         try await withMediaServer { server in
-            let pipeline = try makePipeline(scratch)
-            #expect(pipeline.configuration.platforms == [.ios])
-            let d = await fetchOne("\(server.baseURL)/media/animated.gif", pipeline)
-            await pipeline.shutdown()
+            let d = try await withPipeline(scratch) { pipeline in
+                #expect(pipeline.configuration.platforms == [.ios])
+                return await fetchOne("\(server.baseURL)/media/animated.gif", pipeline)
+            }
             #expect(d.status == .ready && d.variants == nil)
         }
     }
@@ -185,12 +185,12 @@ import Testing
         try writeNoiseImage(path: "\(media.path)/big.png", width: 1600, height: 1600, png: 3)
         try await withMediaServer(directory: media.path) { server in
             // One attempt is not enough to bring 7 MB of noise under 1 MB.
-            let pipeline = try makePipeline(scratch) {
+            let d = try await withPipeline(scratch, {
                 $0.platforms = [.ios, .android]
                 $0.maxNormalizeAttempts = 1
+            }) { pipeline in
+                await fetchOne("\(server.baseURL)/media/big.png", pipeline)
             }
-            let d = await fetchOne("\(server.baseURL)/media/big.png", pipeline)
-            await pipeline.shutdown()
             #expect(d.status == .ready, "the attachment itself is fine on iOS")
             let variant = try #require(d.variants?["android"])
             #expect(variant.status == .failed && variant.file == nil)
@@ -203,22 +203,23 @@ import Testing
         let media = Scratch(), scratch = Scratch()
         try writeNoiseImage(path: "\(media.path)/big.jpg", width: 3000, height: 3000)
         try await withMediaServer(directory: media.path) { server in
-            let pipeline = try makePipeline(scratch) { $0.platforms = [.ios, .android] }
             let url = "\(server.baseURL)/media/big.jpg"
-            // Learn when the variant starts and how long it takes here, then set the deadline a
-            // quarter of the way into it; a run that comes out faster than the first (the variant
-            // made in time) tries again with an earlier deadline, three times at most.
-            let timed = await fetchOne(url, pipeline, deadline: .seconds(30))
-            let making = try #require(timed.timings.variants)
-            let startsAt = timed.timings.total - making
-            var late: AttachmentDescriptor?
-            for fraction in [4, 8, 16] {
-                let attempt = await fetchOne(url, pipeline, deadline: .milliseconds(startsAt + max(20, making / fraction)))
-                #expect(attempt.status == .ready, "\(attempt.reason?.message ?? "")")
-                if attempt.variants?["android"]?.status == .failed { late = attempt; break }
-                #expect(attempt.variants?["android"]?.file != nil, "made in time, or missing with a reason")
+            let (timed, late) = try await withPipeline(scratch, { $0.platforms = [.ios, .android] }) { pipeline in
+                // Learn when the variant starts and how long it takes here, then set the deadline a
+                // quarter of the way into it; a run that comes out faster than the first (the variant
+                // made in time) tries again with an earlier deadline, three times at most.
+                let timed = await fetchOne(url, pipeline, deadline: .seconds(30))
+                let making = try #require(timed.timings.variants)
+                let startsAt = timed.timings.total - making
+                var late: AttachmentDescriptor?
+                for fraction in [4, 8, 16] {
+                    let attempt = await fetchOne(url, pipeline, deadline: .milliseconds(startsAt + max(20, making / fraction)))
+                    #expect(attempt.status == .ready, "\(attempt.reason?.message ?? "")")
+                    if attempt.variants?["android"]?.status == .failed { late = attempt; break }
+                    #expect(attempt.variants?["android"]?.file != nil, "made in time, or missing with a reason")
+                }
+                return (timed, late)
             }
-            await pipeline.shutdown()
             let variant = try #require(late?.variants?["android"])
             #expect(variant.status == .failed && variant.reason?.code == .deadlineExceeded, "\(variant)")
             #expect(variant.file == nil)

@@ -11,9 +11,10 @@ import Testing
     /// Fetches files from TestMedia/cases in one batch; the descriptors come back in order.
     func fetchCases(_ names: [String], into scratch: Scratch, query: String = "",
                     _ adjust: (inout AttachFetchConfiguration) -> Void = { _ in }) async throws -> [AttachmentDescriptor] {
-        let pipeline = try makePipeline(scratch, adjust)
-        return try await withMediaServer(directory: Self.casesDirectory) { server in
-            await pipeline.process(names.map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)\(query)") }).attachments
+        try await withPipeline(scratch, adjust) { pipeline in
+            try await withMediaServer(directory: Self.casesDirectory) { server in
+                await pipeline.process(names.map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)\(query)") }).attachments
+            }
         }
     }
 
@@ -42,8 +43,8 @@ import Testing
     /// The poster converter alone, for every frame size from 1x1 to 48x48 and the odd ones
     /// that crashed: the destination has room for what libswscale writes (run this suite under
     /// AddressSanitizer too: `swift test --scratch-path .build-asan --sanitize=address`).
-    @Test func posterConversionHasRoomForEveryStoreLibswscaleMakes() throws {
-        _ = try AttachmentPipeline()
+    @Test func posterConversionHasRoomForEveryStoreLibswscaleMakes() async throws {
+        try await startLibraries()
         for name in ["h264-2x2.mp4", "h264-10x10.mp4", "h264-40x30.mp4", "h264-312x176.mp4", "h264-7x5.mp4"] {
             try frameOf(Self.casesDirectory + "/" + name) { frame in
                 let width = Int(frame.pointee.width), height = Int(frame.pointee.height)
@@ -124,13 +125,14 @@ import Testing
         let scratch = Scratch()
         let names = try FileManager.default.contentsOfDirectory(atPath: testMediaDirectory)
             .filter { !$0.hasSuffix(".sh") && $0 != "cases" && $0 != "long.mp4" }.sorted()
-        let pipeline = try makePipeline(scratch)
-        try await withMediaServer { server in
-            let whole = await pipeline.process(names.map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)") }).attachments
-            let trickled = await pipeline.process(names.map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)?chunk=1024") }).attachments
-            for (name, pair) in zip(names, zip(whole, trickled)) {
-                #expect(pair.0.status == pair.1.status && pair.0.mimeType == pair.1.mimeType && pair.0.reason?.code == pair.1.reason?.code,
-                        "\(name): \(pair.0.status)/\(pair.1.status) \(pair.0.mimeType ?? "-")/\(pair.1.mimeType ?? "-")")
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer { server in
+                let whole = await pipeline.process(names.map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)") }).attachments
+                let trickled = await pipeline.process(names.map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)?chunk=1024") }).attachments
+                for (name, pair) in zip(names, zip(whole, trickled)) {
+                    #expect(pair.0.status == pair.1.status && pair.0.mimeType == pair.1.mimeType && pair.0.reason?.code == pair.1.reason?.code,
+                            "\(name): \(pair.0.status)/\(pair.1.status) \(pair.0.mimeType ?? "-")/\(pair.1.mimeType ?? "-")")
+                }
             }
         }
     }
@@ -232,8 +234,9 @@ import Testing
         let scratch = Scratch()
         let d = try await fetchCases(["gif-bad-last-frame.gif"], into: scratch)[0]
         #expect(d.status == .rejected && d.reason?.code == .corruptMedia, "\(d.status) \(d.reason?.message ?? "")")
-        let pipeline = try makePipeline(scratch)
-        let good = try await withMediaServer { server in await fetchOne("\(server.baseURL)/media/animated.gif", pipeline) }
+        let good = try await withPipeline(scratch) { pipeline in
+            try await withMediaServer { server in await fetchOne("\(server.baseURL)/media/animated.gif", pipeline) }
+        }
         #expect(good.status == .ready, "\(good.reason?.message ?? "")")
     }
 

@@ -9,48 +9,51 @@ import Testing
 @Suite struct SecurityTests {
     @Test func loopbackInEveryNumericDisguiseIsRefusedBeforeConnecting() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch, loopback: false)
-        try await withMediaServer { server in
-            let p = server.port
-            let disguises = ["127.0.0.1", "127.1", "2130706433", "0x7f000001", "0x7f.1", "017700000001", "127.000.000.001",
-                             "localhost", "[::1]", "[::ffff:127.0.0.1]", "[0:0:0:0:0:ffff:7f00:1]"]
-            for host in disguises {
-                let d = await fetchOne("http://\(host):\(p)/media/photo.jpg", pipeline)
-                #expect(d.reason?.code == .forbiddenAddress || d.reason?.code == .invalidURL,
-                        "\(host): \(d.reason?.code.rawValue ?? "ready") \(d.reason?.message ?? "")")
-                #expect(d.status == .rejected)
+        try await withPipeline(scratch, loopback: false) { pipeline in
+            try await withMediaServer { server in
+                let p = server.port
+                let disguises = ["127.0.0.1", "127.1", "2130706433", "0x7f000001", "0x7f.1", "017700000001", "127.000.000.001",
+                                 "localhost", "[::1]", "[::ffff:127.0.0.1]", "[0:0:0:0:0:ffff:7f00:1]"]
+                for host in disguises {
+                    let d = await fetchOne("http://\(host):\(p)/media/photo.jpg", pipeline)
+                    #expect(d.reason?.code == .forbiddenAddress || d.reason?.code == .invalidURL,
+                            "\(host): \(d.reason?.code.rawValue ?? "ready") \(d.reason?.message ?? "")")
+                    #expect(d.status == .rejected)
+                }
+                #expect(server.acceptedConnections == 0, "a disguised loopback address got through")
             }
-            #expect(server.acceptedConnections == 0, "a disguised loopback address got through")
         }
     }
 
     @Test func allowListOpensOneRangeAndRedirectsOutOfItAreRefused() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch, loopback: false) { $0.allowedRanges = [try! CIDRRange("127.0.0.1/32")] }
-        try await withMediaServer { server in
-            let p = server.port
-            #expect(await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline).status == .ready)
-            // 127.0.0.2 and ::1 are loopback too but not allowed. Nothing listens there, so a
-            // broken policy would show as connectFailed instead.
-            for target in ["http://127.0.0.2:\(p)/media/photo.jpg", "http://[::1]:\(p)/media/photo.jpg"] {
-                let d = await fetchOne("\(server.baseURL)/redirect-to?url=\(target)", pipeline)
-                #expect(d.reason?.code == .forbiddenAddress, "\(target): \(d.reason?.message ?? "ready")")
+        try await withPipeline(scratch, loopback: false, { $0.allowedRanges = [try! CIDRRange("127.0.0.1/32")] }) { pipeline in
+            try await withMediaServer { server in
+                let p = server.port
+                #expect(await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline).status == .ready)
+                // 127.0.0.2 and ::1 are loopback too but not allowed. Nothing listens there, so a
+                // broken policy would show as connectFailed instead.
+                for target in ["http://127.0.0.2:\(p)/media/photo.jpg", "http://[::1]:\(p)/media/photo.jpg"] {
+                    let d = await fetchOne("\(server.baseURL)/redirect-to?url=\(target)", pipeline)
+                    #expect(d.reason?.code == .forbiddenAddress, "\(target): \(d.reason?.message ?? "ready")")
+                }
             }
         }
     }
 
     @Test func denyListWinsOverEveryAllowance() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch, loopback: false) {
+        try await withPipeline(scratch, loopback: false, {
             $0.allowPrivateNetwork = true
             $0.allowedRanges = [try! CIDRRange("127.0.0.1")]
             $0.deniedRanges = [try! CIDRRange("127.0.0.0/8")]
-        }
-        try await withMediaServer { server in
-            let d = await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline)
-            #expect(d.reason?.code == .forbiddenAddress)
-            #expect(d.reason?.message.contains("denied range 127.0.0.0/8") == true)
-            #expect(server.acceptedConnections == 0)
+        }) { pipeline in
+            try await withMediaServer { server in
+                let d = await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline)
+                #expect(d.reason?.code == .forbiddenAddress)
+                #expect(d.reason?.message.contains("denied range 127.0.0.0/8") == true)
+                #expect(server.acceptedConnections == 0)
+            }
         }
     }
 
@@ -83,15 +86,16 @@ import Testing
 
     @Test func credentialsAreNotSentToAnotherHostAfterARedirect() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch)
-        try await withMediaServer { server in
-            let p = server.port
-            let d = await fetchOne("http://user:secret@127.0.0.1:\(p)/redirect-to?url=http://localhost:\(p)/media/photo.jpg", pipeline)
-            #expect(d.status == .ready)
-            let log = server.requestHeaderLog
-            #expect(log.count == 2)
-            #expect(log.first?["authorization"]?.hasPrefix("Basic ") == true)
-            #expect(log.last?["authorization"] == nil)
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer { server in
+                let p = server.port
+                let d = await fetchOne("http://user:secret@127.0.0.1:\(p)/redirect-to?url=http://localhost:\(p)/media/photo.jpg", pipeline)
+                #expect(d.status == .ready)
+                let log = server.requestHeaderLog
+                #expect(log.count == 2)
+                #expect(log.first?["authorization"]?.hasPrefix("Basic ") == true)
+                #expect(log.last?["authorization"] == nil)
+            }
         }
     }
 
@@ -109,29 +113,31 @@ import Testing
         }
         let routes = MediaRoutes(directory: media.path)
         let server = try LoopbackHTTPServer { request, connection in routes.handle(request, connection) }
-        let pipeline = try makePipeline(scratch)
-        let d = await fetchOne("\(server.baseURL)/media/bomb.gz?encoding=gzip&type=image/png&tag=bomb", pipeline)
-        let headers = server.requestHeaderLog
-        try await offPool { server.shutdown() }
-        #expect(d.reason?.code == .unsupportedType, "\(d.reason?.message ?? "ready")")
-        #expect(d.mimeType == "application/gzip")
-        #expect(headers.first?["accept-encoding"] == nil)
-        #expect(scratch.tree() == [])
+        try await withPipeline(scratch) { pipeline in
+            let d = await fetchOne("\(server.baseURL)/media/bomb.gz?encoding=gzip&type=image/png&tag=bomb", pipeline)
+            let headers = server.requestHeaderLog
+            try await offPool { server.shutdown() }
+            #expect(d.reason?.code == .unsupportedType, "\(d.reason?.message ?? "ready")")
+            #expect(d.mimeType == "application/gzip")
+            #expect(headers.first?["accept-encoding"] == nil)
+            #expect(scratch.tree() == [])
+        }
     }
 
     @Test func hugeResponseHeadersAreCut() async throws {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch)
-        try await withMediaServer { server in
-            let d = await fetchOne("\(server.baseURL)/fault/huge-headers", pipeline)
-            #expect(d.reason?.code == .transferFailed)
-            #expect(d.reason?.message.contains("headers exceed") == true, "\(d.reason?.message ?? "")")
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer { server in
+                let d = await fetchOne("\(server.baseURL)/fault/huge-headers", pipeline)
+                #expect(d.reason?.code == .transferFailed)
+                #expect(d.reason?.message.contains("headers exceed") == true, "\(d.reason?.message ?? "")")
+            }
         }
     }
 
-    @Test func onlyTheTablesDecodersRunEvenOnFilesTheSnifferWouldRefuse() throws {
+    @Test func onlyTheTablesDecodersRunEvenOnFilesTheSnifferWouldRefuse() async throws {
         let scratch = Scratch()
-        _ = try makePipeline(scratch) // starts libvips with its loaders restricted
+        try await startLibraries() // libvips with its loaders restricted
         let svg = "\(scratch.path)/image.svg"
         try Data("<svg xmlns='http://www.w3.org/2000/svg' width='10' height='10'><rect width='10' height='10'/></svg>".utf8)
             .write(to: URL(fileURLWithPath: svg))
@@ -154,53 +160,58 @@ import Testing
     @Test func progressiveJPEGsHaveTheirOwnLowerPixelCap() async throws {
         let media = Scratch()
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch) { $0.maxProgressivePixels = 4_000_000 }
-        let mediaPath = media.path
-        try await offPool {
-            try writeBlackJPEG(path: "\(mediaPath)/progressive.jpg", width: 2500, height: 2000, progressive: true)
-            try writeBlackJPEG(path: "\(mediaPath)/baseline.jpg", width: 2500, height: 2000, progressive: false)
+        try await withPipeline(scratch, { $0.maxProgressivePixels = 4_000_000 }) { pipeline in
+            let mediaPath = media.path
+            try await offPool {
+                try writeBlackJPEG(path: "\(mediaPath)/progressive.jpg", width: 2500, height: 2000, progressive: true)
+                try writeBlackJPEG(path: "\(mediaPath)/baseline.jpg", width: 2500, height: 2000, progressive: false)
+            }
+            let routes = MediaRoutes(directory: media.path)
+            let server = try LoopbackHTTPServer { request, connection in routes.handle(request, connection) }
+            let progressive = await fetchOne("\(server.baseURL)/media/progressive.jpg", pipeline)
+            let baseline = await fetchOne("\(server.baseURL)/media/baseline.jpg", pipeline)
+            try await offPool { server.shutdown() }
+            #expect(progressive.reason?.code == .pixelLimitExceeded)
+            #expect(progressive.reason?.message.contains("progressive") == true)
+            #expect(baseline.status == .ready)
+            #expect(baseline.width == 2500 && baseline.height == 2000)
         }
-        let routes = MediaRoutes(directory: media.path)
-        let server = try LoopbackHTTPServer { request, connection in routes.handle(request, connection) }
-        let progressive = await fetchOne("\(server.baseURL)/media/progressive.jpg", pipeline)
-        let baseline = await fetchOne("\(server.baseURL)/media/baseline.jpg", pipeline)
-        try await offPool { server.shutdown() }
-        #expect(progressive.reason?.code == .pixelLimitExceeded)
-        #expect(progressive.reason?.message.contains("progressive") == true)
-        #expect(baseline.status == .ready)
-        #expect(baseline.width == 2500 && baseline.height == 2000)
     }
 
     @Test func animatedGIFsAreCappedByFramesAndTotalPixels() async throws {
         let scratch = Scratch()
         try await withMediaServer { server in
             let url = "\(server.baseURL)/media/animated.gif" // 4 frames of 160x120
-            let frames = try makePipeline(scratch) { $0.maxAnimationFrames = 3 }
-            let tooManyFrames = await fetchOne(url, frames)
-            #expect(tooManyFrames.reason?.code == .pixelLimitExceeded)
-            #expect(tooManyFrames.reason?.message.contains("4 frames") == true)
-            let pixels = try makePipeline(scratch) { $0.maxAnimationPixels = 160 * 120 * 4 - 1 }
-            #expect(await fetchOne(url, pixels).reason?.code == .pixelLimitExceeded)
-            let enough = try makePipeline(scratch) { $0.maxAnimationPixels = 160 * 120 * 4; $0.maxAnimationFrames = 4 }
-            #expect(await fetchOne(url, enough).status == .ready)
+            try await withPipeline(scratch, { $0.maxAnimationFrames = 3 }) { frames in
+                let tooManyFrames = await fetchOne(url, frames)
+                #expect(tooManyFrames.reason?.code == .pixelLimitExceeded)
+                #expect(tooManyFrames.reason?.message.contains("4 frames") == true)
+            }
+            try await withPipeline(scratch, { $0.maxAnimationPixels = 160 * 120 * 4 - 1 }) { pixels in
+                #expect(await fetchOne(url, pixels).reason?.code == .pixelLimitExceeded)
+            }
+            try await withPipeline(scratch, { $0.maxAnimationPixels = 160 * 120 * 4; $0.maxAnimationFrames = 4 }) { enough in
+                #expect(await fetchOne(url, enough).status == .ready)
+            }
         }
     }
 
     @Test func workingFilesAreCreatedExclusivelyWithPrivateModes() async throws {
         let scratch = Scratch()
         let out = Scratch()
-        let pipeline = try makePipeline(scratch)
-        try await withMediaServer { server in
-            let batch = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg", identifier: "a")])
-            let directory = try #require(batch.directory)
-            #expect(fileMode(directory) == 0o700)
-            #expect(fileMode("\(directory)/a.jpg") == 0o600)
-            #expect(fileMode("\(directory)/a.thumb.jpg") == 0o600)
-            // An identifier cannot escape --out.
-            let escaped = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/tone.mp3", identifier: "../../../../tmp/evil")],
-                                                 outputDirectory: out.path)
-            #expect(escaped.attachments[0].file?.hasPrefix(out.path + "/") == true)
-            #expect(out.tree() == ["_.._.._.._tmp_evil.mp3"])
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer { server in
+                let batch = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg", identifier: "a")])
+                let directory = try #require(batch.directory)
+                #expect(fileMode(directory) == 0o700)
+                #expect(fileMode("\(directory)/a.jpg") == 0o600)
+                #expect(fileMode("\(directory)/a.thumb.jpg") == 0o600)
+                // An identifier cannot escape --out.
+                let escaped = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/tone.mp3", identifier: "../../../../tmp/evil")],
+                                                     outputDirectory: out.path)
+                #expect(escaped.attachments[0].file?.hasPrefix(out.path + "/") == true)
+                #expect(out.tree() == ["_.._.._.._tmp_evil.mp3"])
+            }
         }
     }
 }

@@ -69,6 +69,7 @@ import Testing
         configuration.temporaryDirectory = scratch.path
         nonisolated(unsafe) var kept: AttachmentPipeline?
         await #expect(throws: Failed.self) {
+            // Not withPipeline: this test is of the library's withAttachmentPipeline itself (it shuts the pipeline down).
             try await withAttachmentPipeline(configuration: configuration) { pipeline in
                 kept = pipeline
                 throw Failed()

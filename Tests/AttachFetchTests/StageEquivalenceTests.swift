@@ -31,7 +31,7 @@ import Testing
     func generatedCase(_ name: String) async throws {
         let media = Scratch()
         let path = "\(media.path)/\(name)"
-        _ = try makePipeline(Scratch()) // libvips started for the writers below
+        try await startLibraries() // libvips started for the writers below
         switch name {
         case "oversize-noise.jpg": try writeNoiseImage(path: path, width: 3000, height: 2400)
         case "pixel-bomb.jpg": try writeBlackJPEG(path: path, width: 10_000, height: 6_000, progressive: false)
@@ -52,11 +52,11 @@ import Testing
     @discardableResult
     func expectSameDescriptor(directory: String, name: String) async throws -> AttachmentDescriptor {
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch)
-        let raced = try await withMediaServer(directory: directory) { server in
-            await fetchOne("\(server.baseURL)/media/\(name)", pipeline)
+        let raced = try await withPipeline(scratch) { pipeline in
+            try await withMediaServer(directory: directory) { server in
+                await fetchOne("\(server.baseURL)/media/\(name)", pipeline)
+            }
         }
-        await pipeline.shutdown()
         var configuration = AttachFetchConfiguration()
         configuration.isolation = .none
         let inline = try LocalMediaInspector(configuration: configuration)

@@ -47,15 +47,25 @@ final class Scratch: Sendable {
     }
 }
 
-/// A pipeline with its temp dir in `scratch` that may reach loopback (the tests' server), or
-/// with `loopback: false` the default address policy, which refuses it.
-func makePipeline(_ scratch: Scratch, loopback: Bool = true,
-                  _ adjust: (inout AttachFetchConfiguration) -> Void = { _ in }) throws -> AttachmentPipeline {
+/// Runs `body` with a pipeline whose temp dir is in `scratch` and that may reach loopback (the
+/// tests' server), or with `loopback: false` the default address policy, which refuses it; the
+/// pipeline is shut down when `body` returns or throws. Every test that makes a pipeline makes
+/// it here (the library's `withAttachmentPipeline` underneath), so that none is left to deinit.
+func withPipeline<T: Sendable>(_ scratch: Scratch, loopback: Bool = true,
+                               _ adjust: (inout AttachFetchConfiguration) -> Void = { _ in },
+                               _ body: (AttachmentPipeline) async throws -> T) async throws -> T {
     var configuration = AttachFetchConfiguration()
     configuration.allowPrivateNetwork = loopback
     configuration.temporaryDirectory = scratch.path
     adjust(&configuration)
-    return try AttachmentPipeline(configuration: configuration)
+    return try await withAttachmentPipeline(configuration: configuration, body)
+}
+
+/// Starts what a pipeline starts once per process (libvips with its loaders restricted), for
+/// tests that call the decoders, the thumbnailers or the image writers below directly: by
+/// making a pipeline and shutting it down.
+func startLibraries() async throws {
+    try await withPipeline(Scratch()) { _ in }
 }
 
 /// One URL through a pipeline; returns its descriptor.
@@ -120,7 +130,7 @@ func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async thro
 
 /// Writes a black JPEG of the given size with libvips. Progressive JPEGs cannot be shrunk on
 /// load, so decoding a large one is slow: the tool for testing thumbnail budgets. libvips must
-/// already be started (make a pipeline first).
+/// already be started (`startLibraries()`, or a pipeline made first).
 func writeBlackJPEG(path: String, width: Int, height: Int, progressive: Bool) throws {
     struct VipsFailed: Error {}
     guard af_test_write_black_jpeg(path, Int32(width), Int32(height), progressive ? 1 : 0) == 0 else { throw VipsFailed() }

@@ -18,17 +18,17 @@ import Testing
         let server = try NginxTLSServer(serving: testMediaDirectory, certificates: certificates)
         defer { server.shutdown() }
         let scratch = Scratch()
-        let trusting = try makePipeline(scratch, trustingTestCA)
-        let d = await fetchOne("\(server.baseURL)/photo.jpg", trusting)
-        #expect(d.status == .ready, "\(d.reason?.message ?? "")")
-        #expect(try d.sha256 == sha256sum("\(testMediaDirectory)/photo.jpg"))
+        try await withPipeline(scratch, trustingTestCA) { trusting in
+            let d = await fetchOne("\(server.baseURL)/photo.jpg", trusting)
+            #expect(d.status == .ready, "\(d.reason?.message ?? "")")
+            #expect(try d.sha256 == sha256sum("\(testMediaDirectory)/photo.jpg"))
 
-        let plain = try makePipeline(scratch)
-        let refused = await fetchOne("\(server.baseURL)/photo.jpg", plain)
-        #expect(refused.reason?.code == .tlsFailed && refused.status == .failed)
-        #expect(refused.reason?.message.contains("unable to get local issuer certificate") == true, "\(refused.reason?.message ?? "")")
-        await trusting.shutdown()
-        await plain.shutdown()
+            try await withPipeline(scratch) { plain in
+                let refused = await fetchOne("\(server.baseURL)/photo.jpg", plain)
+                #expect(refused.reason?.code == .tlsFailed && refused.status == .failed)
+                #expect(refused.reason?.message.contains("unable to get local issuer certificate") == true, "\(refused.reason?.message ?? "")")
+            }
+        }
         #expect(scratch.tree().allSatisfy { !$0.contains(".part-") })
     }
 
@@ -57,9 +57,7 @@ import Testing
                                         protocols: protocols, ciphers: protocols.hasPrefix("TLSv1 ") ? "DEFAULT:@SECLEVEL=0" : "HIGH:!aNULL")
         defer { server.shutdown() }
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch, trustingTestCA)
-        let d = await fetchOne("\(server.baseURL)/photo.jpg", pipeline)
-        await pipeline.shutdown()
+        let d = try await withPipeline(scratch, trustingTestCA) { pipeline in await fetchOne("\(server.baseURL)/photo.jpg", pipeline) }
         #expect(d.reason?.code == .tlsFailed, "\(certificate) \(protocols): \(d.reason?.message ?? "ready")")
         #expect(d.status == .failed)
         #expect(d.reason?.message.localizedCaseInsensitiveContains(expected) == true, "\(d.reason?.message ?? "")")
@@ -73,10 +71,8 @@ import Testing
         let server = try NginxTLSServer(serving: testMediaDirectory, certificates: certificates)
         defer { server.shutdown() }
         let scratch = Scratch()
-        let pipeline = try makePipeline(scratch, trustingTestCA)
         let requests = (0..<300).map { AttachmentRequest(url: "\(server.baseURL)/tone.mp3?n=\($0)") }
-        let batch = await pipeline.process(requests, deadline: .seconds(60))
-        await pipeline.shutdown()
+        let batch = try await withPipeline(scratch, trustingTestCA) { pipeline in await pipeline.process(requests, deadline: .seconds(60)) }
         #expect(batch.attachments.allSatisfy { $0.status == .ready })
         let log = server.accessLog()
         #expect(log.count == 300)
@@ -95,9 +91,7 @@ import Testing
                 serving: testMediaDirectory, certificates: certificates,
                 locations: "location = /reset { proxy_pass \(upstream.baseURL)/fault/reset?name=clip.avi; proxy_buffering off; }")
             defer { server.shutdown() }
-            let pipeline = try makePipeline(scratch, trustingTestCA)
-            let d = await fetchOne("\(server.baseURL)/reset", pipeline)
-            await pipeline.shutdown()
+            let d = try await withPipeline(scratch, trustingTestCA) { pipeline in await fetchOne("\(server.baseURL)/reset", pipeline) }
             #expect(d.reason?.code == .transferFailed, "\(d.reason?.message ?? "ready")")
             #expect(server.accessLog().first?.protocolName == "HTTP/2.0")
             #expect(d.file == nil && scratch.tree() == [])
@@ -138,9 +132,9 @@ import Testing
         defer { server.shutdown() }
         let scratch = Scratch()
         let ca = try String(contentsOfFile: certificates.pem("ca"), encoding: .utf8)
-        let pipeline = try makePipeline(scratch) { $0.trustedCertificates = [ca] }
-        let d = await fetchOne("\(server.baseURL)/\(path)", pipeline)
-        await pipeline.shutdown()
+        let d = try await withPipeline(scratch, { $0.trustedCertificates = [ca] }) { pipeline in
+            await fetchOne("\(server.baseURL)/\(path)", pipeline)
+        }
         #expect(scratch.tree().allSatisfy { !$0.hasPrefix(".") && !$0.contains("/.") })
         return d
     }
@@ -176,9 +170,7 @@ import Testing
     @Test func plainHTTPAndAnHTTPSToHTTPRedirectAreInsecure() async throws {
         let scratch = Scratch()
         try await withMediaServer { http in
-            let pipeline = try makePipeline(scratch)
-            let plain = await fetchOne("\(http.baseURL)/media/photo.jpg", pipeline)
-            await pipeline.shutdown()
+            let plain = try await withPipeline(scratch) { pipeline in await fetchOne("\(http.baseURL)/media/photo.jpg", pipeline) }
             #expect(plain.status == .ready && codes(plain) == [ATSVerdict.insecureScheme])
 
             let redirected = try await verdict(path: "to-http",
@@ -200,22 +192,22 @@ import Testing
         try await withMediaServer { server in
             // Only the proxy's own address is allowed: loopback is private, so without the
             // proxy this URL would be refused.
-            let pipeline = try makePipeline(scratch, loopback: false) {
+            try await withPipeline(scratch, loopback: false, {
                 $0.proxy = proxy.url
                 $0.allowedRanges = [try! CIDRRange("127.0.0.1/32")]
-            }
-            let d = await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline)
-            #expect(d.status == .ready, "\(d.reason?.message ?? "")")
-            let port = server.baseURL.split(separator: ":").last.map(String.init) ?? ""
-            #expect(proxy.targets == ["127.0.0.1:\(port)"])
+            }) { pipeline in
+                let d = await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline)
+                #expect(d.status == .ready, "\(d.reason?.message ?? "")")
+                let port = server.baseURL.split(separator: ":").last.map(String.init) ?? ""
+                #expect(proxy.targets == ["127.0.0.1:\(port)"])
 
-            // A literal address the policy refuses never reaches the proxy (127.0.0.2: loopback,
-            // so even a broken check could only reach this machine).
-            let refused = await fetchOne("http://127.0.0.2:\(port)/media/photo.jpg", pipeline)
-            #expect(refused.reason?.code == .forbiddenAddress, "\(refused.reason?.message ?? "ready")")
-            #expect(refused.reason?.message.contains("before asking the proxy") == true)
-            #expect(proxy.targets.count == 1)
-            await pipeline.shutdown()
+                // A literal address the policy refuses never reaches the proxy (127.0.0.2: loopback,
+                // so even a broken check could only reach this machine).
+                let refused = await fetchOne("http://127.0.0.2:\(port)/media/photo.jpg", pipeline)
+                #expect(refused.reason?.code == .forbiddenAddress, "\(refused.reason?.message ?? "ready")")
+                #expect(refused.reason?.message.contains("before asking the proxy") == true)
+                #expect(proxy.targets.count == 1)
+            }
         }
     }
 
@@ -224,12 +216,12 @@ import Testing
         defer { proxy.shutdown() }
         let scratch = Scratch()
         try await withMediaServer { server in
-            let pipeline = try makePipeline(scratch, loopback: false) { $0.proxy = proxy.url }
             // The host is a name, so only the open-socket check stands: it sees the proxy's
             // loopback address and refuses it.
             let port = server.baseURL.split(separator: ":").last.map(String.init) ?? ""
-            let d = await fetchOne("http://localhost:\(port)/media/photo.jpg", pipeline)
-            await pipeline.shutdown()
+            let d = try await withPipeline(scratch, loopback: false, { $0.proxy = proxy.url }) { pipeline in
+                await fetchOne("http://localhost:\(port)/media/photo.jpg", pipeline)
+            }
             #expect(d.reason?.code == .forbiddenAddress, "\(d.reason?.message ?? "ready")")
             #expect(proxy.targets.isEmpty)
         }

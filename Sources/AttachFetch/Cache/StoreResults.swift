@@ -145,11 +145,9 @@ struct StoreResults: Sendable {
     /// `onlyIfAbsent` and the key was taken. A value that cannot be encoded is a `LocalError`.
     private func putJSON(_ value: some Encodable, key: String, onlyIfAbsent: Bool,
                          deadline: ContinuousClock.Instant) async throws(ObjectStoreError) -> Bool {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
         let bytes: [UInt8], sha256: String
         do {
-            bytes = [UInt8](try encoder.encode(value))
+            bytes = [UInt8](try JSONWriter.data(value))
             sha256 = try SHA256Digest.hex(of: bytes)
         } catch {
             throw ObjectStoreError(code: "LocalError", message: "cannot write \(key): \(error)")

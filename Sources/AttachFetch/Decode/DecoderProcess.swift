@@ -12,6 +12,7 @@ final class DecoderProcess {
     /// Our end of the socket pair; the worker's end is its standard input and output.
     private let socket: Int32
     private var alive = true
+    private let exitGraceMilliseconds: Int
 
     /// A worker's whole environment, started or forked (`DecoderReserve` sets the same).
     /// SWIFT_BACKTRACE=enable=no: the Swift runtime's crash handler would try to start its
@@ -32,6 +33,8 @@ final class DecoderProcess {
         /// Whether a worker the program forked at its start (`DecoderReserve`) may be taken:
         /// only for the default worker, which is what a reserved one is.
         var takesReserved: Bool
+        /// How long a worker no longer needed may take to exit before it is killed.
+        var exitGraceMilliseconds = 0
     }
 
     /// How a pipeline with this configuration starts its workers; nil for isolation `.none`.
@@ -50,12 +53,14 @@ final class DecoderProcess {
         }
         return Launch(executable: executable, memoryBytes: configuration.decoderMemoryLimit,
                       cpuSecondsPerJob: configuration.decoderCPUSecondsPerJob, fileSizeBytes: configuration.decoderFileSizeLimit,
-                      takesReserved: configuration.decoderExecutable == nil)
+                      takesReserved: configuration.decoderExecutable == nil,
+                      exitGraceMilliseconds: configuration.decoderExitGraceMilliseconds)
     }
 
     init(_ launch: Launch) throws(Reason) {
         let limits = DecoderWorker.Limits(memoryBytes: launch.memoryBytes, cpuSecondsPerJob: launch.cpuSecondsPerJob,
                                           fileSizeBytes: launch.fileSizeBytes, parent: getpid())
+        exitGraceMilliseconds = launch.exitGraceMilliseconds
         if launch.takesReserved, let reserved = DecoderReserve.take() {
             // Its limits first, applied before it reads any job.
             if Frame.write(limits.handshake, to: reserved.socket) {
@@ -106,7 +111,7 @@ final class DecoderProcess {
         socket = pair[0]
     }
 
-    deinit { stop(waitingUpTo: 0) }
+    deinit { stop(waitingUpTo: exitGraceMilliseconds) }
 
     var isAlive: Bool { alive }
 

@@ -8,16 +8,9 @@ import Foundation
 enum JobWire {
     private static let json: UInt8 = 0, thumbnail: UInt8 = 1, failure: UInt8 = 2
 
-    /// Keys in a fixed order: the same job is the same bytes.
-    private static func jsonEncoder() -> JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        return encoder
-    }
-
     static func encode(_ job: DecodeJob) -> Data? {
         guard case .thumbnail(let source, let destinationBase, let shape, let limits) = job else {
-            return (try? jsonEncoder().encode(job)).map { Data([json]) + $0 }
+            return (try? JSONWriter.data(job)).map { Data([json]) + $0 }
         }
         var out = Writer(tag: thumbnail)
         out.string(source)
@@ -78,7 +71,7 @@ enum JobWire {
             out.string(problem.message)
             return out.data
         }
-        return (try? jsonEncoder().encode(answer)).map { Data([json]) + $0 }
+        return (try? JSONWriter.data(answer)).map { Data([json]) + $0 }
     }
 
     static func decodeAnswer(_ data: Data) -> DecodeAnswer? {

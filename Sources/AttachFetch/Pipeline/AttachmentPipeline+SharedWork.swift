@@ -105,13 +105,13 @@ extension AttachmentPipeline {
         descriptor.record(outcome)
         func failed(_ reason: Reason) -> WorkOutcome { .made(descriptor.failed(reason), files: [], headers: outcome.cacheHeaders) }
         if let reason = outcome.failure { return failed(batch.settle(reason, queued: outcome.endedWhileQueued)) }
-        guard let sniffed = outcome.sniffedMIME, let sha256 = outcome.sha256 else {
+        guard let sniffed = outcome.sniffedMIME, let type = outcome.mediaType, let sha256 = outcome.sha256 else {
             return failed(Reason(code: .ioError, message: "the transfer ended without a type"))
         }
 
         var work = AttachmentWork(
             descriptor: descriptor,
-            source: .init(path: bodyPath, sniffedMIME: sniffed, bytes: outcome.bytes, sha256: sha256),
+            source: .init(path: bodyPath, sniffedMIME: sniffed, type: type, bytes: outcome.bytes, sha256: sha256),
             plan: .init(shape: request.role == .avatar ? .squareCenter : .clip(request.clip ?? .whole),
                         thumbnailTime: request.options?.thumbnailTime, imagesOnly: request.role == .avatar,
                         convertedBase: "\(directory)/.norm-\(number)", thumbnailBase: "\(directory)/.thumb-\(number)",

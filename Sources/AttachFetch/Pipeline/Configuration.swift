@@ -130,6 +130,10 @@ public struct AttachFetchConfiguration: Sendable {
     /// The decoder worker executable. Default nil: `attach-fetch-decoder` beside the running
     /// executable (SwiftPM builds it into the same directory as `attach-fetch`).
     public var decoderExecutable: String?
+    /// How long a worker no longer needed may take to exit on its own (it ends when its socket
+    /// closes) before it is killed. Default 0: killed at once. The instruction-count guard lets
+    /// its workers exit, so that callgrind can write their counts.
+    package var decoderExitGraceMilliseconds = 0
     /// Data memory (heap and private mappings, RLIMIT_DATA) each worker may hold. Default 512 MiB.
     public var decoderMemoryLimit = 512 << 20
     /// CPU seconds a worker may spend on one job before it is ended (RLIMIT_CPU). Default 20.

@@ -33,7 +33,10 @@ public final class LocalMediaInspector {
         let source: AttachmentWork.Source
         switch read(path) {
         case .success(let read): source = read
-        case .failure(let reason): return descriptor.failed(reason)
+        case .failure(let refusal):
+            if let sniffed = refusal.sniffed { descriptor.record(sniffed: sniffed, kind: nil) }
+            if let type = refusal.type { descriptor.record(sniffed: type.mimeType, kind: type.kind) }
+            return descriptor.failed(refusal.reason)
         }
         descriptor.record(sniffed: source.sniffedMIME, kind: nil)
         let ledger = FileLedger()
@@ -52,39 +55,52 @@ public final class LocalMediaInspector {
         return work.ready(file: file.path, thumbnailFile: work.thumbnail?.file, variantFiles: work.variantFiles)
     }
 
-    /// Reads the file as the download reads a body: the sniff window's type, the size and the
-    /// SHA-256, in one pass, holding only the sniff window in memory.
-    private func read(_ path: String) -> Result<AttachmentWork.Source, Reason> {
+    /// Reads the file as the download reads a body, through the same `BodyAdmission`: the sniff
+    /// window's type, the policy (against the file's size), the SHA-256, in one pass, holding
+    /// only the sniff window in memory. A refusal comes with the type when only its size was
+    /// refused.
+    private func read(_ path: String) -> Result<AttachmentWork.Source, Refusal> {
         guard let handle = FileHandle(forReadingAtPath: path) else {
-            return .failure(Reason(code: .ioError, message: "cannot read \(path)"))
+            return .failure(Refusal(reason: Reason(code: .ioError, message: "cannot read \(path)")))
         }
         defer { try? handle.close() }
+        var status = stat()
+        let size = fstat(handle.fileDescriptor, &status) == 0 ? Int64(status.st_size) : nil
+        let configuration = stages.configuration
+        var admission = BodyAdmission(limits: configuration.sizeLimits, imagesOnly: false,
+                                      normalize: configuration.normalize, sniffer: sniffer)
         let digest = SHA256Digest()
-        let lookahead = Int(stages.configuration.sizeLimits.audio)
-        var window = Data()
-        var sniffed: String?
         var bytes: Int64 = 0
         while true {
             let chunk: Data
             do { chunk = try handle.read(upToCount: 64 * 1024) ?? Data() } catch {
-                return .failure(Reason(code: .ioError, message: "cannot read \(path): \(error.localizedDescription)"))
+                return .failure(Refusal(reason: Reason(code: .ioError, message: "cannot read \(path): \(error.localizedDescription)")))
             }
-            chunk.withUnsafeBytes { digest.update($0) }
+            if chunk.isEmpty && bytes == 0 { return .failure(Refusal(reason: Reason(code: .emptyBody, message: "the file is empty"))) }
+            let step = chunk.withUnsafeBytes { admission.take($0, declared: size.map { ($0, "the file's size") }, complete: chunk.isEmpty) }
+            switch step {
+            case .hold: break
+            case .write: chunk.withUnsafeBytes { digest.update($0) }
+            case .writeHeld(let prefix): prefix.withUnsafeBytes { digest.update($0) }
+            case .refuse(let reason): return .failure(Refusal(reason: reason, sniffed: admission.sniffedMIME, type: admission.type))
+            }
             bytes += Int64(chunk.count)
-            if sniffed == nil {
-                window.append(chunk)
-                switch window.withUnsafeBytes({ SniffWindow.decide($0, complete: chunk.isEmpty, maxLookahead: lookahead, sniffer: sniffer) }) {
-                case .needMore: break
-                case .sniffed(let mime, _): sniffed = mime; window = Data()
-                case .refused(let code, let message): return .failure(Reason(code: code, message: message))
-                }
-            }
             if chunk.isEmpty { break }
         }
-        guard bytes > 0 else { return .failure(Reason(code: .emptyBody, message: "the file is empty")) }
-        guard let sniffed else { return .failure(Reason(code: .ioError, message: "the file could not be typed")) }
-        return Result { () throws(Reason) in
-            .init(path: path, sniffedMIME: sniffed, bytes: bytes, sha256: try digest.finalizeHex())
+        guard let sniffed = admission.sniffedMIME, let type = admission.type else {
+            return .failure(Refusal(reason: Reason(code: .ioError, message: "the file could not be typed")))
         }
+        return Result { () throws(Refusal) in
+            do throws(Reason) {
+                return .init(path: path, sniffedMIME: sniffed, type: type, bytes: bytes, sha256: try digest.finalizeHex())
+            } catch { throw Refusal(reason: error) }
+        }
+    }
+
+    /// Why a file was refused, with its type when only its size was.
+    private struct Refusal: Error {
+        var reason: Reason
+        var sniffed: String?
+        var type: MediaType?
     }
 }

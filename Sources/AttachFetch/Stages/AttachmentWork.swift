@@ -2,10 +2,12 @@
 /// being built), the file that will be delivered, the thumbnail made, and the ledger owning the
 /// files made on the way. Every stage reads and updates it; both runners carry it the same way.
 struct AttachmentWork: Sendable {
-    /// The bytes as they arrived: their file, libmagic's type, size and SHA-256.
+    /// The bytes as they arrived: their file, libmagic's type, the type `BodyAdmission`
+    /// admitted them as, size and SHA-256.
     struct Source: Sendable {
         var path: String
         var sniffedMIME: String
+        var type: MediaType
         var bytes: Int64
         var sha256: String
     }

@@ -74,26 +74,13 @@ extension Stage {
     static let afterDownload: [Stage] = [admit, convertImage, remuxVideo, thumbnail, probe, deliveredLimit,
                                          androidSupport, androidVariant, publish, publishToStore]
 
-    /// The sniffed type against the table, the request and the size limit (the same decision
-    /// the download made while streaming, now on the whole body).
-    static let admit = Stage(name: "admit", body: .check { work, configuration in
+    /// The type `BodyAdmission` admitted the bytes as, while they arrived, becomes the
+    /// delivered file's (the decision itself is not made again here).
+    static let admit = Stage(name: "admit", body: .check { work, _ in
         let source = work.source
-        switch MediaPolicy.admit(sniffed: source.sniffedMIME, size: (source.bytes, "the body's size"),
-                                 limits: configuration.sizeLimits, imagesOnly: work.plan.imagesOnly,
-                                 normalize: configuration.normalize) {
-        case .success(let type):
-            work.descriptor.recordSource(type, bytes: source.bytes, sha256: source.sha256)
-            work.delivered = .init(path: source.path, type: type)
-            return nil
-        case .failure(let reason):
-            // As the download records it: the table's type when only its size is refused,
-            // libmagic's answer otherwise.
-            if reason.code == .sizeLimitExceeded, let type = MediaType.forSniffedMIME(source.sniffedMIME)
-                ?? MediaType.convertibleForSniffedMIME(source.sniffedMIME) {
-                work.descriptor.record(sniffed: type.mimeType, kind: type.kind)
-            }
-            return reason
-        }
+        work.descriptor.recordSource(source.type, bytes: source.bytes, sha256: source.sha256)
+        work.delivered = .init(path: source.path, type: source.type)
+        return nil
     })
 
     /// An image iOS would not show as it is (type or size) is converted and fitted, or fails.

@@ -1,3 +1,4 @@
+import DequeModule
 import Foundation
 
 /// A fixed set of threads for blocking C work, so that it never runs on Swift's cooperative
@@ -7,8 +8,9 @@ final class WorkerPool: Sendable {
     // Sendable: `jobs` and `stopping` are only touched with `condition` locked.
     private final class State: @unchecked Sendable {
         let condition = NSCondition()
-        var jobs: [@Sendable (WorkerThread) -> Void] = []
-        var head = 0
+        /// Taken from the front, so that a job's closure (and what it holds) is let go as soon
+        /// as a thread takes it.
+        var jobs = Deque<@Sendable (WorkerThread) -> Void>()
         var stopping = false
     }
 
@@ -48,16 +50,10 @@ final class WorkerPool: Sendable {
     private static func work(_ state: State, _ thread: WorkerThread) {
         while true {
             state.condition.lock()
-            while state.head == state.jobs.count && !state.stopping { state.condition.wait() }
-            if state.head == state.jobs.count {
+            while state.jobs.isEmpty && !state.stopping { state.condition.wait() }
+            guard let job = state.jobs.popFirst() else {
                 state.condition.unlock()
                 return
-            }
-            let job = state.jobs[state.head]
-            state.head += 1
-            if state.head > 64 && state.head * 2 > state.jobs.count {
-                state.jobs.removeFirst(state.head)
-                state.head = 0
             }
             state.condition.unlock()
             job(thread)

@@ -61,23 +61,17 @@ public enum InspectorPage {
                 }
             }
         }
-        let document: [String: Any]
+        let encoded: String
         do {
-            document = [
-                "kind": kind.rawValue,
-                "result": try JSONSerialization.jsonObject(with: result),
-                "payload": try payload.map { try JSONSerialization.jsonObject(with: $0, options: [.fragmentsAllowed]) } ?? NSNull(),
-                "images": images,
-                "generated": ISO8601DateFormatter().string(from: Date()),
-            ]
+            let document = ReportData(kind: kind.rawValue, result: try JSONValue(json: result),
+                                      payload: try payload.map(JSONValue.init(json:)) ?? .null, images: images,
+                                      generated: ISO8601DateFormatter().string(from: Date()))
+            encoded = try JSONWriter.string(document)
         } catch {
-            throw .invalidConfiguration("the report's data is not JSON: \(error)")
-        }
-        guard let encoded = try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys]) else {
-            throw .invalidConfiguration("the report's data cannot be encoded")
+            throw .invalidConfiguration("the report's data cannot be written: \(error)")
         }
         // Inside a <script> element no "<" may start a tag or a comment: JSON strings take "\u003c".
-        let data = String(decoding: encoded, as: UTF8.self).replacingOccurrences(of: "<", with: "\\u003c")
+        let data = encoded.replacingOccurrences(of: "<", with: "\\u003c")
         // Each marker of the template is replaced once, the script last: nothing inside what is
         // put in (the data, whose "<" is escaped; the stylesheet; the script) is ever replaced.
         var page = html
@@ -128,4 +122,13 @@ struct BatchFileRoute: Sendable {
                 || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
         }
     }
+}
+
+/// What the report page reads from its `report-data` element.
+private struct ReportData: Encodable {
+    var kind: String
+    var result: JSONValue
+    var payload: JSONValue
+    var images: [String: String]
+    var generated: String
 }

@@ -7,21 +7,19 @@ import Glibc
 import Synchronization
 
 /// One running download: owns its curl easy handle, the body file's descriptor and the
-/// running hash. Lives on the engine thread only (libcurl calls its callbacks there), so it is
-/// deliberately not Sendable.
+/// running hash. Its write callback only moves bytes: `BodyAdmission` decides what the body is
+/// and whether it may go on, and what it lets through goes into the file and the hash. Lives on
+/// the engine thread only (libcurl calls its callbacks there), so it is deliberately not
+/// Sendable.
 final class EasyTransfer {
     let job: TransferJob
     let handle: UnsafeMutableRawPointer
     let startedAt: ContinuousClock.Instant
-    private let sniffer: MagicSniffer
     let errorBuffer: UnsafeMutablePointer<CChar>
     /// The body file (opened by `prepare`, closed by `complete`).
     var fileDescriptor: Int32 = -1
-    private var sniffBuffer: [UInt8] = []
     private let digest = SHA256Digest()
-
-    private(set) var mediaType: MediaType?
-    private(set) var sniffedMIME: String?
+    private var admission: BodyAdmission
     /// Content-Length of the response being received (the last one, after redirects).
     private(set) var declaredLength: Int64?
     /// Header bytes of the response being received; capped so a server cannot make us buffer
@@ -55,7 +53,8 @@ final class EasyTransfer {
         guard let handle = curl_easy_init() else { throw .libraryInitialisation("curl_easy_init failed") }
         self.job = job
         self.handle = handle
-        self.sniffer = sniffer
+        self.admission = BodyAdmission(limits: job.spec.sizeLimits, imagesOnly: job.spec.imagesOnly,
+                                       normalize: job.spec.normalize, sniffer: sniffer)
         self.startedAt = .now
         self.lastActivity = .now
         self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
@@ -120,67 +119,27 @@ final class EasyTransfer {
                 return 0
             }
         }
-        if mediaType == nil {
-            sniffBuffer.append(contentsOf: chunk)
-            switch decideType(complete: false) {
-            case .waiting: return chunk.count
-            case .stopped: return 0
-            case .decided: break
-            }
-            let buffered = sniffBuffer
-            sniffBuffer = []
-            return buffered.withUnsafeBytes { store($0) } ? chunk.count : 0
-        }
-        return store(chunk) ? chunk.count : 0
+        return admit(chunk, complete: false) ? chunk.count : 0
     }
 
-    private enum TypeDecision { case waiting, decided, stopped }
-
-    /// Sniffs the buffered prefix's fixed window and applies the table and the kind's limit.
-    /// `.stopped` (with `abortReason` set) when the transfer must stop; `.waiting` until the
-    /// window has arrived (never when `complete`).
-    private func decideType(complete: Bool) -> TypeDecision {
-        let sniffed: String
-        switch sniffBuffer.withUnsafeBytes({
-            SniffWindow.decide($0, complete: complete, maxLookahead: Int(job.spec.sizeLimits.audio), sniffer: sniffer)
-        }) {
-        case .needMore:
-            return .waiting
-        case .sniffed(let mime, _):
-            sniffed = mime
-            sniffedMIME = mime
-        case .refused(let code, let message):
-            abort(code, message)
-            return .stopped
-        }
-        switch MediaPolicy.admit(sniffed: sniffed, size: declaredLength.map { ($0, "Content-Length") },
-                                 limits: job.spec.sizeLimits, imagesOnly: job.spec.imagesOnly,
-                                 normalize: job.spec.normalize) {
-        case .success(let type):
-            mediaType = type
-        case .failure(let reason):
-            // The kind is known even when its size is refused: keep it for the descriptor.
-            if reason.code == .sizeLimitExceeded {
-                mediaType = MediaType.forSniffedMIME(sniffed) ?? MediaType.convertibleForSniffedMIME(sniffed)
-            }
+    /// Hands the bytes to the admission and writes what it lets through; false when the
+    /// transfer must stop (`abortReason` set).
+    private func admit(_ chunk: UnsafeRawBufferPointer, complete: Bool) -> Bool {
+        switch admission.take(chunk, declared: declaredLength.map { ($0, "Content-Length") }, complete: complete) {
+        case .hold: return true
+        case .write: return write(chunk)
+        case .writeHeld(let prefix): return prefix.withUnsafeBytes { write($0) }
+        case .refuse(let reason):
             abort(reason.code, reason.message)
-            return .stopped
-        }
-        return .decided
-    }
-
-    /// Appends to the body file and the hash, enforcing the kind's limit as bytes arrive.
-    private func store(_ chunk: UnsafeRawBufferPointer) -> Bool {
-        guard let type = mediaType else { return false }
-        let limit = MediaPolicy.streamingLimit(for: type, limits: job.spec.sizeLimits, normalize: job.spec.normalize)
-        if bytesWritten + Int64(chunk.count) > limit {
-            abort(.sizeLimitExceeded,
-                  "the body grew past the \(MediaPolicy.limitName(type, normalize: job.spec.normalize)) limit of \(limit) bytes")
             return false
         }
+    }
+
+    /// Appends to the body file and the hash.
+    private func write(_ chunk: UnsafeRawBufferPointer) -> Bool {
         var offset = 0
         while offset < chunk.count {
-            let written = write(fileDescriptor, chunk.baseAddress! + offset, chunk.count - offset)
+            let written = Glibc.write(fileDescriptor, chunk.baseAddress! + offset, chunk.count - offset)
             if written < 0 {
                 if errno == EINTR { continue }
                 abort(.ioError, "cannot write \(job.spec.bodyPath): \(String(cString: strerror(errno)))")
@@ -204,12 +163,10 @@ final class EasyTransfer {
                 notModified = true
             } else if let status, !(200..<300).contains(status) {
                 abort(.httpStatus, "the server answered HTTP \(status)")
-            } else if bytesWritten == 0 && sniffBuffer.isEmpty {
+            } else if bytesWritten == 0 && !admission.holdsBytes {
                 abort(.emptyBody, "the server sent no body")
-            } else if mediaType == nil, decideType(complete: true) == .decided {
-                let buffered = sniffBuffer
-                sniffBuffer = []
-                _ = buffered.withUnsafeBytes { store($0) }
+            } else if admission.holdsBytes {
+                _ = admit(UnsafeRawBufferPointer(start: nil, count: 0), complete: true)
             }
         }
         var outcome = TransferOutcome()
@@ -224,8 +181,8 @@ final class EasyTransfer {
         }
         outcome.downloadMilliseconds = startedAt.millisecondsElapsed
         outcome.queuedMilliseconds = Int(max(0, (startedAt - job.queuedAt).milliseconds))
-        outcome.mediaType = mediaType
-        outcome.sniffedMIME = sniffedMIME
+        outcome.mediaType = admission.type
+        outcome.sniffedMIME = admission.sniffedMIME
         outcome.ats = atsVerdict(failure: outcome.failure)
         outcome.cacheHeaders = cacheHeaders
         outcome.notModified = notModified && outcome.failure == nil

@@ -3,23 +3,10 @@
 import Foundation
 import Testing
 
-/// `SortedJSON` writes the service's and the CLI's compact JSON; it must write exactly the bytes
-/// `JSONEncoder` writes with `[.sortedKeys, .withoutEscapingSlashes]` (the contract's documents
-/// were written by that encoder until it was replaced). Every document type, with every optional
-/// field present or absent, hostile strings and awkward numbers, is encoded by both and compared.
-@Suite struct SortedJSONTests {
-    private static func foundation<T: Encodable>(_ value: T) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
-    }
-
-    private static func expectSame<T: Encodable>(_ value: T, _ sourceLocation: SourceLocation = #_sourceLocation) throws {
-        let expected = try foundation(value)
-        let written = try SortedJSON.encode(value)
-        #expect(written == expected, sourceLocation: sourceLocation)
-    }
-
+/// `JSONWriter` writes every JSON document of the project, and `JSONValue` carries a payload
+/// into the service's answer by encoding. Every document type, with every optional field present
+/// or absent, hostile strings and awkward numbers, is written, read back and compared.
+@Suite struct JSONWriterTests {
     /// SplitMix64: the same documents on every run.
     private struct Seeded: RandomNumberGenerator {
         var state: UInt64
@@ -42,7 +29,7 @@ import Testing
         (0..<Int.random(in: 0...6, using: &random)).map { _ in pieces.randomElement(using: &random)! }.joined()
     }
 
-    private static let doubles: [Double] = [0, -0.0, 1, -2, 1.5, 0.1 + 0.2, 1e-7, 123_456_789.125, 1e21, 1e15, 5e-324,
+    private static let doubles: [Double] = [0, -0.0, 1, -2, 1.5, 0.1 + 0.2, 1e-7, 123_456_789.125, 1e21, 1e15, .leastNonzeroMagnitude,
                                             .greatestFiniteMagnitude, -.leastNormalMagnitude, 2.5e-3, 1 / 3]
 
     private static func double(_ random: inout Seeded) -> Double {
@@ -134,8 +121,9 @@ import Testing
         switch Int.random(in: depth > 3 ? 0...4 : 0...6, using: &random) {
         case 0: return .null
         case 1: return .bool(Bool.random(using: &random))
-        case 2: return .number(double(&random))
-        case 3: return .number(Double(Int.random(in: -1000...1000, using: &random)))
+        case 2: return number(double(&random))
+        case 3: return Bool.random(using: &random) ? .integer(Int64.random(in: .min ... .max, using: &random))
+            : .unsigned(UInt64.random(in: UInt64(Int64.max) + 1 ... .max, using: &random))
         case 4: return .string(string(&random))
         case 5: return .array((0..<Int.random(in: 0...4, using: &random)).map { _ in value(&random, depth: depth + 1) })
         default:
@@ -148,57 +136,72 @@ import Testing
         }
     }
 
-    @Test func descriptorsAndBatchDocumentsAreWrittenAsJSONEncoderWritesThem() throws {
+    /// A number as `JSONValue` reads it back: integral values in range are integers.
+    private static func number(_ value: Double) -> JSONValue {
+        value.rounded() == value && abs(value) < 9e18 ? .integer(Int64(value)) : .number(value)
+    }
+
+    @Test func documentsReadBackAsTheyWereWritten() throws {
         var random = Seeded(state: 14)
-        for _ in 0..<400 {
+        for _ in 0..<300 {
             let descriptors = (0..<Int.random(in: 0...3, using: &random)).map { _ in Self.descriptor(&random) }
-            for descriptor in descriptors { try Self.expectSame(descriptor) }
+            for descriptor in descriptors {
+                let written = try JSONWriter.data(descriptor)
+                let read = try JSONDecoder().decode(AttachmentDescriptor.self, from: written)
+                #expect(try JSONWriter.data(read) == written)
+            }
             let batch = AttachmentBatch(attachments: descriptors, elapsed: .milliseconds(Int.random(in: 0...99_999, using: &random)),
                                         deadline: .seconds(25), directory: Self.maybe(&random, Self.string))
-            let lint = Self.maybe(&random) { random in
-                (0..<Int.random(in: 0...2, using: &random)).map { _ in
-                    PayloadLintFinding(code: Self.string(&random), severity: Bool.random(using: &random) ? .error : .warning,
-                                       message: Self.string(&random), path: Self.string(&random))
-                }
-            }
-            try Self.expectSame(BatchDocument(batch, lint: lint))
-            try Self.expectSame(BatchDocument(batch, lint: lint ?? []))
+            let written = try JSONWriter.string(BatchDocument(batch, lint: nil))
+            let read = try #require(try JSONSerialization.jsonObject(with: Data(written.utf8)) as? [String: Any])
+            #expect((read["attachments"] as? [Any])?.count == descriptors.count)
+            #expect(read["elapsedMs"] as? Int == batch.elapsed.wholeMilliseconds)
+            #expect(read["payload"] == nil && read["lint"] == nil, "absent fields are left out")
         }
     }
 
-    @Test func serviceLinesAndValuesAreWrittenAsJSONEncoderWritesThem() throws {
+    @Test func keysAreSortedAndSlashesAreNotEscaped() throws {
+        #expect(try JSONWriter.string(WrittenTwice()) == #"{"a":2,"b":{"c":[1,{}]},"z":"last"}"#)
+        #expect(try JSONWriter.string(["url": "https://cdn.example/a/b.jpg"]) == #"{"url":"https://cdn.example/a/b.jpg"}"#)
+        let pretty = try JSONWriter.string(["b": 1, "a": 2], layout: .pretty)
+        #expect(pretty.contains("\n") && pretty.firstRange(of: "\"a\"")!.lowerBound < pretty.firstRange(of: "\"b\"")!.lowerBound)
+    }
+
+    @Test func aValueThatCannotBeWrittenThrowsAndSaysWhy() {
+        #expect(throws: JSONWriter.Failure.self) { try JSONWriter.string([Double.nan]) }
+        do {
+            _ = try JSONWriter.string(["a": Double.infinity])
+            Issue.record("infinity was written")
+        } catch {
+            #expect(error.description.contains("Dictionary<String, Double>"), "\(error)")
+        }
+    }
+
+    @Test func anyJSONValueReadsBackAsItWas() throws {
         var random = Seeded(state: 15)
-        for _ in 0..<300 {
-            var counts: [String: Int] = [:]
-            for _ in 0..<Int.random(in: 0...4, using: &random) { counts[Self.string(&random)] = Int.random(in: 0...99, using: &random) }
-            try Self.expectSame(StreamSummary(done: true, elapsedMs: Int.random(in: 0...9999, using: &random), deadlineMs: 25_000,
-                                              directory: Self.string(&random), attachments: 3, byStatus: counts))
-            try Self.expectSame(["error": ["code": Self.string(&random), "message": Self.string(&random)]])
-            try Self.expectSame(Self.value(&random))
-            try Self.expectSame([Self.double(&random), Self.double(&random)])
-            try Self.expectSame(Self.string(&random))
+        for _ in 0..<500 {
+            let value = Self.value(&random)
+            #expect(try JSONValue(json: JSONWriter.data(value)) == value)
         }
-        // Every other scalar type, keyed, unkeyed and alone; Float's own shortest form.
-        try Self.expectSame(Scalars())
-        try Self.expectSame([Scalars(), Scalars()])
-        try Self.expectSame(Float(0.1))
-        try Self.expectSame(UInt64.max)
-        try Self.expectSame([Int8.min])
+        for text in ["0", "-0", "1.5", "9223372036854775807", "-9223372036854775808", "18446744073709551615",
+                     "1e300", "true", "false", "null", #""é/\u2028""#, "[]", "{}"] {
+            let value = try JSONValue(json: Data(text.utf8))
+            #expect(try JSONValue(json: JSONWriter.data(value)) == value, "\(text)")
+        }
+        #expect(try JSONValue(json: Data("1".utf8)) == .integer(1) && JSONValue(json: Data("true".utf8)) == .bool(true),
+                "a number is not a boolean")
+        #expect(throws: (any Error).self) { try JSONValue(json: Data("{".utf8)) }
     }
 
-    @Test func nonFiniteNumbersThrowAndWrittenTwiceKeepsTheLastValue() throws {
-        #expect(throws: SortedJSON.NonFiniteNumber.self) { try SortedJSON.encode([Double.nan]) }
-        #expect(throws: SortedJSON.NonFiniteNumber.self) { try SortedJSON.encode(["a": Double.infinity]) }
-        #expect(throws: (any Error).self) { try Self.foundation([Double.nan]) }
-        try Self.expectSame(WrittenTwice())
-        #expect(try SortedJSON.encode(WrittenTwice()) == #"{"a":2,"b":{"c":[1,{}]},"z":"last"}"#)
-    }
-
-    private struct Scalars: Encodable {
-        var bool = false, float = Float(1.25), i8 = Int8.min, i16 = Int16.max, i32 = Int32.min, i64 = Int64.min
-        var u = UInt.max, u8 = UInt8.max, u16 = UInt16.max, u32 = UInt32.max, u64 = UInt64.max
-        var none: String? = nil
-        var nested = ["x": [Int?.none, 1]]
+    @Test func aPayloadIsPlacedIntoTheDocumentByEncoding() throws {
+        let payload = Data(#"{"aps":{"alert":{"title":"a/b \"q\""},"badge":3,"big":18446744073709551615,"x":1.5,"n":null,"t":true},"media":["http://127.0.0.1/a.jpg"]}"#.utf8)
+        var document = BatchDocument(AttachmentBatch(attachments: [], elapsed: .zero, deadline: .seconds(1), directory: nil))
+        document.payload = try JSONValue(json: payload)
+        let written = try JSONWriter.data(document)
+        let read = try #require(try JSONSerialization.jsonObject(with: written) as? NSDictionary)
+        let original = try #require(try JSONSerialization.jsonObject(with: payload) as? NSDictionary)
+        #expect(read["payload"] as? NSDictionary == original)
+        #expect(String(decoding: written, as: UTF8.self).contains(#""big":18446744073709551615"#), "integers stay exact")
     }
 
     /// A hand-written conformance: a key written twice, nested containers, an empty object.
@@ -215,24 +218,6 @@ import Testing
             var again = encoder.container(keyedBy: Keys.self)
             try again.encode(2, forKey: .a)
             try again.encode("last", forKey: .z)
-        }
-    }
-}
-
-/// Any JSON value, for writing random documents.
-private indirect enum JSONValue: Encodable {
-    case null, bool(Bool), number(Double), string(String), array([JSONValue]), object([String: JSONValue])
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        switch self {
-        case .null: try container.encodeNil()
-        case .bool(let value): try container.encode(value)
-        case .number(let value):
-            if value.rounded() == value, abs(value) < 1e15 { try container.encode(Int64(value)) } else { try container.encode(value) }
-        case .string(let value): try container.encode(value)
-        case .array(let value): try container.encode(value)
-        case .object(let value): try container.encode(value)
         }
     }
 }

@@ -1,0 +1,21 @@
+/// Blocking work that belongs to no pipeline (reading a file for an answer, sweeping old batch
+/// directories, waiting for a thread to stop), run on a `WorkerPool` of its own: the project's
+/// one way off Swift's cooperative pool, whose few threads must never block.
+package enum BlockingWork {
+    /// Enough for a few file reads beside a sweep; the work is short and rarely contended.
+    private static let pool = WorkerPool(threads: 4, name: "af-blocking", launch: nil, eager: false)
+
+    /// Runs `body` on a pool thread and returns its result.
+    package static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { (done: CheckedContinuation<T, Never>) in
+            pool.submit { _ in done.resume(returning: body()) }
+        }
+    }
+
+    /// Runs `body` on a pool thread and returns its result or its error.
+    package static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (done: CheckedContinuation<T, any Error>) in
+            pool.submit { _ in done.resume(with: Result { try body() }) }
+        }
+    }
+}

@@ -1,0 +1,63 @@
+// The instruction-count guard's driver (Benchmarks/instruction-guard runs it under callgrind):
+// one batch of the URLs given, through the real pipeline and its decoder worker processes,
+// with the settings fixed (not derived from the machine's cores) so that the count is the same
+// on every machine. Synchronous at the top and ended with _exit: callgrind counts what the
+// batch did, not the runtime's teardown (which crashed under valgrind with the async main).
+import AttachFetch
+import Foundation
+
+let urls = CommandLine.arguments.dropFirst()
+guard !urls.isEmpty else {
+    FileHandle.standardError.write(Data("usage: instruction-count URL...\n".utf8))
+    exit(2)
+}
+// As the CLI starts: no optional libvips modules, and the decoder workers forked now, while the
+// process has one thread (2 image workers and 1 probe worker, as configured below).
+setenv("VIPSHOME", "/dev/null", 0)
+DecoderReserve.fork(count: 3)
+var configuration = AttachFetchConfiguration()
+configuration.allowPrivateNetwork = true
+configuration.maxConcurrentTransfers = 4
+configuration.thumbnailThreads = 2
+configuration.probeThreads = 1
+configuration.temporaryDirectory = ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp"
+// Workers end when their sockets close, and are waited for below: callgrind writes a
+// process's counts only when it exits on its own.
+configuration.decoderExitGraceMilliseconds = 600_000
+
+/// The batch's statuses, counted, set once by the task before it signals.
+final class Finished: @unchecked Sendable {
+    // @unchecked Sendable: written once before `done.signal()`, read after `done.wait()`.
+    var byStatus: [String: Int] = [:]
+    var failure: String?
+    let done = DispatchSemaphore(value: 0)
+}
+
+nonisolated func runBatch(_ requests: [AttachmentRequest], _ configuration: AttachFetchConfiguration) async throws -> AttachmentBatch {
+    try await withAttachmentPipeline(configuration: configuration) { pipeline in
+        await pipeline.process(requests, deadline: .seconds(600))
+    }
+}
+
+let finished = Finished()
+let requests = urls.map { AttachmentRequest(url: $0) }
+Task.detached { [configuration] in
+    do {
+        let batch = try await runBatch(requests, configuration)
+        for descriptor in batch.attachments { finished.byStatus[descriptor.status.rawValue, default: 0] += 1 }
+    } catch {
+        finished.failure = "\(error)"
+    }
+    finished.done.signal()
+}
+finished.done.wait()
+// The pipeline's threads close the workers' sockets as they end; every worker is waited for.
+var status: Int32 = 0
+while wait(&status) > 0 || errno == EINTR {}
+if let failure = finished.failure {
+    FileHandle.standardError.write(Data("instruction-count: \(failure)\n".utf8))
+    _exit(1)
+}
+let line = finished.byStatus.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+FileHandle.standardOutput.write(Data("attachments=\(requests.count) \(line)\n".utf8))
+_exit(finished.byStatus["ready"] == requests.count ? 0 : 1)
