@@ -121,7 +121,9 @@ func fileMode(_ path: String) -> Int {
 }
 
 /// Runs blocking work (a child process, a wait) on its own thread, so that it never holds one
-/// of the few threads of Swift's cooperative pool that the timing tests depend on.
+/// of the few threads of Swift's cooperative pool that the timing tests depend on. A thread per
+/// call, not the library's fixed `BlockingWork` pool: tests wait on several child processes and
+/// servers at once, and a fixed pool would queue those waits into the timings they check.
 func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         Thread { continuation.resume(with: Result { try work() }) }.start()
