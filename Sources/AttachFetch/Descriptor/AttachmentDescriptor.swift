@@ -3,12 +3,24 @@
 public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     /// The outcome: `ready`, or `rejected`, `failed` or `timedOut` with a ``AttachmentDescriptor/Reason``.
     public enum Status: String, Codable, Sendable {
-        case ready, rejected, failed, timedOut
+        /// The media can be shown: `file` holds it.
+        case ready
+        /// The media is not acceptable (type, size, policy).
+        case rejected
+        /// Something went wrong on the way (the network, the origin, a decoder).
+        case failed
+        /// A timeout or the batch deadline ended it.
+        case timedOut
     }
 
     /// The kind of media, from the table.
     public enum Kind: String, Codable, Sendable {
-        case image, audio, video
+        /// A still or animated image.
+        case image
+        /// Sound only.
+        case audio
+        /// Moving pictures, with or without sound.
+        case video
     }
 
     /// Why an attachment is not ready: a code from the contract's table and a message for

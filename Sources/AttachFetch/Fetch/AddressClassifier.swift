@@ -5,15 +5,25 @@ import Glibc
 /// What kind of destination an IP address is. Everything but `global` is refused unless the
 /// configuration allows private networks.
 public enum AddressClass: String, Sendable, CaseIterable {
+    /// Publicly routable.
     case global
+    /// 127.0.0.0/8, ::1.
     case loopback
+    /// RFC 1918: 10/8, 172.16/12, 192.168/16.
     case privateNetwork
+    /// Carrier-grade NAT, 100.64.0.0/10.
     case sharedAddressSpace
+    /// 169.254.0.0/16, fe80::/10.
     case linkLocal
+    /// IPv6 unique-local, fc00::/7.
     case uniqueLocal
+    /// 224.0.0.0/4, ff00::/8.
     case multicast
+    /// 0.0.0.0/8, ::.
     case unspecified
+    /// 255.255.255.255.
     case broadcast
+    /// Documentation, benchmarking and other reserved ranges.
     case reserved
 
     /// A phrase for reason messages.

@@ -46,7 +46,12 @@ public struct PayloadMedia: Sendable, Equatable {
 public struct PayloadLintFinding: Codable, Sendable, Equatable {
     /// How serious a finding is: `error` (the notification will not show as meant; the CLI exits 1)
     /// or `warning`.
-    public enum Severity: String, Codable, Sendable { case error, warning }
+    public enum Severity: String, Codable, Sendable {
+        /// The payload will not show as intended.
+        case error
+        /// It may show, but not as well as it could.
+        case warning
+    }
     /// What was found, as a stable name (for example `androidImageTooLarge`).
     public var code: String
     /// How serious it is.

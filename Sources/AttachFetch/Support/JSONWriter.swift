@@ -7,7 +7,10 @@ import Foundation
 public enum JSONWriter {
     /// Compact (one line) or indented.
     public enum Layout: Sendable {
-        case compact, pretty
+        /// One line, no spaces.
+        case compact
+        /// Indented, one key a line.
+        case pretty
     }
 
     /// A value `JSONEncoder` refused; names the value and why.
