@@ -1,6 +1,6 @@
 /// The one decision every path makes once the bytes are typed: is this type in the table, may
-/// this request have it, and does its size fit the kind's limit. Used while streaming (with the
-/// declared Content-Length) and by `LocalMediaInspector` (with the file's size).
+/// this request have it, and does its size fit the kind's limit. Applied by `BodyAdmission`, for
+/// downloads (with the declared Content-Length) and `LocalMediaInspector` (with the file's size).
 enum MediaPolicy {
     /// - Parameters:
     ///   - sniffed: libmagic's MIME type for the bytes.
