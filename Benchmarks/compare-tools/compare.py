@@ -50,6 +50,56 @@ def build_corpus(root):
     return mixed, small
 
 
+def build_batch64(root):
+    """The 64-file mixed batch the revision comparison runs on: 40 JPEGs of 0.8 to 12 MP, 10 PNGs
+    (half with alpha), 5 animated GIFs, 5 MP3s of 30 s and 4 MP4s of 40 s at 720p. The JPEGs carry
+    grain, so that they are the size and entropy of phone photos rather than flat test cards.
+    Every file differs (a hue per copy), so no layer can answer one from another."""
+    batch = os.path.join(root, "batch64")
+    if os.path.exists(os.path.join(root, "batch64.done")):
+        return batch
+    shutil.rmtree(batch, ignore_errors=True)
+    os.makedirs(batch)
+    sizes = [(1152, 720), (1600, 1200), (2048, 1536), (3000, 2000), (4000, 3000)]
+    for k in range(40):
+        w, h = sizes[k % len(sizes)]
+        ff("-f", "lavfi", "-i", f"testsrc2=size={w}x{h}:rate=1:duration=1", "-vf", f"hue=h={k * 9},noise=alls=10:allf=t",
+           "-frames:v", "1", "-update", "1", "-q:v", "3", os.path.join(batch, f"photo{k:02d}_{w}x{h}.jpg"))
+    for k in range(10):
+        pixel = "format=rgba,colorchannelmixer=aa=0.6" if k % 2 else "format=rgb24"
+        ff("-f", "lavfi", "-i", "testsrc=size=1280x960:rate=1:duration=1", "-vf", f"hue=h={k * 36},{pixel}",
+           "-frames:v", "1", "-update", "1", os.path.join(batch, f"image{k}.png"))
+    for k in range(5):
+        ff("-f", "lavfi", "-i", "testsrc=size=480x360:rate=10:duration=2", "-vf",
+           f"hue=h={k * 72},split[a][b];[a]palettegen[p];[b][p]paletteuse", os.path.join(batch, f"anim{k}.gif"))
+        ff("-f", "lavfi", "-i", f"sine=frequency={330 + k * 110}:duration=30", "-c:a", "libmp3lame", "-b:a", "192k",
+           os.path.join(batch, f"tone{k}.mp3"))
+    for k in range(4):
+        ff("-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=30:duration=40", "-vf", f"hue=h={k * 90}",
+           "-c:v", "libx264", "-preset", "ultrafast", "-b:v", "4M", "-maxrate", "4M", "-bufsize", "4M",
+           "-pix_fmt", "yuv420p", os.path.join(batch, f"video{k}.mp4"))
+    if len(os.listdir(batch)) != 64:
+        sys.exit(f"corpus: made {len(os.listdir(batch))} files in batch64, expected 64")
+    open(os.path.join(root, "batch64.done"), "w").close()
+    return batch
+
+
+def build_small300(root):
+    """The small batch: 300 distinct JPEGs of 160x120, the size of a typical avatar or icon."""
+    small = os.path.join(root, "small300")
+    if os.path.exists(os.path.join(root, "small300.done")):
+        return small
+    shutil.rmtree(small, ignore_errors=True)
+    os.makedirs(small)
+    # One ffmpeg run writes all 300: a 300-frame clip whose hue turns, one JPEG per frame.
+    ff("-f", "lavfi", "-i", "testsrc2=size=160x120:rate=30:duration=10", "-vf", "hue=h=t*36",
+       "-q:v", "5", "-start_number", "0", os.path.join(small, "small%03d.jpg"))
+    if len(os.listdir(small)) != 300:
+        sys.exit(f"corpus: made {len(os.listdir(small))} files in small300, expected 300")
+    open(os.path.join(root, "small300.done"), "w").close()
+    return small
+
+
 def start_server(bin_dir, directory):
     process = subprocess.Popen([os.path.join(bin_dir, "loopback-media-server"), directory], stdout=subprocess.PIPE, text=True)
     base = process.stdout.readline().strip()

@@ -234,6 +234,24 @@ import Testing
         }
     }
 
+    /// A worker trims its heap only when no job follows within the idle wait: `Frame.arrives`
+    /// says whether one is waiting, and a peer that hung up counts as arrived (the next read
+    /// ends the worker instead of a trim).
+    @Test func aWorkerSeesItsNextJobBeforeItTrims() throws {
+        var pair: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        defer { close(pair[0]) }
+        let started = ContinuousClock.now
+        #expect(!Frame.arrives(on: pair[0], withinMilliseconds: 50))
+        #expect(ContinuousClock.now - started >= .milliseconds(45))
+        #expect(Frame.write(Data("job".utf8), to: pair[1]))
+        #expect(Frame.arrives(on: pair[0], withinMilliseconds: 50))
+        #expect(Frame.read(from: pair[0]) == Data("job".utf8))
+        #expect(!Frame.arrives(on: pair[0], withinMilliseconds: 0))
+        close(pair[1])
+        #expect(Frame.arrives(on: pair[0], withinMilliseconds: 50))
+    }
+
     /// Forking is only safe in a process with one thread: in any other (this test runner) the
     /// reserve forks nothing, and pipelines start their workers as before.
     @Test func aProcessWithThreadsReservesNoWorkers() {

@@ -56,6 +56,9 @@ public enum DecoderWorker {
     /// Free heap bytes above which a worker hands pages back after a job.
     static let trimThreshold = 16 << 20
 
+    /// How long a worker waits for its next job before it counts as idle and trims its heap.
+    static let idleBeforeTrimMilliseconds: Int32 = 50
+
     /// The entry point of `attach-fetch-decoder`. Never returns.
     public static func main(arguments: [String]) -> Never {
         guard let limits = Limits(arguments: arguments) else {
@@ -84,9 +87,13 @@ public enum DecoderWorker {
             }
             guard let data = JobWire.encode(answer), Frame.write(data, to: 1) else { exit(4) }
             // A large decode's buffers are freed, but the allocator keeps the pages: hand them
-            // back, so that a worker's resident size follows its current job, not its largest
-            // one. Small jobs leave little free and are not worth the page faults of a trim.
-            if mallinfo2().fordblks > trimThreshold { malloc_trim(0) }
+            // back once the worker is idle, so that its resident size follows its current job,
+            // not its largest one. While jobs keep coming the pages are reused instead: trimming
+            // between the jobs of a batch made the next decode fault and zero them all again
+            // (the profile in docs/performance.md). Small jobs leave too little to be worth it.
+            if mallinfo2().fordblks > trimThreshold && !Frame.arrives(on: 0, withinMilliseconds: idleBeforeTrimMilliseconds) {
+                malloc_trim(0)
+            }
         }
         exit(0)
     }
@@ -140,6 +147,16 @@ enum Frame {
         let length = Int(header[0]) | Int(header[1]) << 8 | Int(header[2]) << 16 | Int(header[3]) << 24
         guard length <= maxBytes else { return nil }
         return readExactly(fd, length).map { Data($0) }
+    }
+
+    /// Whether a message is ready to read on `fd` within `milliseconds` (or the peer hung up).
+    static func arrives(on fd: Int32, withinMilliseconds milliseconds: Int32) -> Bool {
+        var waiting = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        while true {
+            let ready = poll(&waiting, 1, milliseconds)
+            if ready < 0 && errno == EINTR { continue }
+            return ready != 0
+        }
     }
 
     static func write(_ data: Data, to fd: Int32) -> Bool {
