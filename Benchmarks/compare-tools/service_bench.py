@@ -2,12 +2,12 @@
 loopback, thumbor 7.8 and the CLI on the same 300 images in the same run, and a soak at half the
 measured maximum rate. Prints a table, writes Benchmarks/results/service.json, and checks the
 targets in Benchmarks/Thresholds/service.json (exit 1 when one is missed)."""
-import argparse, asyncio, json, os, shutil, signal, statistics, subprocess, sys, tempfile, threading, time
+import argparse, asyncio, resource, json, os, shutil, signal, statistics, subprocess, sys, tempfile, threading, time
 import aiohttp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from compare import ff, start_server, tree_pss_kb  # noqa: E402  (one copy of these helpers)
+from compare import CORES, ff, start_server, tree_pss_kb  # noqa: E402  (one copy of these helpers)
 
 CONNECTIONS = 64
 
@@ -64,6 +64,61 @@ class Sampler:
     @property
     def peak_mib(self):
         return max((s[1] for s in self.samples), default=0) / 1024
+
+
+def tree_cpu_seconds(root):
+    """CPU seconds (user and system) of a process and its live descendants."""
+    children, ticks = {}, {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2:].split()
+            children.setdefault(int(fields[1]), []).append(int(entry))
+            ticks[int(entry)] = int(fields[11]) + int(fields[12])
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += ticks.get(pid, 0)
+        todo += children.get(pid, [])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def machine_idle_seconds():
+    """Idle and I/O-wait seconds of all cores together, from /proc/stat."""
+    fields = open("/proc/stat").readline().split()[1:]
+    return (int(fields[3]) + int(fields[4])) / os.sysconf("SC_CLK_TCK")
+
+
+class CoreAccount:
+    """Where the machine's cores went during one load run: the server under test (its process
+    tree), the origin, the load generator (wrk, a child of this harness, counted when reaped),
+    and idle. A server that leaves cores idle is waiting (on the origin, on its own locks, on
+    the network); one that takes both cores is computing; a load generator that takes a core
+    from a server on a 2-core machine is part of why ratios differ between machines."""
+
+    def __init__(self, server_pid, origin_pid):
+        self.pids = {"server": server_pid, "origin": origin_pid}
+
+    def __enter__(self):
+        self.started = time.monotonic()
+        self.before = {name: tree_cpu_seconds(pid) for name, pid in self.pids.items()}
+        self.children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.idle = machine_idle_seconds()
+        return self
+
+    def __exit__(self, *_):
+        wall = time.monotonic() - self.started
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        self.cores = {name: (tree_cpu_seconds(pid) - self.before[name]) / wall for name, pid in self.pids.items()}
+        self.cores["wrk"] = (children.ru_utime + children.ru_stime - self.children.ru_utime - self.children.ru_stime) / wall
+        self.cores["idle"] = (machine_idle_seconds() - self.idle) / wall
+        self.cores["other"] = max(0.0, CORES - sum(self.cores.values()))
+
+    def line(self):
+        return ", ".join(f"{name} {value:.2f}" for name, value in self.cores.items()) + " cores"
 
 
 WRK_RUNS = iter(range(1, 1_000_000))
@@ -186,15 +241,17 @@ def checked_wrk(url, mode, seconds, **env):
     return run
 
 
-def distinct_images(bin_dir, origin, names, thumbor_base, service_base, rounds, seconds, tmpdir):
+def distinct_images(bin_dir, origin, names, thumbor_base, service_base, rounds, seconds, tmpdir, pids):
     """The same small images through the service (a new URL every request: uncached) and through
     thumbor, both driven by wrk at 64 connections for `seconds`, every answer checked; then the
     same 300 through the CLI (one batch; one process per image), and through both services once
-    more from a Python asyncio client (aiohttp), as a parsed, per-URL check."""
+    more from a Python asyncio client (aiohttp), as a parsed, per-URL check. `pids`: the service's,
+    thumbor's and the origin's, for the account of where the cores went in each wrk run."""
     if names != [f"d{i:03d}.jpg" for i in range(1, len(names) + 1)]:
         sys.exit("the distinct images must be d001.jpg, d002.jpg, ... (wrk.lua numbers them)")
     timings = {"service": [], "thumbor": [], "cliBatch": [], "cliPerImage": [], "serviceViaPython": [], "thumborViaPython": []}
     latencies = {"service": [], "thumbor": []}
+    cores = {"service": [], "thumbor": []}
     for round_index in range(-1, rounds):
         # A new ROUND per round (and a new query per request): every URL is new to the service's
         # cache, so each round is uncached. Round -1 warms every tool up (decoder processes,
@@ -210,11 +267,14 @@ def distinct_images(bin_dir, origin, names, thumbor_base, service_base, rounds, 
             count = 100 if tool == "cliPerImage" else len(urls)
             if tool in ("service", "thumbor"):
                 base, mode = (service_base + "/v1/attachments", "distinct") if tool == "service" else (thumbor_base, "thumbor")
-                run = checked_wrk(base, mode, seconds if round_index >= 0 else 3, ORIGIN=origin, IMAGES=len(names),
-                                  ROUND=round_index)
+                with CoreAccount(pids[tool], pids["origin"]) as account:
+                    run = checked_wrk(base, mode, seconds if round_index >= 0 else 3, ORIGIN=origin, IMAGES=len(names),
+                                      ROUND=round_index)
                 rate, ok = run["rate"], [True] * count
                 if round_index >= 0:
                     latencies[tool].append({"p50_ms": run["p50_ms"], "p99_ms": run["p99_ms"], "requests": run["requests"]})
+                    cores[tool].append(account.cores)
+                print(f"  round {round_index + 1} {tool}: where the {CORES} cores went: {account.line()}", flush=True)
             elif tool == "serviceViaPython":
                 seconds_taken, ok = asyncio.run(fetch_all([u + "&py=1" for u in urls], lambda s, u: via_service(s, service_base, u)))
                 rate = count / seconds_taken
@@ -249,6 +309,8 @@ def distinct_images(bin_dir, origin, names, thumbor_base, service_base, rounds, 
                for tool, values in timings.items()}
     for tool, runs in latencies.items():
         results[tool]["latencyByRound"] = runs
+        results[tool]["coresByRound"] = cores[tool]
+    results["service"]["thumborRatioByRound"] = [a / b for a, b in zip(timings["service"], timings["thumbor"])]
     return results
 
 
@@ -399,7 +461,8 @@ def main():
         print("300 distinct small images, uncached", flush=True)
         base = fresh_service()
         results["distinct"] = distinct_images(args.bin, origin, names, "http://127.0.0.1:18888", base, args.rounds, args.seconds,
-                                               args.service_tmpdir)
+                                               args.service_tmpdir,
+                                               {"service": service.pid, "thumbor": thumbor.pid, "origin": origin_process.pid})
         for tool, figures in results["distinct"].items():
             print(f"  {tool:12} {figures['imagesPerSecond']:6.0f} images/s (median of {len(figures['imagesPerSecondByRound'])})", flush=True)
 
@@ -423,9 +486,13 @@ def main():
     runs, distinct, soaked = results["single"], results["distinct"], results["soak"]
     checks = [
         ("cached requests/s, 64 connections, saturated", runs["warm64"]["rate"], ">=", thresholds["cachedRequestsPerSecondMin"]),
+        ("/healthz requests/s ÷ cached requests/s, 64 connections (a hit's cost in /healthz calls)",
+         runs["healthzFloor"]["rate"] / runs["warm64"]["rate"], "<=", thresholds["cachedCostInHealthzCallsMax"]),
         ("cached requests/s in the p99 run", runs["warm64AtTarget"]["rate"], ">=", thresholds["cachedRequestsPerSecondMin"]),
         ("cached p99 ms at that rate, 64 connections", runs["warm64AtTarget"]["p99_ms"], "<=", thresholds["cachedP99MsMax"]),
         ("uncached images/s ÷ thumbor", distinct["service"]["imagesPerSecond"] / distinct["thumbor"]["imagesPerSecond"], ">=",
+         thresholds["uncachedVsThumborMin"]),
+        ("uncached images/s ÷ thumbor, the lowest round", min(distinct["service"]["thumborRatioByRound"]), ">=",
          thresholds["uncachedVsThumborMin"]),
         ("cold p99 over the origin's, 1 connection, ms", runs["cold1"]["p99_ms"] - runs["origin1"]["p99_ms"], "<=",
          thresholds["coldP99OverOriginMsMax"]),
