@@ -106,8 +106,8 @@ def start_server(bin_dir, directory):
     return process, base
 
 
-def tree_pss_kb(root):
-    """PSS of a process and all its descendants, in KiB (shared library pages counted once)."""
+def process_tree(root):
+    """A process and its live descendants, by pid."""
     children = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -116,10 +116,18 @@ def tree_pss_kb(root):
                 children.setdefault(int(stat[stat.rindex(")") + 2:].split()[1]), []).append(int(entry))
             except (OSError, ValueError):
                 pass
-    total, pending = 0, [root]
+    tree, pending = [], [root]
     while pending:
         pid = pending.pop()
+        tree.append(pid)
         pending.extend(children.get(pid, []))
+    return tree
+
+
+def tree_pss_kb(root):
+    """PSS of a process and all its descendants, in KiB (shared library pages counted once)."""
+    total = 0
+    for pid in process_tree(root):
         try:
             for line in open(f"/proc/{pid}/smaps_rollup"):
                 if line.startswith("Pss:"):

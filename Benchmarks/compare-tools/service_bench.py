@@ -7,7 +7,7 @@ import aiohttp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from compare import CORES, ff, start_server, tree_pss_kb  # noqa: E402  (one copy of these helpers)
+from compare import CORES, ff, process_tree, start_server, tree_pss_kb  # noqa: E402  (one copy of these helpers)
 
 CONNECTIONS = 64
 
@@ -68,22 +68,15 @@ class Sampler:
 
 def tree_cpu_seconds(root):
     """CPU seconds (user and system) of a process and its live descendants."""
-    children, ticks = {}, {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = open(f"/proc/{entry}/stat").read()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(")") + 2:].split()
-            children.setdefault(int(fields[1]), []).append(int(entry))
-            ticks[int(entry)] = int(fields[11]) + int(fields[12])
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        total += ticks.get(pid, 0)
-        todo += children.get(pid, [])
-    return total / os.sysconf("SC_CLK_TCK")
+    ticks = 0
+    for pid in process_tree(root):
+        try:
+            stat = open(f"/proc/{pid}/stat").read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def machine_idle_seconds():

@@ -113,17 +113,8 @@ enum Thumbnailer {
         guard let pointer = af_vips_image_new_from_file_all_pages(source, VIPS_FAIL_ON_ERROR) else {
             throw Vips.failure("read the animation")
         }
-        let frames = VipsImageRef(pointer)
-        // Every band is decoded to make the first; scanning only it is a quarter of the work.
-        var firstBand: UnsafeMutablePointer<VipsImage>?
-        guard af_vips_extract_bands(frames.pointer, &firstBand, 0, 1) == 0, let firstBand else {
-            throw Vips.failure("read the animation")
-        }
-        let band = VipsImageRef(firstBand)
-        var minimum = 0.0
-        guard af_vips_min(band.pointer, &minimum) == 0 else {
-            throw Vips.failure("decode a frame of the animation")
-        }
+        // Every band is decoded either way; scanning one is a quarter of the work of scanning four.
+        _ = try Vips.minimum(ofBand: 0, in: VipsImageRef(pointer), doing: "decode a frame of the animation")
     }
 
     /// An image's header (no pixels decoded yet), its size as displayed (EXIF orientation
@@ -221,15 +212,7 @@ enum Thumbnailer {
     /// thumbnail can be a JPEG; returns nil when some pixel is transparent.
     private static func dropOpaqueAlpha(_ image: VipsImageRef) throws(Reason) -> VipsImageRef? {
         let bands = Int32(vips_image_get_bands(image.pointer))
-        var alpha: UnsafeMutablePointer<VipsImage>?
-        guard af_vips_extract_bands(image.pointer, &alpha, bands - 1, 1) == 0, let alpha else {
-            throw Vips.failure(nil)
-        }
-        let alphaRef = VipsImageRef(alpha)
-        var minimum = 0.0
-        guard af_vips_min(alphaRef.pointer, &minimum) == 0 else {
-            throw Vips.failure(nil)
-        }
+        let minimum = try Vips.minimum(ofBand: bands - 1, in: image, doing: nil)
         let interpretation = vips_image_get_interpretation(image.pointer)
         let opaqueValue: Double = interpretation == VIPS_INTERPRETATION_RGB16 || interpretation == VIPS_INTERPRETATION_GREY16 ? 65535 : 255
         guard minimum >= opaqueValue else { return nil }

@@ -80,6 +80,17 @@ enum Vips {
         Reason(code: .corruptMedia, message: doing.map { "libvips cannot \($0): \(takeError())" } ?? "libvips: \(takeError())")
     }
 
+    /// The smallest value in band `band` of `image`. Renders the image: every band's pixels are
+    /// decoded, but only the one band is scanned.
+    static func minimum(ofBand band: Int32, in image: VipsImageRef, doing: String?) throws(Reason) -> Double {
+        var extracted: UnsafeMutablePointer<VipsImage>?
+        guard af_vips_extract_bands(image.pointer, &extracted, band, 1) == 0, let extracted else { throw failure(doing) }
+        let single = VipsImageRef(extracted)
+        var minimum = 0.0
+        guard af_vips_min(single.pointer, &minimum) == 0 else { throw failure(doing) }
+        return minimum
+    }
+
     /// `vips_thumbnail` of a file (shrink-on-load, EXIF orientation applied). Lazy: the
     /// pixels are decoded, and decoding fails, when the result is rendered.
     static func thumbnail(_ source: String, width: Int, height: Int, failOn: VipsFailOn) throws(Reason) -> VipsImageRef {
