@@ -8,6 +8,7 @@
 --   MODE=distinct POST /v1/attachments for ORIGIN/media/dNNN.jpg?r=<ROUND>-<thread>-<n>, NNN cycling
 --                through 001..IMAGES: a new URL every time, the same images over and over
 --   MODE=thumbor GET /unsafe/fit-in/320x320/<ORIGIN without http://>/media/dNNN.jpg, NNN cycling the same way
+-- FILES, when set, is sent as the body's "files" field ("none": no directory made for the call).
 -- In the last two modes every answer is checked: a service answer must say "ready" and carry a
 -- thumbnail object (not only a thumbnail time), a thumbor answer must be a JPEG; any other answer
 -- is counted under status 0.
@@ -36,9 +37,12 @@ function init(args)
   n = 0
 end
 
+local files = os.getenv("FILES") or ""
+local filesField = files ~= "" and (',"files":"' .. files .. '"') or ""
+
 local function post(url)
   return wrk.format("POST", "/v1/attachments", { ["Content-Type"] = "application/json" },
-                    '{"urls":["' .. url .. '"]}')
+                    '{"urls":["' .. url .. '"]' .. filesField .. '}')
 end
 
 function request()

@@ -4,9 +4,10 @@ import Foundation
 /// The bodies the `/v1` routes accept, decoded with `Codable` and checked field by field so
 /// that a client learns which field is wrong (`APIError.invalidRequest` naming it).
 enum APIRequests {
-    /// `{"requests": [{"url", "identifier"?, "clip"?: {"x","y","width","height"}, "thumbnailTime"?, "role"?}], "deadlineMs"?}`
-    /// or `{"urls": [...], "deadlineMs"?}`.
-    static func attachments(_ data: Data, maxRequests: Int) throws(APIError) -> (requests: [AttachmentRequest], deadlineMs: Double?) {
+    /// `{"requests": [{"url", "identifier"?, "clip"?: {"x","y","width","height"}, "thumbnailTime"?, "role"?}], "deadlineMs"?, "files"?}`
+    /// or `{"urls": [...], "deadlineMs"?, "files"?}`.
+    static func attachments(_ data: Data, maxRequests: Int) throws(APIError)
+        -> (requests: [AttachmentRequest], deadlineMs: Double?, keepsFiles: Bool) {
         let body: AttachmentsBody
         do {
             body = try JSONDecoder().decode(AttachmentsBody.self, from: data)
@@ -19,7 +20,17 @@ enum APIRequests {
         guard body.requests.count <= maxRequests else {
             throw .invalidRequest("\(body.requests.count) requests in one call; at most \(maxRequests)")
         }
-        return (body.requests, body.deadlineMs)
+        return (body.requests, body.deadlineMs, body.keepsFiles)
+    }
+
+    /// `files`: `kept` (the default: the call's own directory, as the descriptors' `file`
+    /// paths) or `none` (no directory, no local paths: the verdict and the published URLs).
+    static func keepsFiles(_ value: String?, field: String) throws(APIError) -> Bool {
+        switch value {
+        case nil, "kept": return true
+        case "none": return false
+        default: throw .invalidRequest("\(field) must be \"kept\" or \"none\"")
+        }
     }
 
     /// A deadline in milliseconds: a positive number, when given.
@@ -62,10 +73,15 @@ private extension KeyedDecodingContainer where Key == FieldName {
 private struct AttachmentsBody: Decodable {
     var requests: [AttachmentRequest] = []
     var deadlineMs: Double?
+    var keepsFiles = true
 
     init(from decoder: any Decoder) throws {
         let fields = try decoder.container(keyedBy: FieldName.self)
-        try fields.refuseUnknown(["requests", "urls", "deadlineMs"]) { "unknown field '\($0)' (known: requests, urls, deadlineMs)" }
+        try fields.refuseUnknown(["requests", "urls", "deadlineMs", "files"]) {
+            "unknown field '\($0)' (known: requests, urls, deadlineMs, files)"
+        }
+        keepsFiles = try APIRequests.keepsFiles(try fields.optional(String.self, "files", else: .invalidRequest(#"files must be "kept" or "none""#)),
+                                                field: "files")
         let badDeadline = APIError.invalidRequest("deadlineMs must be a number of milliseconds greater than 0")
         deadlineMs = try APIRequests.deadlineMs(try fields.optional(Double.self, "deadlineMs", else: badDeadline), field: "deadlineMs")
         switch (fields.contains(FieldName("requests")), fields.contains(FieldName("urls"))) {

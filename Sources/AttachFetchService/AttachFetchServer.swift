@@ -164,17 +164,18 @@ public final class AttachFetchServer: Sendable {
 
     private func attachments(_ request: Request, _ context: ServiceContext) async throws -> Response {
         let data = try await body(request.body)
-        let (requests, milliseconds) = try APIRequests.attachments(data, maxRequests: configuration.maxRequestsPerCall)
+        let (requests, milliseconds, keepsFiles) = try APIRequests.attachments(data, maxRequests: configuration.maxRequestsPerCall)
         let deadline = try deadline(milliseconds, request)
         if request.headers[.accept]?.contains("application/x-ndjson") == true {
-            return try await streamed(requests, deadline: deadline, context: context)
+            return try await streamed(requests, deadline: deadline, keepsFiles: keepsFiles, context: context)
         }
-        return try Self.json(BatchDocument(try await run(requests, deadline: deadline, context: context)))
+        return try Self.json(BatchDocument(try await run(requests, deadline: deadline, keepsFiles: keepsFiles, context: context)))
     }
 
     private func payloads(_ request: Request, _ context: ServiceContext) async throws -> Response {
         let stripFailed = request.uri.queryParameters.get("stripFailed") == "true"
         let rewrite = request.uri.queryParameters.get("rewrite") == "true"
+        let keepsFiles = try APIRequests.keepsFiles(request.uri.queryParameters.get("files"), field: "the files parameter")
         if rewrite && configuration.pipeline.publish == nil && configuration.pipeline.objectStore == nil {
             throw APIError.invalidRequest("rewrite=true needs the service to publish (--publish-dir and --public-base)")
         }
@@ -185,7 +186,8 @@ public final class AttachFetchServer: Sendable {
             throw APIError.invalidRequest("the payload names \(media.count) media; at most \(configuration.maxRequestsPerCall)")
         }
         let platforms = PushPayload.platforms(for: media, configured: configuration.pipeline.platforms)
-        let batch = try await run(media.map { $0.request(platforms: platforms) }, deadline: try deadline(nil, request), context: context)
+        let batch = try await run(media.map { $0.request(platforms: platforms) }, deadline: try deadline(nil, request),
+                                  keepsFiles: keepsFiles, context: context)
         let lint = payload.lint(media: media, descriptors: batch.attachments)
             + payload.platformLint(media: media, descriptors: batch.attachments, rewriting: rewrite)
         var document = BatchDocument(batch, lint: lint)
@@ -209,15 +211,17 @@ public final class AttachFetchServer: Sendable {
     }
 
     /// Runs one batch under the overload limit, cancelled if the client goes away; a cancelled
-    /// batch has its files removed.
-    private func run(_ requests: [AttachmentRequest], deadline: Duration, context: ServiceContext) async throws -> AttachmentBatch {
+    /// batch has its files removed. Without `keepsFiles` no directory is made at all.
+    private func run(_ requests: [AttachmentRequest], deadline: Duration, keepsFiles: Bool,
+                     context: ServiceContext) async throws -> AttachmentBatch {
         guard metrics.startBatch(attachments: requests.count, limit: configuration.maxBatches) else { throw APIError.overloaded }
         defer { metrics.endBatch(attachments: requests.count) }
-        let directory = try files.newBatch()
+        let directory = keepsFiles ? try files.newBatch() : nil
         let batch: AttachmentBatch
         do {
             batch = try await context.channel.disconnectWatch.cancellingOnDisconnect {
-                let batch = await self.pipeline.process(requests, deadline: deadline, outputDirectory: directory, logger: context.logger)
+                let batch = await self.pipeline.process(requests, deadline: deadline, outputDirectory: directory,
+                                                        keepingFiles: keepsFiles, logger: context.logger)
                 for descriptor in batch.attachments {
                     self.metrics.attachment(descriptor)
                     context.outcome.count(descriptor.status.rawValue)
@@ -226,20 +230,21 @@ public final class AttachFetchServer: Sendable {
                 return batch
             }
         } catch {
-            files.remove(directory)
+            if let directory { files.remove(directory) }
             throw error
         }
-        if !batch.attachments.contains(where: { $0.status == .ready }) { files.remove(directory) }
+        if let directory, !batch.attachments.contains(where: { $0.status == .ready }) { files.remove(directory) }
         return batch
     }
 
     /// NDJSON: one descriptor per line as each finishes, then a closing summary line. A client
     /// that goes away cancels the batch at once (as in `run`); its files are removed.
-    private func streamed(_ requests: [AttachmentRequest], deadline: Duration, context: ServiceContext) async throws -> Response {
+    private func streamed(_ requests: [AttachmentRequest], deadline: Duration, keepsFiles: Bool,
+                          context: ServiceContext) async throws -> Response {
         let watch = try await context.channel.disconnectWatch
         guard metrics.startBatch(attachments: requests.count, limit: configuration.maxBatches) else { throw APIError.overloaded }
-        let directory: String
-        do { directory = try files.newBatch() } catch {
+        let directory: String?
+        do { directory = keepsFiles ? try files.newBatch() : nil } catch {
             metrics.endBatch(attachments: requests.count)
             throw error
         }
@@ -257,7 +262,8 @@ public final class AttachFetchServer: Sendable {
             let producer = Task {
                 defer { relay.finish() }
                 try await watch.cancellingOnDisconnect {
-                    _ = await pipeline.process(requests, deadline: deadline, outputDirectory: directory, logger: logger) { _, descriptor in
+                    _ = await pipeline.process(requests, deadline: deadline, outputDirectory: directory, keepingFiles: keepsFiles,
+                                               logger: logger) { _, descriptor in
                         relay.yield(descriptor)
                     }
                     try Task.checkCancellation()
@@ -280,7 +286,7 @@ public final class AttachFetchServer: Sendable {
             } catch {
                 producer.cancel()
                 _ = await producer.result
-                files.remove(directory)
+                if let directory { files.remove(directory) }
                 throw error
             }
         }

@@ -27,6 +27,21 @@ public struct BatchDocument: Encodable, Sendable {
     }
 }
 
+extension BatchDocument: CompactJSONWritable {
+    /// A document with lint or a payload is left to `JSONEncoder` (`JSONValue` has no writer of
+    /// its own): only `/v1/payloads` answers carry them.
+    package func write(to json: inout CompactJSON) {
+        guard lint == nil, payload == nil else { return json.fail() }
+        json.object { json in
+            json.key("attachments")
+            json.array(attachments) { $0.value($1) }
+            json.field("deadlineMs", deadlineMs)
+            json.field("directory", directory)
+            json.field("elapsedMs", elapsedMs)
+        }
+    }
+}
+
 extension Duration {
     var wholeMilliseconds: Int { Int(components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000) }
 }
@@ -36,7 +51,8 @@ struct StreamSummary: Encodable {
     var done: Bool
     var elapsedMs: Int
     var deadlineMs: Int
-    var directory: String
+    /// Absent for a call that kept no files (`"files": "none"`).
+    var directory: String?
     var attachments: Int
     var byStatus: [String: Int]
 }

@@ -160,6 +160,48 @@ import Testing
         }
     }
 
+    /// The descriptor and the batch document write their own compact JSON (for the speed of a
+    /// cache hit): it must be `JSONEncoder`'s, byte for byte, whatever the fields hold.
+    @Test func theDescriptorsOwnWriterWritesWhatJSONEncoderWrites() throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var random = Seeded(state: 16)
+        for round in 0..<2_000 {
+            let descriptor = Self.descriptor(&random)
+            let reference = try encoder.encode(descriptor)
+            let written = try JSONWriter.data(descriptor)
+            #expect(written == reference, "round \(round): \(String(decoding: written, as: UTF8.self)) against \(String(decoding: reference, as: UTF8.self))")
+            if written != reference { return }
+        }
+        for _ in 0..<200 {
+            let batch = AttachmentBatch(attachments: (0..<Int.random(in: 0...3, using: &random)).map { _ in Self.descriptor(&random) },
+                                        elapsed: .milliseconds(Int.random(in: 0...99_999, using: &random)),
+                                        deadline: .milliseconds(Int.random(in: 1...99_999, using: &random)),
+                                        directory: Self.maybe(&random, Self.string))
+            let document = BatchDocument(batch)
+            #expect(try JSONWriter.string(document) == String(decoding: try encoder.encode(document), as: UTF8.self))
+        }
+        // The writer is the one used: a document with lint is left to the encoder, and says so by
+        // being the encoder's too.
+        var linted = BatchDocument(AttachmentBatch(attachments: [], elapsed: .zero, deadline: .seconds(1), directory: nil),
+                                   lint: [])
+        #expect(try JSONWriter.data(linted) == encoder.encode(linted))
+        linted.lint = nil
+        var json = CompactJSON()
+        linted.write(to: &json)
+        #expect(!json.failed && String(decoding: json.bytes, as: UTF8.self) == #"{"attachments":[],"deadlineMs":1000,"elapsedMs":0}"#)
+    }
+
+    @Test func aDescriptorWithANumberJSONCannotCarryIsRefusedAsTheEncoderRefusesIt() {
+        var descriptor = AttachmentDescriptor(identifier: "a", url: "http://127.0.0.1/a.mp4", status: .ready, timings: .init(total: 1))
+        descriptor.duration = .nan
+        #expect(throws: JSONWriter.Failure.self) { try JSONWriter.data(descriptor) }
+        descriptor.duration = nil
+        descriptor.thumbnail = .init(file: "/t.jpg", width: 1, height: 1, time: .infinity)
+        #expect(throws: JSONWriter.Failure.self) { try JSONWriter.string(BatchDocument(AttachmentBatch(
+            attachments: [descriptor], elapsed: .zero, deadline: .seconds(1), directory: nil))) }
+    }
+
     @Test func keysAreSortedAndSlashesAreNotEscaped() throws {
         #expect(try JSONWriter.string(WrittenTwice()) == #"{"a":2,"b":{"c":[1,{}]},"z":"last"}"#)
         #expect(try JSONWriter.string(["url": "https://cdn.example/a/b.jpg"]) == #"{"url":"https://cdn.example/a/b.jpg"}"#)

@@ -26,6 +26,36 @@ import Testing
         }
     }
 
+    /// `keepingFiles: false`: the verdict without files. No directory is made or written to
+    /// (not even the one given), no descriptor names a local file (the JSON leaves the paths
+    /// out), from the work or from the cache; and nothing is left once the pipeline is gone.
+    @Test func aBatchThatKeepsNoFilesMakesNoDirectoryAndNamesNoFile() async throws {
+        let scratch = Scratch(), output = Scratch()
+        try await withMediaServer { server in
+            let requests = ["animated.gif", "photo.jpg", "document.pdf"].map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)") }
+            let (first, second) = try await withPipeline(scratch, { $0.platforms = [.ios, .android]; $0.cache = ResultCaching() }) { pipeline in
+                (await pipeline.process(requests, outputDirectory: output.path, keepingFiles: false),
+                 await pipeline.process(requests, outputDirectory: output.path, keepingFiles: false))
+            }
+            for (batch, status) in [(first, AttachmentDescriptor.CacheStatus.miss), (second, .hit)] {
+                #expect(batch.directory == nil)
+                let gif = batch.attachments[0], photo = batch.attachments[1]
+                #expect(gif.status == .ready && photo.status == .ready && gif.cache == status && photo.cache == status)
+                #expect(gif.file == nil && photo.file == nil && gif.sha256 != nil && photo.width != nil)
+                #expect(gif.thumbnail?.file == "" && (gif.thumbnail?.width ?? 0) > 0)
+                let still = try #require(gif.variants?["android"])
+                #expect(still.file == nil && still.mimeType != nil && still.sha256 != nil, "the variant is described, not given")
+                #expect(batch.attachments[2].reason?.code == .unsupportedType)
+                let json = try JSONWriter.string(gif)
+                #expect(!json.contains("\"file\"") && !json.contains(scratch.path), "\(json)")
+                let read = try JSONDecoder().decode(AttachmentDescriptor.self, from: Data(json.utf8))
+                #expect(read == gif, "a thumbnail without a file reads back")
+            }
+            #expect(output.tree() == [], "the given directory is not used")
+            #expect(scratch.tree() == [], "nothing is left: \(scratch.tree())")
+        }
+    }
+
     @Test func leavingTheStreamEarlyCancelsTheRest() async throws {
         let scratch = Scratch()
         try await withPipeline(scratch) { pipeline in

@@ -136,6 +136,8 @@ struct Exchange {
             (#"{"urls": ["http://a/b.jpg"], "deadlineMs": -5}"#, 400, "deadlineMs"),
             (#"{"urls": ["http://a/b.jpg"], "colour": "red"}"#, 400, "colour"),
             (#"{"urls": []}"#, 400, "empty"),
+            (#"{"urls": ["http://a/b.jpg"], "files": "some"}"#, 400, #"files must be "kept" or "none""#),
+            (#"{"urls": ["http://a/b.jpg"], "files": false}"#, 400, #"files must be "kept" or "none""#),
             ("{\"urls\": [" + (0..<101).map { "\"http://a/\($0).jpg\"" }.joined(separator: ",") + "]}", 400, "at most 100"),
         ]
         for (body, status, words) in cases {
@@ -148,6 +150,8 @@ struct Exchange {
         #expect(huge.status == 413 && huge.errorCode == "bodyTooLarge", "\(huge.status) \(huge.text.prefix(300))")
         let badHeader = try await Exchange.post(url, json: #"{"urls": ["http://a/b.jpg"]}"#, headers: ["X-Deadline-Ms": "soon"])
         #expect(badHeader.status == 400)
+        let badFiles = try await Exchange.post("\(service.base)/v1/payloads?files=all", json: #"{"aps": {}}"#)
+        #expect(badFiles.status == 400 && badFiles.errorCode == "invalidRequest" && badFiles.text.contains("the files parameter"))
         let notPayload = try await Exchange.post("\(service.base)/v1/payloads", json: "[1]")
         #expect(notPayload.status == 400 && notPayload.errorCode == "invalidRequest")
         // Still serving after all of it.
@@ -219,6 +223,55 @@ struct Exchange {
         #expect(lines.prefix(3).last?["identifier"] as? String == "slow", "in finishing order: the slow one last")
         #expect(Set(lines.prefix(3).compactMap { $0["identifier"] as? String }) == ["slow", "fast", "missing"])
         await service.stop()
+    }
+
+    /// `"files": "none"` (and `?files=none`): no directory is made for the call, hit or miss, and
+    /// the descriptors name no local file; the verdict and the published URLs are all there.
+    /// The default is unchanged.
+    @Test func aCallThatAsksForNoFilesMakesNoDirectoryAndNamesNoLocalFile() async throws {
+        let scratch = Scratch(), publish = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let service = try await RunningServer.start(scratch) {
+            $0.pipeline.publish = Publishing(directory: publish.path, baseURL: "https://media.example.test/p")
+        }
+        let rootName = try #require(try FileManager.default.contentsOfDirectory(atPath: scratch.path)
+            .first { $0.hasPrefix("attach-fetch-serve-") })
+        let root = "\(scratch.path)/\(rootName)"
+        func batchDirectories() -> [String] { (FileManager.default.subpaths(atPath: root) ?? []).sorted() }
+        let photo = origin.url("photo.jpg")
+        var statuses: [String] = []
+        for _ in 0..<2 {
+            let answer = try await Exchange.post("\(service.base)/v1/attachments", json: #"{"urls": ["\#(photo)"], "files": "none"}"#)
+            #expect(answer.status == 200 && answer.json["directory"] == nil && !answer.text.contains(scratch.path), "\(answer.text)")
+            let attachment = try #require((answer.json["attachments"] as? [[String: Any]])?.first)
+            let thumbnail = try #require(attachment["thumbnail"] as? [String: Any])
+            #expect(attachment["status"] as? String == "ready" && attachment["file"] == nil && thumbnail["file"] == nil)
+            #expect(attachment["sha256"] is String && (attachment["width"] as? Int ?? 0) > 0 && thumbnail["width"] is Int)
+            let published = try #require(attachment["publishedUrl"] as? String)
+            #expect(FileManager.default.fileExists(atPath: "\(publish.path)/\((published as NSString).lastPathComponent)"))
+            #expect((thumbnail["publishedUrl"] as? String)?.hasPrefix("https://media.example.test/p/") == true)
+            statuses.append(attachment["cache"] as? String ?? "")
+        }
+        #expect(statuses == ["miss", "hit"])
+        let streamed = try await Exchange.post("\(service.base)/v1/attachments", json: #"{"urls": ["\#(photo)"], "files": "none"}"#,
+                                               headers: ["Accept": "application/x-ndjson"])
+        let lines = streamed.text.split(separator: "\n").map { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] ?? [:] }
+        #expect(lines.count == 2 && lines[0]["file"] == nil && lines[0]["status"] as? String == "ready")
+        #expect(lines.last?["done"] as? Bool == true && lines.last?["directory"] == nil)
+        let payload = try await Exchange.post("\(service.base)/v1/payloads?files=none&rewrite=true",
+                                              json: #"{"aps": {"mutable-content": 1}, "image_url": "\#(photo)"}"#)
+        #expect(payload.status == 200 && !payload.text.contains(scratch.path), "\(payload.text)")
+        #expect((payload.json["attachments"] as? [[String: Any]])?.first?["publishedUrl"] is String)
+        #expect(batchDirectories() == [], "no directory was made: \(batchDirectories())")
+
+        // The default: the call's own directory and links, as always.
+        let kept = try await Exchange.post("\(service.base)/v1/attachments", json: #"{"urls": ["\#(photo)"], "files": "kept"}"#)
+        let keptFile = try #require((kept.json["attachments"] as? [[String: Any]])?.first?["file"] as? String)
+        #expect(keptFile.hasPrefix(root) && FileManager.default.fileExists(atPath: keptFile) && kept.json["directory"] is String)
+        #expect(batchDirectories().count == 4, "a bucket, its batch, the file and the thumbnail: \(batchDirectories())")
+        await service.stop()
+        #expect(scratch.tree() == [])
     }
 
     @Test func payloadsAreLintedStrippedAndRewritten() async throws {

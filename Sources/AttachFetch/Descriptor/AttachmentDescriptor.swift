@@ -40,7 +40,8 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
 
     /// A thumbnail of the delivered media (for video, its poster frame).
     public struct Thumbnail: Codable, Sendable, Equatable {
-        /// Absolute path of the thumbnail file (JPEG, or PNG when the source has alpha).
+        /// Absolute path of the thumbnail file (JPEG, or PNG when the source has alpha); empty,
+        /// and absent from the JSON, when the batch kept no files (`keepingFiles: false`).
         public var file: String
         /// Width in pixels.
         public var width: Int
@@ -59,6 +60,28 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
             self.height = height
             self.time = time
             self.publishedUrl = publishedUrl
+        }
+
+        private enum CodingKeys: String, CodingKey { case file, width, height, time, publishedUrl }
+
+        /// Reads a thumbnail; one without `file` (a batch that kept no files) has it empty.
+        public init(from decoder: any Decoder) throws {
+            let fields = try decoder.container(keyedBy: CodingKeys.self)
+            file = try fields.decodeIfPresent(String.self, forKey: .file) ?? ""
+            width = try fields.decode(Int.self, forKey: .width)
+            height = try fields.decode(Int.self, forKey: .height)
+            time = try fields.decodeIfPresent(Double.self, forKey: .time)
+            publishedUrl = try fields.decodeIfPresent(String.self, forKey: .publishedUrl)
+        }
+
+        /// Writes a thumbnail; an empty `file` is left out.
+        public func encode(to encoder: any Encoder) throws {
+            var fields = encoder.container(keyedBy: CodingKeys.self)
+            if !file.isEmpty { try fields.encode(file, forKey: .file) }
+            try fields.encode(width, forKey: .width)
+            try fields.encode(height, forKey: .height)
+            try fields.encodeIfPresent(time, forKey: .time)
+            try fields.encodeIfPresent(publishedUrl, forKey: .publishedUrl)
         }
     }
 

@@ -10,8 +10,8 @@ import Synchronization
 extension AttachmentPipeline {
     /// One caller's attachment: the URL checked, then the shared result for its URL and
     /// options (cached, coalesced, or made now), handed over as the caller's own descriptor and
-    /// files in `directory`.
-    func attachment(index: Int, request: AttachmentRequest, batch: Batch, directory: String,
+    /// files in `directory` (none without one).
+    func attachment(index: Int, request: AttachmentRequest, batch: Batch, directory: String?,
                             logger: Logger) async -> AttachmentDescriptor {
         let descriptor = Self.builder(for: request, index: index, start: batch.start)
         if let problem = urlProblem(request) { return descriptor.failed(problem) }
@@ -61,9 +61,10 @@ extension AttachmentPipeline {
     }
 
     /// The shared descriptor as this caller's: its identifier, role, options and payload path,
-    /// its total time, where it came from, and its own links to the files.
+    /// its total time, where it came from, and its own links to the files in `directory` — or,
+    /// without a directory (`keepingFiles: false`), no local paths at all.
     func handOver(_ shared: AttachmentDescriptor, status: AttachmentDescriptor.CacheStatus, to request: AttachmentRequest,
-                          identifier: String, batch: Batch, directory: String) -> AttachmentDescriptor {
+                          identifier: String, batch: Batch, directory: String?) -> AttachmentDescriptor {
         var mine = shared
         mine.identifier = identifier
         mine.url = request.url
@@ -75,6 +76,12 @@ extension AttachmentPipeline {
         if status == .hit || status == .revalidated || status == .shared { mine.timings = .init(total: 0) }
         mine.timings.total = batch.start.millisecondsElapsed
         guard mine.status == .ready, let file = shared.file else { return mine }
+        guard let directory else {
+            mine.file = nil
+            mine.thumbnail?.file = ""
+            for platform in (mine.variants ?? [:]).keys { mine.variants?[platform]?.file = nil }
+            return mine
+        }
 
         let name = FileNames.sanitize(identifier)
         let mainPath = "\(directory)/\(name).\((file as NSString).pathExtension)"

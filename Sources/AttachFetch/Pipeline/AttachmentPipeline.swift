@@ -124,18 +124,24 @@ public final class AttachmentPipeline: Sendable {
     ///   - outputDirectory: where ready files go (must exist). Default: a new directory under
     ///     `configuration.temporaryDirectory`, reported in the result. Either way the caller
     ///     owns those files; nothing else is left behind.
+    ///   - keepingFiles: false to give the caller no files at all: no directory is made or
+    ///     written to (`outputDirectory` is not used), and ready descriptors carry no local
+    ///     paths (`file` and the variants' `file` are nil, the thumbnail's `file` is empty; the
+    ///     JSON leaves them out). Everything else is as usual: the verdict, sizes, hashes,
+    ///     dimensions and the published URLs. For callers that hand devices the published URLs,
+    ///     or want only the verdict; a cache hit then makes no system call for files.
     ///   - logger: for this batch's debug and trace messages (default: the pipeline's).
     ///   - onDescriptor: called as each attachment is finished (any order, any thread).
     public func process(_ requests: [AttachmentRequest], deadline: Duration? = nil,
-                        outputDirectory: String? = nil, logger: Logger? = nil,
+                        outputDirectory: String? = nil, keepingFiles: Bool = true, logger: Logger? = nil,
                         onDescriptor: (@Sendable (Int, AttachmentDescriptor) -> Void)? = nil) async -> AttachmentBatch {
         let logger = logger ?? self.logger
         let budget = deadline ?? configuration.defaultDeadline
         let start = ContinuousClock.now
         let batch = Batch(start: start, deadline: start + budget)
-        let output: BatchOutput
+        let output: BatchOutput?
         do {
-            output = try BatchOutput(outputDirectory, temporaryDirectory: configuration.temporaryDirectory)
+            output = keepingFiles ? try BatchOutput(outputDirectory, temporaryDirectory: configuration.temporaryDirectory) : nil
         } catch {
             let descriptors = requests.enumerated().map { index, request in
                 Self.builder(for: request, index: index, start: start).failed(Reason(code: .ioError, message: error.message))
@@ -143,7 +149,7 @@ public final class AttachmentPipeline: Sendable {
             for (index, descriptor) in descriptors.enumerated() { onDescriptor?(index, descriptor) }
             return AttachmentBatch(attachments: descriptors, elapsed: .now - start, deadline: budget, directory: nil)
         }
-        logger.debug("batch started", metadata: ["count": "\(requests.count)", "directory": "\(output.path)"])
+        logger.debug("batch started", metadata: ["count": "\(requests.count)", "directory": "\(output?.path ?? "none")"])
 
         // A batch answered wholly from the cache needs no task group, no deadline sentinel and no
         // task per request: the hits are handed over here (creating and scheduling those tasks
@@ -152,12 +158,12 @@ public final class AttachmentPipeline: Sendable {
             let descriptors = hits.enumerated().map { index, hit in
                 defer { hit.result.release() }
                 let descriptor = handOver(hit.result.descriptor, status: .hit, to: requests[index], identifier: hit.identifier,
-                                          batch: batch, directory: output.path)
+                                          batch: batch, directory: output?.path)
                 onDescriptor?(index, descriptor)
                 return descriptor
             }
             logger.debug("batch finished", metadata: ["elapsedMs": "\(start.millisecondsElapsed)", "hits": "\(hits.count)"])
-            return AttachmentBatch(attachments: descriptors, elapsed: .now - start, deadline: budget, directory: output.finish())
+            return AttachmentBatch(attachments: descriptors, elapsed: .now - start, deadline: budget, directory: output?.finish())
         }
 
         var results = [AttachmentDescriptor?](repeating: nil, count: requests.count)
@@ -170,7 +176,7 @@ public final class AttachmentPipeline: Sendable {
             for (index, request) in requests.enumerated() {
                 group.addTask {
                     let descriptor = await self.attachment(index: index, request: request, batch: batch,
-                                                           directory: output.path, logger: logger)
+                                                           directory: output?.path, logger: logger)
                     onDescriptor?(index, descriptor)
                     return (index, descriptor)
                 }
@@ -189,7 +195,7 @@ public final class AttachmentPipeline: Sendable {
         }
         logger.debug("batch finished", metadata: ["elapsedMs": "\(start.millisecondsElapsed)"])
         return AttachmentBatch(attachments: results.map { $0! }, elapsed: .now - start, deadline: budget,
-                               directory: output.finish())
+                               directory: output?.finish())
     }
 
     /// The caller's identifier, or `attachment-<index>`.

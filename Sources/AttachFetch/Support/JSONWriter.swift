@@ -2,7 +2,8 @@ import Foundation
 
 /// The one writer of the project's JSON: the CLI's output, the service's answers, the stored
 /// results. Foundation's `JSONEncoder` with sorted keys and unescaped slashes, compact or
-/// pretty. It throws rather than write a placeholder: a document that cannot be encoded (a
+/// pretty; the descriptor and the batch document write their compact form themselves, to the
+/// same bytes (``CompactJSONWritable`` says why). It throws rather than write a placeholder: a document that cannot be encoded (a
 /// non-finite number) is an error the caller reports, never an empty object.
 public enum JSONWriter {
     /// Compact (one line) or indented.
@@ -31,6 +32,7 @@ public enum JSONWriter {
 
     /// `value` as UTF-8 JSON.
     public static func data<T: Encodable>(_ value: T, layout: Layout = .compact) throws(Failure) -> Data {
+        if layout == .compact, let bytes = compactBytes(value) { return Data(bytes) }
         do {
             return try (layout == .compact ? compact : pretty).encode(value)
         } catch {
@@ -40,7 +42,18 @@ public enum JSONWriter {
 
     /// `value` as JSON text.
     public static func string<T: Encodable>(_ value: T, layout: Layout = .compact) throws(Failure) -> String {
-        String(decoding: try data(value, layout: layout), as: UTF8.self)
+        if layout == .compact, let bytes = compactBytes(value) { return String(decoding: bytes, as: UTF8.self) }
+        return String(decoding: try data(value, layout: layout), as: UTF8.self)
+    }
+
+    /// The bytes of a type that writes its own compact JSON (``CompactJSONWritable``: the
+    /// descriptor and the batch document, the answers to cache hits); nil for any other type,
+    /// or when the value holds a number JSON cannot carry (the encoder then says why).
+    private static func compactBytes<T: Encodable>(_ value: T) -> [UInt8]? {
+        guard let writable = value as? any CompactJSONWritable else { return nil }
+        var json = CompactJSON()
+        writable.write(to: &json)
+        return json.failed ? nil : json.bytes
     }
 }
 
