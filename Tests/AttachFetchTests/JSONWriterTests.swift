@@ -94,7 +94,10 @@ import Testing
         d.ats = maybe(&random) { random in
             .init(problems: (0..<Int.random(in: 0...2, using: &random)).map { _ in .init(code: string(&random), message: string(&random)) })
         }
-        d.cache = maybe(&random) { [.miss, .hit, .revalidated, .coalesced].randomElement(using: &$0)! }
+        d.cache = maybe(&random) { [.miss, .hit, .revalidated, .coalesced, .shared].randomElement(using: &$0)! }
+        d.skippedAtDeadline = maybe(&random) { random in
+            (0..<Int.random(in: 0...3, using: &random)).map { _ in ["thumbnail", "probe", "variants"].randomElement(using: &random)! }
+        }
         d.publishedUrl = maybe(&random, string)
         d.variants = maybe(&random) { random in
             var variants: [String: AttachmentDescriptor.Variant] = [:]
@@ -166,12 +169,29 @@ import Testing
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var random = Seeded(state: 16)
+        // Every stored property, by type, must turn up in the generated documents: a field added to
+        // a type and not to the generator (so, perhaps, not to the writer) fails here.
+        var seen: [String: Set<String>] = [:]
         for round in 0..<2_000 {
             let descriptor = Self.descriptor(&random)
             let reference = try encoder.encode(descriptor)
             let written = try JSONWriter.data(descriptor)
             #expect(written == reference, "round \(round): \(String(decoding: written, as: UTF8.self)) against \(String(decoding: reference, as: UTF8.self))")
             if written != reference { return }
+            let object = try #require(try JSONSerialization.jsonObject(with: reference) as? [String: Any])
+            seen["descriptor", default: []].formUnion(object.keys)
+            seen["thumbnail", default: []].formUnion((object["thumbnail"] as? [String: Any])?.keys ?? [:].keys)
+            seen["timings", default: []].formUnion((object["timings"] as? [String: Any])?.keys ?? [:].keys)
+            for variant in (object["variants"] as? [String: [String: Any]] ?? [:]).values { seen["variant", default: []].formUnion(variant.keys) }
+        }
+        let properties: [(String, Any)] = [
+            ("descriptor", AttachmentDescriptor(identifier: "", url: "", status: .ready, timings: .init(total: 0))),
+            ("thumbnail", AttachmentDescriptor.Thumbnail(file: "", width: 0, height: 0)),
+            ("timings", AttachmentDescriptor.Timings(total: 0)), ("variant", AttachmentDescriptor.Variant()),
+        ]
+        for (name, value) in properties {
+            let stored = Set(Mirror(reflecting: value).children.compactMap(\.label))
+            #expect(stored.subtracting(seen[name] ?? []).isEmpty, "\(name): never generated: \(stored.subtracting(seen[name] ?? []))")
         }
         for _ in 0..<200 {
             let batch = AttachmentBatch(attachments: (0..<Int.random(in: 0...3, using: &random)).map { _ in Self.descriptor(&random) },
