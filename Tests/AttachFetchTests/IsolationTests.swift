@@ -78,6 +78,32 @@ import Testing
         }
     }
 
+    /// `shutdown()` stops the decoder workers and reaps them before it returns: not one of its
+    /// worker processes is left, not even a zombie.
+    @Test func noWorkerOutlivesShutdown() async throws {
+        let scratch = Scratch()
+        let earlier = Set(Self.workers())
+        try await withMediaServer { server in
+            var configuration = AttachFetchConfiguration()
+            configuration.allowPrivateNetwork = true
+            configuration.temporaryDirectory = scratch.path
+            configuration.thumbnailThreads = 2
+            let pipeline = try AttachmentPipeline(configuration: configuration)
+            // An image and a sound: the image workers and the probe worker all run.
+            let batch = await pipeline.process(["photo.jpg", "tone.mp3"].map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)") })
+            #expect(batch.attachments.allSatisfy { $0.status == .ready })
+            let seen = Set(Self.workers()).subtracting(earlier)
+            // The pipeline is still held (its deinit would stop the pools too, later): only
+            // shutdown() can have reaped the workers by the next line.
+            await pipeline.shutdown()
+            #expect(seen.count == 3, "two image workers and a probe worker: \(seen)")
+            for pid in seen {
+                #expect(kill(pid, 0) == -1 && errno == ESRCH, "worker \(pid) outlived the pipeline's shutdown")
+            }
+            withExtendedLifetime(pipeline) {}
+        }
+    }
+
     /// A decode still running at the deadline is stopped with its worker: after the batch
     /// returns, that process is gone, not burning CPU for nobody.
     @Test func workAbandonedAtTheDeadlineEndsWithItsWorker() async throws {

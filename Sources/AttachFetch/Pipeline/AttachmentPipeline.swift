@@ -73,14 +73,16 @@ public final class AttachmentPipeline: Sendable {
     public var objectStoreRequests: [String: Int] { objectStore?.requestCounts ?? [:] }
 
     /// Stops the download thread, after failing whatever is still queued or running as
-    /// `cancelled`. Call it once the pipeline is no longer needed; later batches fail at once.
+    /// `cancelled`, then the decoder workers, once the decodes already queued are done: when it
+    /// returns no worker process of the pipeline is left, not even unreaped. Call it once the
+    /// pipeline is no longer needed; later batches fail at once.
     public func shutdown() async {
         guard !isShutDown.exchange(true, ordering: .sequentiallyConsistent) else { return }
         results.removeAll()
-        let engine = self.engine
-        // The engines' shutdowns wait for their threads: not on the cooperative pool.
+        let engine = self.engine, stages = self.stages
+        // The shutdowns wait for their threads and processes: not on the cooperative pool.
         let objectStore = self.objectStore
-        await BlockingWork.run { engine.shutdown(); objectStore?.shutdown() }
+        await BlockingWork.run { engine.shutdown(); objectStore?.shutdown(); stages.stopWorkers() }
     }
 
     /// Checks once that the object store can be used: the bucket exists and the credentials

@@ -11,6 +11,12 @@ struct RacedRunner: Sendable {
     /// Uploads ready files, when an object store is configured.
     let objectPublisher: ObjectPublisher?
 
+    /// Stops every pool once its queued jobs are done, and waits until their decoder worker
+    /// processes are reaped (blocking: off the cooperative pool).
+    func stopWorkers() {
+        for pool in [imageWorkers, probeWorkers, fileWorkers] { pool.stop() }
+    }
+
     /// Runs `stages` on `work`; returns why the attachment stopped, or nil when it passed them all.
     func run(_ stages: [Stage], on work: inout AttachmentWork, batch: Batch) async -> Reason? {
         for stage in stages {
