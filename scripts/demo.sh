@@ -11,7 +11,7 @@ url_file="$(mktemp)"
 out_dir="$(mktemp -d)"
 "$bin/loopback-media-server" TestMedia > "$url_file" &
 server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -f "$url_file"' EXIT
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null || true; rm -f "$url_file"' EXIT
 for _ in $(seq 50); do [ -s "$url_file" ] && break; sleep 0.1; done
 base="$(head -n 1 "$url_file")"
 echo "TestMedia is served at $base (loopback only)"
