@@ -29,9 +29,12 @@ enum APIRequests {
         switch value {
         case nil, "kept": return true
         case "none": return false
-        default: throw .invalidRequest("\(field) must be \"kept\" or \"none\"")
+        default: throw badFiles(field)
         }
     }
+
+    /// The refusal of a `files` value that is neither `kept` nor `none` (or not a string).
+    static func badFiles(_ field: String) -> APIError { .invalidRequest("\(field) must be \"kept\" or \"none\"") }
 
     /// A deadline in milliseconds: a positive number, when given.
     static func deadlineMs(_ value: Double?, field: String) throws(APIError) -> Double? {
@@ -80,7 +83,7 @@ private struct AttachmentsBody: Decodable {
         try fields.refuseUnknown(["requests", "urls", "deadlineMs", "files"]) {
             "unknown field '\($0)' (known: requests, urls, deadlineMs, files)"
         }
-        keepsFiles = try APIRequests.keepsFiles(try fields.optional(String.self, "files", else: .invalidRequest(#"files must be "kept" or "none""#)),
+        keepsFiles = try APIRequests.keepsFiles(try fields.optional(String.self, "files", else: APIRequests.badFiles("files")),
                                                 field: "files")
         let badDeadline = APIError.invalidRequest("deadlineMs must be a number of milliseconds greater than 0")
         deadlineMs = try APIRequests.deadlineMs(try fields.optional(Double.self, "deadlineMs", else: badDeadline), field: "deadlineMs")
