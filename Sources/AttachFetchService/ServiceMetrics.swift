@@ -10,6 +10,9 @@ final class ServiceMetrics: Sendable {
     private let attachmentsInFlight: Gauge
     private let transfersRunning: Gauge
     private let transfersQueued: Gauge
+    private let originConnectionsOpened: Gauge
+    private let originConnectionsReused: Gauge
+    private let inflightBytesPeak: Gauge
     private let connectionsOpenNow: Gauge
     private let connectionsClosed: [ConnectionCloseReason: Counter]
     private let batchesNow = Atomic<Int>(0)
@@ -43,6 +46,12 @@ final class ServiceMetrics: Sendable {
         let transfers = Self.name("transfers_in_flight", "Downloads running (holding a slot) and queued for one")
         transfersRunning = registry.makeGauge(descriptor: transfers, labels: [("state", "running")])
         transfersQueued = registry.makeGauge(descriptor: transfers, labels: [("state", "queued")])
+        // Counts since the pipeline started, read from it when scraped: gauges set to them
+        // (a Prometheus counter here could only be incremented).
+        let origin = Self.name("origin_connections", "Transfers since start by their connection to the origin: new (opened) or reused (kept alive)")
+        originConnectionsOpened = registry.makeGauge(descriptor: origin, labels: [("connection", "new")])
+        originConnectionsReused = registry.makeGauge(descriptor: origin, labels: [("connection", "reused")])
+        inflightBytesPeak = registry.makeGauge(descriptor: Self.name("transfer_inflight_bytes_peak", "Most bytes running transfers held in temporary files at once since start"))
         connectionsOpenNow = registry.makeGauge(descriptor: Self.name("connections_open", "Client connections open now"))
         let closed = Self.name("connections_closed_total", "Client connections closed, by reason: idle, bodyTimeout, limit, client")
         var counters: [ConnectionCloseReason: Counter] = [:]
@@ -128,9 +137,13 @@ final class ServiceMetrics: Sendable {
     /// The Prometheus text; `transfers` (read from the pipeline when scraped) sets the transfer gauges.
     private let storeRequests = Made<String, Gauge>()
 
-    func text(transfers: (running: Int, queued: Int), objectStoreRequests: [String: Int] = [:]) -> String {
+    func text(transfers: (running: Int, queued: Int), connections: (opened: Int, reused: Int, peakInflightBytes: Int64),
+              objectStoreRequests: [String: Int] = [:]) -> String {
         transfersRunning.set(Double(transfers.running))
         transfersQueued.set(Double(transfers.queued))
+        originConnectionsOpened.set(Double(connections.opened))
+        originConnectionsReused.set(Double(connections.reused))
+        inflightBytesPeak.set(Double(connections.peakInflightBytes))
         for (method, count) in objectStoreRequests {
             storeRequests.get(method) {
                 registry.makeGauge(descriptor: Self.name("object_store_requests", "Requests sent to the object store since start, by method (retries included)"),

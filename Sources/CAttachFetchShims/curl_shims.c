@@ -49,3 +49,7 @@ CURLcode af_curl_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value)
 CURLMcode af_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
     return curl_multi_setopt(multi, option, value);
 }
+
+CURLSHcode af_curl_share_setopt_long(CURLSH *share, CURLSHoption option, long value) {
+    return curl_share_setopt(share, option, value);
+}

@@ -19,8 +19,14 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .customLong("stall-timeout"), help: ArgumentHelp("Seconds without any bytes before a request times out.", valueName: "SECONDS"))
     var stallTimeout: Double = library.timeout.stall.seconds
 
-    @Option(name: .customLong("max-concurrency"), help: ArgumentHelp("Transfers at once.", valueName: "N"))
+    @Option(name: .customLong("max-concurrency"), help: ArgumentHelp("Transfers at once, over every host.", valueName: "N"))
     var maxConcurrency: Int = library.maxConcurrentTransfers
+
+    @Option(name: .customLong("max-host-connections"), help: ArgumentHelp("Transfers (connections) to one host at once.", valueName: "N"))
+    var maxHostConnections: Int = library.maxHostConnections
+
+    @Option(name: .customLong("max-inflight-bytes"), help: ArgumentHelp("Bytes running transfers may hold in temporary files at once; a number with an optional K, M or G (binary) suffix. At least the largest size limit.", valueName: "BYTES"))
+    var maxInflightBytes: String = String(library.maxInflightBytes)
 
     @Option(name: .customLong("thumbnail-size"), help: ArgumentHelp("Longest edge of thumbnails, in pixels.", valueName: "PX"))
     var thumbnailSize: Int = library.thumbnailMaxEdge
@@ -64,7 +70,13 @@ struct PipelineOptions: ParsableArguments {
                 throw ValidationError("\(name) must be a number of seconds greater than 0 and at most 3600, not \(value)")
             }
         }
-        guard (1...256).contains(maxConcurrency) else { throw ValidationError("--max-concurrency must be between 1 and 256") }
+        guard (1...Self.mostTransfers).contains(maxConcurrency) else {
+            throw ValidationError("--max-concurrency must be between 1 and \(Self.mostTransfers), not \(maxConcurrency)")
+        }
+        guard (1...Self.mostTransfers).contains(maxHostConnections) else {
+            throw ValidationError("--max-host-connections must be between 1 and \(Self.mostTransfers), not \(maxHostConnections)")
+        }
+        _ = try inflightBytes()
         guard (1...4096).contains(thumbnailSize) else { throw ValidationError("--thumbnail-size must be between 1 and 4096 pixels") }
         if clip != nil { _ = try parsedClip() }
         guard ["processes", "none"].contains(decoderIsolation) else {
@@ -75,6 +87,28 @@ struct PipelineOptions: ParsableArguments {
         }
         _ = try ranges(allowCIDR, "--allow-cidr")
         _ = try ranges(denyCIDR, "--deny-cidr")
+    }
+
+    /// The most transfers any option allows: each holds a socket and a descriptor for its file.
+    static let mostTransfers = 4096
+
+    /// --max-inflight-bytes as a number: digits with an optional K, M or G (powers of 1024),
+    /// from the largest size limit up to 1 TiB.
+    func inflightBytes() throws -> Int64 {
+        let text = maxInflightBytes.trimmingCharacters(in: .whitespaces)
+        let multipliers: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
+        var digits = Substring(text)
+        var multiplier: Int64 = 1
+        if let last = text.last?.uppercased().first, let factor = multipliers[last] {
+            multiplier = factor
+            digits = digits.dropLast()
+        }
+        let smallest = Self.library.sizeLimits.largest, largest: Int64 = 1 << 40
+        guard let number = Int64(digits), number > 0, number <= largest / multiplier,
+              (smallest...largest).contains(number * multiplier) else {
+            throw ValidationError("--max-inflight-bytes must be a number of bytes (K, M, G allowed) from \(smallest) (the largest size limit) to 1T, not '\(maxInflightBytes)'")
+        }
+        return number * multiplier
     }
 
     func parsedClip() throws -> ClippingRectangle? {
@@ -128,6 +162,8 @@ struct PipelineOptions: ParsableArguments {
         var configuration = AttachFetchConfiguration()
         configuration.timeout = .init(connect: .seconds(connectTimeout), request: .seconds(timeout), stall: .seconds(stallTimeout))
         configuration.maxConcurrentTransfers = maxConcurrency
+        configuration.maxHostConnections = maxHostConnections
+        configuration.maxInflightBytes = try inflightBytes()
         configuration.thumbnailMaxEdge = thumbnailSize
         configuration.allowPrivateNetwork = allowPrivateNetwork
         configuration.normalize = !noNormalize

@@ -99,7 +99,8 @@ import Testing
     @Test func defaultsAreTheDocumentedOnes() {
         let c = AttachFetchConfiguration()
         #expect(c.timeout.connect == .seconds(5) && c.timeout.request == .seconds(10) && c.timeout.stall == .seconds(3))
-        #expect(c.maxConcurrentTransfers == 8 && c.maxRedirects == 5 && c.defaultDeadline == .seconds(25))
+        #expect(c.maxConcurrentTransfers == 256 && c.maxHostConnections == 64 && c.maxInflightBytes == 1 << 30)
+        #expect(c.maxRedirects == 5 && c.defaultDeadline == .seconds(25))
         #expect(c.thumbnailMaxEdge == 320 && c.maxImagePixels == 50_000_000 && c.allowPrivateNetwork == false)
     }
 
@@ -111,6 +112,15 @@ import Testing
         c = AttachFetchConfiguration()
         c.timeout.request = .zero
         #expect(throws: AttachFetchError.self) { try AttachmentPipeline(configuration: c) }
+        // The transfer limits: each refusal names its setting.
+        for (adjust, name) in [({ (c: inout AttachFetchConfiguration) in c.maxHostConnections = 0 }, "maxHostConnections"),
+                               ({ $0.maxHostConnections = -4 }, "maxHostConnections"),
+                               ({ $0.maxInflightBytes = 0 }, "maxInflightBytes"),
+                               ({ $0.maxInflightBytes = $0.sizeLimits.largest - 1 }, "maxInflightBytes")] {
+            var bad = AttachFetchConfiguration()
+            adjust(&bad)
+            #expect { try bad.validate() } throws: { ($0 as? AttachFetchError)?.message.contains(name) == true }
+        }
         // The settings added for converting and probing.
         let added: [(inout AttachFetchConfiguration) -> Void] = [
             { $0.maxNormalizeAttempts = 0 }, { $0.maxVideoDecodeFrames = 0 }, { $0.probeThreads = 0 },

@@ -4,8 +4,8 @@ import Testing
 /// The order in which waiting downloads get transfer slots, without sockets: `TransferQueue`
 /// alone, with jobs that are never started.
 @Suite struct TransferQueueTests {
-    private func job(batch: Int, deadline: Batch) -> TransferJob {
-        TransferJob(spec: TransferSpec(batch: batch, url: "http://127.0.0.1:9/\(batch)", bodyPath: "/nonexistent", runningUnder: deadline,
+    private func job(batch: Int, host: String = "http://127.0.0.1:9", deadline: Batch) -> TransferJob {
+        TransferJob(spec: TransferSpec(batch: batch, url: "\(host)/\(batch)", origin: URLCheck.origin(of: "\(host)/\(batch)"), bodyPath: "/nonexistent", runningUnder: deadline,
                                        timeout: .init(), sizeLimits: .init(), maxRedirects: 0, addressPolicy: AttachFetchConfiguration().addressPolicy,
                                        imagesOnly: false, normalize: true, trustStore: nil, proxy: nil))
     }
@@ -24,7 +24,7 @@ import Testing
         #expect(first.map { ObjectIdentifier($0) } == [a[0], b[0], a[1], b[1]].map { ObjectIdentifier($0) })
         #expect(queue.count == 2)
         // Batch 2 has nothing waiting: batch 1 takes what frees up, oldest first.
-        queue.finished(batch: 2)
+        queue.finished(first[1])
         #expect(queue.take(slots: 1).map { ObjectIdentifier($0) } == [ObjectIdentifier(a[2])])
         // A third batch with nothing running goes before batch 1 (3 running).
         let c = job(batch: 3, deadline: far)
@@ -58,16 +58,67 @@ import Testing
         let jobs = (0..<10_000).map { job(batch: $0 % 5, deadline: far) }
         for j in jobs { queue.append(j) }
         var order: [ObjectIdentifier] = []
-        var running: [Int] = []
+        var running: [TransferJob] = []
         while queue.count > 0 {
             let taken = queue.take(slots: 8 - running.count)
             order += taken.map { ObjectIdentifier($0) }
-            running += taken.map(\.spec.batch)
+            running += taken
             // The oldest transfer ends first.
-            queue.finished(batch: running.removeFirst())
+            queue.finished(running.removeFirst())
         }
         #expect(order.count == 10_000 && Set(order).count == 10_000)
         // Five batches, equal shares: the jobs come out in the order they were queued.
         #expect(order == jobs.map { ObjectIdentifier($0) })
+    }
+
+    @Test func oneHostNeverHoldsMoreThanItsCapAndTheRestWaitInTheQueue() {
+        var queue = TransferQueue(maxPerHost: 3)
+        let far = later(60)
+        let jobs = (0..<10).map { _ in job(batch: 1, host: "https://cdn.example.com", deadline: far) }
+        for j in jobs { queue.append(j) }
+        let first = queue.take(slots: 8)
+        #expect(first.count == 3 && queue.running(host: "https://cdn.example.com") == 3)
+        #expect(queue.take(slots: 8).isEmpty, "the host is at its cap")
+        queue.finished(first[0])
+        #expect(queue.take(slots: 8).map { ObjectIdentifier($0) } == [ObjectIdentifier(jobs[3])])
+        // Host names differ in case only: one host.
+        let sameHost = job(batch: 2, host: "HTTPS://CDN.example.com", deadline: far)
+        queue.append(sameHost)
+        #expect(queue.take(slots: 8).isEmpty)
+        // Another port is another host.
+        let otherPort = job(batch: 2, host: "https://cdn.example.com:8443", deadline: far)
+        queue.append(otherPort)
+        #expect(queue.take(slots: 8).map { ObjectIdentifier($0) } == [ObjectIdentifier(otherPort)])
+    }
+
+    @Test func slotsAreSharedBetweenHostsWithinOneBatchAndAcrossBatches() {
+        var queue = TransferQueue()
+        let far = later(60)
+        // One batch queues 20 for a slow host, then 4 for another: the other host's jobs do not
+        // wait behind the first host's.
+        let slow = (0..<20).map { _ in job(batch: 1, host: "http://slow.example", deadline: far) }
+        let fast = (0..<4).map { _ in job(batch: 1, host: "http://fast.example", deadline: far) }
+        for j in slow + fast { queue.append(j) }
+        let taken = queue.take(slots: 8)
+        #expect(taken.filter { $0.spec.origin == "http://fast.example" }.count == 4)
+        #expect(taken.filter { $0.spec.origin == "http://slow.example" }.count == 4)
+        // Across batches: a second batch's host gets the next free slot, though the first
+        // batch's jobs were queued earlier.
+        let other = job(batch: 2, host: "http://third.example", deadline: far)
+        queue.append(other)
+        queue.finished(taken[0])
+        #expect(queue.take(slots: 1).map { ObjectIdentifier($0) } == [ObjectIdentifier(other)])
+        // Within one host, batches still share: batch 3 (nothing running) goes before batch 1.
+        let late = job(batch: 3, host: "http://slow.example", deadline: far)
+        queue.append(late)
+        queue.finished(taken[1])
+        #expect(queue.take(slots: 1).map { ObjectIdentifier($0) } == [ObjectIdentifier(late)])
+    }
+
+    @Test func originsAreSchemeHostAndPortLowercasedWithoutUserInformation() {
+        #expect(URLCheck.origin(of: "https://user:pw@CDN.Example.com:8443/a.jpg?x=1") == "https://cdn.example.com:8443")
+        #expect(URLCheck.origin(of: "http://[::1]:8080/a") == "http://[::1]:8080")
+        #expect(URLCheck.origin(of: "http://a.example?q") == "http://a.example")
+        #expect(URLCheck.origin(of: "http://a.example") != URLCheck.origin(of: "https://a.example"))
     }
 }

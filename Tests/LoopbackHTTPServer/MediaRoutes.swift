@@ -90,6 +90,8 @@ public struct MediaRoutes: Sendable {
         guard !name.contains(".."), let data = readMedia("\(directory)/\(name)") else {
             return notFound(connection)
         }
+        // A far or busy origin: the answer comes this many milliseconds after the request.
+        if let delay = request.query["delayMs"].flatMap(Int.init), delay > 0 { usleep(useconds_t(delay * 1000)) }
         let contentType = request.query["type"] ?? type(of: name)
         let length: Int? = request.query["length"] == "none" ? nil : data.count
         let encoding = request.query["encoding"].map { [("Content-Encoding", $0)] } ?? []

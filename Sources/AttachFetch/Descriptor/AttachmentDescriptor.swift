@@ -176,7 +176,8 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         public var probe: Int?
         /// Added with platforms: making the platform variants.
         public var variants: Int?
-        /// Added with the service: waiting for a transfer slot (`maxConcurrentTransfers`).
+        /// Added with the service: waiting for a transfer slot (`maxConcurrentTransfers`, or
+        /// `maxHostConnections` for its host), and for its share of `maxInflightBytes`.
         public var queued: Int?
 
         /// Makes timings, for example a fake in a test.

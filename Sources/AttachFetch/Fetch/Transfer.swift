@@ -3,6 +3,8 @@ struct TransferSpec: Sendable {
     /// The batch it belongs to, for sharing transfer slots fairly between batches.
     let batch: Int
     let url: String
+    /// The URL's scheme, host and port, lowercased: the unit of per-host caps and fairness.
+    let origin: String
     /// Where the body is streamed; created with O_EXCL and mode 0600.
     let bodyPath: String
     /// What the transfer runs under: no part of it may run past its deadline, which shared

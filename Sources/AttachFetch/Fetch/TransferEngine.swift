@@ -3,29 +3,30 @@ import Foundation
 import Logging
 import Synchronization
 
-/// Runs every download of one pipeline on one dedicated thread with libcurl's multi interface.
+/// Runs every download of one pipeline on a `CurlEngine` thread with libcurl's multi interface.
 ///
 /// Jobs wait in a Swift queue and get a curl handle only when one of `maxConcurrent` slots is
-/// free, so time spent waiting never counts against a request's own timeouts.
-///
-/// Slots are shared fairly between the batches that have waiting jobs: a free slot goes to
-/// the waiting batch with the fewest running transfers (the oldest job first among equals), so
-/// with B busy batches each gets about `maxConcurrent / B` slots as soon as slots free up. A
-/// running transfer is never pre-empted; its own timeouts bound how long it holds a slot.
-final class TransferEngine: @unchecked Sendable {
-    // @unchecked Sendable: `shared` is behind a lock; `multi`, `sniffer` and `active` are used
-    // only by the engine thread (after `init` hands them over), except `multi.wakeup()`, which
-    // libcurl documents as safe to call from any thread.
+/// free and their host has fewer than `maxPerHost` running, so time spent waiting never counts
+/// against a request's own timeouts. Slots are shared fairly between hosts, and within a host
+/// between batches (`TransferQueue`). A running transfer is never pre-empted; its own timeouts
+/// bound how long it holds a slot. Bodies share a budget of bytes in temporary files
+/// (`InflightBytes`); a body that does not fit waits, paused, until earlier ones end.
+final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
+    // @unchecked Sendable: `shared` is behind a lock; `sniffer`, `inflight`, `share` and `active`
+    // are used only by the engine thread (after `init` hands them over); `core.wakeup()` is
+    // safe from any thread; the counters are atomics.
     private struct Shared {
-        var queue = TransferQueue()
+        var queue: TransferQueue
         /// Jobs whose callers cancelled, for the engine to take out of the queue.
         var cancelled: [TransferJob] = []
         var stopping = false
     }
 
-    private let shared = Locked(Shared())
-    private let multi: CurlMulti
+    private let shared: Locked<Shared>
+    private let core: CurlEngine
     private let sniffer: MagicSniffer
+    private let share: CurlShare
+    private let inflight: InflightBytes
     private let maxConcurrent: Int
     private let logger: Logger
     private var active: [UnsafeMutableRawPointer: EasyTransfer] = [:] {
@@ -33,18 +34,21 @@ final class TransferEngine: @unchecked Sendable {
     }
     /// `active.count`, readable from any thread (for metrics).
     private let runningCount = Atomic<Int>(0)
-    private let stopped = DispatchSemaphore(value: 0)
+    private let connectionsOpened = Atomic<Int>(0)
+    private let connectionsReused = Atomic<Int>(0)
+    private let peakInflightBytes = Atomic<Int64>(0)
 
-    init(maxConcurrent: Int, logger: Logger) throws(AttachFetchError) {
-        self.multi = try CurlMulti(maxIdleConnections: maxConcurrent)
+    init(maxConcurrent: Int, maxPerHost: Int, maxInflightBytes: Int64, logger: Logger) throws(AttachFetchError) {
+        // Idle connections kept for reuse: as many as may run, so a batch's connections are
+        // still there for the next one.
+        self.core = try CurlEngine(threadName: "af-curl", maxIdleConnections: maxConcurrent, maxHostConnections: maxPerHost)
+        self.shared = Locked(Shared(queue: TransferQueue(maxPerHost: maxPerHost)))
         self.sniffer = try MagicSniffer()
+        self.share = try CurlShare()
+        self.inflight = InflightBytes(limit: maxInflightBytes)
         self.maxConcurrent = maxConcurrent
         self.logger = logger
-        let thread = Thread { [self] in
-            nameCurrentThread("af-curl")
-            self.run()
-        }
-        thread.start()
+        core.start(self)
     }
 
     /// Downloads one body. Cancelling the calling task stops the transfer; the outcome is then
@@ -66,12 +70,12 @@ final class TransferEngine: @unchecked Sendable {
                                                     endedWhileQueued: true)
             case .queued: break
             }
-            multi.wakeup()
+            core.wakeup()
             return await job.outcome()
         } onCancel: {
             job.requestCancel()
             shared.withLock { $0.cancelled.append(job) }
-            multi.wakeup()
+            core.wakeup()
         }
     }
 
@@ -80,73 +84,78 @@ final class TransferEngine: @unchecked Sendable {
         (runningCount.load(ordering: .relaxed), shared.withLock { $0.queue.count })
     }
 
+    /// Connections opened to origins since start, transfers that reused a kept-alive one, and the
+    /// most bytes running transfers ever held in temporary files at once.
+    var connections: (opened: Int, reused: Int, peakInflightBytes: Int64) {
+        (connectionsOpened.load(ordering: .relaxed), connectionsReused.load(ordering: .relaxed),
+         peakInflightBytes.load(ordering: .relaxed))
+    }
+
     /// Stops the thread after finishing every job as cancelled. Blocks until it has.
     func shutdown() {
         shared.withLock { $0.stopping = true }
-        multi.wakeup()
-        stopped.wait()
+        core.wakeup()
+        core.waitUntilStopped()
     }
 
-    // MARK: Engine thread
+    // MARK: Engine thread (CurlEngineWorkload)
 
-    private func run() {
-        while true {
-            let freeSlots = maxConcurrent - active.count
-            let (starting, cancelled, expired, stopping) = shared.withLock {
-                shared -> ([TransferJob], [TransferJob], [TransferJob], Bool) in
-                if shared.stopping { return ([], [], shared.queue.removeAll(), true) }
-                let cancelled = shared.cancelled.filter { shared.queue.remove($0) }
-                shared.cancelled = []
-                let expired = shared.queue.removeExpired(now: .now)
-                return (shared.queue.take(slots: freeSlots), cancelled, expired, false)
-            }
-            for job in cancelled {
-                var outcome = TransferOutcome.failed(.cancelled, "cancelled while the request was queued")
-                outcome.endedWhileQueued = true
-                job.finish(outcome)
-            }
-            let now = ContinuousClock.now
-            for job in expired {
-                // The deadline is checked first: the batch cancels its tasks when it fires.
-                var outcome = now >= job.spec.deadline && !stopping
-                    ? TransferOutcome.failed(.deadlineExceeded, "the batch deadline passed while the request was queued")
-                    : TransferOutcome.failed(.cancelled, "cancelled while the request was queued")
-                outcome.endedWhileQueued = true
-                job.finish(outcome)
-            }
-            if stopping {
-                for transfer in active.values { transfer.abort(.cancelled, "the pipeline was shut down") }
-                for key in Array(active.keys) { finish(key, curlCode: nil) }
-                stopped.signal()
-                return
-            }
-            for job in starting { start(job) }
-
-            var running: Int32 = 0
-            if let failure = multi.perform(running: &running) { failAll(failure) }
-            let activeBefore = active.count
-            while let (easy, result) = multi.nextDone() { finish(easy, curlCode: result) }
-            let wait = enforceLimits()
-            var curlTimeout = -1
-            switch multi.timeout() {
-            case .success(let milliseconds): curlTimeout = milliseconds
-            case .failure(let failure): failAll(failure)
-            }
-            var timeoutMs = curlTimeout >= 0 ? min(curlTimeout, wait) : wait
-            // A slot came free: go round at once to start the next queued job.
-            if active.count < activeBefore { timeoutMs = 0 }
-            if let failure = multi.poll(milliseconds: Int32(max(0, timeoutMs))) {
-                failAll(failure)
-                // Never spin on a multi handle that keeps failing.
-                Thread.sleep(forTimeInterval: 0.01)
-            }
+    func turn(_ multi: CurlMulti) -> Duration? {
+        let wait = enforceLimits()
+        let now = ContinuousClock.now
+        for transfer in inflight.admitWaiting() {
+            transfer.resume(now: now)
+            if transfer.abortReason != nil { finish(transfer.handle, curlCode: nil) }
         }
+        let freeSlots = maxConcurrent - active.count
+        let (starting, cancelled, expired, stopping) = shared.withLock {
+            shared -> ([TransferJob], [TransferJob], [TransferJob], Bool) in
+            if shared.stopping { return ([], [], shared.queue.removeAll(), true) }
+            let cancelled = shared.cancelled.filter { shared.queue.remove($0) }
+            shared.cancelled = []
+            let expired = shared.queue.removeExpired(now: now)
+            return (shared.queue.take(slots: freeSlots), cancelled, expired, false)
+        }
+        for job in cancelled {
+            var outcome = TransferOutcome.failed(.cancelled, "cancelled while the request was queued")
+            outcome.endedWhileQueued = true
+            job.finish(outcome)
+        }
+        for job in expired {
+            // The deadline is checked first: the batch cancels its tasks when it fires.
+            var outcome = now >= job.spec.deadline && !stopping
+                ? TransferOutcome.failed(.deadlineExceeded, "the batch deadline passed while the request was queued")
+                : TransferOutcome.failed(.cancelled, "cancelled while the request was queued")
+            outcome.endedWhileQueued = true
+            job.finish(outcome)
+        }
+        if stopping {
+            for transfer in active.values { transfer.abort(.cancelled, "the pipeline was shut down") }
+            for key in Array(active.keys) { finish(key, curlCode: nil) }
+            return nil
+        }
+        for job in starting { start(job, in: multi) }
+        peakInflightBytes.store(inflight.peakWritten, ordering: .relaxed)
+        if let queuedDeadline = shared.withLock({ $0.queue.earliestDeadline }) {
+            return min(wait, max(.zero, queuedDeadline - ContinuousClock.now))
+        }
+        return wait
     }
 
-    private func start(_ job: TransferJob) {
+    func completed(_ easy: UnsafeMutableRawPointer, result: CURLcode, in multi: CurlMulti) {
+        finish(easy, curlCode: result)
+    }
+
+    /// The multi handle failed: every running transfer ends with that reason.
+    func multiFailed(_ failure: Reason, in multi: CurlMulti) {
+        for transfer in active.values { transfer.abort(failure.code, failure.message) }
+        for key in Array(active.keys) { finish(key, curlCode: nil) }
+    }
+
+    private func start(_ job: TransferJob, in multi: CurlMulti) {
         let transfer: EasyTransfer
         do {
-            transfer = try EasyTransfer(job: job, sniffer: sniffer)
+            transfer = try EasyTransfer(job: job, sniffer: sniffer, inflight: inflight, share: share)
         } catch {
             ended(job, .failed(.ioError, error.message))
             return
@@ -169,8 +178,15 @@ final class TransferEngine: @unchecked Sendable {
 
     private func finish(_ handle: UnsafeMutableRawPointer, curlCode: CURLcode?) {
         guard let transfer = active.removeValue(forKey: handle) else { return }
-        if let failure = multi.remove(handle) {
+        if let failure = core.multi.remove(handle) {
             logger.debug("transfer not removed cleanly", metadata: ["problem": "\(failure.message)"])
+        }
+        if let connects = CurlOption.long(handle, CURLINFO_NUM_CONNECTS), transfer.receivedAnything {
+            if connects == 0 {
+                connectionsReused.add(1, ordering: .relaxed)
+            } else {
+                connectionsOpened.add(connects, ordering: .relaxed)
+            }
         }
         let outcome = transfer.complete(curlCode: curlCode)
         logger.trace("transfer finished", metadata: [
@@ -183,19 +199,13 @@ final class TransferEngine: @unchecked Sendable {
     /// A job the queue handed out has ended: its batch's slot count goes down, then its caller
     /// gets the outcome.
     private func ended(_ job: TransferJob, _ outcome: TransferOutcome) {
-        shared.withLock { $0.queue.finished(batch: job.spec.batch) }
+        shared.withLock { $0.queue.finished(job) }
         job.finish(outcome)
     }
 
-    /// The multi handle failed: every running transfer ends with that reason.
-    private func failAll(_ failure: Reason) {
-        for transfer in active.values { transfer.abort(failure.code, failure.message) }
-        for key in Array(active.keys) { finish(key, curlCode: nil) }
-    }
-
-    /// Cancels, deadline-expires and stall-expires active transfers. Returns how many
-    /// milliseconds the loop may sleep before one of these clocks next needs looking at.
-    private func enforceLimits() -> Int {
+    /// Cancels, deadline-expires and stall-expires active transfers. Returns how long the loop
+    /// may sleep before one of these clocks next needs looking at.
+    private func enforceLimits() -> Duration {
         let now = ContinuousClock.now
         var wait: Duration = .seconds(1)
         var stopping: [UnsafeMutableRawPointer] = []
@@ -207,7 +217,10 @@ final class TransferEngine: @unchecked Sendable {
                 transfer.abort(.cancelled, "the request was cancelled")
             } else {
                 wait = min(wait, spec.deadline - now)
-                if !transfer.stallArmed {
+                // A body paused for bytes in flight is waiting on us, not on the server.
+                if transfer.pausedSince != nil {
+                    transfer.lastActivity = now
+                } else if !transfer.stallArmed {
                     // Armed once the request can be sent: on a fresh connection after connecting,
                     // on a reused keep-alive connection (whose connect time stays 0) at once.
                     if transfer.receivedAnything
@@ -219,7 +232,7 @@ final class TransferEngine: @unchecked Sendable {
                         wait = min(wait, .milliseconds(20))
                     }
                 }
-                if transfer.stallArmed {
+                if transfer.stallArmed && transfer.pausedSince == nil {
                     let quietUntil = transfer.lastActivity + spec.timeout.stall
                     if now >= quietUntil {
                         transfer.abort(.timeout, "no data arrived for \(spec.timeout.stall.milliseconds) ms")
@@ -231,9 +244,6 @@ final class TransferEngine: @unchecked Sendable {
             if transfer.abortReason != nil { stopping.append(handle) }
         }
         for handle in stopping { finish(handle, curlCode: nil) }
-        let queuedDeadline = shared.withLock { $0.queue.earliestDeadline }
-        if let queuedDeadline { wait = min(wait, max(.zero, queuedDeadline - now)) }
-        // Round up so the loop wakes after, not just before, the instant it waits for.
-        return Int(wait.milliseconds) + 1
+        return wait
     }
 }

@@ -1,29 +1,46 @@
 import DequeModule
 import HeapModule
 
-/// The downloads waiting for a transfer slot, in the order slots are given out: a free slot goes
-/// to the batch with the fewest running transfers, and between equals, as within a batch, to
-/// the job queued first.
+/// The downloads waiting for a transfer slot, in the order slots are given out.
 ///
-/// Every operation costs O(log n) (amortised) in the n jobs waiting: a FIFO per batch, a heap
-/// of each batch's claim on the next slot (its running count and the age of its oldest job),
-/// and a heap of deadlines. Entries that went stale (a job taken, cancelled or expired; a
-/// batch's claim that changed) stay in the heaps until they surface and are skipped there,
+/// Slots are shared at two levels. A free slot goes to the host (scheme, name and port of the
+/// URL) with the fewest running transfers, the host whose oldest job waited longest first among
+/// equals; a host already at `maxPerHost` running transfers gets none until one of them ends.
+/// Within that host it goes to the batch with the fewest running transfers (counted over every
+/// host), and between equals, as within a batch, to the job queued first. So one host cannot
+/// hold every slot while another host's transfers wait, and one batch cannot hold every slot of
+/// a host while another batch waits for it.
+///
+/// Every operation costs O(log n) (amortised) in the n jobs waiting, times the few hosts one
+/// batch waits on: a heap of hosts' claims, in each host a FIFO per batch and a heap of the
+/// batches' claims, and a heap of deadlines. Entries that went stale (a job taken, cancelled or
+/// expired; a claim that changed) stay in the heaps until they surface and are skipped there,
 /// and the heaps are rebuilt when stale entries outnumber live ones. A plain array rescanned at
 /// each wakeup cost O(slots × n) per wakeup, O(n²) for a burst of n requests: 10,000 requests
 /// over 8 slots went from 444 to 4,998 requests/s (`Benchmarks/Sources/TransferQueueLoad`).
 ///
 /// Not thread-safe: the engine keeps it behind its lock. It makes no system call.
 struct TransferQueue {
-    private struct Claim: Comparable {
+    private struct HostClaim: Comparable {
         var running: Int
-        /// The sequence number of the batch's oldest waiting job.
+        /// The sequence number of the host's oldest waiting job.
+        var oldest: UInt64
+        var host: String
+        var version: UInt64
+
+        static func < (a: HostClaim, b: HostClaim) -> Bool { (a.running, a.oldest) < (b.running, b.oldest) }
+        static func == (a: HostClaim, b: HostClaim) -> Bool { a.version == b.version && a.host == b.host }
+    }
+
+    private struct BatchClaim: Comparable {
+        var running: Int
+        /// The sequence number of the batch's oldest job waiting for this host.
         var oldest: UInt64
         var batch: Int
         var version: UInt64
 
-        static func < (a: Claim, b: Claim) -> Bool { (a.running, a.oldest) < (b.running, b.oldest) }
-        static func == (a: Claim, b: Claim) -> Bool { (a.running, a.oldest, a.batch, a.version) == (b.running, b.oldest, b.batch, b.version) }
+        static func < (a: BatchClaim, b: BatchClaim) -> Bool { (a.running, a.oldest) < (b.running, b.oldest) }
+        static func == (a: BatchClaim, b: BatchClaim) -> Bool { a.version == b.version && a.batch == b.batch }
     }
 
     private struct Expiry: Comparable {
@@ -40,63 +57,88 @@ struct TransferQueue {
         var job: TransferJob
     }
 
-    private var batches: [Int: Deque<Waiting>] = [:]
-    private var running: [Int: Int] = [:]
-    private var claimVersions: [Int: UInt64] = [:]
-    private var claims = Heap<Claim>()
+    /// One host's waiting jobs and running count.
+    private struct Host {
+        var batches: [Int: Deque<Waiting>] = [:]
+        /// Every waiting job of the host in queue order (stale entries dropped at the head).
+        var order: Deque<Waiting> = []
+        var claims = Heap<BatchClaim>()
+        var claimVersions: [Int: UInt64] = [:]
+        var running = 0
+    }
+
+    /// Transfers one host may run at once.
+    let maxPerHost: Int
+    private var hosts: [String: Host] = [:]
+    private var hostClaims = Heap<HostClaim>()
+    private var hostClaimVersions: [String: UInt64] = [:]
+    /// Running transfers per batch, over every host.
+    private var batchRunning: [Int: Int] = [:]
+    /// The hosts each batch has waiting jobs for.
+    private var batchHosts: [Int: Set<String>] = [:]
     private var expiries = Heap<Expiry>()
-    /// The jobs waiting now; anything else met in a heap or at a batch's head is stale.
+    /// The jobs waiting now; anything else met in a heap or at a FIFO's head is stale.
     private var waiting: Set<ObjectIdentifier> = []
     private var nextSequence: UInt64 = 0
     /// Claim versions are never reused, so that a withdrawn claim can never look current again.
     private var nextVersion: UInt64 = 0
 
+    init(maxPerHost: Int = .max) {
+        self.maxPerHost = maxPerHost
+    }
+
     /// Jobs waiting for a slot.
     var count: Int { waiting.count }
 
-    /// Queues a job behind those of its batch.
+    /// Running transfers to `host` (for tests and metrics).
+    func running(host: String) -> Int { hosts[host]?.running ?? 0 }
+
+    /// Queues a job behind those of its batch and host.
     mutating func append(_ job: TransferJob) {
         nextSequence += 1
+        let entry = Waiting(sequence: nextSequence, job: job)
         waiting.insert(ObjectIdentifier(job))
-        let batch = job.spec.batch
-        let wasEmpty = batches[batch, default: []].isEmpty
-        batches[batch, default: []].append(Waiting(sequence: nextSequence, job: job))
+        let (batch, host) = (job.spec.batch, job.spec.origin)
+        let hostWasIdle = hosts[host]?.order.isEmpty ?? true
+        let batchWasEmpty = hosts[host]?.batches[batch]?.isEmpty ?? true
+        hosts[host, default: Host()].batches[batch, default: []].append(entry)
+        hosts[host]!.order.append(entry)
+        batchHosts[batch, default: []].insert(host)
         expiries.insert(Expiry(deadline: job.spec.deadline, sequence: nextSequence, job: job))
-        if wasEmpty { renewClaim(of: batch) }
+        if batchWasEmpty { renewBatchClaim(host: host, batch: batch) }
+        if hostWasIdle { renewHostClaim(host) }
     }
 
-    /// Takes up to `slots` jobs, each for the batch with the fewest running transfers (the
-    /// oldest job first among equals); each counts as running in its batch from now on.
+    /// Takes up to `slots` jobs, each for the host, then the batch, with the fewest running
+    /// transfers (the oldest job first among equals); each counts as running from now on.
     mutating func take(slots: Int) -> [TransferJob] {
         var taken: [TransferJob] = []
-        while taken.count < slots, let claim = claims.popMin() {
-            guard claimVersions[claim.batch] == claim.version else { continue }
-            dropStaleHeads(of: claim.batch)
-            guard let head = batches[claim.batch]?.popFirst() else {
-                batches[claim.batch] = nil
-                continue
-            }
-            waiting.remove(ObjectIdentifier(head.job))
-            running[claim.batch, default: 0] += 1
-            taken.append(head.job)
-            renewClaim(of: claim.batch)
+        while taken.count < slots, let claim = hostClaims.popMin() {
+            guard hostClaimVersions[claim.host] == claim.version else { continue }
+            hostClaimVersions[claim.host] = nil
+            // A host whose claim finds nothing to take is left without one (never re-queued
+            // here, so this loop always ends); its next job or withdrawal renews it.
+            guard let job = takeOne(from: claim.host) else { continue }
+            taken.append(job)
+            renewHostClaim(claim.host)
         }
         compactIfStale()
         return taken
     }
 
-    /// A transfer `take` handed out has ended: its batch has one running fewer.
-    mutating func finished(batch: Int) {
-        guard let count = running[batch] else { return }
-        running[batch] = count > 1 ? count - 1 : nil
-        renewClaim(of: batch)
+    /// A transfer `take` handed out has ended: its host and its batch have one running fewer.
+    mutating func finished(_ job: TransferJob) {
+        let (batch, host) = (job.spec.batch, job.spec.origin)
+        if let count = batchRunning[batch] { batchRunning[batch] = count > 1 ? count - 1 : nil }
+        if hosts[host] != nil { hosts[host]!.running = max(0, hosts[host]!.running - 1) }
+        for waitingHost in batchHosts[batch] ?? [] { renewBatchClaim(host: waitingHost, batch: batch) }
+        renewHostClaim(host)
     }
 
     /// Removes a waiting job (its caller cancelled); false when it was not waiting.
     mutating func remove(_ job: TransferJob) -> Bool {
         guard waiting.remove(ObjectIdentifier(job)) != nil else { return false }
-        dropStaleHeads(of: job.spec.batch)
-        renewClaim(of: job.spec.batch)
+        withdrawn(job)
         return true
     }
 
@@ -114,10 +156,17 @@ struct TransferQueue {
             }
             waiting.remove(ObjectIdentifier(entry.job))
             expired.append(entry.job)
-            dropStaleHeads(of: entry.job.spec.batch)
-            renewClaim(of: entry.job.spec.batch)
+            withdrawn(entry.job)
         }
         return expired
+    }
+
+    /// Removes and returns every waiting job for `host` (the host is known to be failing).
+    mutating func removeAll(host: String) -> [TransferJob] {
+        guard let entries = hosts[host]?.order else { return [] }
+        let jobs = entries.map(\.job).filter { waiting.remove(ObjectIdentifier($0)) != nil }
+        for job in jobs { withdrawn(job) }
+        return jobs
     }
 
     /// The earliest deadline of a waiting job, or earlier (a stale entry): when to look again.
@@ -125,35 +174,93 @@ struct TransferQueue {
 
     /// Every waiting job, removed (at shutdown).
     mutating func removeAll() -> [TransferJob] {
-        let all = batches.values.flatMap { $0 }.sorted { $0.sequence < $1.sequence }.map(\.job)
+        let all = hosts.values.flatMap(\.order).sorted { $0.sequence < $1.sequence }.map(\.job)
             .filter { waiting.contains(ObjectIdentifier($0)) }
-        self = TransferQueue()
+        self = TransferQueue(maxPerHost: maxPerHost)
         return all
     }
 
-    // MARK: Stale entries
+    // MARK: Claims and stale entries
 
-    private mutating func dropStaleHeads(of batch: Int) {
-        while let head = batches[batch]?.first, !waiting.contains(ObjectIdentifier(head.job)) {
-            batches[batch]?.removeFirst()
+    private mutating func takeOne(from host: String) -> TransferJob? {
+        while let claim = hosts[host]?.claims.popMin() {
+            let batch = claim.batch
+            guard hosts[host]?.claimVersions[batch] == claim.version else { continue }
+            dropStaleHeads(host: host, batch: batch)
+            guard let head = hosts[host]?.batches[batch]?.popFirst() else {
+                renewBatchClaim(host: host, batch: batch)
+                continue
+            }
+            waiting.remove(ObjectIdentifier(head.job))
+            hosts[host]!.running += 1
+            batchRunning[batch, default: 0] += 1
+            dropStaleHeads(host: host, batch: batch)
+            for waitingHost in batchHosts[batch] ?? [] { renewBatchClaim(host: waitingHost, batch: batch) }
+            return head.job
         }
-        if batches[batch]?.isEmpty == true { batches[batch] = nil }
+        return nil
     }
 
-    /// Replaces the batch's claim (the old one goes stale), or withdraws it when nothing waits.
-    private mutating func renewClaim(of batch: Int) {
-        guard let head = batches[batch]?.first else {
-            claimVersions[batch] = nil
+    /// A waiting job left the queue without running: its batch's and host's claims move on.
+    private mutating func withdrawn(_ job: TransferJob) {
+        let (batch, host) = (job.spec.batch, job.spec.origin)
+        dropStaleHeads(host: host, batch: batch)
+        renewBatchClaim(host: host, batch: batch)
+        renewHostClaim(host)
+    }
+
+    private mutating func dropStaleHeads(host: String, batch: Int) {
+        guard hosts[host] != nil else { return }
+        while let head = hosts[host]!.batches[batch]?.first, !waiting.contains(ObjectIdentifier(head.job)) {
+            hosts[host]!.batches[batch]!.removeFirst()
+        }
+        if hosts[host]!.batches[batch]?.isEmpty == true {
+            hosts[host]!.batches[batch] = nil
+            batchHosts[batch]?.remove(host)
+            if batchHosts[batch]?.isEmpty == true { batchHosts[batch] = nil }
+        }
+        while let head = hosts[host]!.order.first, !waiting.contains(ObjectIdentifier(head.job)) {
+            hosts[host]!.order.removeFirst()
+        }
+    }
+
+    /// Replaces the batch's claim in `host` (the old one goes stale), or withdraws it when the
+    /// batch has nothing waiting there.
+    private mutating func renewBatchClaim(host: String, batch: Int) {
+        guard hosts[host] != nil else { return }
+        guard let head = hosts[host]!.batches[batch]?.first else {
+            hosts[host]!.claimVersions[batch] = nil
             return
         }
         nextVersion += 1
-        claimVersions[batch] = nextVersion
-        claims.insert(Claim(running: running[batch] ?? 0, oldest: head.sequence, batch: batch, version: nextVersion))
+        hosts[host]!.claimVersions[batch] = nextVersion
+        hosts[host]!.claims.insert(BatchClaim(running: batchRunning[batch] ?? 0, oldest: head.sequence, batch: batch, version: nextVersion))
+    }
+
+    /// Replaces the host's claim, or withdraws it while the host has nothing waiting or is at
+    /// its cap; forgets a host with nothing waiting and nothing running.
+    private mutating func renewHostClaim(_ host: String) {
+        guard let state = hosts[host] else {
+            hostClaimVersions[host] = nil
+            return
+        }
+        guard let head = state.order.first, state.running < maxPerHost else {
+            hostClaimVersions[host] = nil
+            if state.order.isEmpty && state.running == 0 { hosts[host] = nil }
+            return
+        }
+        nextVersion += 1
+        hostClaimVersions[host] = nextVersion
+        hostClaims.insert(HostClaim(running: state.running, oldest: head.sequence, host: host, version: nextVersion))
     }
 
     private mutating func compactIfStale() {
-        if claims.count > 2 * batches.count + 64 {
-            claims = Heap(claims.unordered.filter { claimVersions[$0.batch] == $0.version })
+        if hostClaims.count > 2 * hostClaimVersions.count + 64 {
+            hostClaims = Heap(hostClaims.unordered.filter { hostClaimVersions[$0.host] == $0.version })
+        }
+        for host in hosts.keys where hosts[host]!.claims.count > 2 * hosts[host]!.claimVersions.count + 64 {
+            let versions = hosts[host]!.claimVersions
+            hosts[host]!.claims = Heap(hosts[host]!.claims.unordered.filter { versions[$0.batch] == $0.version })
         }
         if expiries.count > 2 * waiting.count + 64 {
             expiries = Heap(expiries.unordered.filter { waiting.contains(ObjectIdentifier($0.job)) })

@@ -48,6 +48,17 @@ enum URLCheck {
         return .success(String(cString: host))
     }
 
+    /// The URL's origin for per-host limits: scheme, host and port as written, lowercased,
+    /// without user information (cheap, no allocation of a parser: it runs per request; a URL
+    /// that is not of this shape is refused by `problem(with:)` before a transfer is made).
+    static func origin(of url: String) -> String {
+        guard let schemeEnd = url.range(of: "://") else { return url.lowercased() }
+        let rest = url[schemeEnd.upperBound...]
+        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        let hostAndPort = authority.lastIndex(of: "@").map { authority[authority.index(after: $0)...] } ?? authority
+        return (url[..<schemeEnd.upperBound] + hostAndPort).lowercased()
+    }
+
     /// Plain http (what App Transport Security refuses, and where no ALPN says a connection
     /// may be shared).
     static func isPlainHTTP(_ url: String) -> Bool {

@@ -129,7 +129,7 @@ extension AttachmentPipeline {
         if let shorter = request.timeout ?? (request.role == .avatar ? configuration.avatarTimeout : nil) {
             timeout.request = min(timeout.request, shorter)
         }
-        return TransferSpec(batch: batch.id, url: request.url, bodyPath: bodyPath, runningUnder: batch, timeout: timeout,
+        return TransferSpec(batch: batch.id, url: request.url, origin: URLCheck.origin(of: request.url), bodyPath: bodyPath, runningUnder: batch, timeout: timeout,
                             sizeLimits: configuration.sizeLimits, maxRedirects: configuration.maxRedirects,
                             addressPolicy: configuration.addressPolicy, imagesOnly: request.role == .avatar,
                             normalize: configuration.normalize, trustStore: trustStore, proxy: configuration.proxy)

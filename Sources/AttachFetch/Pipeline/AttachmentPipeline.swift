@@ -41,9 +41,12 @@ public final class AttachmentPipeline: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.trustStore = try TrustStore.adding(configuration.trustedCertificates)
-        self.engine = try TransferEngine(maxConcurrent: configuration.maxConcurrentTransfers, logger: logger)
+        self.engine = try TransferEngine(maxConcurrent: configuration.maxConcurrentTransfers,
+                                         maxPerHost: configuration.maxHostConnections,
+                                         maxInflightBytes: configuration.maxInflightBytes, logger: logger)
         let objectStore = try configuration.objectStore.map { target throws(AttachFetchError) in
-            try ObjectStore(target: target, maxConcurrent: max(8, configuration.maxConcurrentTransfers), logger: logger)
+            // Requests to one store: as many as one host's downloads.
+            try ObjectStore(target: target, maxConcurrent: max(8, configuration.maxHostConnections), logger: logger)
         }
         self.objectStore = objectStore
         self.storeResults = configuration.cache == nil ? nil
@@ -67,6 +70,11 @@ public final class AttachmentPipeline: Sendable {
     /// Downloads now running (holding one of `maxConcurrentTransfers` slots) and waiting for a
     /// slot, across every batch of this pipeline. For metrics; a snapshot, stale at once.
     public var transfersInFlight: (running: Int, queued: Int) { engine.inFlight }
+
+    /// Connections opened to origins since the pipeline started, and transfers that reused a
+    /// kept-alive connection instead; and the most bytes running transfers ever held in
+    /// temporary files at once (bounded by `maxInflightBytes`). For metrics and tests.
+    public var originConnections: (opened: Int, reused: Int, peakInflightBytes: Int64) { engine.connections }
 
     /// Requests sent to the object store so far, by HTTP method (retries included); empty
     /// without one. For metrics.

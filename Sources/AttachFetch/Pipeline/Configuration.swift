@@ -58,8 +58,20 @@ public struct AttachFetchConfiguration: Sendable {
     public var timeout = Timeout()
     /// Largest body per kind: image 10 MiB, audio 5 MiB, video 50 MiB, image source 40 MiB by default.
     public var sizeLimits = SizeLimits()
-    /// Transfers running at once, shared by every batch on the same pipeline. Default 8.
-    public var maxConcurrentTransfers = 8
+    /// Transfers running at once, shared by every batch and host on the same pipeline.
+    /// Default 256. A transfer costs a socket and a temporary file and mostly waits on the
+    /// network, so this is sized for origins 20–300 ms away, not by cores (decoding has its own
+    /// pools, `thumbnailThreads` and `probeThreads`); the measured sweep behind it is in
+    /// docs/performance.md.
+    public var maxConcurrentTransfers = 256
+    /// Transfers (and so connections) to one host at once: scheme, name and port. Default 64.
+    /// When transfers to several hosts wait, free slots go to the host with the fewest running.
+    public var maxHostConnections = 64
+    /// Bytes the running transfers may hold in temporary files at once. Default 1 GiB. A body
+    /// reserves its declared length (or the largest size limit while it declares none and its
+    /// kind is unknown) when it starts, and waits, paused, while that does not fit. At least
+    /// `sizeLimits.largest`, so that any one body fits.
+    public var maxInflightBytes: Int64 = 1 << 30
     /// Redirects followed per request. Default 5.
     public var maxRedirects = 5
     /// Deadline of a batch when the caller gives none. Default 25 s (an iOS service extension
@@ -182,6 +194,10 @@ public struct AttachFetchConfiguration: Sendable {
         }
         guard positive(defaultDeadline) else { throw .invalidConfiguration("the default deadline must be greater than zero") }
         guard maxConcurrentTransfers >= 1 else { throw .invalidConfiguration("maxConcurrentTransfers must be at least 1") }
+        guard maxHostConnections >= 1 else { throw .invalidConfiguration("maxHostConnections must be at least 1") }
+        guard maxInflightBytes >= sizeLimits.largest else {
+            throw .invalidConfiguration("maxInflightBytes must be at least the largest size limit (\(sizeLimits.largest) bytes), not \(maxInflightBytes)")
+        }
         guard maxRedirects >= 0 else { throw .invalidConfiguration("maxRedirects must not be negative") }
         guard sizeLimits.image > 0, sizeLimits.audio > 0, sizeLimits.video > 0, sizeLimits.imageSource > 0 else {
             throw .invalidConfiguration("size limits must be greater than zero")

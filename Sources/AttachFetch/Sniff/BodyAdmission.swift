@@ -38,6 +38,9 @@ struct BodyAdmission {
         self.sniffer = sniffer
     }
 
+    /// The most bytes the body may still grow to, once its kind is admitted.
+    var admittedLimit: Int64? { admitted ? limit : nil }
+
     /// The bytes held for sniffing and not yet let through.
     var holdsBytes: Bool { !held.isEmpty }
 

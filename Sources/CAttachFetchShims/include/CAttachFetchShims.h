@@ -28,6 +28,9 @@ CURLcode af_curl_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value)
 // MARK: curl_multi_setopt (variadic)
 CURLMcode af_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
 
+// MARK: curl_share_setopt (variadic)
+CURLSHcode af_curl_share_setopt_long(CURLSH *share, CURLSHoption option, long value);
+
 // MARK: libvips operations (variadic: NULL-terminated name/value option lists)
 // vips_image_new_from_file: lazy open, reads the header only.
 VipsImage *af_vips_image_new_from_file(const char *filename, VipsFailOn fail_on);

@@ -21,14 +21,20 @@ final class CurlMulti {
     let handle: UnsafeMutableRawPointer
 
     /// `maxIdleConnections` bounds libcurl's cache of kept-alive connections, so a pipeline
-    /// holds at most that many idle sockets.
-    init(maxIdleConnections: Int) throws(AttachFetchError) {
+    /// holds at most that many idle sockets. `maxHostConnections`, when given, caps the
+    /// connections to one host (CURLMOPT_MAX_HOST_CONNECTIONS): the queue keeps transfers to a
+    /// host under the same cap, so this is the backstop that holds even across redirects.
+    init(maxIdleConnections: Int, maxHostConnections: Int? = nil) throws(AttachFetchError) {
         try CurlGlobal.ensureInitialised()
         guard let handle = curl_multi_init() else { throw .libraryInitialisation("curl_multi_init failed") }
-        let code = af_curl_multi_setopt_long(handle, CURLMOPT_MAXCONNECTS, maxIdleConnections)
-        guard code == CURLM_OK else {
-            curl_multi_cleanup(handle)
-            throw .libraryInitialisation(Self.failure(code, "curl_multi_setopt(MAXCONNECTS)").message)
+        var options = [(CURLMOPT_MAXCONNECTS, "MAXCONNECTS", maxIdleConnections)]
+        if let maxHostConnections { options.append((CURLMOPT_MAX_HOST_CONNECTIONS, "MAX_HOST_CONNECTIONS", maxHostConnections)) }
+        for (option, name, value) in options {
+            let code = af_curl_multi_setopt_long(handle, option, value)
+            guard code == CURLM_OK else {
+                curl_multi_cleanup(handle)
+                throw .libraryInitialisation(Self.failure(code, "curl_multi_setopt(\(name))").message)
+            }
         }
         self.handle = handle
     }
@@ -74,6 +80,27 @@ final class CurlMulti {
 
     /// Breaks a `poll` from any thread. Its only failure is a bad handle, which `init` rules out.
     func wakeup() { _ = curl_multi_wakeup(handle) }
+}
+
+/// Owns one libcurl share handle that lets the easy handles of one engine resume each other's
+/// TLS sessions (by default each easy handle keeps its own session cache, and every transfer
+/// here has a new easy handle, so each new connection paid a full handshake). Used only on the
+/// engine thread, so it needs no lock callbacks.
+final class CurlShare {
+    let handle: UnsafeMutableRawPointer
+
+    init() throws(AttachFetchError) {
+        try CurlGlobal.ensureInitialised()
+        guard let handle = curl_share_init() else { throw .libraryInitialisation("curl_share_init failed") }
+        let code = af_curl_share_setopt_long(handle, CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_SSL_SESSION.rawValue))
+        guard code == CURLSHE_OK else {
+            curl_share_cleanup(handle)
+            throw .libraryInitialisation("curl_share_setopt(SSL_SESSION) failed: \(String(cString: curl_share_strerror(code)))")
+        }
+        self.handle = handle
+    }
+
+    deinit { curl_share_cleanup(handle) }
 }
 
 extension CURLcode {

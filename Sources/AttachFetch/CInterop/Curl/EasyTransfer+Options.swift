@@ -63,6 +63,7 @@ extension EasyTransfer {
             CurlOption.set(handle, CURLOPT_HEADERDATA, pointer: me),
             CurlOption.set(handle, CURLOPT_OPENSOCKETDATA, pointer: me),
         ]
+        if let share { codes.append(CurlOption.set(handle, CURLOPT_SHARE, pointer: share.handle)) }
         if let trustStore = spec.trustStore { codes.append(trustStore.apply(to: handle)) }
         if let validators = spec.validators {
             for line in validators.requestHeaders {

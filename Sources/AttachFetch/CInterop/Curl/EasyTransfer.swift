@@ -46,13 +46,29 @@ final class EasyTransfer {
     /// Request headers of a conditional request (curl_slist), freed with the handle.
     var requestHeaders: OpaquePointer?
 
+    /// The engine's budget of bytes in temporary files, and this transfer's part of it.
+    private let inflight: InflightBytes
+    private(set) var reservation: Int64 = 0
+    private var hasReservation = false
+    /// Reserved as the largest limit (no length declared) until the kind is admitted.
+    private var reservedForUnknownKind = false
+    /// What the transfer asked for while it waits (paused) for bytes to be given back.
+    private(set) var wantedReservation: Int64 = 0
+    /// Since when the body waits for its reservation, and how long it waited before.
+    private(set) var pausedSince: ContinuousClock.Instant?
+    private var pausedFor: Duration = .zero
+    /// The engine's TLS session cache, shared by its easy handles.
+    let share: CurlShare?
+
     /// Easy handles alive in this process (tests check that none leak).
     static let live = Atomic<Int>(0)
 
-    init(job: TransferJob, sniffer: MagicSniffer) throws(AttachFetchError) {
+    init(job: TransferJob, sniffer: MagicSniffer, inflight: InflightBytes, share: CurlShare?) throws(AttachFetchError) {
         guard let handle = curl_easy_init() else { throw .libraryInitialisation("curl_easy_init failed") }
         self.job = job
         self.handle = handle
+        self.inflight = inflight
+        self.share = share
         self.admission = BodyAdmission(limits: job.spec.sizeLimits, imagesOnly: job.spec.imagesOnly,
                                        normalize: job.spec.normalize, sniffer: sniffer)
         self.startedAt = .now
@@ -119,7 +135,44 @@ final class EasyTransfer {
                 return 0
             }
         }
-        return admit(chunk, complete: false) ? chunk.count : 0
+        if !hasReservation {
+            // Paused bodies are delivered again only after `resume`; a call before it still waits.
+            if pausedSince != nil { return Int(CURL_WRITEFUNC_PAUSE) }
+            let largest = job.spec.sizeLimits.largest
+            wantedReservation = declaredLength.map { min(max(0, $0), largest) } ?? largest
+            guard inflight.reserve(wantedReservation) else {
+                pausedSince = now
+                inflight.wait(self)
+                return Int(CURL_WRITEFUNC_PAUSE)
+            }
+            took(wantedReservation)
+        }
+        let admitted = admit(chunk, complete: false)
+        if reservedForUnknownKind, let limit = admission.admittedLimit {
+            reservedForUnknownKind = false
+            if limit < reservation {
+                inflight.release(reservation - limit)
+                reservation = limit
+            }
+        }
+        return admitted ? chunk.count : 0
+    }
+
+    private func took(_ bytes: Int64) {
+        reservation = bytes
+        hasReservation = true
+        reservedForUnknownKind = declaredLength == nil
+    }
+
+    /// The engine reserved `wantedReservation` for this paused transfer: the body goes on
+    /// (libcurl delivers the held chunk again, maybe at once, from inside `curl_easy_pause`).
+    func resume(now: ContinuousClock.Instant) {
+        took(wantedReservation)
+        if let pausedSince { pausedFor += now - pausedSince }
+        pausedSince = nil
+        lastActivity = now
+        let code = curl_easy_pause(handle, CURLPAUSE_CONT)
+        if code != CURLE_OK { abort(.ioError, "libcurl could not resume the body: \(code.curlMessage)") }
     }
 
     /// Hands the bytes to the admission and writes what it lets through; false when the
@@ -149,6 +202,7 @@ final class EasyTransfer {
         }
         digest.update(chunk)
         bytesWritten += Int64(chunk.count)
+        inflight.wrote(Int64(chunk.count))
         return true
     }
 
@@ -180,7 +234,15 @@ final class EasyTransfer {
             outcome.firstByteMilliseconds = Int(firstByte / 1000)
         }
         outcome.downloadMilliseconds = startedAt.millisecondsElapsed
-        outcome.queuedMilliseconds = Int(max(0, (startedAt - job.queuedAt).milliseconds))
+        // Waiting for bytes in flight is queueing too, only later than for a slot.
+        let now = ContinuousClock.now
+        let waitedForBytes = pausedFor + (pausedSince.map { now - $0 } ?? .zero)
+        outcome.queuedMilliseconds = Int(max(0, (startedAt - job.queuedAt + waitedForBytes).milliseconds))
+        if pausedSince != nil { inflight.stopWaiting(self) }
+        pausedSince = nil
+        inflight.release(reservation)
+        reservation = 0
+        inflight.ended(written: bytesWritten)
         outcome.mediaType = admission.type
         outcome.sniffedMIME = admission.sniffedMIME
         outcome.ats = atsVerdict(failure: outcome.failure)
