@@ -176,6 +176,8 @@ class Proxy:
         self.stats.peak = max(self.stats.peak, self.stats.current)
         try:
             await Connection(self, reader, writer).run()
+        except asyncio.CancelledError:
+            pass  # cancelled at shutdown: a task of start_server's must not end cancelled (3.11 logs it)
         finally:
             self.stats.current -= 1
             self.connections.discard(task)

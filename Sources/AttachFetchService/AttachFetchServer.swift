@@ -96,7 +96,7 @@ public final class AttachFetchServer: Sendable {
         router.head("/readyz") { _, _ in _ = try await self.ready(); return Response(status: .ok) }
         router.get("/metrics") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                     body: .init(byteBuffer: ByteBuffer(string: self.metrics.text(transfers: self.pipeline.transfersInFlight, connections: self.pipeline.originConnections, objectStoreRequests: self.pipeline.objectStoreRequests))))
+                     body: .init(byteBuffer: ByteBuffer(string: self.metrics.text(transfers: self.pipeline.transfersInFlight, connections: self.pipeline.originConnections, breakers: self.pipeline.originBreakers, objectStoreRequests: self.pipeline.objectStoreRequests))))
         }
         router.post("/v1/attachments") { request, context in try await self.attachments(request, context) }
         router.post("/v1/payloads") { request, context in try await self.payloads(request, context) }

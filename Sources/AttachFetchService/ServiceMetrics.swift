@@ -13,6 +13,10 @@ final class ServiceMetrics: Sendable {
     private let originConnectionsOpened: Gauge
     private let originConnectionsReused: Gauge
     private let inflightBytesPeak: Gauge
+    private let breakersOpen: Gauge
+    private let breakerTransitions: [String: Counter]
+    /// Transitions already added to the counters (the pipeline reports totals).
+    private let breakerTransitionsSeen = Mutex<[String: Int]>([:])
     private let connectionsOpenNow: Gauge
     private let connectionsClosed: [ConnectionCloseReason: Counter]
     private let batchesNow = Atomic<Int>(0)
@@ -52,6 +56,13 @@ final class ServiceMetrics: Sendable {
         originConnectionsOpened = registry.makeGauge(descriptor: origin, labels: [("connection", "new")])
         originConnectionsReused = registry.makeGauge(descriptor: origin, labels: [("connection", "reused")])
         inflightBytesPeak = registry.makeGauge(descriptor: Self.name("transfer_inflight_bytes_peak", "Most bytes running transfers held in temporary files at once since start"))
+        breakersOpen = registry.makeGauge(descriptor: Self.name("origin_breakers_open", "Origin hosts whose circuit breaker is open or half-open now"))
+        let transitions = Self.name("origin_breaker_transitions_total", "Circuit-breaker transitions, by the state entered (no host label: bounded cardinality)")
+        var transitionCounters: [String: Counter] = [:]
+        for state in ["open", "half_open", "closed"] {
+            transitionCounters[state] = registry.makeCounter(descriptor: transitions, labels: [("to", state)])
+        }
+        breakerTransitions = transitionCounters
         connectionsOpenNow = registry.makeGauge(descriptor: Self.name("connections_open", "Client connections open now"))
         let closed = Self.name("connections_closed_total", "Client connections closed, by reason: idle, bodyTimeout, limit, client")
         var counters: [ConnectionCloseReason: Counter] = [:]
@@ -138,7 +149,17 @@ final class ServiceMetrics: Sendable {
     private let storeRequests = Made<String, Gauge>()
 
     func text(transfers: (running: Int, queued: Int), connections: (opened: Int, reused: Int, peakInflightBytes: Int64),
-              objectStoreRequests: [String: Int] = [:]) -> String {
+              breakers: (transitions: [String: Int], openHosts: Int), objectStoreRequests: [String: Int] = [:]) -> String {
+        breakersOpen.set(Double(breakers.openHosts))
+        let added = breakerTransitionsSeen.withLock { seen -> [String: Int] in
+            var added: [String: Int] = [:]
+            for (state, total) in breakers.transitions where total > seen[state, default: 0] {
+                added[state] = total - seen[state, default: 0]
+                seen[state] = total
+            }
+            return added
+        }
+        for (state, count) in added { breakerTransitions[state]?.increment(by: Int64(count)) }
         transfersRunning.set(Double(transfers.running))
         transfersQueued.set(Double(transfers.queued))
         originConnectionsOpened.set(Double(connections.opened))

@@ -28,6 +28,12 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .customLong("max-inflight-bytes"), help: ArgumentHelp("Bytes running transfers may hold in temporary files at once; a number with an optional K, M or G (binary) suffix. At least the largest size limit.", valueName: "BYTES"))
     var maxInflightBytes: String = String(library.maxInflightBytes)
 
+    @Option(name: .customLong("breaker-failures"), help: ArgumentHelp("Failures in a row (connect, timeout, TLS, 5xx) after which a host is left alone for the cool-down (originUnavailable).", valueName: "N"))
+    var breakerFailures: Int = library.breaker.failures
+
+    @Option(name: .customLong("breaker-cooldown"), help: ArgumentHelp("Seconds a failing host is left alone before one request probes it.", valueName: "SECONDS"))
+    var breakerCooldown: Double = library.breaker.cooldown.seconds
+
     @Option(name: .customLong("thumbnail-size"), help: ArgumentHelp("Longest edge of thumbnails, in pixels.", valueName: "PX"))
     var thumbnailSize: Int = library.thumbnailMaxEdge
 
@@ -65,7 +71,11 @@ struct PipelineOptions: ParsableArguments {
             check.proxy = proxy
             do { try check.validate() } catch { throw ValidationError("--proxy: \(error.message)") }
         }
-        for (name, value) in [("--deadline", deadline), ("--timeout", timeout), ("--connect-timeout", connectTimeout), ("--stall-timeout", stallTimeout)] {
+        guard (1...1000).contains(breakerFailures) else {
+            throw ValidationError("--breaker-failures must be between 1 and 1000, not \(breakerFailures)")
+        }
+        for (name, value) in [("--deadline", deadline), ("--timeout", timeout), ("--connect-timeout", connectTimeout),
+                              ("--stall-timeout", stallTimeout), ("--breaker-cooldown", breakerCooldown)] {
             guard value.isFinite, value > 0, value <= 3600 else {
                 throw ValidationError("\(name) must be a number of seconds greater than 0 and at most 3600, not \(value)")
             }
@@ -163,6 +173,7 @@ struct PipelineOptions: ParsableArguments {
         configuration.timeout = .init(connect: .seconds(connectTimeout), request: .seconds(timeout), stall: .seconds(stallTimeout))
         configuration.maxConcurrentTransfers = maxConcurrency
         configuration.maxHostConnections = maxHostConnections
+        configuration.breaker = .init(failures: breakerFailures, cooldown: .seconds(breakerCooldown))
         configuration.maxInflightBytes = try inflightBytes()
         configuration.thumbnailMaxEdge = thumbnailSize
         configuration.allowPrivateNetwork = allowPrivateNetwork

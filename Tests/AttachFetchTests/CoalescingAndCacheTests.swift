@@ -367,7 +367,7 @@ import Testing
     }
 }
 
-/// A clock for the result cache that moves only when a test moves it: freshness tests advance
+/// A clock that moves only when a test moves it: freshness and breaker cool-down tests advance
 /// it instead of sleeping.
 final class ManualCacheClock: Sendable {
     private let offset = Locked<Duration>(.zero)

@@ -279,7 +279,7 @@ import Testing
 
     @Test func hundredStallingConnectionsAtOnceStillMeetTheDeadline() async throws {
         let scratch = Scratch()
-        try await withPipeline(scratch, { $0.maxConcurrentTransfers = 100 }) { pipeline in
+        try await withPipeline(scratch, { $0.maxConcurrentTransfers = 100; $0.maxHostConnections = 100 }) { pipeline in
             try await withMediaServer { server in
                 let requests = (0..<100).map { AttachmentRequest(url: "\(server.baseURL)/fault/silent?n=\($0)") }
                 let started = ContinuousClock.now

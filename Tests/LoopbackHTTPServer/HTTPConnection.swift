@@ -20,6 +20,16 @@ public struct HTTPRequest: Sendable {
     public let query: [String: String]
     public let headers: [String: String]
 
+    /// The same request for another path (the query and headers kept).
+    public func forwarded(to path: String) -> HTTPRequest {
+        HTTPRequest(method: method, target: path + (target.firstIndex(of: "?").map { String(target[$0...]) } ?? ""),
+                    path: path, query: query, headers: headers)
+    }
+
+    private init(method: String, target: String, path: String, query: [String: String], headers: [String: String]) {
+        (self.method, self.target, self.path, self.query, self.headers) = (method, target, path, query, headers)
+    }
+
     init(_ head: HTTPRequestHead) {
         method = head.method.rawValue
         target = head.uri

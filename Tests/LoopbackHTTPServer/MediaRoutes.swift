@@ -61,6 +61,19 @@ public struct MediaRoutes: Sendable {
         case "redirect-to":
             connection.respond(status: 302, reason: "Found", body: [],
                                extraHeaders: [("Location", request.query["url"] ?? "/")])
+        case "flaky" where components.count >= 4:
+            // /flaky/STATUS/K/rest: the first K requests for this target answer STATUS (with
+            // `retryAfter` as Retry-After); later ones are answered as /rest would be.
+            let key = "flaky \(request.target)"
+            let seen = connection.serverForCounting.counter(key)
+            connection.serverForCounting.count(key, 1)
+            if seen < Int(components[2]) ?? 1 {
+                let retry = request.query["retryAfter"].map { [("Retry-After", $0)] } ?? []
+                connection.respond(status: Int(components[1]) ?? 503, reason: "Flaky", contentType: "text/html",
+                                   body: Array("<html><body>try again</body></html>".utf8), extraHeaders: retry)
+            } else {
+                handle(request.forwarded(to: "/" + components[3...].joined(separator: "/")), connection)
+            }
         case "synth" where components.count == 2:
             synthesise(components[1], request, connection)
         case "fault" where components.count == 2:

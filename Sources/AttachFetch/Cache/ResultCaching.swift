@@ -8,8 +8,8 @@ public struct ResultCaching: Sendable, Equatable {
     public var defaultFreshness: Duration = .seconds(60)
     /// How long a failure that would come out the same again (`httpStatus`, `unsupportedType`,
     /// `corruptMedia`, `sizeLimitExceeded`, `forbiddenAddress`, ...) is reused. Timeouts,
-    /// `deadlineExceeded`, `cancelled`, `connectFailed`, `transferFailed` and `ioError` never
-    /// are. Default 30 s.
+    /// `deadlineExceeded`, `cancelled`, `connectFailed`, `transferFailed`, `ioError` and
+    /// `originUnavailable` never are. Default 30 s.
     public var failureFreshness: Duration = .seconds(30)
     /// Entries kept at most; the least recently used go first. Default 10,000.
     public var maxEntries = 10_000

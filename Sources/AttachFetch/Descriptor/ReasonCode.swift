@@ -63,12 +63,18 @@ public struct ReasonCode: RawRepresentable, Hashable, Codable, Sendable, CustomS
     /// unless it is whole. Failed.
     public static let publishFailed = ReasonCode(rawValue: "publishFailed")
 
+    /// Added with the per-host circuit breaker: the origin's host failed several times in a row
+    /// (connect failures, timeouts, TLS failures or 5xx answers), so it is left alone for a
+    /// cool-down and this request was not sent. The message names the host, what failed and
+    /// until when. Transient: never cached. Failed.
+    public static let originUnavailable = ReasonCode(rawValue: "originUnavailable")
+
     /// Every code this version knows, in contract order.
     public static let allKnown: [ReasonCode] = [
         .invalidURL, .unsupportedScheme, .forbiddenAddress, .connectFailed, .httpStatus,
         .tooManyRedirects, .transferFailed, .timeout, .deadlineExceeded, .sizeLimitExceeded,
         .unsupportedType, .corruptMedia, .emptyBody, .pixelLimitExceeded, .cancelled, .ioError,
-        .decoderCrashed, .tlsFailed, .unsupportedOnPlatform, .publishFailed,
+        .decoderCrashed, .tlsFailed, .unsupportedOnPlatform, .publishFailed, .originUnavailable,
     ]
 
     /// The descriptor status a code implies (fixed by the contract).

@@ -52,6 +52,11 @@ struct TransferOutcome: Sendable {
     var notModified = false
     /// The last response's caching headers.
     var cacheHeaders = CacheHeaders()
+    /// What the origin did wrong, in words, when the failure is the origin's (for its breaker).
+    var originFailure: String?
+    /// A 429 or 503 answer's Retry-After, as a delay from now, and that status.
+    var retryAfter: Duration?
+    var httpStatus: Int?
 
     static func failed(_ code: ReasonCode, _ message: String) -> TransferOutcome {
         TransferOutcome(failure: .init(code: code, message: message))

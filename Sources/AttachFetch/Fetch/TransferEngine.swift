@@ -17,6 +17,7 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
     // safe from any thread; the counters are atomics.
     private struct Shared {
         var queue: TransferQueue
+        var breakers: OriginBreakers
         /// Jobs whose callers cancelled, for the engine to take out of the queue.
         var cancelled: [TransferJob] = []
         var stopping = false
@@ -37,12 +38,20 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
     private let connectionsOpened = Atomic<Int>(0)
     private let connectionsReused = Atomic<Int>(0)
     private let peakInflightBytes = Atomic<Int64>(0)
+    private let clock: AttachFetchClock
+    /// Hosts that asked for a pause (Retry-After), until when. Engine thread only.
+    private var pauses: [String: ContinuousClock.Instant] = [:]
+    /// Room a retried request must still have after the delay the server asked for.
+    static let retryRoom: Duration = .seconds(1)
 
-    init(maxConcurrent: Int, maxPerHost: Int, maxInflightBytes: Int64, logger: Logger) throws(AttachFetchError) {
+    init(maxConcurrent: Int, maxPerHost: Int, maxInflightBytes: Int64, breaker: AttachFetchConfiguration.CircuitBreaker,
+         clock: AttachFetchClock, logger: Logger) throws(AttachFetchError) {
         // Idle connections kept for reuse: as many as may run, so a batch's connections are
         // still there for the next one.
         self.core = try CurlEngine(threadName: "af-curl", maxIdleConnections: maxConcurrent, maxHostConnections: maxPerHost)
-        self.shared = Locked(Shared(queue: TransferQueue(maxPerHost: maxPerHost)))
+        self.shared = Locked(Shared(queue: TransferQueue(maxPerHost: maxPerHost),
+                                    breakers: OriginBreakers(failures: breaker.failures, cooldown: breaker.cooldown)))
+        self.clock = clock
         self.sniffer = try MagicSniffer()
         self.share = try CurlShare()
         self.inflight = InflightBytes(limit: maxInflightBytes)
@@ -56,15 +65,21 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
     func fetch(_ spec: TransferSpec) async -> TransferOutcome {
         let job = TransferJob(spec: spec)
         return await withTaskCancellationHandler {
-            enum Accepted { case queued, stopping, cancelled }
+            enum Accepted { case queued, stopping, cancelled, refused(Reason) }
             let accepted = shared.withLock { shared -> Accepted in
                 if shared.stopping { return .stopping }
                 // Cancelled before it was queued: `onCancel` ran first and found nothing to remove.
                 if job.isCancelRequested { return .cancelled }
+                switch shared.breakers.admit(spec.origin, now: clock.now) {
+                case .refuse(let reason): return .refused(reason)
+                case .probe: shared.queue.probe(spec.origin, true)
+                case .go: break
+                }
                 shared.queue.append(job)
                 return .queued
             }
             switch accepted {
+            case .refused(let reason): return TransferOutcome(failure: reason, endedWhileQueued: true)
             case .stopping: return TransferOutcome.failed(.cancelled, "the pipeline was shut down")
             case .cancelled: return TransferOutcome(failure: .init(code: .cancelled, message: "cancelled while the request was queued"),
                                                     endedWhileQueued: true)
@@ -91,6 +106,12 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
          peakInflightBytes.load(ordering: .relaxed))
     }
 
+    /// Breaker transitions since start, by the state entered ("open", "half_open", "closed"), and
+    /// the hosts whose breaker is open or half-open now.
+    var breakers: (transitions: [String: Int], openHosts: Int) {
+        shared.withLock { ($0.breakers.transitions, $0.breakers.openHosts) }
+    }
+
     /// Stops the thread after finishing every job as cancelled. Blocks until it has.
     func shutdown() {
         shared.withLock { $0.stopping = true }
@@ -108,9 +129,12 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
             if transfer.abortReason != nil { finish(transfer.handle, curlCode: nil) }
         }
         let freeSlots = maxConcurrent - active.count
+        let resumed = pauses.filter { $0.value <= now }.map(\.key)
+        for host in resumed { pauses[host] = nil }
         let (starting, cancelled, expired, stopping) = shared.withLock {
             shared -> ([TransferJob], [TransferJob], [TransferJob], Bool) in
             if shared.stopping { return ([], [], shared.queue.removeAll(), true) }
+            for host in resumed { shared.queue.pause(host, false) }
             let cancelled = shared.cancelled.filter { shared.queue.remove($0) }
             shared.cancelled = []
             let expired = shared.queue.removeExpired(now: now)
@@ -136,10 +160,12 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
         }
         for job in starting { start(job, in: multi) }
         peakInflightBytes.store(inflight.peakWritten, ordering: .relaxed)
+        var longest = wait
         if let queuedDeadline = shared.withLock({ $0.queue.earliestDeadline }) {
-            return min(wait, max(.zero, queuedDeadline - ContinuousClock.now))
+            longest = min(longest, max(.zero, queuedDeadline - ContinuousClock.now))
         }
-        return wait
+        if let pauseEnd = pauses.values.min() { longest = min(longest, max(.zero, pauseEnd - ContinuousClock.now)) }
+        return longest
     }
 
     func completed(_ easy: UnsafeMutableRawPointer, result: CURLcode, in multi: CurlMulti) {
@@ -196,11 +222,53 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
         ended(transfer.job, outcome)
     }
 
-    /// A job the queue handed out has ended: its batch's slot count goes down, then its caller
-    /// gets the outcome.
+    /// A job the queue handed out has ended: its host's and batch's slot counts go down, its
+    /// host's breaker hears how it went, and then its caller gets the outcome, or, when the
+    /// server asked to retry after a delay that fits, the job waits in the queue once more.
     private func ended(_ job: TransferJob, _ outcome: TransferOutcome) {
-        shared.withLock { $0.queue.finished(job) }
-        job.finish(outcome)
+        var outcome = outcome
+        let host = job.spec.origin
+        let now = ContinuousClock.now
+        var retryAt: ContinuousClock.Instant?
+        if let delay = outcome.retryAfter, let status = outcome.httpStatus {
+            let fits = now + delay + Self.retryRoom < job.spec.deadline
+            if fits && job.takeRetry() {
+                retryAt = now + delay
+            } else {
+                outcome.failure = Reason(code: .httpStatus, message: "the server answered HTTP \(status) and asked to retry after "
+                    + "\(Self.seconds(delay)) s" + (fits ? "; it was retried once already" : ", which the deadline does not leave time for"))
+            }
+        }
+        let wall = Date()
+        let (closing, retrying) = shared.withLock { shared -> ([(TransferJob, Reason)], Bool) in
+            shared.queue.finished(job)
+            switch shared.breakers.record(host, failure: outcome.originFailure, now: clock.now, wall: wall) {
+            case .opened(let reason):
+                shared.queue.probe(host, false)
+                return (shared.queue.removeAll(host: host).map { ($0, reason) }, false)
+            case .closed:
+                shared.queue.probe(host, false)
+            case .none:
+                break
+            }
+            guard retryAt != nil, !shared.stopping else { return ([], false) }
+            // Its other transfers wait for the pause too, rather than send more requests.
+            shared.queue.pause(host, true)
+            shared.queue.append(job)
+            return ([], true)
+        }
+        if retrying, let retryAt {
+            pauses[host] = max(pauses[host] ?? retryAt, retryAt)
+            logger.debug("retrying after Retry-After", metadata: ["url": "\(job.spec.url)"])
+        } else {
+            job.finish(outcome)
+        }
+        for (waiting, reason) in closing { waiting.finish(TransferOutcome(failure: reason, endedWhileQueued: true)) }
+    }
+
+    private static func seconds(_ duration: Duration) -> String {
+        let milliseconds = duration.milliseconds
+        return milliseconds % 1000 == 0 ? "\(milliseconds / 1000)" : String(format: "%.1f", Double(milliseconds) / 1000)
     }
 
     /// Cancels, deadline-expires and stall-expires active transfers. Returns how long the loop

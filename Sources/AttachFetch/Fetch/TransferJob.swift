@@ -15,6 +15,11 @@ final class TransferJob: Sendable {
     }
 
     private let state = Locked(State())
+    /// Retried once already (after a Retry-After).
+    private let retried = Atomic<Bool>(false)
+
+    /// True the first time only: a job is retried at most once.
+    func takeRetry() -> Bool { !retried.exchange(true, ordering: .relaxed) }
 
     init(spec: TransferSpec) { self.spec = spec }
 

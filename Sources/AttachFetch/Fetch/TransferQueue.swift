@@ -69,6 +69,10 @@ struct TransferQueue {
 
     /// Transfers one host may run at once.
     let maxPerHost: Int
+    /// Hosts that asked for a pause (Retry-After): none of their jobs start.
+    private var paused: Set<String> = []
+    /// Hosts being probed after their breaker's cool-down: one job at a time.
+    private var probing: Set<String> = []
     private var hosts: [String: Host] = [:]
     private var hostClaims = Heap<HostClaim>()
     private var hostClaimVersions: [String: UInt64] = [:]
@@ -92,6 +96,22 @@ struct TransferQueue {
 
     /// Running transfers to `host` (for tests and metrics).
     func running(host: String) -> Int { hosts[host]?.running ?? 0 }
+
+    /// Holds back (or lets go) every job for `host`: it asked for a pause.
+    mutating func pause(_ host: String, _ on: Bool) {
+        if on { paused.insert(host) } else { paused.remove(host) }
+        renewHostClaim(host)
+    }
+
+    /// Lets one job at a time run for `host` (its breaker is half-open), or as many as usual.
+    mutating func probe(_ host: String, _ on: Bool) {
+        if on { probing.insert(host) } else { probing.remove(host) }
+        renewHostClaim(host)
+    }
+
+    private func limit(of host: String) -> Int {
+        paused.contains(host) ? 0 : probing.contains(host) ? 1 : maxPerHost
+    }
 
     /// Queues a job behind those of its batch and host.
     mutating func append(_ job: TransferJob) {
@@ -176,7 +196,13 @@ struct TransferQueue {
     mutating func removeAll() -> [TransferJob] {
         let all = hosts.values.flatMap(\.order).sorted { $0.sequence < $1.sequence }.map(\.job)
             .filter { waiting.contains(ObjectIdentifier($0)) }
-        self = TransferQueue(maxPerHost: maxPerHost)
+        hosts = [:]
+        hostClaims = Heap()
+        hostClaimVersions = [:]
+        batchRunning = [:]
+        batchHosts = [:]
+        expiries = Heap()
+        waiting = []
         return all
     }
 
@@ -244,7 +270,7 @@ struct TransferQueue {
             hostClaimVersions[host] = nil
             return
         }
-        guard let head = state.order.first, state.running < maxPerHost else {
+        guard let head = state.order.first, state.running < limit(of: host) else {
             hostClaimVersions[host] = nil
             if state.order.isEmpty && state.running == 0 { hosts[host] = nil }
             return

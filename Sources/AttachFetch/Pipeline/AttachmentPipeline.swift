@@ -43,7 +43,8 @@ public final class AttachmentPipeline: Sendable {
         self.trustStore = try TrustStore.adding(configuration.trustedCertificates)
         self.engine = try TransferEngine(maxConcurrent: configuration.maxConcurrentTransfers,
                                          maxPerHost: configuration.maxHostConnections,
-                                         maxInflightBytes: configuration.maxInflightBytes, logger: logger)
+                                         maxInflightBytes: configuration.maxInflightBytes,
+                                         breaker: configuration.breaker, clock: configuration.clock, logger: logger)
         let objectStore = try configuration.objectStore.map { target throws(AttachFetchError) in
             // Requests to one store: as many as one host's downloads.
             try ObjectStore(target: target, maxConcurrent: max(8, configuration.maxHostConnections), logger: logger)
@@ -75,6 +76,10 @@ public final class AttachmentPipeline: Sendable {
     /// kept-alive connection instead; and the most bytes running transfers ever held in
     /// temporary files at once (bounded by `maxInflightBytes`). For metrics and tests.
     public var originConnections: (opened: Int, reused: Int, peakInflightBytes: Int64) { engine.connections }
+
+    /// Circuit-breaker transitions since the pipeline started, by the state entered (`open`,
+    /// `half_open`, `closed`), and the hosts whose breaker is open or half-open now. For metrics.
+    public var originBreakers: (transitions: [String: Int], openHosts: Int) { engine.breakers }
 
     /// Requests sent to the object store so far, by HTTP method (retries included); empty
     /// without one. For metrics.

@@ -54,8 +54,34 @@ public struct AttachFetchConfiguration: Sendable {
         public var largest: Int64 { max(image, audio, video, imageSource) }
     }
 
+    /// The per-host circuit breaker: after `failures` failures in a row (connect failures and
+    /// refusals, timeouts, TLS failures, 5xx answers) a host's transfers end at once
+    /// (`originUnavailable`) for `cooldown`; then one request probes it, and its success closes
+    /// the breaker, its failure opens it again. Per pipeline.
+    public struct CircuitBreaker: Sendable, Equatable {
+        /// Failures in a row that open a host's breaker. Default 5, as Envoy's consecutive-5xx
+        /// outlier detection: one or two failures happen to healthy CDNs; five in a row, with
+        /// the per-host cap, is a host that has stopped answering.
+        public var failures = 5
+        /// How long an open breaker leaves the host alone. Default 30 s, Envoy's base ejection
+        /// time: about one Notification Service Extension's budget, so that a sick host is
+        /// asked again once per budget, not by every notification.
+        public var cooldown: Duration = .seconds(30)
+
+        /// Makes the settings; each default is the documented one.
+        public init(failures: Int = 5, cooldown: Duration = .seconds(30)) {
+            self.failures = failures
+            self.cooldown = cooldown
+        }
+    }
+
     /// Per-request timeouts: connect 5 s, request 10 s, stall 3 s by default.
     public var timeout = Timeout()
+    /// Per-host circuit breaking: 5 failures in a row, 30 s cool-down by default.
+    public var breaker = CircuitBreaker()
+    /// What breaker cool-downs are measured by. Default `.system`, the monotonic clock; tests
+    /// give a clock they move by hand.
+    public var clock: AttachFetchClock = .system
     /// Largest body per kind: image 10 MiB, audio 5 MiB, video 50 MiB, image source 40 MiB by default.
     public var sizeLimits = SizeLimits()
     /// Transfers running at once, shared by every batch and host on the same pipeline.
@@ -194,6 +220,8 @@ public struct AttachFetchConfiguration: Sendable {
         }
         guard positive(defaultDeadline) else { throw .invalidConfiguration("the default deadline must be greater than zero") }
         guard maxConcurrentTransfers >= 1 else { throw .invalidConfiguration("maxConcurrentTransfers must be at least 1") }
+        guard breaker.failures >= 1 else { throw .invalidConfiguration("breaker.failures must be at least 1, not \(breaker.failures)") }
+        guard breaker.cooldown > .zero else { throw .invalidConfiguration("breaker.cooldown must be greater than zero") }
         guard maxHostConnections >= 1 else { throw .invalidConfiguration("maxHostConnections must be at least 1") }
         guard maxInflightBytes >= sizeLimits.largest else {
             throw .invalidConfiguration("maxInflightBytes must be at least the largest size limit (\(sizeLimits.largest) bytes), not \(maxInflightBytes)")

@@ -529,6 +529,8 @@
         return 'No connection could be made to ' + host + ' (' + message + '). Check the host name (DNS) and that the server accepts connections from the internet.';
       case 'tlsFailed':
         return 'The secure connection to ' + host + ' failed (' + message + '). iOS refuses it too: fix the server\'s certificate or TLS set-up (a trusted CA, the right host name, not expired, TLS 1.2 or newer).';
+      case 'originUnavailable':
+        return host + ' failed several times in a row just before this, so the service did not ask it again for now (' + message + '). Nothing was wrong with this file as far as anyone knows: the server is down or overloaded. Check its health; the service tries it again by itself after the cool-down.';
       case 'forbiddenAddress':
         return host + ' leads to an address the service will not connect to (' + message + '): loopback, private and link-local networks are refused so a push cannot reach internal systems. Put the media on a public server (an operator can allow one range with --allow-cidr).';
       case 'corruptMedia':

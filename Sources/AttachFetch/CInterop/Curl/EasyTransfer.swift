@@ -43,6 +43,8 @@ final class EasyTransfer {
     var sessions: [TLSFacts] = []
     /// The caching headers of the response being received (reset by each status line).
     private(set) var cacheHeaders = CacheHeaders()
+    /// The Retry-After header of the response being received (reset by each status line).
+    private var retryAfter: String?
     /// Request headers of a conditional request (curl_slist), freed with the handle.
     var requestHeaders: OpaquePointer?
 
@@ -111,11 +113,15 @@ final class EasyTransfer {
             headerBytes = line.count
             declaredLength = nil
             cacheHeaders = CacheHeaders()
+            retryAfter = nil
             recordHop()
         } else if let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0, colon < 20 {
             let name = String(decoding: line[..<colon], as: UTF8.self)
-            if name.lowercased() == "content-length" {
+            let lowered = name.lowercased()
+            if lowered == "content-length" {
                 declaredLength = Int64(String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+            } else if lowered == "retry-after" {
+                retryAfter = String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             } else {
                 cacheHeaders.take(name: name, value: String(decoding: line[(colon + 1)...], as: UTF8.self)
                     .trimmingCharacters(in: .whitespacesAndNewlines))
@@ -248,6 +254,13 @@ final class EasyTransfer {
         outcome.ats = atsVerdict(failure: outcome.failure)
         outcome.cacheHeaders = cacheHeaders
         outcome.notModified = notModified && outcome.failure == nil
+        let status = CurlOption.long(handle, CURLINFO_RESPONSE_CODE) ?? 0
+        outcome.originFailure = OriginFailure.describe(outcome.failure, status: status,
+                                                       osError: CurlOption.long(handle, CURLINFO_OS_ERRNO) ?? 0)
+        if status == 429 || status == 503, let retryAfter {
+            outcome.retryAfter = RetryAfter.delay(retryAfter, now: Date())
+            outcome.httpStatus = status
+        }
         close(fileDescriptor)
         fileDescriptor = -1
         if outcome.notModified {

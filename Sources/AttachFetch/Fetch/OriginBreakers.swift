@@ -1,0 +1,127 @@
+import Foundation
+
+/// One circuit breaker per origin host: after `failures` failures in a row the host is left
+/// alone for `cooldown`, then one request probes it.
+///
+/// The states, as in resilience4j and Envoy's outlier ejection:
+/// - **closed**: requests go; a failure (connect failure or refusal, timeout, TLS failure, 5xx
+///   answer) counts, anything else resets the count;
+/// - **open**: requests end at once (`originUnavailable`), and so do those already waiting;
+///   outcomes of requests that were running when it opened are ignored;
+/// - **half-open**, after the cool-down: the next request is the probe, the only one the queue
+///   lets run for the host; its success closes the breaker, its failure opens it again.
+///
+/// A pure state machine: no lock, no system call, time passed in. The engine keeps it behind
+/// its lock, beside the queue, and carries out what its answers say after letting go.
+struct OriginBreakers {
+    /// What `admit` says of a new request.
+    enum Admission: Equatable {
+        /// Go (through the queue as usual).
+        case go
+        /// Go, as the probe of a host whose cool-down is over: the queue lets one run at a time.
+        case probe
+        /// End at once with this reason (`originUnavailable`).
+        case refuse(Reason)
+    }
+
+    /// What `record` changed.
+    enum Change: Equatable {
+        case none
+        /// The breaker opened: requests waiting for the host end with this reason.
+        case opened(Reason)
+        /// The probe succeeded: the host is back to normal.
+        case closed
+    }
+
+    private enum State {
+        case closed(failures: Int, kinds: Set<String>)
+        case open(until: ContinuousClock.Instant, reason: Reason)
+        case halfOpen
+    }
+
+    let failures: Int
+    let cooldown: Duration
+    private var states: [String: State] = [:]
+    /// Transitions since start, by the state entered: "open", "half_open", "closed".
+    private(set) var transitions: [String: Int] = [:]
+
+    init(failures: Int, cooldown: Duration) {
+        self.failures = failures
+        self.cooldown = cooldown
+    }
+
+    /// Hosts whose breaker is open or half-open now.
+    var openHosts: Int {
+        states.values.reduce(0) { count, state in
+            if case .closed = state { return count }
+            return count + 1
+        }
+    }
+
+    mutating func admit(_ host: String, now: ContinuousClock.Instant) -> Admission {
+        guard case .open(let until, let reason) = states[host] else { return .go }
+        guard now >= until else { return .refuse(reason) }
+        states[host] = .halfOpen
+        transitions["half_open", default: 0] += 1
+        return .probe
+    }
+
+    /// The outcome of a request to `host`: `failure` describes an origin failure ("timed out",
+    /// "answered HTTP 503", ...), nil is anything else. `wall` is the wall-clock time now, for
+    /// the message that says until when the host is left alone.
+    mutating func record(_ host: String, failure: String?, now: ContinuousClock.Instant, wall: Date) -> Change {
+        switch states[host] {
+        case .open:
+            return .none
+        case .halfOpen:
+            guard let failure else {
+                states[host] = nil
+                transitions["closed", default: 0] += 1
+                return .closed
+            }
+            return open(host, message: "the probe of \(Self.name(of: host)) after its cool-down \(failure)", now: now, wall: wall)
+        case .closed(let count, var kinds):
+            guard let failure else {
+                states[host] = nil
+                return .none
+            }
+            kinds.insert(failure)
+            guard count + 1 >= failures else {
+                states[host] = .closed(failures: count + 1, kinds: kinds)
+                return .none
+            }
+            let what = kinds.count == 1 ? "\(failures == 1 ? "a request" : "\(failures) requests") to \(Self.name(of: host)) \(failure)\(failures == 1 ? "" : " in a row")"
+                : "\(failures) requests to \(Self.name(of: host)) failed in a row (the last \(failure))"
+            return open(host, message: what, now: now, wall: wall)
+        case nil:
+            return record(fresh: host, failure: failure, now: now, wall: wall)
+        }
+    }
+
+    private mutating func record(fresh host: String, failure: String?, now: ContinuousClock.Instant, wall: Date) -> Change {
+        guard failure != nil else { return .none }
+        states[host] = .closed(failures: 0, kinds: [])
+        return record(host, failure: failure, now: now, wall: wall)
+    }
+
+    private mutating func open(_ host: String, message: String, now: ContinuousClock.Instant, wall: Date) -> Change {
+        let reopen = wall.addingTimeInterval(Double(cooldown.milliseconds) / 1000)
+        let reason = Reason(code: .originUnavailable, message: "\(message); not contacted again until \(Self.clockTime(reopen))")
+        states[host] = .open(until: now + cooldown, reason: reason)
+        transitions["open", default: 0] += 1
+        return .opened(reason)
+    }
+
+    /// The host as people write it: the origin without its scheme.
+    static func name(of origin: String) -> String {
+        origin.range(of: "://").map { String(origin[$0.upperBound...]) } ?? origin
+    }
+
+    /// HH:MM:SS UTC.
+    private static func clockTime(_ date: Date) -> String {
+        let seconds = Int(date.timeIntervalSince1970.rounded(.up)) % 86_400
+        let (h, m, s) = (seconds / 3600, seconds / 60 % 60, seconds % 60)
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(two(h)):\(two(m)):\(two(s)) UTC"
+    }
+}

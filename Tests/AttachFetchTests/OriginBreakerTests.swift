@@ -1,0 +1,201 @@
+import Foundation
+import LoopbackHTTPServer
+import Testing
+@testable import AttachFetch
+
+/// The per-host circuit breaker's states, without sockets.
+@Suite struct OriginBreakerStateTests {
+    private let host = "https://cdn.example.com"
+    private let wall = Date(timeIntervalSince1970: 43_200)  // 12:00:00 UTC
+
+    @Test func opensAfterThatManyFailuresInARowAndRefusesWithTheHostAndWhatFailed() {
+        var breakers = OriginBreakers(failures: 3, cooldown: .seconds(30))
+        let now = ContinuousClock.now
+        #expect(breakers.record(host, failure: "timed out", now: now, wall: wall) == .none)
+        // Anything that is not the origin's failure resets the count.
+        #expect(breakers.record(host, failure: nil, now: now, wall: wall) == .none)
+        #expect(breakers.record(host, failure: "timed out", now: now, wall: wall) == .none)
+        #expect(breakers.record(host, failure: "timed out", now: now, wall: wall) == .none)
+        #expect(breakers.admit(host, now: now) == .go)
+        guard case .opened(let reason) = breakers.record(host, failure: "timed out", now: now, wall: wall) else {
+            Issue.record("the third failure in a row did not open the breaker")
+            return
+        }
+        #expect(reason.code == .originUnavailable)
+        #expect(reason.message == "3 requests to cdn.example.com timed out in a row; not contacted again until 12:00:30 UTC")
+        #expect(breakers.admit(host, now: now + .seconds(29)) == .refuse(reason))
+        #expect(breakers.admit("https://other.example.com", now: now) == .go, "another host is not affected")
+        #expect(breakers.openHosts == 1 && breakers.transitions == ["open": 1])
+    }
+
+    @Test func afterTheCooldownOneProbeClosesOrReopensIt() {
+        var breakers = OriginBreakers(failures: 1, cooldown: .seconds(10))
+        let start = ContinuousClock.now
+        _ = breakers.record(host, failure: "answered HTTP 502", now: start, wall: wall)
+        #expect(breakers.admit(host, now: start + .seconds(10)) == .probe)
+        // While the probe runs, others go to the queue, which lets one run for the host.
+        #expect(breakers.admit(host, now: start + .seconds(10)) == .go)
+        guard case .opened(let again) = breakers.record(host, failure: "refused the connection", now: start + .seconds(11), wall: wall) else {
+            Issue.record("a failed probe did not open the breaker again")
+            return
+        }
+        #expect(again.message.contains("the probe of cdn.example.com after its cool-down refused the connection"))
+        #expect(breakers.admit(host, now: start + .seconds(20)) == .refuse(again))
+        #expect(breakers.admit(host, now: start + .seconds(21)) == .probe)
+        #expect(breakers.record(host, failure: nil, now: start + .seconds(21), wall: wall) == .closed)
+        #expect(breakers.admit(host, now: start + .seconds(21)) == .go && breakers.openHosts == 0)
+        #expect(breakers.transitions == ["open": 2, "half_open": 2, "closed": 1])
+    }
+
+    @Test func failuresOfDifferentKindsAreNamedAsSuch() {
+        var breakers = OriginBreakers(failures: 2, cooldown: .seconds(5))
+        let now = ContinuousClock.now
+        _ = breakers.record(host, failure: "timed out", now: now, wall: wall)
+        guard case .opened(let reason) = breakers.record(host, failure: "answered HTTP 503", now: now, wall: wall) else {
+            Issue.record("not opened")
+            return
+        }
+        #expect(reason.message.hasPrefix("2 requests to cdn.example.com failed in a row (the last answered HTTP 503)"))
+    }
+
+    @Test func originFailuresAreConnectTimeoutTLSAnd5xxOnly() {
+        #expect(OriginFailure.describe(.init(code: .connectFailed, message: "Failed to connect"), status: 0, osError: Int(ECONNREFUSED)) == "refused the connection")
+        #expect(OriginFailure.describe(.init(code: .connectFailed, message: "Failed to connect"), status: 0, osError: Int(EHOSTUNREACH)) == "could not be connected to")
+        #expect(OriginFailure.describe(.init(code: .timeout, message: "x"), status: 0) == "timed out")
+        #expect(OriginFailure.describe(.init(code: .tlsFailed, message: "x"), status: 0) == "failed the TLS handshake")
+        #expect(OriginFailure.describe(.init(code: .httpStatus, message: "x"), status: 503) == "answered HTTP 503")
+        #expect(OriginFailure.describe(.init(code: .httpStatus, message: "x"), status: 404) == nil)
+        #expect(OriginFailure.describe(.init(code: .deadlineExceeded, message: "x"), status: 0) == nil)
+        #expect(OriginFailure.describe(.init(code: .corruptMedia, message: "x"), status: 200) == nil)
+        #expect(OriginFailure.describe(nil, status: 200) == nil)
+        #expect(!ResultCaching.cachedFailures.contains(.originUnavailable))
+    }
+
+    @Test func retryAfterIsSecondsOrAnHTTPDate() {
+        let now = Date(timeIntervalSince1970: 784_111_777)  // Sun, 06 Nov 1994 08:49:37 GMT
+        #expect(RetryAfter.delay("120", now: now) == .seconds(120))
+        #expect(RetryAfter.delay(" 1 ", now: now) == .seconds(1))
+        #expect(RetryAfter.delay("Sun, 06 Nov 1994 08:49:47 GMT", now: now) == .seconds(10))
+        #expect(RetryAfter.delay("Sun, 06 Nov 1994 08:49:27 GMT", now: now) == .zero, "a date past is no delay")
+        #expect(RetryAfter.delay("99999999999999999999", now: now) == .seconds(86_400))
+        #expect(RetryAfter.delay("soon", now: now) == nil && RetryAfter.delay("-5", now: now) == nil && RetryAfter.delay("", now: now) == nil)
+    }
+}
+
+/// The breaker and Retry-After over real sockets.
+@Suite struct OriginBreakerTests {
+    @Test func aDeadHostCostsOneStallTimeoutAndNoHealthyAttachmentIsLate() async throws {
+        let scratch = Scratch()
+        // The CLI's defaults (stall 3 s, 64 per host, 5 failures) with the issue's deadline.
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer { dead in
+                try await withMediaServer { healthy in
+                    let requests = (0..<200).map { AttachmentRequest(url: "\(dead.baseURL)/fault/silent?n=\($0)") }
+                        + (0..<20).map { AttachmentRequest(url: "\(healthy.baseURL)/media/photo.jpg?n=\($0)") }
+                    let started = ContinuousClock.now
+                    let batch = await pipeline.process(requests, deadline: .seconds(12))
+                    let elapsed = ContinuousClock.now - started
+                    let healthyOnes = batch.attachments[200...]
+                    #expect(healthyOnes.allSatisfy { $0.status == .ready })
+                    #expect(healthyOnes.allSatisfy { $0.timings.total <= 2_000 }, "\(healthyOnes.map(\.timings.total))")
+                    let stall = AttachFetchConfiguration().timeout.stall
+                    #expect(elapsed <= stall + .seconds(2), "the batch took \(elapsed)")
+                    #expect(dead.acceptedConnections <= AttachFetchConfiguration().maxHostConnections)
+                    let codes = Dictionary(grouping: batch.attachments[..<200], by: { $0.reason?.code.rawValue ?? "ready" }).mapValues(\.count)
+                    #expect(Set(codes.keys) == ["timeout", "originUnavailable"], "\(codes)")
+                    let refused = batch.attachments.first { $0.reason?.code == .originUnavailable }
+                    #expect(refused?.reason?.message.contains("timed out in a row; not contacted again until") == true, "\(refused?.reason?.message ?? "")")
+                }
+            }
+        }
+    }
+
+    @Test func aHostThatRefusesConnectionsOpensItsBreaker() async throws {
+        let scratch = Scratch()
+        // A port that was just listened on and closed again refuses connections.
+        let port = try await withMediaServer { $0.port }
+        try await withPipeline(scratch, { $0.breaker.failures = 2; $0.maxHostConnections = 1 }) { pipeline in
+            let batch = await pipeline.process((0..<5).map { AttachmentRequest(url: "http://127.0.0.1:\(port)/media/photo.jpg?n=\($0)") })
+            let codes = batch.attachments.map { $0.reason?.code }
+            #expect(codes == [.connectFailed, .connectFailed, .originUnavailable, .originUnavailable, .originUnavailable], "\(codes)")
+            #expect(batch.attachments[2].reason?.message.hasPrefix("2 requests to 127.0.0.1:\(port) refused the connection in a row") == true,
+                    "\(batch.attachments[2].reason?.message ?? "")")
+            #expect(pipeline.originBreakers.openHosts == 1)
+        }
+    }
+
+    @Test func afterTheCooldownAProbeThatSucceedsClosesTheBreaker() async throws {
+        let scratch = Scratch()
+        let clock = ManualCacheClock()
+        try await withPipeline(scratch, { $0.maxHostConnections = 1; $0.clock = clock.clock }) { pipeline in
+            try await withMediaServer { server in
+                // Five distinct URLs (one URL would be fetched once), each answered 500 once.
+                let failing = await pipeline.process((0..<5).map { AttachmentRequest(url: "\(server.baseURL)/flaky/500/1/media/photo.jpg?n=\($0)") })
+                #expect(failing.attachments.allSatisfy { $0.reason?.code == .httpStatus })
+                // From now on every URL of the host would answer 200: only the breaker refuses.
+                let url = "\(server.baseURL)/flaky/500/0/media/photo.jpg"
+                let refused = await pipeline.process([AttachmentRequest(url: url)])
+                #expect(refused.attachments[0].reason?.code == .originUnavailable)
+                #expect(refused.attachments[0].reason?.message.contains("answered HTTP 500 in a row") == true)
+                #expect(server.counter("flaky /flaky/500/0/media/photo.jpg") == 0, "the open breaker sent nothing")
+                // Not yet: one second short of the cool-down.
+                clock.advance(by: AttachFetchConfiguration().breaker.cooldown - .seconds(1))
+                #expect(await pipeline.process([AttachmentRequest(url: url)]).attachments[0].reason?.code == .originUnavailable)
+                clock.advance(by: .seconds(1))
+                let probed = await pipeline.process([AttachmentRequest(url: url), AttachmentRequest(url: url + "?again")])
+                #expect(probed.attachments.allSatisfy { $0.status == .ready })
+                #expect(pipeline.originBreakers.transitions == ["open": 1, "half_open": 1, "closed": 1])
+                #expect(pipeline.originBreakers.openHosts == 0)
+            }
+        }
+    }
+
+    @Test func retryAfterOneSecondIsWaitedAndRetriedOnce() async throws {
+        let scratch = Scratch()
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer { server in
+                let started = ContinuousClock.now
+                let batch = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/flaky/503/1/media/photo.jpg?retryAfter=1")])
+                let elapsed = ContinuousClock.now - started
+                #expect(batch.attachments[0].status == .ready, "\(batch.attachments[0].reason?.message ?? "")")
+                #expect(server.counter("flaky /flaky/503/1/media/photo.jpg?retryAfter=1") == 2, "one retry")
+                #expect(elapsed >= .seconds(1), "the retry came \(elapsed) after the start, before the second asked for")
+                // Retried once only: a server that keeps asking gets its answer.
+                let stubborn = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/flaky/429/9/media/photo.jpg?retryAfter=0")])
+                #expect(stubborn.attachments[0].reason?.code == .httpStatus)
+                #expect(stubborn.attachments[0].reason?.message.contains("retried once already") == true)
+                #expect(server.counter("flaky /flaky/429/9/media/photo.jpg?retryAfter=0") == 2)
+            }
+        }
+    }
+
+    @Test func aRetryAfterPastTheDeadlineEndsAtOnceAndSaysSo() async throws {
+        let scratch = Scratch()
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer { server in
+                let url = "\(server.baseURL)/flaky/503/1/media/photo.jpg?retryAfter=120"
+                let started = ContinuousClock.now
+                let batch = await pipeline.process([AttachmentRequest(url: url)], deadline: .seconds(10))
+                #expect(ContinuousClock.now - started < .seconds(2))
+                #expect(batch.attachments[0].reason?.code == .httpStatus)
+                #expect(batch.attachments[0].reason?.message
+                    == "the server answered HTTP 503 and asked to retry after 120 s, which the deadline does not leave time for")
+                #expect(server.counter("flaky /flaky/503/1/media/photo.jpg?retryAfter=120") == 1)
+            }
+        }
+    }
+
+    @Test func retriesAreHeldToTheAddressPolicyToo() async throws {
+        let scratch = Scratch()
+        try await withPipeline(scratch, { $0.deniedRanges = [try! CIDRRange("127.0.0.2/32")] }) { pipeline in
+            try await withMediaServer { server in
+                // The retry is redirected to a denied address: refused like any request.
+                let target = "http://127.0.0.2:\(server.port)/media/photo.jpg"
+                let url = "\(server.baseURL)/flaky/503/1/redirect-to?retryAfter=0&url=\(target)"
+                let batch = await pipeline.process([AttachmentRequest(url: url)])
+                #expect(batch.attachments[0].reason?.code == .forbiddenAddress, "\(batch.attachments[0].reason?.message ?? "")")
+                #expect(server.counter("flaky /flaky/503/1/redirect-to?retryAfter=0&url=\(target)") == 2)
+            }
+        }
+    }
+}
