@@ -193,11 +193,11 @@ def media_server(bin_dir, directory):
 
 @contextlib.contextmanager
 def far_origin(base, rtt_ms):
-    """`base` (http://127.0.0.1:PORT) as seen from `rtt_ms` away: the URL of a delay_proxy in
-    front of it (stopped on the way out; it prints its connection totals to stderr), or `base`
-    itself at 0 (the server directly, as without --rtt-ms)."""
+    """`base` (http://127.0.0.1:PORT) as seen from `rtt_ms` away: (URL, process) of a
+    delay_proxy in front of it (stopped on the way out; it prints its connection totals to
+    stderr), or (`base`, None) at 0: the server directly, as without --rtt-ms."""
     if rtt_ms <= 0:
-        yield base
+        yield base, None
         return
     upstream = base.removeprefix("http://").rstrip("/")
     process = subprocess.Popen([sys.executable, os.path.join(HERE, "delay_proxy.py"), "--upstream", upstream,
@@ -206,7 +206,7 @@ def far_origin(base, rtt_ms):
         url = process.stdout.readline().strip()
         if not url.startswith("http://"):
             raise RuntimeError(f"delay_proxy did not start (exit {process.poll()})")
-        yield url
+        yield url, process
     finally:
         stop_process(process)
 
@@ -316,7 +316,7 @@ def compare(args, scenarios, mixed_dir, machine):
     for rtt in args.rtt_ms:
         results["byRttMs"][rtt_key(rtt)] = {"scenarios": {}}
         for scenario, directory, names in scenarios:
-            with media_server(args.bin, directory) as (_, origin), far_origin(origin, rtt) as base:
+            with media_server(args.bin, directory) as (_, origin), far_origin(origin, rtt) as (base, _):
                 results["byRttMs"][rtt_key(rtt)]["scenarios"][scenario] = compare_scenario(args, scenario, directory, names, base, rtt)
 
     # Memory under load: many large bodies at once, and many 12-megapixel JPEGs (the server
@@ -368,7 +368,7 @@ def sweep(args, scenarios, machine):
         results["scenarios"][scenario] = {"items": len(names), "images": len(image_indices), "byRttMs": {}}
         with media_server(args.bin, directory) as (_, origin):
             for rtt in args.rtt_ms:
-                with far_origin(origin, rtt) as base:
+                with far_origin(origin, rtt) as (base, _):
                     urls = [f"{base}/media/{name}?n={i}" for i, name in enumerate(names)]
                     urls_file, _ = write_urls(args.work, urls)
                     out = os.path.join(args.work, "out-sweep")

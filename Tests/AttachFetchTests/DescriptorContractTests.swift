@@ -19,6 +19,8 @@ import Testing
             ("unsupportedOnPlatform", .rejected),
             // Added with object-store publishing: the store refused a ready file.
             ("publishFailed", .failed),
+            // Added with the per-host circuit breaker.
+            ("originUnavailable", .failed),
         ]
         #expect(ReasonCode.allKnown.map(\.rawValue) == expected.map(\.0))
         for (code, status) in expected {

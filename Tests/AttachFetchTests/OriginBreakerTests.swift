@@ -199,3 +199,55 @@ import Testing
         }
     }
 }
+
+/// The breaker in the service: one customer's dead CDN beside everyone else's healthy media.
+@Suite struct OriginBreakerServiceTests {
+    @Test func aDeadHostDoesNotSlowTheHealthyStream() async throws {
+        let scratch = Scratch()
+        let service = try await RunningServer.start(scratch)
+        try await withMediaServer { dead in
+            try await withMediaServer { healthy in
+                // Thirty calls at once for the dead host (it accepts and never answers).
+                let deadCalls = Task {
+                    try await withThrowingTaskGroup(of: String.self) { group in
+                        for n in 0..<30 {
+                            group.addTask {
+                                let answer = try await Exchange.post("\(service.base)/v1/attachments",
+                                                                     json: #"{"urls": ["\#(dead.baseURL)/fault/silent?n=\#(n)"], "deadlineMs": 8000}"#)
+                                return ((answer.json["attachments"] as? [[String: Any]])?.first?["reason"] as? [String: Any])?["code"] as? String ?? "none"
+                            }
+                        }
+                        return try await group.reduce(into: [String]()) { $0.append($1) }
+                    }
+                }
+                // Beside them a steady stream: four clients, a distinct image every 40 ms each.
+                let latencies = try await withThrowingTaskGroup(of: [Duration].self) { group in
+                    for client in 0..<4 {
+                        group.addTask {
+                            var mine: [Duration] = []
+                            for k in 0..<25 {
+                                let started = ContinuousClock.now
+                                let answer = try await Exchange.post("\(service.base)/v1/attachments",
+                                                                     json: #"{"urls": ["\#(healthy.baseURL)/media/photo.jpg?c=\#(client)&k=\#(k)"]}"#)
+                                mine.append(ContinuousClock.now - started)
+                                #expect(answer.status == 200 && answer.text.contains(#""status":"ready""#), "\(answer.text)")
+                                try await Task.sleep(for: .milliseconds(40))
+                            }
+                            return mine
+                        }
+                    }
+                    return try await group.reduce(into: [Duration]()) { $0 += $1 }
+                }.sorted()
+                let p99 = latencies[Int(Double(latencies.count) * 0.99) - 1]
+                #expect(p99 < .seconds(1), "healthy p99 \(p99) beside a dead host")
+                let codes = try await deadCalls.value
+                #expect(Set(codes).isSubset(of: ["timeout", "originUnavailable"]) && codes.contains("timeout"), "\(codes)")
+                let metrics = try await Exchange.send("GET", "\(service.base)/metrics").text
+                #expect(metricValue(metrics, #"attach_fetch_origin_breaker_transitions_total{to="open"}"#) == 1, "\(metrics)")
+                #expect(metricValue(metrics, "attach_fetch_origin_breakers_open") == 1)
+                #expect((metricValue(metrics, #"attach_fetch_origin_connections{connection="new"}"#) ?? 0) >= 1)
+            }
+        }
+        await service.stop()
+    }
+}
