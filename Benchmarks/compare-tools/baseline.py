@@ -1,6 +1,7 @@
 """The Python baseline: asyncio + aiohttp + python-magic + pyvips doing the same job as
 attach-fetch — download to a temp file, sniff, size check, thumbnail.
-Usage: baseline.py URLS_FILE OUTDIR"""
+Usage: baseline.py URLS_FILE OUTDIR [CONNECTIONS]   (downloads at once; default 8, as
+attach-fetch's CLI had; the far-origin sweep uses aiohttp's own default, 100)"""
 import asyncio, os, sys
 import aiohttp, magic, pyvips
 from concurrent.futures import ThreadPoolExecutor
@@ -35,12 +36,12 @@ async def fetch(session, index, url, out, pool, slots):
         await asyncio.get_running_loop().run_in_executor(pool, thumbnail, path, os.path.join(out, f"{index}.thumb"))
     return f"{index} ready"
 
-async def main(urls_file, out):
+async def main(urls_file, out, connections):
     urls = [line.strip() for line in open(urls_file) if line.strip()]
-    slots = asyncio.Semaphore(8)
+    slots = asyncio.Semaphore(connections)
     with ThreadPoolExecutor(max_workers=os.cpu_count()) as pool:
         async with aiohttp.ClientSession(auto_decompress=False) as session:
             results = await asyncio.gather(*(fetch(session, i, u, out, pool, slots) for i, u in enumerate(urls)))
     print("\n".join(results))
 
-asyncio.run(main(sys.argv[1], sys.argv[2]))
+asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 8))

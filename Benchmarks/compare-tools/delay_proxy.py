@@ -166,21 +166,21 @@ class Proxy:
         self.rtt = rtt_ms / 1000
         self.window = window
         self.stats = Stats()
-        self.connections = set()
+        self.connections = {}  # handler task -> Connection
 
     async def handle(self, reader, writer):
         task = asyncio.current_task()
-        self.connections.add(task)
+        connection = self.connections[task] = Connection(self, reader, writer)
         self.stats.accepted += 1
         self.stats.current += 1
         self.stats.peak = max(self.stats.peak, self.stats.current)
         try:
-            await Connection(self, reader, writer).run()
+            await connection.run()
         except asyncio.CancelledError:
             pass  # cancelled at shutdown: a task of start_server's must not end cancelled (3.11 logs it)
         finally:
             self.stats.current -= 1
-            self.connections.discard(task)
+            del self.connections[task]
 
     async def serve(self, listen_port):
         loop = asyncio.get_running_loop()
@@ -192,7 +192,10 @@ class Proxy:
         print(f"http://127.0.0.1:{port}", flush=True)
         await stop.wait()
         server.close()
-        for task in list(self.connections):
+        # Connections still open are cut (reset), not flushed: a peer that no longer reads must
+        # not keep the proxy alive.
+        for task, connection in list(self.connections.items()):
+            connection.abort()
             task.cancel()
         await asyncio.gather(*self.connections, return_exceptions=True)
         await server.wait_closed()

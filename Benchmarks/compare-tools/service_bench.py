@@ -1,13 +1,18 @@
 """Harness behind Benchmarks/service: `attach-fetch serve` driven by wrk at 64 connections over
 loopback, thumbor 7.8 and the CLI on the same 300 images in the same run, and a soak at half the
 measured maximum rate. Prints a table, writes Benchmarks/results/service.json, and checks the
-targets in Benchmarks/Thresholds/service.json (exit 1 when one is missed)."""
-import argparse, asyncio, resource, json, os, shutil, signal, statistics, subprocess, sys, tempfile, threading, time
+targets in Benchmarks/Thresholds/service.json (exit 1 when one is missed).
+--rtt-ms N puts the origin of the uncached scenarios (cold single-image requests and their
+origin floors, the 300 distinct images) behind delay_proxy.py at that round-trip time, and
+writes service-rttN.json; --only-uncached runs only the 300 distinct images against attach-fetch
+serve (no thumbor, CLI, cached runs or soak) and writes service-uncached[-rttN].json;
+--serve-extra ARGS is appended to every `attach-fetch serve` command line."""
+import argparse, asyncio, contextlib, resource, json, os, shlex, shutil, signal, statistics, subprocess, sys, tempfile, threading, time
 import aiohttp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from compare import CORES, ff, process_tree, start_server, tree_pss_kb  # noqa: E402  (one copy of these helpers)
+from compare import CORES, far_origin, ff, media_server, process_tree, tree_pss_kb  # noqa: E402  (one copy of these helpers)
 
 CONNECTIONS = 64
 
@@ -92,8 +97,10 @@ class CoreAccount:
     the network); one that takes both cores is computing; a load generator that takes a core
     from a server on a 2-core machine is part of why ratios differ between machines."""
 
-    def __init__(self, server_pid, origin_pid):
+    def __init__(self, server_pid, origin_pid, proxy_pid=None):
         self.pids = {"server": server_pid, "origin": origin_pid}
+        if proxy_pid is not None:
+            self.pids["proxy"] = proxy_pid  # delay_proxy.py, under --rtt-ms
 
     def __enter__(self):
         self.started = time.monotonic()
@@ -178,6 +185,8 @@ def start_thumbor(venv, port, work):
         except OSError:
             pass
         time.sleep(0.1)
+    os.killpg(process.pid, signal.SIGTERM)
+    process.wait()
     sys.exit("thumbor did not start")
 
 
@@ -234,17 +243,21 @@ def checked_wrk(url, mode, seconds, **env):
     return run
 
 
-def distinct_images(bin_dir, origin, names, thumbor_base, service_base, rounds, seconds, tmpdir, pids):
+DISTINCT_TOOLS = ["service", "thumbor", "cliBatch", "cliPerImage", "serviceViaPython", "thumborViaPython"]
+
+
+def distinct_images(bin_dir, origin, names, thumbor_base, service_base, rounds, seconds, tmpdir, pids, tools=DISTINCT_TOOLS):
     """The same small images through the service (a new URL every request: uncached) and through
     thumbor, both driven by wrk at 64 connections for `seconds`, every answer checked; then the
     same 300 through the CLI (one batch; one process per image), and through both services once
     more from a Python asyncio client (aiohttp), as a parsed, per-URL check. `pids`: the service's,
-    thumbor's and the origin's, for the account of where the cores went in each wrk run."""
+    thumbor's and the origin's (and "proxy": delay_proxy's, if any), for the account of where the
+    cores went in each wrk run. `tools`: which of DISTINCT_TOOLS run (--only-uncached: the service)."""
     if names != [f"d{i:03d}.jpg" for i in range(1, len(names) + 1)]:
         sys.exit("the distinct images must be d001.jpg, d002.jpg, ... (wrk.lua numbers them)")
-    timings = {"service": [], "thumbor": [], "cliBatch": [], "cliPerImage": [], "serviceViaPython": [], "thumborViaPython": []}
-    latencies = {"service": [], "thumbor": []}
-    cores = {"service": [], "thumbor": []}
+    timings = {tool: [] for tool in DISTINCT_TOOLS if tool in tools}
+    latencies = {tool: [] for tool in ("service", "thumbor") if tool in timings}
+    cores = {tool: [] for tool in latencies}
     for round_index in range(-1, rounds):
         # A new ROUND per round (and a new query per request): every URL is new to the service's
         # cache, so each round is uncached. Round -1 warms every tool up (decoder processes,
@@ -260,7 +273,7 @@ def distinct_images(bin_dir, origin, names, thumbor_base, service_base, rounds, 
             count = 100 if tool == "cliPerImage" else len(urls)
             if tool in ("service", "thumbor"):
                 base, mode = (service_base + "/v1/attachments", "distinct") if tool == "service" else (thumbor_base, "thumbor")
-                with CoreAccount(pids[tool], pids["origin"]) as account:
+                with CoreAccount(pids[tool], pids["origin"], pids.get("proxy")) as account:
                     run = checked_wrk(base, mode, seconds if round_index >= 0 else 3, ORIGIN=origin, IMAGES=len(names),
                                       ROUND=round_index)
                 rate, ok = run["rate"], [True] * count
@@ -303,7 +316,8 @@ def distinct_images(bin_dir, origin, names, thumbor_base, service_base, rounds, 
     for tool, runs in latencies.items():
         results[tool]["latencyByRound"] = runs
         results[tool]["coresByRound"] = cores[tool]
-    results["service"]["thumborRatioByRound"] = [a / b for a, b in zip(timings["service"], timings["thumbor"])]
+    if "service" in timings and "thumbor" in timings:
+        results["service"]["thumborRatioByRound"] = [a / b for a, b in zip(timings["service"], timings["thumbor"])]
     return results
 
 
@@ -361,7 +375,18 @@ def main():
     parser.add_argument("--service-tmpdir", default=None,
                         help="where the service keeps its files (TMPDIR): default /dev/shm when it is tmpfs, as the "
                              "README's systemd unit and container recipe run it; else --work")
+    parser.add_argument("--rtt-ms", type=float, default=0.0,
+                        help="round-trip time (ms) of the origin in the uncached scenarios, through delay_proxy.py (default 0: "
+                             "the origin directly)")
+    parser.add_argument("--only-uncached", action="store_true",
+                        help="only the 300 distinct images, uncached, at 64 wrk connections against attach-fetch serve: "
+                             "images/s and p50/p99 latency (no thumbor, CLI, cached scenarios or soak; no targets checked)")
+    parser.add_argument("--serve-extra", default="", metavar="ARGS",
+                        help="arguments appended to every `attach-fetch serve` command line (shell-split), e.g. "
+                             "--serve-extra='--max-host-connections 16'")
     args = parser.parse_args()
+    if args.rtt_ms < 0:
+        parser.error("--rtt-ms must not be negative")
     if args.service_tmpdir is None:
         args.service_tmpdir = "/dev/shm" if is_tmpfs("/dev/shm") else args.work
     os.makedirs(args.work, exist_ok=True)
@@ -369,10 +394,11 @@ def main():
         thresholds = json.load(f)
     corpus = os.path.join(args.work, "corpus")
     names = build_corpus(corpus)
-    origin_process, origin = start_server(args.bin, corpus)
-    thumbor = start_thumbor(args.thumbor_venv, 18888, args.work)
-    results = {"connections": CONNECTIONS, "cores": os.cpu_count(), "serviceExits": [], "serviceLeftovers": []}
+    results = {"connections": CONNECTIONS, "cores": os.cpu_count(), "originRttMs": args.rtt_ms, "serveExtra": args.serve_extra,
+               "serviceExits": [], "serviceLeftovers": []}
     service = scratch = None
+    # The origin, its delay proxy and thumbor, stopped on the way out whatever happens.
+    servers = contextlib.ExitStack()
 
     def fresh_service(tmpdir=None):
         """Each part on a new service: a part must not pay for the previous one's backlog (the
@@ -381,7 +407,7 @@ def main():
         if service is not None:
             retire_service()
         scratch = tempfile.mkdtemp(dir=tmpdir or args.service_tmpdir, prefix="attach-fetch-bench-")
-        service, base = start_service(args.bin, scratch)
+        service, base = start_service(args.bin, scratch, *shlex.split(args.serve_extra))
         return base
 
     def retire_service():
@@ -391,20 +417,69 @@ def main():
         shutil.rmtree(scratch, ignore_errors=True)
         service = None
 
+    set_up = False
     try:
+        origin_process, origin = servers.enter_context(media_server(args.bin, corpus))
+        # What the uncached scenarios fetch from: the origin behind delay_proxy at --rtt-ms (the
+        # origin itself at 0). Cache hits and the soak use the origin directly.
+        far, proxy = servers.enter_context(far_origin(origin, args.rtt_ms))
+        pids = {"service": None, "origin": origin_process.pid, "proxy": proxy.pid if proxy else None}
+        if args.only_uncached:
+            print(f"300 distinct small images, uncached, attach-fetch serve only (origin RTT {args.rtt_ms:g} ms)", flush=True)
+            base = fresh_service()
+            results["distinct"] = distinct_images(args.bin, far, names, None, base, args.rounds, args.seconds,
+                                                   args.service_tmpdir, {**pids, "service": service.pid}, tools=["service"])
+            retire_service()
+        set_up = True
+    finally:
+        if args.only_uncached or not set_up:
+            if service is not None:
+                retire_service()
+            servers.close()
+    if args.only_uncached:
+        figures = results["distinct"]["service"]
+        p50 = statistics.median(r["p50_ms"] for r in figures["latencyByRound"])
+        p99 = statistics.median(r["p99_ms"] for r in figures["latencyByRound"])
+        figures.update({"p50MsMedian": p50, "p99MsMedian": p99})
+        print(f"  service {figures['imagesPerSecond']:.0f} images/s, p50 {p50:.1f} ms, p99 {p99:.1f} ms (medians of "
+              f"{len(figures['imagesPerSecondByRound'])} rounds of {args.seconds} s at {CONNECTIONS} connections; origin RTT "
+              f"{args.rtt_ms:g} ms)", flush=True)
+        print(f"  by round: " + "; ".join(f"{rate:.0f} images/s, p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms"
+                                          for rate, r in zip(figures["imagesPerSecondByRound"], figures["latencyByRound"])))
+        print(f"  service exit statuses {results['serviceExits']}, files left {len(results['serviceLeftovers'])}", flush=True)
+        met = True
+        if args.rtt_ms == 100 and not args.serve_extra:
+            # The stored far-origin targets: the service at its defaults, origin 100 ms away.
+            targets = json.load(open(os.path.join(HERE, "..", "Thresholds", "far-origins.json")))
+            rate_ok = figures["imagesPerSecond"] >= targets["serviceUncachedImagesPerSecondAt100ms"]
+            p50_ok = p50 <= targets["serviceUncachedP50RoundTripsAt100ms"] * args.rtt_ms
+            met = rate_ok and p50_ok
+            print(f"  target {'met' if rate_ok else 'MISSED'}: {figures['imagesPerSecond']:.0f} images/s >= "
+                  f"{targets['serviceUncachedImagesPerSecondAt100ms']}")
+            print(f"  target {'met' if p50_ok else 'MISSED'}: p50 {p50:.0f} ms <= "
+                  f"{targets['serviceUncachedP50RoundTripsAt100ms']} round trips ({targets['serviceUncachedP50RoundTripsAt100ms'] * args.rtt_ms:g} ms)")
+            figures["targetsMet"] = met
+        write_results(results, f"service-uncached{rtt_suffix(args.rtt_ms)}.json")
+        sys.exit(0 if met and max(map(abs, results["serviceExits"])) == 0 and not results["serviceLeftovers"] else 1)
+
+    try:
+        thumbor = start_thumbor(args.thumbor_venv, 18888, args.work)
+        servers.callback(lambda: (os.killpg(thumbor.pid, signal.SIGTERM), thumbor.wait()))
         base = fresh_service()
         single = f"{origin}/media/single.jpg"
+        far_single = f"{far}/media/single.jpg"
         runs = {}
-        print("single-image requests", flush=True)
+        print("single-image requests" + (f" (cold ones and their origin floors at an origin RTT of {args.rtt_ms:g} ms)"
+                                         if args.rtt_ms > 0 else ""), flush=True)
         runs["healthzFloor"] = wrk(f"{base}/healthz", "get", args.seconds)
-        runs["origin64"] = wrk(single, "get", args.seconds)
-        runs["origin1"] = wrk(single, "get", args.seconds, connections=1)
+        runs["origin64"] = wrk(far_single, "get", args.seconds)
+        runs["origin1"] = wrk(far_single, "get", args.seconds, connections=1)
         first_call(base, single)
         for name, mode, connections in [("warm64", "warm", CONNECTIONS), ("warm1", "warm", 1),
                                         ("cold64", "cold", CONNECTIONS), ("cold1", "cold", 1)]:
             with Sampler(service.pid) as sampler:
                 runs[name] = wrk(f"{base}/v1/attachments", mode, args.seconds, connections=connections,
-                                 HOT_URL=single, COLD_URL=single)
+                                 HOT_URL=single, COLD_URL=far_single)
             runs[name]["peakPssMiB"] = sampler.peak_mib
         # A hit's cost in /healthz calls, on the same service, in alternating runs (the machine
         # drifts by tens of per cent within minutes, so one /healthz run at the start is no
@@ -474,11 +549,10 @@ def main():
                       f"p99 {attempt['p99_ms']:.2f} ms", flush=True)
         results["single"] = runs
 
-        print("300 distinct small images, uncached", flush=True)
+        print("300 distinct small images, uncached" + (f" (origin RTT {args.rtt_ms:g} ms)" if args.rtt_ms > 0 else ""), flush=True)
         base = fresh_service()
-        results["distinct"] = distinct_images(args.bin, origin, names, "http://127.0.0.1:18888", base, args.rounds, args.seconds,
-                                               args.service_tmpdir,
-                                               {"service": service.pid, "thumbor": thumbor.pid, "origin": origin_process.pid})
+        results["distinct"] = distinct_images(args.bin, far, names, "http://127.0.0.1:18888", base, args.rounds, args.seconds,
+                                               args.service_tmpdir, {**pids, "service": service.pid, "thumbor": thumbor.pid})
         for tool, figures in results["distinct"].items():
             print(f"  {tool:12} {figures['imagesPerSecond']:6.0f} images/s (median of {len(figures['imagesPerSecondByRound'])})", flush=True)
 
@@ -492,12 +566,9 @@ def main():
               f"{s['pssAtEndMiB']:.0f} MiB ({s['pssGrowth'] * 100:+.1f} %), peak {s['peakPssMiB']:.0f} MiB, descriptors "
               f"{s['fdsMin']}–{s['fdsMax']} (end {s['fdsAtEnd']}), 5xx {s['serverErrors']}, statuses {s['statuses']}", flush=True)
     finally:
-        os.killpg(thumbor.pid, signal.SIGTERM)
-        thumbor.wait()
         if service is not None:
             retire_service()
-        origin_process.terminate()
-        origin_process.wait()
+        servers.close()
 
     runs, distinct, soaked = results["single"], results["distinct"], results["soak"]
     checks = [
@@ -526,10 +597,20 @@ def main():
         missed += not met
         results["checks"].append({"name": name, "value": value, "bound": f"{op} {bound}", "met": met})
         print(f"  {'met   ' if met else 'MISSED'} {name}: {value:.3f} (target {op} {bound})", flush=True)
-    os.makedirs(os.path.join(HERE, "..", "results"), exist_ok=True)
-    with open(os.path.join(HERE, "..", "results", "service.json"), "w") as f:
-        json.dump(results, f, indent=1)
+    write_results(results, f"service{rtt_suffix(args.rtt_ms)}.json")
     sys.exit(1 if missed else 0)
+
+
+def rtt_suffix(rtt_ms):
+    """'' at RTT 0 (the loopback reference files keep their names), else '-rttN'."""
+    return f"-rtt{rtt_ms:g}" if rtt_ms > 0 else ""
+
+
+def write_results(results, name):
+    os.makedirs(os.path.join(HERE, "..", "results"), exist_ok=True)
+    with open(os.path.join(HERE, "..", "results", name), "w") as f:
+        json.dump(results, f, indent=1)
+    print(f"raw numbers: Benchmarks/results/{name}", flush=True)
 
 
 if __name__ == "__main__":

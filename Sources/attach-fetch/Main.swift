@@ -21,6 +21,7 @@ struct AttachFetchTool: AsyncParsableCommand {
             // holds no modules skips that; the library then loads the one it uses (HEIF) itself.
             // Set before any library code runs; a VIPSHOME the user set is left alone.
             if getenv("VIPSHOME") == nil { setenv("VIPSHOME", "/dev/null", 0) }
+            raiseOpenFileLimit()
             // Decoder workers forked now, while this process has a single thread: a fork of a
             // process that has loaded libvips and FFmpeg starts in a millisecond or two, where a
             // new worker binary spends about 80 ms binding their symbols (see DecoderReserve).
@@ -42,4 +43,14 @@ struct AttachFetchTool: AsyncParsableCommand {
             exit(withError: error)
         }
     }
+}
+
+/// Each running transfer holds two descriptors (its socket and its body file), so the default
+/// 512 transfers need more than the usual soft limit of 1,024: the soft limit goes up to the
+/// hard one, as Go's runtime does for every program. A failure leaves the limit as it was.
+private func raiseOpenFileLimit() {
+    var limit = rlimit()
+    guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+    limit.rlim_cur = limit.rlim_max
+    _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
 }

@@ -97,7 +97,28 @@ func loadPayload(_ name: String, base: String = "http://127.0.0.1:9") throws -> 
         let (_, twoKeys) = try loadPayload("apns-two-keys.json")
         #expect(twoKeys.lint(media: twoKeys.media()).map(\.code) == ["multipleMediaKeys"])
         let (_, fcm) = try loadPayload("fcm-v1-message.json")
-        #expect(fcm.lint(media: fcm.media()).map(\.code) == ["multipleMediaKeys"])
+        #expect(fcm.lint(media: fcm.media()).isEmpty, "Firebase's keys for one image, one URL")
+    }
+
+    /// The shapes Firebase documents for an image notification (HTTP v1 API, "Send an image in
+    /// the notification payload"): FCM builds the APNs alert from `message.notification`.
+    @Test func firebasesCanonicalMessagesLintClean() throws {
+        for file in ["fcm-notification-only.json", "fcm-notification-apns-override.json", "fcm-v1-message.json", "fcm-legacy.json"] {
+            let (_, payload) = try loadPayload(file)
+            let findings = payload.lint(media: payload.media())
+            #expect(findings.isEmpty, "\(file): \(findings.map { "\($0.code) at \($0.path)" })")
+        }
+        // The data-only message is the silent push: no alert, no extension.
+        let (_, dataOnly) = try loadPayload("fcm-data-only.json")
+        let silent = dataOnly.lint(media: dataOnly.media())
+        #expect(silent.map(\.code) == ["noAlert"] && silent[0].path == "message.apns.payload.aps.alert")
+        // Different URLs under Firebase's keys are still two images for one notification.
+        let (_, twoImages) = try loadPayload("fcm-two-images.json")
+        let warned = twoImages.lint(media: twoImages.media())
+        #expect(warned.map(\.code) == ["multipleMediaKeys"])
+        #expect(warned.allSatisfy { !$0.path.isEmpty }, "every finding says where")
+        let (_, twoKeys) = try loadPayload("apns-two-keys.json")
+        #expect(twoKeys.lint(media: twoKeys.media()).allSatisfy { !$0.path.isEmpty })
     }
 
     @Test func invalidPayloadsAreRefused() {

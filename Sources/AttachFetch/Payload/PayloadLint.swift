@@ -18,10 +18,15 @@ extension PushPayload {
                 "media is present but there is no aps dictionary: an iOS service extension only runs for aps.mutable-content: 1",
                 "aps")
         }
+        let isFCM = media.contains { $0.provider == "fcm" } || value(at: [.key("message")]) is [String: Any]
         for base in apnsPayloads {
             let aps = value(at: base + [.key("aps")]) as? [String: Any] ?? [:]
             let at = { (key: String) in Self.render(base + [.key("aps"), .key(key)]) }
+            // FCM builds the APNs alert from the message's (or the legacy top level's)
+            // notification title and body: that is an alert too.
             let hasAlert = Self.hasVisibleAlert(aps["alert"])
+                || (isFCM && (Self.hasVisibleAlert(value(at: [.key("message"), .key("notification")]))
+                              || Self.hasVisibleAlert(value(at: [.key("notification")]))))
             if !media.isEmpty && (aps["mutable-content"] as? NSNumber)?.intValue != 1 {
                 add("missingMutableContent", .error,
                     "media is present but aps.mutable-content is not 1, so the service extension that attaches it never runs",
@@ -66,11 +71,15 @@ extension PushPayload {
         }
         // Two conventions' keys for the same notification (image_url and imageUrl, or
         // fcm_options.image and data.image): the extension will pick one, maybe the wrong one.
-        let families = Set(attachments.map(Self.family))
-        if families.count > 1 {
+        // Firebase's own keys for one image (notification.image with apns.fcm_options.image and
+        // android.notification.image) are one key when they carry the same URL, as Firebase
+        // tells iOS senders to write them.
+        var families: [String] = []
+        for family in attachments.map(Self.family) where !families.contains(family) { families.append(family) }
+        if families.count > 1, let second = attachments.first(where: { Self.family($0) == families[1] }) {
             add("multipleMediaKeys", .warning,
                 "media is given under more than one key (\(attachments.map(\.path).joined(separator: ", "))); an extension usually reads only one",
-                "")
+                second.path)
         }
         return findings
     }
@@ -95,6 +104,7 @@ extension PushPayload {
 
     /// The key a media entry belongs to, ignoring list positions and ids inside one key.
     private static func family(_ media: PayloadMedia) -> String {
+        if media.provider == "fcm" && firebaseImageKeys.contains(media.path) { return "fcm image " + media.url }
         switch media.provider {
         case "onesignal", "airship":
             return media.provider + ":" + (media.path.split(separator: "[").first.map(String.init) ?? media.path)
@@ -103,6 +113,12 @@ extension PushPayload {
             return media.path
         }
     }
+
+    /// Where Firebase documents one notification image: one key when they carry the same URL.
+    private static let firebaseImageKeys: Set<String> = [
+        "notification.image", "fcm_options.image", "message.notification.image", "message.apns.fcm_options.image",
+        "message.android.notification.image",
+    ]
 
     // MARK: Stripping failed media
 
