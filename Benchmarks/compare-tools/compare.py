@@ -1,7 +1,7 @@
 """Harness behind Benchmarks/compare. Builds the corpus with real encoders, serves it on
 loopback with loopback-media-server, runs every tool in alternating order for several rounds,
 checks that the thumbnails agree, and reports medians and ratios."""
-import argparse, contextlib, json, os, shlex, shutil, statistics, subprocess, sys, time
+import argparse, contextlib, json, os, shlex, shutil, statistics, subprocess, sys, threading, time
 import pyvips
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -151,11 +151,12 @@ def timed(command, out_dir, env=None, sample_memory=True):
                                stderr=subprocess.DEVNULL, env=env)
     tree_peak = 0
     if not sample_memory:
-        try:
-            process.wait(timeout=900)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        # A plain wait blocks in waitpid; one with a timeout polls in steps of up to 50 ms,
+        # which would round every wall time up to them.
+        killer = threading.Timer(900, process.kill)
+        killer.start()
+        process.wait()
+        killer.cancel()
     while process.poll() is None:
         tree_peak = max(tree_peak, tree_pss_kb(process.pid))
         time.sleep(0.02)

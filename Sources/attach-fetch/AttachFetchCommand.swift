@@ -21,9 +21,12 @@ struct FetchCommand: AsyncParsableCommand {
     @OptionGroup(title: "Pipeline") var pipeline: PipelineOptions
     @OptionGroup(title: "Publishing and platforms") var publishing: PublishingOptions
     @OptionGroup(title: "Output") var output: OutputOptions
+    // Here, not among the publishing options that `serve` shares: the service takes it per request.
+    @Flag(help: "With --payload and --publish-dir: print the payload with every media URL replaced by the published file each key's platforms can show (media that is not ready is removed; the report goes to standard error).")
+    var rewrite = false
 
     func validate() throws {
-        if publishing.rewrite {
+        if rewrite {
             guard source.payload != nil else { throw ValidationError("--rewrite needs --payload") }
             guard publishing.publishDir != nil || publishing.publishTo != nil else { throw ValidationError("--rewrite needs --publish-dir and --public-base") }
             guard !source.stripFailed else { throw ValidationError("--rewrite already removes media that is not ready; drop --strip-failed") }
@@ -130,13 +133,13 @@ struct FetchCommand: AsyncParsableCommand {
         if showProgress { output.writeError("\r\u{1B}[K") }
         let lint = pushPayload.map {
             $0.lint(media: payloadMedia, descriptors: batch.attachments)
-                + $0.platformLint(media: payloadMedia, descriptors: batch.attachments, rewriting: publishing.rewrite)
+                + $0.platformLint(media: payloadMedia, descriptors: batch.attachments, rewriting: rewrite)
         }
         if pushPayload != nil && payloadMedia.isEmpty {
             output.writeError("attach-fetch: no media URL found in the payload\n")
         }
         // With --strip-failed or --rewrite, standard output is the payload itself; the report moves to stderr.
-        let toStandardError = source.stripFailed || publishing.rewrite
+        let toStandardError = source.stripFailed || rewrite
         func write(_ text: String) {
             if toStandardError { output.writeError(text) } else { output.write(text) }
         }
@@ -162,7 +165,7 @@ struct FetchCommand: AsyncParsableCommand {
             let failed = zip(payloadMedia, batch.attachments).filter { $0.1.status != .ready }.map { $0.0.entry }
             output.write(String(decoding: pushPayload.removing(failed), as: UTF8.self) + "\n")
         }
-        if publishing.rewrite, let pushPayload {
+        if rewrite, let pushPayload {
             output.write(String(decoding: pushPayload.rewritten(media: payloadMedia, descriptors: batch.attachments), as: UTF8.self) + "\n")
         }
         let allReady = batch.attachments.allSatisfy { $0.status == .ready }

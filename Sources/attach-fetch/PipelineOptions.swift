@@ -7,7 +7,7 @@ import Foundation
 struct PipelineOptions: ParsableArguments {
     private static let library = AttachFetchConfiguration()
 
-    @Option(help: ArgumentHelp("Seconds the whole batch may take.", valueName: "SECONDS"))
+    @Option(help: ArgumentHelp("Seconds the whole batch may take (serve: a request's deadline when it gives none, clipped to --max-deadline).", valueName: "SECONDS"))
     var deadline: Double = library.defaultDeadline.seconds
 
     @Option(help: ArgumentHelp("Seconds one request may take, redirects included.", valueName: "SECONDS"))
@@ -171,6 +171,7 @@ struct PipelineOptions: ParsableArguments {
     func configuration() throws -> AttachFetchConfiguration {
         var configuration = AttachFetchConfiguration()
         configuration.timeout = .init(connect: .seconds(connectTimeout), request: .seconds(timeout), stall: .seconds(stallTimeout))
+        configuration.defaultDeadline = .seconds(deadline)
         configuration.maxConcurrentTransfers = maxConcurrency
         configuration.maxHostConnections = maxHostConnections
         configuration.breaker = .init(failures: breakerFailures, cooldown: .seconds(breakerCooldown))

@@ -22,9 +22,6 @@ struct PublishingOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Platforms the media must show on (ios, android); a variant is made for each whose limits the file breaks. With --payload, android is added when a key Android reads is present.", valueName: "LIST"))
     var platforms: String = "ios"
 
-    @Flag(help: "With --payload and --publish-dir: print the payload with every media URL replaced by the published file each key's platforms can show (media that is not ready is removed; the report goes to standard error).")
-    var rewrite = false
-
     func validate() throws {
         do { _ = try Platform.list(platforms) } catch { throw ValidationError("--platforms: \(error.message)") }
         guard publishDir == nil || publishTo == nil else {

@@ -39,7 +39,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup(title: "Pipeline") var pipeline: PipelineOptions
     @OptionGroup(title: "Publishing and platforms") var publishing: PublishingOptions
-    @Flag(name: .shortAndLong, help: "Log each request (info) and the pipeline's debug messages to standard error.")
+    @Flag(name: .shortAndLong, help: "Also log the pipeline's debug messages to standard error (each request is logged at info either way).")
     var verbose = false
 
     func validate() throws {
@@ -54,7 +54,6 @@ struct ServeCommand: AsyncParsableCommand {
         if let tokenFile {
             do { _ = try ServiceConfiguration.tokens(fromFile: tokenFile) } catch { throw ValidationError("--token-file: \(error.message)") }
         }
-        if publishing.rewrite { throw ValidationError("--rewrite is a per-request choice in the service (rewrite=true)") }
     }
 
     func run() async throws {

@@ -13,14 +13,15 @@ import Testing
     /// The built executable, beside the test bundle.
     static var executable: URL { URL(fileURLWithPath: builtExecutable("attach-fetch")) }
 
-    static func run(_ arguments: [String], stdin: String? = nil) async throws -> Run {
-        try await offPool { try runBlocking(arguments, stdin: stdin) }
+    static func run(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) async throws -> Run {
+        try await offPool { try runBlocking(arguments, stdin: stdin, environment: environment) }
     }
 
-    static func runBlocking(_ arguments: [String], stdin: String? = nil) throws -> Run {
+    static func runBlocking(_ arguments: [String], stdin: String? = nil, environment: [String: String] = [:]) throws -> Run {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let out = Pipe(), err = Pipe(), input = Pipe()
         process.standardOutput = out
         process.standardError = err

@@ -26,6 +26,10 @@ struct DescriptorBuilder: Sendable {
         descriptor.timings.download = outcome.downloadMilliseconds
         descriptor.timings.queued = outcome.queuedMilliseconds
         descriptor.ats = outcome.ats
+        // A body refused though read whole: its size and hash are known facts.
+        if outcome.failure != nil, let sha256 = outcome.sha256 {
+            (descriptor.bytes, descriptor.sha256) = (outcome.bytes, sha256)
+        }
         record(sniffed: outcome.mediaType?.mimeType ?? outcome.sniffedMIME, kind: outcome.mediaType?.kind)
     }
 

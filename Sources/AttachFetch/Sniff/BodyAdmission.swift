@@ -43,6 +43,8 @@ struct BodyAdmission {
 
     /// The bytes held for sniffing and not yet let through.
     var holdsBytes: Bool { !held.isEmpty }
+    /// Those bytes (at the body's end: the whole body, which was shorter than the window).
+    var heldBytes: [UInt8] { held }
 
     /// Takes the next bytes of the body. `declared` is the size announced so far (a
     /// Content-Length, a file's size) and what it is, for the message; `complete` says that no

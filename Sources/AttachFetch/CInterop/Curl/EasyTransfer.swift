@@ -217,6 +217,7 @@ final class EasyTransfer {
     /// Turns libcurl's result into an outcome, closes the file, and removes it on failure.
     func complete(curlCode: CURLcode?) -> TransferOutcome {
         var notModified = false
+        var refusedWhole: [UInt8]?
         if let curlCode, curlCode == CURLE_OK, abortReason == nil {
             let status = CurlOption.long(handle, CURLINFO_RESPONSE_CODE)
             if status == 304, job.spec.validators != nil {
@@ -226,7 +227,10 @@ final class EasyTransfer {
             } else if bytesWritten == 0 && !admission.holdsBytes {
                 abort(.emptyBody, "the server sent no body")
             } else if admission.holdsBytes {
-                _ = admit(UnsafeRawBufferPointer(start: nil, count: 0), complete: true)
+                // The whole body is held (shorter than the sniff window): a refused one is still
+                // known whole, and keeps its size and hash.
+                let whole = admission.heldBytes
+                if !admit(UnsafeRawBufferPointer(start: nil, count: 0), complete: true) { refusedWhole = whole }
             }
         }
         var outcome = TransferOutcome()
@@ -271,6 +275,11 @@ final class EasyTransfer {
         }
         if outcome.failure != nil {
             unlink(job.spec.bodyPath)
+            if let refusedWhole {
+                let hash = SHA256Digest()
+                refusedWhole.withUnsafeBytes { hash.update($0) }
+                if let hex = try? hash.finalizeHex() { (outcome.bytes, outcome.sha256) = (Int64(refusedWhole.count), hex) }
+            }
         }
         return outcome
     }

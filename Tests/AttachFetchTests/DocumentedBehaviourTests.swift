@@ -1,0 +1,64 @@
+import Foundation
+import LoopbackHTTPServer
+import Testing
+@testable import AttachFetch
+
+/// What docs/cli.md, docs/service.md and docs/descriptor.md say of these cases, held to the
+/// real binary and the real library.
+@Suite struct DocumentedBehaviourTests {
+    @Test func serveTakesDeadlineAsTheDefaultOfARequestThatGivesNone() async throws {
+        let scratch = Scratch()
+        try await withMediaServer { media in
+            let (process, port) = try launchServe(["--allow-private-network", "--deadline", "5", "--max-deadline", "20"],
+                                                  environment: ["TMPDIR": scratch.path])
+            defer { process.terminate(); process.waitUntilExit() }
+            let base = "http://127.0.0.1:\(port)"
+            let plain = try await Exchange.post("\(base)/v1/attachments", json: #"{"urls": ["\#(media.baseURL)/media/photo.jpg"]}"#)
+            #expect(plain.json["deadlineMs"] as? Int == 5000, "\(plain.text)")
+            // A request's own deadline still wins, clipped to --max-deadline.
+            let own = try await Exchange.post("\(base)/v1/attachments", json: #"{"urls": ["\#(media.baseURL)/media/photo.jpg"], "deadlineMs": 60000}"#)
+            #expect(own.json["deadlineMs"] as? Int == 20000)
+        }
+    }
+
+    @Test func serveListsNoOptionItWouldRefuse() async throws {
+        let serveHelp = try await CLITests.run(["serve", "--help"])
+        #expect(serveHelp.status == 0 && !serveHelp.stdout.contains("--rewrite"))
+        #expect(serveHelp.stdout.contains("--deadline") && serveHelp.stdout.contains("--max-host-connections"))
+        let fetchHelp = try await CLITests.run(["fetch", "--help"])
+        #expect(fetchHelp.stdout.contains("--rewrite"))
+        let refused = try await CLITests.run(["serve", "--port", "0", "--rewrite"])
+        #expect(refused.status == 2 && refused.stderr.contains("--rewrite"))
+    }
+
+    @Test func aRefusedBodyReadWholeKeepsItsSizeAndHash() async throws {
+        let scratch = Scratch()
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer { media in
+                let refused = await fetchOne("\(media.baseURL)/media/document.pdf", pipeline)
+                #expect(refused.reason?.code == .unsupportedType)
+                #expect(refused.bytes == fileSize("\(testMediaDirectory)/document.pdf"))
+                let expected = try sha256sum("\(testMediaDirectory)/document.pdf")
+                #expect(refused.sha256 == expected)
+                // A body cut off at a refused type, not read whole, has no hash of its own.
+                let cut = await fetchOne("\(media.baseURL)/synth/document.pdf?bytes=200000", pipeline)
+                #expect(cut.reason?.code == .unsupportedType && cut.sha256 == nil && cut.bytes == nil)
+            }
+        }
+    }
+
+    @Test func theJSONDocumentNamesItsDirectoryWhenFilesWereKept() async throws {
+        let scratch = Scratch()
+        try await withMediaServer { media in
+            // No --out and nothing ready: the batch's own directory is removed, and not named.
+            let nothing = try await CLITests.run(["--allow-private-network", "--format", "json", "\(media.baseURL)/status/404"],
+                                                 environment: ["TMPDIR": scratch.path])
+            let document = try JSONSerialization.jsonObject(with: Data(nothing.stdout.utf8)) as? [String: Any]
+            #expect(nothing.status == 1 && document?["directory"] == nil && scratch.tree() == [], "\(nothing.stdout)")
+            // With --out it is always named, ready or not.
+            let out = try await CLITests.run(["--allow-private-network", "--format", "json", "--out", scratch.path, "\(media.baseURL)/status/404"])
+            let named = try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any]
+            #expect(named?["directory"] as? String == scratch.path)
+        }
+    }
+}
