@@ -46,7 +46,7 @@ struct AttachFetchTool: AsyncParsableCommand {
 }
 
 /// Each running transfer holds two descriptors (its socket and its body file), so the default
-/// 512 transfers need more than the usual soft limit of 1,024: the soft limit goes up to the
+/// 1024 transfers need more than the usual soft limit of 1,024: the soft limit goes up to the
 /// hard one, as Go's runtime does for every program. A failure leaves the limit as it was.
 private func raiseOpenFileLimit() {
     var limit = rlimit()

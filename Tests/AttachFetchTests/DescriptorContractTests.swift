@@ -101,7 +101,7 @@ import Testing
     @Test func defaultsAreTheDocumentedOnes() {
         let c = AttachFetchConfiguration()
         #expect(c.timeout.connect == .seconds(5) && c.timeout.request == .seconds(10) && c.timeout.stall == .seconds(3))
-        #expect(c.maxConcurrentTransfers == 512 && c.maxHostConnections == 256 && c.maxInflightBytes == 1 << 30)
+        #expect(c.maxConcurrentTransfers == 1024 && c.maxHostConnections == 512 && c.maxInflightBytes == 1 << 30)
         #expect(c.maxRedirects == 5 && c.defaultDeadline == .seconds(25))
         #expect(c.thumbnailMaxEdge == 320 && c.maxImagePixels == 50_000_000 && c.allowPrivateNetwork == false)
     }

@@ -193,6 +193,16 @@ import Testing
             let stored = Set(Mirror(reflecting: value).children.compactMap(\.label))
             #expect(stored.subtracting(seen[name] ?? []).isEmpty, "\(name): never generated: \(stored.subtracting(seen[name] ?? []))")
         }
+        // docs/descriptor.md's field table names exactly the fields the writer writes, both ways:
+        // the descriptor's in the first column, and the timings', the thumbnail's and the
+        // variants' in their rows.
+        let table = try Self.descriptorFieldTable()
+        #expect(Set(table.keys) == seen["descriptor"], "documented, not written: \(Set(table.keys).subtracting(seen["descriptor"] ?? [])); written, not documented: \((seen["descriptor"] ?? []).subtracting(table.keys))")
+        for (row, name) in [("timings", "timings"), ("thumbnail", "thumbnail"), ("variants", "variant")] {
+            let documented = Self.namesIn(table[row] ?? "")
+            let missing = (seen[name] ?? []).subtracting(documented)
+            #expect(missing.isEmpty, "\(row): written, not documented in its row: \(missing)")
+        }
         for _ in 0..<200 {
             let batch = AttachmentBatch(attachments: (0..<Int.random(in: 0...3, using: &random)).map { _ in Self.descriptor(&random) },
                                         elapsed: .milliseconds(Int.random(in: 0...99_999, using: &random)),
@@ -210,6 +220,34 @@ import Testing
         var json = CompactJSON()
         linted.write(to: &json)
         #expect(!json.failed && String(decoding: json.bytes, as: UTF8.self) == #"{"attachments":[],"deadlineMs":1000,"elapsedMs":0}"#)
+    }
+
+    /// The field table of docs/descriptor.md: each field named in a row's first column, with
+    /// that row's text.
+    static func descriptorFieldTable() throws -> [String: String] {
+        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/descriptor.md").path
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        guard let start = text.range(of: "## Fields\n"), let end = text.range(of: "\n## ", range: start.upperBound..<text.endIndex) else { return [:] }
+        var fields: [String: String] = [:]
+        for line in text[start.upperBound..<end.lowerBound].split(separator: "\n") where line.hasPrefix("| `") {
+            let columns = line.split(separator: "|", omittingEmptySubsequences: true)
+            guard let first = columns.first else { continue }
+            for name in namesIn(String(first)) { fields[name] = String(line) }
+        }
+        return fields
+    }
+
+    /// Every name written in backticks or inside `{…}` in `text`.
+    static func namesIn(_ text: String) -> Set<String> {
+        var names: Set<String> = []
+        for piece in text.split(separator: "`", omittingEmptySubsequences: false).enumerated() where piece.offset % 2 == 1 {
+            let inner = piece.element.trimmingCharacters(in: CharacterSet(charactersIn: "{}"))
+            for word in inner.split(whereSeparator: { ", :".contains($0) }) where word.allSatisfy({ $0.isLetter || $0.isNumber }) {
+                names.insert(String(word))
+            }
+        }
+        return names
     }
 
     @Test func aDescriptorWithANumberJSONCannotCarryIsRefusedAsTheEncoderRefusesIt() {

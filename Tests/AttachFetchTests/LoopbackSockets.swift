@@ -16,6 +16,16 @@ enum LoopbackSockets {
         return named == 0 ? Int(UInt16(bigEndian: address.sin_port)) : nil
     }
 
+    /// A port on 127.0.0.1 that was free a moment ago (bound, read and closed), for a child
+    /// process that takes its port on the command line.
+    static func freePort() throws -> Int {
+        struct NoPort: Error {}
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        guard fd >= 0, let port = bindEphemeral(fd) else { throw NoPort() }
+        return port
+    }
+
     /// Connects `fd` to 127.0.0.1:`port`.
     static func connect(_ fd: Int32, port: Int) -> Bool {
         var address = loopback(port: UInt16(port))

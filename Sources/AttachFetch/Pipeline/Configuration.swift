@@ -85,16 +85,17 @@ public struct AttachFetchConfiguration: Sendable {
     /// Largest body per kind: image 10 MiB, audio 5 MiB, video 50 MiB, image source 40 MiB by default.
     public var sizeLimits = SizeLimits()
     /// Transfers running at once, shared by every batch and host on the same pipeline.
-    /// Default 512. A transfer costs a socket and a temporary file and mostly waits on the
+    /// Default 1024. A transfer costs a socket and a temporary file and mostly waits on the
     /// network, so this is sized for origins 20–300 ms away, not by cores (decoding has its own
     /// pools, `thumbnailThreads` and `probeThreads`); the measured sweep behind it is in
     /// docs/performance.md.
-    public var maxConcurrentTransfers = 512
-    /// Transfers (and so connections) to one host at once: scheme, name and port. Default 256:
-    /// at 100–300 ms a batch of small images from one CDN needs that many to finish in two or
-    /// three round trips; half the slots, so that another host always finds room. When
+    public var maxConcurrentTransfers = 1024
+    /// Transfers (and so connections) to one host at once: scheme, name and port. Default 512:
+    /// at 300 ms, 300 small images from one CDN took 1.04 s with 512 and 1.33 s with 256 (a
+    /// second wave, one more round trip); half the slots, so that another host always finds
+    /// room. When
     /// transfers to several hosts wait, free slots go to the host with the fewest running.
-    public var maxHostConnections = 256
+    public var maxHostConnections = 512
     /// Bytes the running transfers may hold in temporary files at once. Default 1 GiB. A body
     /// reserves its declared length (or the largest size limit while it declares none and its
     /// kind is unknown) when it starts, and waits, paused, while that does not fit. At least
