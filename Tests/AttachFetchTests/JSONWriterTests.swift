@@ -172,6 +172,7 @@ import Testing
         // Every stored property, by type, must turn up in the generated documents: a field added to
         // a type and not to the generator (so, perhaps, not to the writer) fails here.
         var seen: [String: Set<String>] = [:]
+        var alwaysWritten: Set<String> = []
         for round in 0..<2_000 {
             let descriptor = Self.descriptor(&random)
             let reference = try encoder.encode(descriptor)
@@ -180,6 +181,7 @@ import Testing
             if written != reference { return }
             let object = try #require(try JSONSerialization.jsonObject(with: reference) as? [String: Any])
             seen["descriptor", default: []].formUnion(object.keys)
+            alwaysWritten = round == 0 ? Set(object.keys) : alwaysWritten.intersection(object.keys)
             seen["thumbnail", default: []].formUnion((object["thumbnail"] as? [String: Any])?.keys ?? [:].keys)
             seen["timings", default: []].formUnion((object["timings"] as? [String: Any])?.keys ?? [:].keys)
             for variant in (object["variants"] as? [String: [String: Any]] ?? [:]).values { seen["variant", default: []].formUnion(variant.keys) }
@@ -197,6 +199,9 @@ import Testing
         // the descriptor's in the first column, and the timings', the thumbnail's and the
         // variants' in their rows.
         let table = try Self.descriptorFieldTable()
+        // `present: always` exactly for the fields every generated document has.
+        let always = Set(table.filter { $0.value.split(separator: "|").dropFirst().first?.trimmingCharacters(in: .whitespaces) == "always" }.keys)
+        #expect(always == alwaysWritten, "documented as always present: \(always.sorted()); written in every document: \(alwaysWritten.sorted())")
         #expect(Set(table.keys) == seen["descriptor"], "documented, not written: \(Set(table.keys).subtracting(seen["descriptor"] ?? [])); written, not documented: \((seen["descriptor"] ?? []).subtracting(table.keys))")
         for (row, name) in [("timings", "timings"), ("thumbnail", "thumbnail"), ("variants", "variant")] {
             let documented = Self.namesIn(table[row] ?? "")

@@ -161,6 +161,32 @@ import Testing
         }
     }
 
+    @Test func originUnavailableIsNeverCachedAndTheProbeKeepsTheAddressPolicy() async throws {
+        let scratch = Scratch()
+        let clock = ManualCacheClock()
+        try await withPipeline(scratch, {
+            $0.cache = ResultCaching()
+            $0.breaker.failures = 1
+            $0.clock = clock.clock
+            $0.deniedRanges = [try! CIDRRange("127.0.0.2/32")]
+        }) { pipeline in
+            try await withMediaServer { server in
+                _ = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/status/503")])
+                let url = "\(server.baseURL)/media/photo.jpg"
+                #expect(await pipeline.process([AttachmentRequest(url: url)]).attachments[0].reason?.code == .originUnavailable)
+                clock.advance(by: .seconds(31))
+                // The probe is a request like any: redirected to a denied address, it is refused
+                // there (and says nothing against the origin, so the breaker closes).
+                let denied = "\(server.baseURL)/redirect-to?url=http://127.0.0.2:\(server.port)/media/photo.jpg"
+                #expect(await pipeline.process([AttachmentRequest(url: denied)]).attachments[0].reason?.code == .forbiddenAddress)
+                // The earlier refusal was not kept: the same URL now reaches the origin (the
+                // cache's own clock has not moved, so a kept verdict would still be fresh).
+                let again = await pipeline.process([AttachmentRequest(url: url)])
+                #expect(again.attachments[0].status == .ready && again.attachments[0].cache == .miss)
+            }
+        }
+    }
+
     @Test func retryAfterOneSecondIsWaitedAndRetriedOnce() async throws {
         let scratch = Scratch()
         try await withPipeline(scratch) { pipeline in
