@@ -86,8 +86,8 @@ import Testing
 @Suite struct OriginBreakerTests {
     @Test func aDeadHostCostsOneStallTimeoutAndNoHealthyAttachmentIsLate() async throws {
         let scratch = Scratch()
-        // The CLI's defaults (stall 3 s, 64 per host, 5 failures) with the deadline.
-        try await withPipeline(scratch) { pipeline in
+        // The CLI's defaults (stall 3 s, 512 per host, 5 failures) with the deadline.
+        try await withPipeline(scratch, { $0.breaker = .init() }) { pipeline in
             try await withMediaServer { dead in
                 try await withMediaServer { healthy in
                     let requests = (0..<200).map { AttachmentRequest(url: "\(dead.baseURL)/fault/silent?n=\($0)") }
@@ -138,7 +138,7 @@ import Testing
     @Test func afterTheCooldownAProbeThatSucceedsClosesTheBreaker() async throws {
         let scratch = Scratch()
         let clock = ManualCacheClock()
-        try await withPipeline(scratch, { $0.maxHostConnections = 1; $0.clock = clock.clock }) { pipeline in
+        try await withPipeline(scratch, { $0.maxHostConnections = 1; $0.clock = clock.clock; $0.breaker = .init() }) { pipeline in
             try await withMediaServer { server in
                 // Five distinct URLs (one URL would be fetched once), each answered 500 once.
                 let failing = await pipeline.process((0..<5).map { AttachmentRequest(url: "\(server.baseURL)/flaky/500/1/media/photo.jpg?n=\($0)") })

@@ -57,6 +57,9 @@ func withPipeline<T: Sendable>(_ scratch: Scratch, loopback: Bool = true,
     var configuration = AttachFetchConfiguration()
     configuration.allowPrivateNetwork = loopback
     configuration.temporaryDirectory = scratch.path
+    // Most tests send one loopback host failure after failure on purpose (stalls, resets, 5xx):
+    // the breaker would end them early. Its own tests set it back (`OriginBreakerTests`).
+    configuration.breaker.failures = 1_000
     adjust(&configuration)
     return try await withAttachmentPipeline(configuration: configuration, body)
 }

@@ -121,4 +121,20 @@ import Testing
         #expect(URLCheck.origin(of: "http://a.example?q") == "http://a.example")
         #expect(URLCheck.origin(of: "http://a.example") != URLCheck.origin(of: "https://a.example"))
     }
+
+    @Test func aNewHTTPSHostRunsOneTransferUntilItsProtocolIsKnown() {
+        var queue = TransferQueue(maxPerHost: 512)
+        let far = later(60)
+        let host = "https://cdn.example.com"
+        let jobs = (0..<300).map { _ in job(batch: 1, host: host, deadline: far) }
+        queue.learn(host, .learning)
+        for j in jobs { queue.append(j) }
+        let first = queue.take(slots: 1024)
+        #expect(first.count == 1, "one transfer while its ALPN is unknown")
+        // HTTP/2: as many as one connection's streams; HTTP/1.1: the per-host cap.
+        queue.learn(host, .multiplexed)
+        #expect(queue.take(slots: 1024).count == TransferQueue.streamsPerConnection - 1)
+        queue.learn(host, .plain)
+        #expect(queue.take(slots: 1024).count == 300 - TransferQueue.streamsPerConnection)
+    }
 }

@@ -27,10 +27,13 @@ struct DescriptorBuilder: Sendable {
         descriptor.timings.queued = outcome.queuedMilliseconds
         descriptor.ats = outcome.ats
         // A body refused though read whole: its size and hash are known facts.
-        if outcome.failure != nil, let sha256 = outcome.sha256 {
-            (descriptor.bytes, descriptor.sha256) = (outcome.bytes, sha256)
-        }
+        if outcome.failure != nil, let sha256 = outcome.sha256 { recordRefusedWhole(bytes: outcome.bytes, sha256: sha256) }
         record(sniffed: outcome.mediaType?.mimeType ?? outcome.sniffedMIME, kind: outcome.mediaType?.kind)
+    }
+
+    /// A body refused though read whole (shorter than the sniff window): its size and hash.
+    mutating func recordRefusedWhole(bytes: Int64, sha256: String) {
+        (descriptor.bytes, descriptor.sha256) = (bytes, sha256)
     }
 
     mutating func record(sniffed mime: String?, kind: AttachmentDescriptor.Kind?) {

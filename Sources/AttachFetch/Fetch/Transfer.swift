@@ -57,6 +57,9 @@ struct TransferOutcome: Sendable {
     /// A 429 or 503 answer's Retry-After, as a delay from now, and that status.
     var retryAfter: Duration?
     var httpStatus: Int?
+    /// The HTTP version of the last response (CURLINFO_HTTP_VERSION: 2 for 1.1, 3 for 2), 0
+    /// when none came.
+    var httpVersion = 0
 
     static func failed(_ code: ReasonCode, _ message: String) -> TransferOutcome {
         TransferOutcome(failure: .init(code: code, message: message))

@@ -75,6 +75,9 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
                 case .probe: shared.queue.probe(spec.origin, true)
                 case .go: break
                 }
+                if spec.origin.hasPrefix("https://") && shared.queue.knowledge(of: spec.origin) == nil {
+                    shared.queue.learn(spec.origin, .learning)
+                }
                 shared.queue.append(job)
                 return .queued
             }
@@ -242,6 +245,11 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
         let wall = Date()
         let (closing, retrying) = shared.withLock { shared -> ([(TransferJob, Reason)], Bool) in
             shared.queue.finished(job)
+            // An answer tells whether the host's connection is shared (HTTP/2) or not; a
+            // transfer that got none leaves the next one to find out.
+            if shared.queue.knowledge(of: host) == .learning && outcome.httpVersion != 0 {
+                shared.queue.learn(host, outcome.httpVersion >= CURL_HTTP_VERSION_2_0 ? .multiplexed : .plain)
+            }
             switch shared.breakers.record(host, failure: outcome.originFailure, now: clock.now, wall: wall) {
             case .opened(let reason):
                 shared.queue.probe(host, false)

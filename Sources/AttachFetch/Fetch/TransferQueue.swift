@@ -73,6 +73,24 @@ struct TransferQueue {
     private var paused: Set<String> = []
     /// Hosts being probed after their breaker's cool-down: one job at a time.
     private var probing: Set<String> = []
+    /// What the queue knows of an https host's protocol (see `learn`).
+    private var protocols: [String: HostProtocol] = [:]
+
+    /// An https host's protocol, as far as the queue knows it.
+    enum HostProtocol {
+        /// No transfer to it has ended yet: one at a time, so that the first connection's ALPN
+        /// says whether the others can share it (libcurl's PIPEWAIT does not hold back
+        /// hundreds of transfers added at once; they opened a connection each).
+        case learning
+        /// HTTP/2: as many at once as one connection carries (libcurl's default of 100
+        /// streams), so that they share it.
+        case multiplexed
+        /// One transfer per connection.
+        case plain
+    }
+
+    /// Streams libcurl puts on one HTTP/2 connection by default (CURLMOPT_MAX_CONCURRENT_STREAMS).
+    static let streamsPerConnection = 100
     private var hosts: [String: Host] = [:]
     private var hostClaims = Heap<HostClaim>()
     private var hostClaimVersions: [String: UInt64] = [:]
@@ -103,6 +121,17 @@ struct TransferQueue {
         renewHostClaim(host)
     }
 
+    /// What `host` speaks: `learning` is set for a new https host, the rest once a transfer to
+    /// it has ended. The record is bounded: past 10,000 hosts it starts again.
+    mutating func learn(_ host: String, _ knowledge: HostProtocol) {
+        if protocols.count >= 10_000 && protocols[host] == nil { protocols = [:] }
+        protocols[host] = knowledge
+        renewHostClaim(host)
+    }
+
+    /// What the queue knows of `host`'s protocol.
+    func knowledge(of host: String) -> HostProtocol? { protocols[host] }
+
     /// Lets one job at a time run for `host` (its breaker is half-open), or as many as usual.
     mutating func probe(_ host: String, _ on: Bool) {
         if on { probing.insert(host) } else { probing.remove(host) }
@@ -110,7 +139,13 @@ struct TransferQueue {
     }
 
     private func limit(of host: String) -> Int {
-        paused.contains(host) ? 0 : probing.contains(host) ? 1 : maxPerHost
+        if paused.contains(host) { return 0 }
+        if probing.contains(host) { return 1 }
+        switch protocols[host] {
+        case .learning: return 1
+        case .multiplexed: return min(maxPerHost, Self.streamsPerConnection)
+        case .plain, nil: return maxPerHost
+        }
     }
 
     /// Queues a job behind those of its batch and host.

@@ -36,6 +36,7 @@ public final class LocalMediaInspector {
         case .failure(let refusal):
             if let sniffed = refusal.sniffed { descriptor.record(sniffed: sniffed, kind: nil) }
             if let type = refusal.type { descriptor.record(sniffed: type.mimeType, kind: type.kind) }
+            if let whole = refusal.whole { descriptor.recordRefusedWhole(bytes: whole.bytes, sha256: whole.sha256) }
             return descriptor.failed(refusal.reason)
         }
         descriptor.record(sniffed: source.sniffedMIME, kind: nil)
@@ -82,7 +83,15 @@ public final class LocalMediaInspector {
             case .hold: break
             case .write: chunk.withUnsafeBytes { digest.update($0) }
             case .writeHeld(let prefix): prefix.withUnsafeBytes { digest.update($0) }
-            case .refuse(let reason): return .failure(Refusal(reason: reason, sniffed: admission.sniffedMIME, type: admission.type))
+            case .refuse(let reason):
+                // Refused at the file's end: the whole file was held, and keeps its size and hash.
+                var whole: (Int64, String)?
+                if chunk.isEmpty {
+                    let held = admission.heldBytes, hash = SHA256Digest()
+                    held.withUnsafeBytes { hash.update($0) }
+                    if let hex = try? hash.finalizeHex() { whole = (Int64(held.count), hex) }
+                }
+                return .failure(Refusal(reason: reason, sniffed: admission.sniffedMIME, type: admission.type, whole: whole))
             }
             bytes += Int64(chunk.count)
             if chunk.isEmpty { break }
@@ -102,5 +111,6 @@ public final class LocalMediaInspector {
         var reason: Reason
         var sniffed: String?
         var type: MediaType?
+        var whole: (bytes: Int64, sha256: String)? = nil
     }
 }

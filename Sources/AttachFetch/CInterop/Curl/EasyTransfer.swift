@@ -259,6 +259,7 @@ final class EasyTransfer {
         outcome.cacheHeaders = cacheHeaders
         outcome.notModified = notModified && outcome.failure == nil
         let status = CurlOption.long(handle, CURLINFO_RESPONSE_CODE) ?? 0
+        outcome.httpVersion = CurlOption.long(handle, CURLINFO_HTTP_VERSION) ?? 0
         outcome.originFailure = OriginFailure.describe(outcome.failure, status: status,
                                                        osError: CurlOption.long(handle, CURLINFO_OS_ERRNO) ?? 0)
         if status == 429 || status == 503, let retryAfter {
