@@ -164,6 +164,38 @@ import Testing
         chmod("\(work)/tokens", 0o600)
     }
 
+    // MARK: The payload examples
+
+    /// docs/payloads.md's provider table: each row's example payload (with `{…}` an aps that
+    /// runs an extension and `https://…/` a media host) is found under a key the row names, and
+    /// lints without an error.
+    @Test func thePayloadTableExamplesAreFoundWhereTheRowsSay() throws {
+        let text = try String(contentsOfFile: "\(Self.root)/docs/payloads.md", encoding: .utf8)
+        var checked = 0
+        for line in text.split(separator: "\n") where line.hasPrefix("| ") && line.contains("| `{") {
+            let cells = line.dropFirst(2).components(separatedBy: " | ")
+            guard cells.count >= 3 else { continue }
+            let example = cells[2].trimmingCharacters(in: CharacterSet(charactersIn: "` |"))
+                .replacingOccurrences(of: "{…}", with: #"{"alert": {"title": "Hi", "body": "There"}, "mutable-content": 1}"#)
+                .replacingOccurrences(of: "https://…/", with: "https://cdn.example.com/")
+            let payload = try PushPayload(data: Data(example.utf8))
+            let media = payload.media()
+            #expect(!media.isEmpty, "\(cells[0]): no media found in \(example)")
+            let keys = JSONWriterTests.namesInBackticks(cells[1])
+            for item in media {
+                // Keys with dots in them are quoted in a path ("com.batch".at.u); the table writes them bare.
+                let path = item.path.replacingOccurrences(of: #"\[\d+\]"#, with: "", options: .regularExpression)
+                    .replacingOccurrences(of: "\"", with: "")
+                #expect(keys.contains { path == $0 || path.hasPrefix($0 + ".") || path.hasSuffix("." + $0) || path.contains($0) },
+                        "\(cells[0]): media at \(item.path), which the row does not name (\(keys.sorted()))")
+            }
+            let errors = payload.lint(media: media).filter { $0.severity == .error }
+            #expect(errors.isEmpty, "\(cells[0]): \(errors.map { "\($0.code) at \($0.path)" })")
+            checked += 1
+        }
+        #expect(checked >= 9, "the provider table's examples were not found")
+    }
+
     // MARK: The Swift examples, word for word
 
     /// README.md's library example: the lines between the markers, less those ending in

@@ -243,6 +243,12 @@ import Testing
         return fields
     }
 
+    /// Every whole backticked string in `text` (a key path such as `message.apns.fcm_options.image`).
+    static func namesInBackticks(_ text: String) -> Set<String> {
+        Set(text.split(separator: "`", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }
+            .map { String($0.element) })
+    }
+
     /// Every name written in backticks or inside `{…}` in `text`.
     static func namesIn(_ text: String) -> Set<String> {
         var names: Set<String> = []
