@@ -70,7 +70,8 @@ struct OriginBreakers {
     /// "answered HTTP 503", ...), nil is anything else. `wall` is the wall-clock time now, for
     /// the message that says until when the host is left alone.
     mutating func record(_ host: String, failure: String?, now: ContinuousClock.Instant, wall: Date) -> Change {
-        switch states[host] {
+        // A host never seen is closed with no failures.
+        switch states[host] ?? .closed(failures: 0, kinds: []) {
         case .open:
             return .none
         case .halfOpen:
@@ -93,15 +94,7 @@ struct OriginBreakers {
             let what = kinds.count == 1 ? "\(failures == 1 ? "a request" : "\(failures) requests") to \(Self.name(of: host)) \(failure)\(failures == 1 ? "" : " in a row")"
                 : "\(failures) requests to \(Self.name(of: host)) failed in a row (the last \(failure))"
             return open(host, message: what, now: now, wall: wall)
-        case nil:
-            return record(fresh: host, failure: failure, now: now, wall: wall)
         }
-    }
-
-    private mutating func record(fresh host: String, failure: String?, now: ContinuousClock.Instant, wall: Date) -> Change {
-        guard failure != nil else { return .none }
-        states[host] = .closed(failures: 0, kinds: [])
-        return record(host, failure: failure, now: now, wall: wall)
     }
 
     private mutating func open(_ host: String, message: String, now: ContinuousClock.Instant, wall: Date) -> Change {
@@ -123,5 +116,23 @@ struct OriginBreakers {
         let (h, m, s) = (seconds / 3600, seconds / 60 % 60, seconds % 60)
         func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
         return "\(two(h)):\(two(m)):\(two(s)) UTC"
+    }
+}
+
+/// What counts against an origin's circuit breaker, in the words its message uses: connect
+/// failures and refusals, timeouts, TLS failures and 5xx answers. Anything else (a 404, media
+/// refused, the batch's deadline) says nothing about the origin's health.
+enum OriginFailure {
+    /// `osError` is the connect call's errno (CURLINFO_OS_ERRNO), which tells a refusal apart.
+    static func describe(_ failure: Reason?, status: Int, osError: Int = 0) -> String? {
+        guard let failure else { return nil }
+        switch failure.code {
+        case .connectFailed:
+            return osError == Int(ECONNREFUSED) ? "refused the connection" : "could not be connected to"
+        case .timeout: return "timed out"
+        case .tlsFailed: return "failed the TLS handshake"
+        case .httpStatus where status >= 500: return "answered HTTP \(status)"
+        default: return nil
+        }
     }
 }

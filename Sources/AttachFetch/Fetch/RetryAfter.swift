@@ -1,23 +1,5 @@
 import Foundation
 
-/// What counts against an origin's circuit breaker, in the words its message uses: connect
-/// failures and refusals, timeouts, TLS failures and 5xx answers. Anything else (a 404, media
-/// refused, the batch's deadline) says nothing about the origin's health.
-enum OriginFailure {
-    /// `osError` is the connect call's errno (CURLINFO_OS_ERRNO), which tells a refusal apart.
-    static func describe(_ failure: Reason?, status: Int, osError: Int = 0) -> String? {
-        guard let failure else { return nil }
-        switch failure.code {
-        case .connectFailed:
-            return osError == Int(ECONNREFUSED) ? "refused the connection" : "could not be connected to"
-        case .timeout: return "timed out"
-        case .tlsFailed: return "failed the TLS handshake"
-        case .httpStatus where status >= 500: return "answered HTTP \(status)"
-        default: return nil
-        }
-    }
-}
-
 /// RFC 9110 §10.2.3: Retry-After is a number of seconds or an HTTP date.
 enum RetryAfter {
     /// The delay the header asks for, from `now` (never negative); nil when it is neither form.

@@ -21,27 +21,20 @@ import HeapModule
 ///
 /// Not thread-safe: the engine keeps it behind its lock. It makes no system call.
 struct TransferQueue {
-    private struct HostClaim: Comparable {
+    /// A host's or a batch's claim on the next slot: fewer running first, then the one whose
+    /// oldest waiting job (its sequence number) came first.
+    private struct Claim<Owner: Hashable>: Comparable {
         var running: Int
-        /// The sequence number of the host's oldest waiting job.
         var oldest: UInt64
-        var host: String
+        var owner: Owner
         var version: UInt64
 
-        static func < (a: HostClaim, b: HostClaim) -> Bool { (a.running, a.oldest) < (b.running, b.oldest) }
-        static func == (a: HostClaim, b: HostClaim) -> Bool { a.version == b.version && a.host == b.host }
+        static func < (a: Claim, b: Claim) -> Bool { (a.running, a.oldest) < (b.running, b.oldest) }
+        static func == (a: Claim, b: Claim) -> Bool { a.version == b.version && a.owner == b.owner }
     }
 
-    private struct BatchClaim: Comparable {
-        var running: Int
-        /// The sequence number of the batch's oldest job waiting for this host.
-        var oldest: UInt64
-        var batch: Int
-        var version: UInt64
-
-        static func < (a: BatchClaim, b: BatchClaim) -> Bool { (a.running, a.oldest) < (b.running, b.oldest) }
-        static func == (a: BatchClaim, b: BatchClaim) -> Bool { a.version == b.version && a.batch == b.batch }
-    }
+    private typealias HostClaim = Claim<String>
+    private typealias BatchClaim = Claim<Int>
 
     private struct Expiry: Comparable {
         var deadline: ContinuousClock.Instant
@@ -169,13 +162,13 @@ struct TransferQueue {
     mutating func take(slots: Int) -> [TransferJob] {
         var taken: [TransferJob] = []
         while taken.count < slots, let claim = hostClaims.popMin() {
-            guard hostClaimVersions[claim.host] == claim.version else { continue }
-            hostClaimVersions[claim.host] = nil
+            guard hostClaimVersions[claim.owner] == claim.version else { continue }
+            hostClaimVersions[claim.owner] = nil
             // A host whose claim finds nothing to take is left without one (never re-queued
             // here, so this loop always ends); its next job or withdrawal renews it.
-            guard let job = takeOne(from: claim.host) else { continue }
+            guard let job = takeOne(from: claim.owner) else { continue }
             taken.append(job)
-            renewHostClaim(claim.host)
+            renewHostClaim(claim.owner)
         }
         compactIfStale()
         return taken
@@ -245,7 +238,7 @@ struct TransferQueue {
 
     private mutating func takeOne(from host: String) -> TransferJob? {
         while let claim = hosts[host]?.claims.popMin() {
-            let batch = claim.batch
+            let batch = claim.owner
             guard hosts[host]?.claimVersions[batch] == claim.version else { continue }
             dropStaleHeads(host: host, batch: batch)
             guard let head = hosts[host]?.batches[batch]?.popFirst() else {
@@ -295,7 +288,7 @@ struct TransferQueue {
         }
         nextVersion += 1
         hosts[host]!.claimVersions[batch] = nextVersion
-        hosts[host]!.claims.insert(BatchClaim(running: batchRunning[batch] ?? 0, oldest: head.sequence, batch: batch, version: nextVersion))
+        hosts[host]!.claims.insert(BatchClaim(running: batchRunning[batch] ?? 0, oldest: head.sequence, owner: batch, version: nextVersion))
     }
 
     /// Replaces the host's claim, or withdraws it while the host has nothing waiting or is at
@@ -312,16 +305,16 @@ struct TransferQueue {
         }
         nextVersion += 1
         hostClaimVersions[host] = nextVersion
-        hostClaims.insert(HostClaim(running: state.running, oldest: head.sequence, host: host, version: nextVersion))
+        hostClaims.insert(HostClaim(running: state.running, oldest: head.sequence, owner: host, version: nextVersion))
     }
 
     private mutating func compactIfStale() {
         if hostClaims.count > 2 * hostClaimVersions.count + 64 {
-            hostClaims = Heap(hostClaims.unordered.filter { hostClaimVersions[$0.host] == $0.version })
+            hostClaims = Heap(hostClaims.unordered.filter { hostClaimVersions[$0.owner] == $0.version })
         }
         for host in hosts.keys where hosts[host]!.claims.count > 2 * hosts[host]!.claimVersions.count + 64 {
             let versions = hosts[host]!.claimVersions
-            hosts[host]!.claims = Heap(hosts[host]!.claims.unordered.filter { versions[$0.batch] == $0.version })
+            hosts[host]!.claims = Heap(hosts[host]!.claims.unordered.filter { versions[$0.owner] == $0.version })
         }
         if expiries.count > 2 * waiting.count + 64 {
             expiries = Heap(expiries.unordered.filter { waiting.contains(ObjectIdentifier($0.job)) })
