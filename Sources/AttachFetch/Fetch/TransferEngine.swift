@@ -163,7 +163,9 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
         }
         for job in starting { start(job, in: multi) }
         peakInflightBytes.store(inflight.peakWritten, ordering: .relaxed)
-        var longest = wait
+        // `wait` was worked out before these started: look at them again as `enforceLimits`
+        // does for any transfer whose stall timer is not armed yet (20 ms), not a second later.
+        var longest = starting.isEmpty ? wait : min(wait, .milliseconds(20))
         if let queuedDeadline = shared.withLock({ $0.queue.earliestDeadline }) {
             longest = min(longest, max(.zero, queuedDeadline - ContinuousClock.now))
         }
