@@ -3,12 +3,12 @@
 # independent tools the tests check verdicts with (ffmpeg/ffprobe, vips/vipsheader) and the
 # corpus script fetches with (pip), and the TLS server the HTTPS tests start on loopback
 # (nginx-light; openssl makes their test CA), and the browser the inspector's tests drive
-# (chromium with its chromedriver; python3-venv holds Selenium for them), and valgrind for the
-# instruction-count guard.
+# (chromium with its chromedriver; python3-venv holds Selenium for them), valgrind for the
+# instruction-count guard and strace for the system-call guard.
 # Usage: scripts/install-deps.sh [--update]   (--update: always run apt-get update first)
 set -euo pipefail
 packages=(pkg-config libcurl4-openssl-dev libmagic-dev libvips-dev libssl-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libturbojpeg0-dev
-          ffmpeg libvips-tools python3-pip python3-venv nginx-light openssl curl chromium chromium-driver valgrind binutils)
+          ffmpeg libvips-tools python3-pip python3-venv nginx-light openssl curl chromium chromium-driver valgrind strace binutils)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -22,6 +22,7 @@ struct AttachFetchTool: AsyncParsableCommand {
             // Set before any library code runs; a VIPSHOME the user set is left alone.
             if getenv("VIPSHOME") == nil { setenv("VIPSHOME", "/dev/null", 0) }
             raiseOpenFileLimit()
+            HeapTrimming.keepFreed(upTo: 32 << 20)
             // Decoder workers forked now, while this process has a single thread: a fork of a
             // process that has loaded libvips and FFmpeg starts in a millisecond or two, where a
             // new worker binary spends about 80 ms binding their symbols (see DecoderReserve).

@@ -39,21 +39,28 @@ final class SharedResult: Sendable {
     let lifetime: Duration?
     private let holders = Atomic<Int>(1)
     private let store: WorkStore?
+    /// The unnamed files among `files`: open while the result is held, freed with it.
+    private let unnamed: Mutex<[UnnamedFile]>
 
     /// Starts with one holder: the work that made it.
     init(descriptor: AttachmentDescriptor, files: [String], publishedFiles: [String], headers: CacheHeaders,
-         lifetime: Duration?, store: WorkStore?) {
+         lifetime: Duration?, store: WorkStore?, unnamed: [UnnamedFile] = []) {
         self.descriptor = descriptor
         self.files = files
         self.publishedFiles = publishedFiles
         self.headers = headers
         self.lifetime = lifetime
+        self.unnamed = Mutex(unnamed)
         // The files keep the store's directory: held (the work that made them holds it now,
         // so this only counts) until the last holder of the result lets go.
         self.store = files.isEmpty ? nil : store
         if !files.isEmpty { _ = try? store?.acquire() }
         var total: Int64 = 0
         for file in files {
+            if let size = UnnamedFile.size(of: file) {
+                total += size
+                continue
+            }
             var status = stat()
             if stat(file, &status) == 0 { total += Int64(status.st_size) }
         }
@@ -64,10 +71,18 @@ final class SharedResult: Sendable {
 
     func release() {
         guard holders.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 else { return }
-        for file in files { unlink(file) }
+        for file in files where UnnamedFile.descriptor(in: file) == nil { unlink(file) }
+        let freed = unnamed.withLock { files in
+            defer { files = [] }
+            return files
+        }
+        _ = freed  // closed here, outside the lock
         store?.release()
     }
 
     /// Every file it names is still there (nothing removed them behind the cache's back).
-    var isIntact: Bool { (files + publishedFiles).allSatisfy { access($0, F_OK) == 0 } }
+    var isIntact: Bool {
+        // An unnamed file cannot be removed behind our back: it has no name.
+        (files + publishedFiles).allSatisfy { UnnamedFile.descriptor(in: $0) != nil || access($0, F_OK) == 0 }
+    }
 }

@@ -28,6 +28,21 @@ struct DecodeAnswer: Codable, Sendable {
         [thumbnail?.file, normalized?.file, probed?.poster?.file, remuxed?.file].compactMap { $0 }
     }
 
+    /// The same answer with each working path's descriptor replaced (a worker's copy back to
+    /// the pipeline's descriptor).
+    func replacingDescriptors(_ replacement: [Int32: Int32]) -> DecodeAnswer {
+        func map(_ path: String) -> String {
+            guard let old = UnnamedFile.descriptor(in: path), let new = replacement[old] else { return path }
+            return UnnamedFile.replacingDescriptor(in: path, with: new)
+        }
+        var answer = self
+        if let file = answer.thumbnail?.file { answer.thumbnail?.file = map(file) }
+        if let file = answer.normalized?.file { answer.normalized?.file = map(file) }
+        if let file = answer.probed?.poster?.file { answer.probed?.poster?.file = map(file) }
+        if let file = answer.remuxed?.file { answer.remuxed?.file = map(file) }
+        return answer
+    }
+
     /// A reason message never shows working paths: the decoders' messages may name the
     /// downloaded file or an output file, which mean nothing to the caller.
     func withoutWorkingPaths(source: String, outputBase: String?) -> DecodeAnswer {

@@ -48,10 +48,40 @@ enum DecodeJob: Codable, Sendable {
         }
     }
 
-    /// Every file the job may have made, for removal when it was killed or abandoned.
+    /// Every file the job may have made, for removal when it was killed or abandoned (an
+    /// unnamed output is its ledger's to free).
     var possibleOutputs: [String] {
-        guard let base = outputBase else { return [] }
+        guard let base = outputBase, UnnamedFile.descriptor(in: base) == nil else { return [] }
         return ["jpg", "png", "gif", "mp4"].map { "\(base).\($0)" }
+    }
+
+    /// The descriptors of the unnamed files the job reads or writes (`UnnamedFile` working
+    /// paths), source first: what a decoder worker is sent along with the job.
+    var unnamedDescriptors: [Int32] {
+        var found: [Int32] = []
+        for path in [source, outputBase].compactMap({ $0 }) {
+            if let descriptor = UnnamedFile.descriptor(in: path), !found.contains(descriptor) { found.append(descriptor) }
+        }
+        return found
+    }
+
+    /// The same job with each working path's descriptor replaced by `replacement` (the worker's
+    /// copies of the pipeline's descriptors).
+    func replacingDescriptors(_ replacement: [Int32: Int32]) -> DecodeJob {
+        func map(_ path: String) -> String {
+            guard let old = UnnamedFile.descriptor(in: path), let new = replacement[old] else { return path }
+            return UnnamedFile.replacingDescriptor(in: path, with: new)
+        }
+        switch self {
+        case .thumbnail(let source, let base, let shape, let limits):
+            return .thumbnail(source: map(source), destinationBase: map(base), shape: shape, limits: limits)
+        case .normalize(let source, let type, let base, let limits):
+            return .normalize(source: map(source), type: type, destinationBase: map(base), limits: limits)
+        case .probe(let source, let type, let time, let base, let shape, let limits):
+            return .probe(source: map(source), type: type, thumbnailTime: time, thumbnailBase: base.map(map), shape: shape, limits: limits)
+        case .remux(let source, let base):
+            return .remux(source: map(source), destinationBase: map(base))
+        }
     }
 }
 

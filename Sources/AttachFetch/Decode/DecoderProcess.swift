@@ -120,7 +120,8 @@ final class DecoderProcess {
     /// `decoderCrashed` with the signal. Either way the files the job may have made are removed
     /// when it did not answer.
     func run(_ job: DecodeJob, isAbandoned: () -> Bool) -> DecodeAnswer {
-        guard let request = JobWire.encode(job), Frame.write(request, to: socket) else {
+        // Unnamed files go as descriptors: the worker reads and writes them through its copies.
+        guard let request = JobWire.encode(job), Frame.write(request, to: socket, descriptors: job.unnamedDescriptors) else {
             return died(job)
         }
         var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)

@@ -77,11 +77,18 @@ public enum DecoderWorker {
             exit(3)
         }
         _ = FFmpeg.startup
-        while let frame = Frame.read(from: 0) {
+        var received: [Int32] = []
+        while let frame = Frame.read(from: 0, descriptors: &received) {
+            // The job's unnamed files arrive as descriptors, in the order the job names them:
+            // read and written through these copies, closed once the job has run.
+            let copies = received.map(UnnamedFile.adopting)
+            received = []
             let answer: DecodeAnswer
-            if let job = JobWire.decodeJob(frame) {
+            if let job = JobWire.decodeJob(frame), job.unnamedDescriptors.count == copies.count {
                 allowCPU(seconds: limits.cpuSecondsPerJob)
-                answer = job.run()
+                let toCopies = Dictionary(uniqueKeysWithValues: zip(job.unnamedDescriptors, copies.map(\.descriptor)))
+                let toPipeline = Dictionary(uniqueKeysWithValues: toCopies.map { ($0.value, $0.key) })
+                answer = withExtendedLifetime(copies) { job.replacingDescriptors(toCopies).run().replacingDescriptors(toPipeline) }
             } else {
                 answer = DecodeAnswer(failure: Reason(code: .ioError, message: "the decoder worker could not read its job"))
             }
@@ -143,10 +150,17 @@ enum Frame {
     static let maxBytes = 1 << 20
 
     static func read(from fd: Int32) -> Data? {
-        guard let header = readExactly(fd, 4) else { return nil }
+        var descriptors: [Int32] = []
+        defer { descriptors.forEach { close($0) } }
+        return read(from: fd, descriptors: &descriptors)
+    }
+
+    /// A message and the descriptors that came with it (SCM_RIGHTS), appended to `descriptors`.
+    static func read(from fd: Int32, descriptors: inout [Int32]) -> Data? {
+        guard let header = readExactly(fd, 4, descriptors: &descriptors) else { return nil }
         let length = Int(header[0]) | Int(header[1]) << 8 | Int(header[2]) << 16 | Int(header[3]) << 24
         guard length <= maxBytes else { return nil }
-        return readExactly(fd, length).map { Data($0) }
+        return readExactly(fd, length, descriptors: &descriptors).map { Data($0) }
     }
 
     /// Whether a message is ready to read on `fd` within `milliseconds` (or the peer hung up).
@@ -159,14 +173,19 @@ enum Frame {
         }
     }
 
-    static func write(_ data: Data, to fd: Int32) -> Bool {
+    /// Sends a message; `descriptors` (at most AF_MAX_PASSED_DESCRIPTORS) go with its first
+    /// byte as SCM_RIGHTS.
+    static func write(_ data: Data, to fd: Int32, descriptors: [Int32] = []) -> Bool {
         let length = data.count
         var bytes = [UInt8(length & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length >> 16 & 0xFF), UInt8(length >> 24 & 0xFF)]
         bytes.append(contentsOf: data)
         var offset = 0
         while offset < bytes.count {
             // MSG_NOSIGNAL: a peer that went away is an error here, not a SIGPIPE.
-            let sent = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            let sent = bytes.withUnsafeBytes { buffer in
+                offset == 0 ? af_send_with_descriptors(fd, buffer.baseAddress!, buffer.count, descriptors, Int32(descriptors.count))
+                    : send(fd, buffer.baseAddress! + offset, buffer.count - offset, Int32(MSG_NOSIGNAL))
+            }
             if sent < 0 && errno == EINTR { continue }
             guard sent > 0 else { return false }
             offset += sent
@@ -174,11 +193,16 @@ enum Frame {
         return true
     }
 
-    private static func readExactly(_ fd: Int32, _ count: Int) -> [UInt8]? {
+    private static func readExactly(_ fd: Int32, _ count: Int, descriptors: inout [Int32]) -> [UInt8]? {
         var bytes = [UInt8](repeating: 0, count: count)
         var offset = 0
+        var arrived = [Int32](repeating: -1, count: Int(AF_MAX_PASSED_DESCRIPTORS))
         while offset < count {
-            let got = bytes.withUnsafeMutableBytes { recv(fd, $0.baseAddress! + offset, count - offset, 0) }
+            var arrivedCount: Int32 = 0
+            let got = bytes.withUnsafeMutableBytes {
+                af_receive_with_descriptors(fd, $0.baseAddress! + offset, count - offset, &arrived, &arrivedCount)
+            }
+            descriptors.append(contentsOf: arrived.prefix(Int(arrivedCount)))
             if got < 0 && errno == EINTR { continue }
             guard got > 0 else { return nil }
             offset += got

@@ -5,8 +5,11 @@ struct TransferSpec: Sendable {
     let url: String
     /// The URL's scheme, host and port, lowercased: the unit of per-host caps and fairness.
     let origin: String
-    /// Where the body is streamed; created with O_EXCL and mode 0600.
+    /// Where the body is streamed: an unnamed file (O_TMPFILE) made in `bodyDirectory` when
+    /// the transfer starts, or where the file system has none, `bodyPath`, created with O_EXCL.
+    /// Mode 0600 either way.
     let bodyPath: String
+    var bodyDirectory: String? = nil
     /// What the transfer runs under: no part of it may run past its deadline, which shared
     /// work may move later while the transfer runs.
     let runningUnder: Batch
@@ -28,9 +31,12 @@ struct TransferSpec: Sendable {
     var validators: CacheValidators? = nil
 }
 
-/// What a download produced. On failure the body file has already been removed.
+/// What a download produced. On failure the body file has already been removed (or dropped).
 struct TransferOutcome: Sendable {
     var failure: AttachmentDescriptor.Reason?
+    /// The body, when it went to an unnamed file (`TransferSpec.bodyDirectory`) and the
+    /// transfer succeeded: its working path is the body's path.
+    var body: UnnamedFile?
     /// The table row, when the bytes were sniffed as an allowed type (also on failure).
     var mediaType: MediaType?
     /// libmagic's answer, when the bytes were sniffed (also when not allowed).

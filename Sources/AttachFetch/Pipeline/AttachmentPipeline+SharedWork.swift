@@ -53,7 +53,7 @@ extension AttachmentPipeline {
             guard let stale else { preconditionFailure("a 304 without a conditional request") }
             let lifetime = headers.speaksOfFreshness ? freshness(ready: true, code: nil, headers: headers) : stale.lifetime
             return .init(result: stale, lifetime: lifetime, revalidated: true)
-        case .made(let descriptor, let files, let headers):
+        case .made(let descriptor, let files, let unnamed, let headers):
             // A result the deadline cut short is this caller's only: kept, it would answer
             // callers with time to spare, for its whole freshness, without a thumbnail (an image
             // never decoded in full), a probe or a variant.
@@ -64,7 +64,7 @@ extension AttachmentPipeline {
                     .compactMap { $0 }.map { "\(publishing.directory)/\(($0 as NSString).lastPathComponent)" }
             } ?? []
             let result = SharedResult(descriptor: descriptor, files: files, publishedFiles: published, headers: headers,
-                                      lifetime: lifetime, store: store)
+                                      lifetime: lifetime, store: store, unnamed: unnamed)
             return .init(result: result, lifetime: lifetime, revalidated: false)
         }
     }
@@ -80,8 +80,9 @@ extension AttachmentPipeline {
     }
 
     enum WorkOutcome: Sendable {
-        /// The descriptor (files in the store: `files`) and the response's caching headers.
-        case made(AttachmentDescriptor, files: [String], headers: CacheHeaders)
+        /// The descriptor (its files: `files`, working paths of `unnamed` files or names in the
+        /// store) and the response's caching headers.
+        case made(AttachmentDescriptor, files: [String], unnamed: [UnnamedFile] = [], headers: CacheHeaders)
         /// The origin confirmed the stale result (304).
         case notModified(CacheHeaders)
         /// A result of the shared store (files downloaded into the work store): another
@@ -96,11 +97,14 @@ extension AttachmentPipeline {
         var descriptor = Self.builder(for: request, index: number, start: batch.start)
         let ledger = FileLedger(afterLateRemoval: store.tidy)
         defer { ledger.close() }
-        let bodyPath = "\(directory)/.part-\(number)"
-        ledger.own(bodyPath)
-        var spec = transferSpec(for: request, bodyPath: bodyPath, batch: batch)
+        let namedBodyPath = "\(directory)/.part-\(number)"
+        var spec = transferSpec(for: request, bodyPath: namedBodyPath, batch: batch)
+        spec.bodyDirectory = directory
         spec.validators = validators
         let outcome = await engine.fetch(spec)
+        // The transfer removed or dropped the body when it failed.
+        if let body = outcome.body { ledger.own(body) } else if outcome.failure == nil { ledger.own(namedBodyPath) }
+        let bodyPath = outcome.body?.path ?? namedBodyPath
         if outcome.notModified { return .notModified(outcome.cacheHeaders) }
         descriptor.record(outcome)
         func failed(_ reason: Reason) -> WorkOutcome { .made(descriptor.failed(reason), files: [], headers: outcome.cacheHeaders) }
@@ -115,13 +119,13 @@ extension AttachmentPipeline {
             plan: .init(shape: request.role == .avatar ? .squareCenter : .clip(request.clip ?? .whole),
                         thumbnailTime: request.options?.thumbnailTime, imagesOnly: request.role == .avatar,
                         convertedBase: "\(directory)/.norm-\(number)", thumbnailBase: "\(directory)/.thumb-\(number)",
-                        variantBase: "\(directory)/.variant-\(number)", platforms: platforms),
+                        variantBase: "\(directory)/.variant-\(number)", workDirectory: directory, platforms: platforms),
             ledger: ledger)
         if let reason = await stages.run(Stage.afterDownload, on: &work, batch: batch) {
             return .made(work.descriptor.failed(reason), files: [], headers: outcome.cacheHeaders)
         }
-        let (ready, files) = moveIntoPlace(work, name: "r\(number)", directory: directory, logger: logger)
-        return .made(ready, files: files, headers: outcome.cacheHeaders)
+        let (ready, files, unnamed) = moveIntoPlace(work, name: "r\(number)", directory: directory, logger: logger)
+        return .made(ready, files: files, unnamed: unnamed, headers: outcome.cacheHeaders)
     }
 
     func transferSpec(for request: AttachmentRequest, bodyPath: String, batch: Batch) -> TransferSpec {
@@ -137,24 +141,39 @@ extension AttachmentPipeline {
 
     /// Moves the delivered file, its thumbnail and its variants to their result names in
     /// `directory`. Never replaces a file; a thumbnail or variant that cannot be moved is left out.
+    /// An unnamed file is not moved: it stays unnamed, held by the result, until a caller's
+    /// link names it; its working path gains its format's extension.
     func moveIntoPlace(_ work: AttachmentWork, name: String, directory: String,
-                               logger: Logger) -> (AttachmentDescriptor, files: [String]) {
-        let file = work.admitted
-        let finalPath = "\(directory)/\(name).\(file.type.fileExtension)"
-        if let problem = FileNames.moveNoReplace(file.path, to: finalPath) {
-            return (work.descriptor.failed(Reason(code: .ioError, message: problem)), [])
+                               logger: Logger) -> (AttachmentDescriptor, files: [String], unnamed: [UnnamedFile]) {
+        var unnamed: [UnnamedFile] = []
+        /// The file's result path, or a problem.
+        func keep(_ path: String, as finalPath: String, format: String) -> Result<String, Reason> {
+            if let file = work.ledger.deliver(path) {
+                unnamed.append(file)
+                return .success(UnnamedFile.path(of: path, withExtension: format))
+            }
+            if let problem = FileNames.moveNoReplace(path, to: finalPath) {
+                return .failure(Reason(code: .ioError, message: problem))
+            }
+            work.ledger.deliver(path)
+            return .success(finalPath)
         }
-        work.ledger.deliver(file.path)
+        let file = work.admitted
+        let finalPath: String
+        switch keep(file.path, as: "\(directory)/\(name).\(file.type.fileExtension)", format: file.type.fileExtension) {
+        case .success(let path): finalPath = path
+        case .failure(let problem): return (work.descriptor.failed(problem), [], [])
+        }
         var files = [finalPath]
         var thumbnailPath: String?
         if let made = work.thumbnail {
-            let path = "\(directory)/\(name).thumb.\((made.file as NSString).pathExtension)"
-            if let problem = FileNames.moveNoReplace(made.file, to: path) {
-                logger.debug("thumbnail not kept", metadata: ["problem": "\(problem)"])
-            } else {
-                work.ledger.deliver(made.file)
+            let format = (made.file as NSString).pathExtension
+            switch keep(made.file, as: "\(directory)/\(name).thumb.\(format)", format: format) {
+            case .success(let path):
                 thumbnailPath = path
                 files.append(path)
+            case .failure(let problem):
+                logger.debug("thumbnail not kept", metadata: ["problem": "\(problem.message)"])
             }
         }
         var variantPaths: [Platform: String] = [:]
@@ -166,6 +185,6 @@ extension AttachmentPipeline {
                 files.append(path)
             }
         }
-        return (work.ready(file: finalPath, thumbnailFile: thumbnailPath, variantFiles: variantPaths), files)
+        return (work.ready(file: finalPath, thumbnailFile: thumbnailPath, variantFiles: variantPaths), files, unnamed)
     }
 }

@@ -40,11 +40,12 @@ enum FileNames {
     }
 
     /// Gives `source` a second name, `destination`, without ever replacing an existing file:
-    /// link(2), or where the two are on different file systems, a copy (mode 0600) linked into
+    /// link(2), or where the two are on different file systems, a copy (mode 0600) moved into
     /// place. `source` stays.
+    /// An unnamed file's working path (`UnnamedFile`) is linked through its descriptor.
     static func linkNoReplace(_ source: String, to destination: String) -> String? {
-        if link(source, destination) == 0 { return nil }
-        let error = errno
+        let error = UnnamedFile.link(source, to: destination)
+        if error == 0 { return nil }
         if error == EEXIST { return "\(destination) already exists; it is not overwritten" }
         guard error == EXDEV || error == EPERM || error == EMLINK else {
             return "cannot link the file to \(destination): \(String(cString: strerror(error)))"

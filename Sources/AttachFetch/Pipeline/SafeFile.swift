@@ -8,7 +8,22 @@ import Synchronization
 enum SafeFile {
     /// Creates `path` (O_EXCL: never replaces anything, mode 0600) holding `contents`.
     /// Returns a message on failure, after removing any partial file.
+    /// A working path (`UnnamedFile`) is written into its file, which must be empty.
     static func create(_ path: String, contents: UnsafeRawBufferPointer) -> String? {
+        if let descriptor = UnnamedFile.descriptor(in: path) {
+            var offset = 0
+            while offset < contents.count {
+                let written = pwrite(descriptor, contents.baseAddress! + offset, contents.count - offset, off_t(offset))
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    let message = "cannot write the file: \(String(cString: strerror(errno)))"
+                    _ = ftruncate(descriptor, 0)
+                    return message
+                }
+                offset += written
+            }
+            return nil
+        }
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return "cannot create \(path): \(String(cString: strerror(errno)))" }
         defer { close(fd) }
@@ -53,7 +68,7 @@ enum SafeFile {
     }
 
     static func eachChunk(of path: String, _ body: (UnsafeRawBufferPointer) -> Void) throws(Reason) {
-        let input = open(path, O_RDONLY | O_CLOEXEC)
+        let input = open(UnnamedFile.openable(path), O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw Reason(code: .ioError, message: "cannot open \(path): \(String(cString: strerror(errno)))") }
         defer { close(input) }
         var buffer = [UInt8](repeating: 0, count: 1 << 16)

@@ -24,6 +24,9 @@ struct AttachmentWork: Sendable {
         var thumbnailBase: String
         /// Where a platform variant is written (plus an extension).
         var variantBase: String = ""
+        /// Where thumbnails and posters are made as unnamed files (`UnnamedFile`); nil: at
+        /// `thumbnailBase`, named.
+        var workDirectory: String? = nil
         /// The platforms the media must show on (variants for those whose limits it breaks).
         var platforms: Set<Platform> = [.ios]
     }
@@ -56,5 +59,15 @@ struct AttachmentWork: Sendable {
         descriptor.ready(admitted.type, file: file, thumbnail: thumbnail.flatMap { made in
             thumbnailFile.map { .init(file: $0, width: made.width, height: made.height, time: made.time) }
         }, variantFiles: variantFiles)
+    }
+}
+
+extension AttachmentWork {
+    /// Where the thumbnail or poster is written (plus an extension): a new unnamed file in the
+    /// work directory, owned by the ledger, or where there is none, `plan.thumbnailBase`.
+    func thumbnailOutput() -> String {
+        guard let directory = plan.workDirectory, let file = UnnamedFile.create(in: directory) else { return plan.thumbnailBase }
+        ledger.own(file)
+        return file.path
     }
 }

@@ -12,6 +12,8 @@ import Glibc
 final class FileLedger: Sendable {
     private struct State {
         var owned: Set<String> = []
+        /// Unnamed files (UnnamedFile), by descriptor: dropping one frees it.
+        var unnamed: [Int32: UnnamedFile] = [:]
         var closed = false
     }
 
@@ -23,8 +25,11 @@ final class FileLedger: Sendable {
         self.afterLateRemoval = afterLateRemoval
     }
 
-    /// Takes ownership of `paths` (files that may or may not exist yet).
+    /// Takes ownership of `paths` (files that may or may not exist yet). Working paths of
+    /// unnamed files are skipped: the ledger owns those as `UnnamedFile`s.
     func own(_ paths: [String]) {
+        let paths = paths.filter { UnnamedFile.descriptor(in: $0) == nil }
+        guard !paths.isEmpty else { return }
         let late = state.withLock { state -> Bool in
             if state.closed { return true }
             state.owned.formUnion(paths)
@@ -37,24 +42,45 @@ final class FileLedger: Sendable {
 
     func own(_ path: String) { own([path]) }
 
+    /// Takes ownership of an unnamed file; its working path (with or without an extension)
+    /// stands for it in `remove` and `deliver`.
+    func own(_ file: UnnamedFile) {
+        // Late (closed), it is not kept: the caller's reference is the last, and frees it.
+        state.withLock { state in
+            if !state.closed { state.unnamed[file.descriptor] = file }
+        }
+    }
+
     /// Removes an owned file now (superseded: the original after a conversion). A file the
     /// ledger does not own is left alone.
     func remove(_ path: String) {
+        if let descriptor = UnnamedFile.descriptor(in: path) {
+            let dropped = state.withLock { $0.unnamed.removeValue(forKey: descriptor) }
+            _ = dropped  // freed here, outside the lock
+            return
+        }
         if state.withLock({ $0.owned.remove(path) }) != nil { unlink(path) }
     }
 
     /// The file leaves the ledger: it is delivered (or was moved away), so `close` keeps it.
-    func deliver(_ path: String) {
+    /// An unnamed file is returned: whoever keeps the result keeps it open.
+    @discardableResult
+    func deliver(_ path: String) -> UnnamedFile? {
+        if let descriptor = UnnamedFile.descriptor(in: path) {
+            return state.withLock { $0.unnamed.removeValue(forKey: descriptor) }
+        }
         state.withLock { _ = $0.owned.remove(path) }
+        return nil
     }
 
     /// Removes every file still owned. Files offered afterwards are removed as they arrive.
     func close() {
-        let leftovers = state.withLock { state -> Set<String> in
+        let (leftovers, unnamed) = state.withLock { state -> (Set<String>, [Int32: UnnamedFile]) in
             state.closed = true
-            defer { state.owned = [] }
-            return state.owned
+            defer { (state.owned, state.unnamed) = ([], [:]) }
+            return (state.owned, state.unnamed)
         }
         for path in leftovers { unlink(path) }
+        _ = unnamed  // closed here, outside the lock
     }
 }

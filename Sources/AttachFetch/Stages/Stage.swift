@@ -124,7 +124,7 @@ extension Stage {
         job: { work, configuration in
             let file = work.admitted
             guard file.type.kind == .image else { return nil }
-            return .thumbnail(source: file.path, destinationBase: work.plan.thumbnailBase, shape: work.plan.shape,
+            return .thumbnail(source: file.path, destinationBase: work.thumbnailOutput(), shape: work.plan.shape,
                               limits: Thumbnailer.Limits(configuration))
         },
         take: { answer, work in
@@ -142,7 +142,9 @@ extension Stage {
             let file = work.admitted
             guard file.type.kind != .image else { return nil }
             return .probe(source: file.path, type: file.type, thumbnailTime: work.plan.thumbnailTime,
-                          thumbnailBase: work.plan.thumbnailBase, shape: work.plan.shape,
+                          // Audio has no poster: no file made for one.
+                          thumbnailBase: file.type.kind == .audio ? work.plan.thumbnailBase : work.thumbnailOutput(),
+                          shape: work.plan.shape,
                           limits: MediaProber.Limits(configuration))
         },
         take: { answer, work in

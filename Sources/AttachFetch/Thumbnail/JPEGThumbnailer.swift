@@ -88,18 +88,31 @@ enum JPEGThumbnailer {
     }
 
     /// The whole file, when it starts like a JPEG (SOI) and is small enough; nil otherwise,
-    /// having read two bytes, so a PNG or GIF costs the libvips path nothing extra.
+    /// having read two bytes, so a PNG or GIF costs the libvips path nothing extra. Read with
+    /// pread only and no stat: an unnamed file is read through its own descriptor.
     private static func readJPEGFile(_ path: String) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var start: (UInt8, UInt8) = (0, 0)
-        guard pread(fd, &start, 2, 0) == 2, start == (0xFF, 0xD8) else { return nil }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_size > 0, info.st_size <= maxFileBytes else { return nil }
-        var data = [UInt8](repeating: 0, count: Int(info.st_size))
-        let count = data.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        return count == data.count ? data : nil
+        UnnamedFile.withReadable(path) { fd -> [UInt8]? in
+            var start: (UInt8, UInt8) = (0, 0)
+            guard pread(fd, &start, 2, 0) == 2, start == (0xFF, 0xD8) else { return nil }
+            var data = [UInt8](repeating: 0, count: 64 << 10)
+            var count = 0
+            while true {
+                if count == data.count {
+                    guard data.count <= maxFileBytes else { return nil }
+                    data.append(contentsOf: repeatElement(0, count: data.count))
+                }
+                let got = data.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + count, $0.count - count, off_t(count)) }
+                if got < 0 {
+                    if errno == EINTR { continue }
+                    return nil
+                }
+                if got == 0 { break }
+                count += got
+            }
+            guard count > 0, count <= maxFileBytes else { return nil }
+            data.removeLast(data.count - count)
+            return data
+        }
     }
 }
 

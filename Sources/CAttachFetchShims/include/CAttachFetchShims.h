@@ -55,6 +55,15 @@ int af_vips_gifsave_buffer(VipsImage *in, void **buffer, size_t *length);
 // MARK: files
 // renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE): a move that never replaces a file.
 int af_rename_noreplace(const char *from, const char *to);
+// open(O_TMPFILE | O_RDWR | O_CLOEXEC) in `directory`: a file with no name (_GNU_SOURCE only).
+int af_open_unnamed(const char *directory, int mode);
+// linkat(AT_SYMLINK_FOLLOW): names an unnamed file through its /proc/self/fd link.
+int af_link_following(const char *from, const char *to);
+
+// MARK: descriptors over a socket (SCM_RIGHTS; the CMSG_* macros are not callable from Swift)
+#define AF_MAX_PASSED_DESCRIPTORS 4
+ssize_t af_send_with_descriptors(int socket, const void *bytes, size_t count, const int *descriptors, int descriptor_count);
+ssize_t af_receive_with_descriptors(int socket, void *bytes, size_t count, int *descriptors, int *descriptor_count);
 
 // MARK: decoder worker sandbox
 // prctl is variadic: one shim per option the decoder worker sets.

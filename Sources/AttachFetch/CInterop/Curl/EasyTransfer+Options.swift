@@ -14,9 +14,14 @@ extension EasyTransfer {
         guard remaining > .milliseconds(1) else {
             return .init(code: .deadlineExceeded, message: "the batch deadline passed before the request could start")
         }
-        fileDescriptor = open(spec.bodyPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fileDescriptor >= 0 else {
-            return .init(code: .ioError, message: "cannot create \(spec.bodyPath): \(String(cString: strerror(errno)))")
+        if let directory = spec.bodyDirectory, let unnamed = UnnamedFile.create(in: directory) {
+            body = unnamed
+            fileDescriptor = unnamed.descriptor
+        } else {
+            fileDescriptor = open(spec.bodyPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            guard fileDescriptor >= 0 else {
+                return .init(code: .ioError, message: "cannot create \(spec.bodyPath): \(String(cString: strerror(errno)))")
+            }
         }
         // libcurl's timeouts are the request's own; the deadline, which shared work may move
         // later while the transfer runs, is enforced by the engine (`enforceLimits`).

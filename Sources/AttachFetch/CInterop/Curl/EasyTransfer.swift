@@ -18,6 +18,8 @@ final class EasyTransfer {
     let errorBuffer: UnsafeMutablePointer<CChar>
     /// The body file (opened by `prepare`, closed by `complete`).
     var fileDescriptor: Int32 = -1
+    /// The unnamed body file, when there is one (it owns `fileDescriptor`).
+    var body: UnnamedFile?
     private let digest = SHA256Digest()
     private var admission: BodyAdmission
     /// Content-Length of the response being received (the last one, after redirects).
@@ -85,7 +87,7 @@ final class EasyTransfer {
         curl_easy_cleanup(handle)
         if let requestHeaders { curl_slist_free_all(UnsafeMutablePointer(requestHeaders)) }
         errorBuffer.deallocate()
-        if fileDescriptor >= 0 { close(fileDescriptor) }
+        if fileDescriptor >= 0 && body == nil { close(fileDescriptor) }
     }
 
     static func from(_ pointer: UnsafeMutableRawPointer?) -> EasyTransfer {
@@ -266,22 +268,29 @@ final class EasyTransfer {
             outcome.retryAfter = RetryAfter.delay(retryAfter, now: Date())
             outcome.httpStatus = status
         }
-        close(fileDescriptor)
+        if body == nil { close(fileDescriptor) }
         fileDescriptor = -1
         if outcome.notModified {
-            unlink(job.spec.bodyPath)
+            discardBody()
         } else if outcome.failure == nil {
             outcome.bytes = bytesWritten
             do throws(Reason) { outcome.sha256 = try digest.finalizeHex() } catch { outcome.failure = error }
         }
         if outcome.failure != nil {
-            unlink(job.spec.bodyPath)
+            discardBody()
             if let refusedWhole {
                 let hash = SHA256Digest()
                 refusedWhole.withUnsafeBytes { hash.update($0) }
                 if let hex = try? hash.finalizeHex() { (outcome.bytes, outcome.sha256) = (Int64(refusedWhole.count), hex) }
             }
         }
+        outcome.body = body
+        body = nil
         return outcome
+    }
+
+    /// Drops the body: an unnamed file is freed with its descriptor; a named one is removed.
+    private func discardBody() {
+        if body != nil { body = nil } else { unlink(job.spec.bodyPath) }
     }
 }

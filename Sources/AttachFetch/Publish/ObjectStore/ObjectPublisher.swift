@@ -42,7 +42,7 @@ struct ObjectPublisher: Sendable {
         await withCheckedContinuation { (done: CheckedContinuation<Result<(String, Int64), Reason>, Never>) in
             fileWorkers.submit { _ in
                 var status = stat()
-                guard stat(path, &status) == 0 else {
+                guard stat(UnnamedFile.openable(path), &status) == 0 else {
                     return done.resume(returning: .failure(Reason(code: .ioError, message: "cannot read \(path): \(String(cString: strerror(errno)))")))
                 }
                 if let sha256 { return done.resume(returning: .success((sha256, Int64(status.st_size)))) }

@@ -88,7 +88,7 @@ final class StoreCall {
             case .bytes(let bytes):
                 codes.append(CurlOption.set(handle, CURLOPT_INFILESIZE_LARGE, offset: Int64(bytes.count)))
             case .file(let path, let size):
-                sendDescriptor = open(path, O_RDONLY | O_CLOEXEC)
+                sendDescriptor = open(UnnamedFile.openable(path), O_RDONLY | O_CLOEXEC)
                 guard sendDescriptor >= 0 else {
                     return .init(kind: .local, message: "cannot open \(path): \(String(cString: strerror(errno)))")
                 }

@@ -1,0 +1,82 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Testing
+@testable import AttachFetch
+
+/// Bodies and thumbnails have no name until a caller's link gives them one (`UnnamedFile`):
+/// nothing partial is ever visible, the work store holds no names, and a delivered file has
+/// exactly one name, the caller's. The call counts themselves are `Benchmarks/syscall-guard`'s.
+@Suite struct UnnamedFileTests {
+    /// While a body streams (the origin stalls after 1 KiB), the work store exists and the
+    /// pipeline holds the body open, yet no file has a name anywhere under the temporary
+    /// directory.
+    @Test func aBodyStillStreamingHasNoName() async throws {
+        let scratch = Scratch()
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer { server in
+                let fetching = Task { await fetchOne("\(server.baseURL)/stall/photo.jpg", pipeline, deadline: .milliseconds(1_500)) }
+                var sawBodyOpen = false
+                var named: [String] = []
+                for _ in 0..<100 where !sawBodyOpen {
+                    try await Task.sleep(for: .milliseconds(10))
+                    let open = Self.ownOpenFiles().filter { $0.hasPrefix(scratch.path + "/.attach-fetch-") && $0.hasSuffix("(deleted)") }
+                    sawBodyOpen = !open.isEmpty
+                    named += scratch.tree().filter { entry in
+                        var status = stat()
+                        return lstat(scratch.path + "/" + entry, &status) == 0 && (status.st_mode & S_IFMT) != S_IFDIR
+                    }
+                }
+                let descriptor = await fetching.value
+                #expect(sawBodyOpen, "the body was being written to an unnamed file in the work store")
+                #expect(named.isEmpty, "names seen while the body streamed: \(named)")
+                #expect(descriptor.status == .timedOut || descriptor.status == .failed)
+                #expect(scratch.tree() == [], "\(scratch.tree())")
+            }
+        }
+    }
+
+    /// A ready image and its thumbnail are each one file with one name (link count 1: no
+    /// working name is left in the work store), private (0600), in the caller's directory; and
+    /// the pipeline holds nothing open once it is shut down.
+    @Test func aDeliveredFileHasOneNameTheCallers() async throws {
+        let scratch = Scratch(), output = Scratch()
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer { server in
+                let batch = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg"),
+                                                    AttachmentRequest(url: "\(server.baseURL)/media/alpha.png")],
+                                                   outputDirectory: output.path)
+                for attachment in batch.attachments {
+                    #expect(attachment.status == .ready, "\(attachment.reason?.message ?? "")")
+                    for path in [attachment.file, attachment.thumbnail?.file].compactMap({ $0 }) {
+                        var status = stat()
+                        #expect(lstat(path, &status) == 0 && status.st_nlink == 1, "\(path): \(status.st_nlink) links")
+                        #expect(status.st_mode & 0o777 == 0o600 && (status.st_mode & S_IFMT) == S_IFREG, "\(path)")
+                        #expect(path.hasPrefix(output.path + "/"))
+                    }
+                }
+                #expect(output.tree() == ["attachment-0.jpg", "attachment-0.thumb.jpg", "attachment-1.png", "attachment-1.thumb.png"],
+                        "\(output.tree())")
+            }
+        }
+        // The pipeline is shut down: its results are let go.
+        #expect(Self.ownOpenFiles().filter { $0.contains("/.attach-fetch-") }.isEmpty, "unnamed files still open")
+        #expect(scratch.tree() == [], "\(scratch.tree())")
+    }
+
+    /// The working path of an unnamed file: parsed, re-pointed and stripped of its extension.
+    @Test func workingPathsNameTheirDescriptor() {
+        #expect(UnnamedFile.descriptor(in: "/proc/self/fd/12") == 12)
+        #expect(UnnamedFile.descriptor(in: "/proc/self/fd/12.jpg") == 12)
+        #expect(UnnamedFile.descriptor(in: "/tmp/proc/self/fd/12") == nil)
+        #expect(UnnamedFile.descriptor(in: "/proc/self/fd/x.jpg") == nil)
+        #expect(UnnamedFile.openable("/proc/self/fd/7.png") == "/proc/self/fd/7")
+        #expect(UnnamedFile.openable("/tmp/a.png") == "/tmp/a.png")
+        #expect(UnnamedFile.replacingDescriptor(in: "/proc/self/fd/7.png", with: 123) == "/proc/self/fd/123.png")
+        #expect(UnnamedFile.path(of: "/proc/self/fd/7", withExtension: "jpg") == "/proc/self/fd/7.jpg")
+    }
+
+    /// What this process's descriptors point to.
+    static func ownOpenFiles() -> [String] { IsolationTests.openFiles(getpid()) }
+}
