@@ -9,11 +9,41 @@ alternated over rounds:
 
 Times come from wait4's rusage of the CLI, which includes its reaped children (the workers).
 Writes Benchmarks/results/kernel-time.json and prints medians per attachment."""
-import argparse, json, os, shutil, statistics, subprocess, sys, tempfile, time
+import argparse, json, os, shutil, statistics, subprocess, sys, tempfile, time, urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from compare import build_corpus, build_small300, media_server  # noqa: E402
+from service_bench import start_service, stop  # noqa: E402
+
+
+def cpu_seconds(pid):
+    """(user, system) seconds of a live process and its reaped children, from /proc."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[13])) / ticks, (int(fields[12]) + int(fields[14])) / ticks
+
+
+def files_none_service(bin_dir, small_urls, scratch):
+    """Kernel and user ms per call of `serve` answering `"files": "none"` calls of one small
+    image each: 300 misses (distinct URLs), then the same 300 again as cache hits."""
+    process, base = start_service(bin_dir, scratch)
+    figures = {}
+    try:
+        for phase in ("miss", "hit"):
+            before = cpu_seconds(process.pid)
+            for url in small_urls:
+                body = json.dumps({"attachments": [{"url": url}], "files": "none"}).encode()
+                request = urllib.request.Request(f"{base}/v1/attachments", data=body, headers={"Content-Type": "application/json"})
+                with urllib.request.urlopen(request, timeout=30) as answer:
+                    if b'"ready"' not in answer.read():
+                        sys.exit(f"kernel-time: a files=none {phase} was not ready")
+            after = cpu_seconds(process.pid)
+            figures[phase] = {"userMsPerCall": round((after[0] - before[0]) / len(small_urls) * 1000, 3),
+                              "kernelMsPerCall": round((after[1] - before[1]) / len(small_urls) * 1000, 3)}
+    finally:
+        stop(process)
+    return figures
 
 
 def run_cli(bin_dir, urls, out_dir):
@@ -65,6 +95,9 @@ def main():
                     run_cli(args.bin, mixed_urls, os.path.join(scratch, "mixed"))
                     shutil.rmtree(os.path.join(scratch, "mixed"), ignore_errors=True)
                     table["after mixed"].append(run_cli(args.bin, urls, os.path.join(scratch, "small")))
+        with media_server(args.bin, small_dir) as (_, small_base):
+            service = files_none_service(args.bin, [f"{small_base}/media/{name}" for name in sorted(os.listdir(small_dir))],
+                                         scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     count = 300
@@ -86,6 +119,10 @@ def main():
                           "kernelMsPerAttachmentLessStart": round(marginal, 3), "kernelSecondsOneAttachment": round(single, 3),
                           "runs": len(runs)}
         print(f"| {state} | {user:.2f} ms | {system:.2f} ms | {marginal:.2f} ms | {len(runs)} |")
+    print("\n| `serve`, `\"files\": \"none\"`, one small JPEG a call | user per call | kernel per call |\n| --- | ---: | ---: |")
+    for phase, figure in service.items():
+        print(f"| {phase} | {figure['userMsPerCall']:.2f} ms | {figure['kernelMsPerCall']:.2f} ms |")
+    summary["serve files=none"] = service
     os.makedirs(os.path.join(HERE, "..", "results"), exist_ok=True)
     with open(os.path.join(HERE, "..", "results", "kernel-time.json"), "w") as f:
         json.dump({"machine": {"cores": os.cpu_count(), "uname": os.uname().release}, "states": summary}, f, indent=2)

@@ -10,7 +10,9 @@ final class TransferJob: Sendable {
 
     private struct State {
         var continuation: CheckedContinuation<TransferOutcome, Never>?
+        /// Kept only until the awaiting task takes it: it may hold the body file open.
         var outcome: TransferOutcome?
+        var finished = false
         var cancelRequested = false
     }
 
@@ -30,10 +32,14 @@ final class TransferJob: Sendable {
     /// Engine side: called exactly once.
     func finish(_ outcome: TransferOutcome) {
         let continuation = state.withLock { state -> CheckedContinuation<TransferOutcome, Never>? in
-            precondition(state.outcome == nil, "a transfer job finishes once")
-            state.outcome = outcome
-            defer { state.continuation = nil }
-            return state.continuation
+            precondition(!state.finished, "a transfer job finishes once")
+            state.finished = true
+            guard let continuation = state.continuation else {
+                state.outcome = outcome
+                return nil
+            }
+            state.continuation = nil
+            return continuation
         }
         continuation?.resume(returning: outcome)
     }
@@ -42,7 +48,10 @@ final class TransferJob: Sendable {
     func outcome() async -> TransferOutcome {
         await withCheckedContinuation { continuation in
             let ready = state.withLock { state -> TransferOutcome? in
-                if let outcome = state.outcome { return outcome }
+                if let outcome = state.outcome {
+                    state.outcome = nil
+                    return outcome
+                }
                 state.continuation = continuation
                 return nil
             }
