@@ -58,9 +58,10 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            // The inspector page, compiled into the binary (no resource bundle to ship beside it).
+            // The inspector page and the OpenAPI document, compiled into the binary (no resource
+            // bundle to ship beside it).
             resources: [.embedInCode("Inspector/index.html"), .embedInCode("Inspector/inspector.css"),
-                        .embedInCode("Inspector/inspector.js")]
+                        .embedInCode("Inspector/inspector.js"), .embedInCode("OpenAPI/openapi.json")]
         ),
         .executableTarget(
             name: "attach-fetch",

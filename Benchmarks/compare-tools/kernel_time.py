@@ -33,7 +33,7 @@ def files_none_service(bin_dir, small_urls, scratch):
         for phase in ("miss", "hit"):
             before = cpu_seconds(process.pid)
             for url in small_urls:
-                body = json.dumps({"attachments": [{"url": url}], "files": "none"}).encode()
+                body = json.dumps({"urls": [url], "files": "none"}).encode()
                 request = urllib.request.Request(f"{base}/v1/attachments", data=body, headers={"Content-Type": "application/json"})
                 with urllib.request.urlopen(request, timeout=30) as answer:
                     if b'"ready"' not in answer.read():

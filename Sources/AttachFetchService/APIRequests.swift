@@ -16,9 +16,9 @@ enum APIRequests {
         } catch {
             throw .invalidRequest("the body is not a JSON object")
         }
-        guard !body.requests.isEmpty else { throw .invalidRequest("requests must not be empty") }
+        guard !body.requests.isEmpty else { throw .invalidRequest("\(body.listField) must not be empty") }
         guard body.requests.count <= maxRequests else {
-            throw .invalidRequest("\(body.requests.count) requests in one call; at most \(maxRequests)")
+            throw .invalidRequest("\(body.listField): \(body.requests.count) in one call; at most \(maxRequests)")
         }
         return (body.requests, body.deadlineMs, body.keepsFiles)
     }
@@ -35,6 +35,26 @@ enum APIRequests {
 
     /// The refusal of a `files` value that is neither `kept` nor `none` (or not a string).
     static func badFiles(_ field: String) -> APIError { .invalidRequest("\(field) must be \"kept\" or \"none\"") }
+
+    /// A `true`/`false` query parameter; absent is false, anything else is refused.
+    static func flag(_ value: String?, field: String) throws(APIError) -> Bool {
+        switch value {
+        case nil, "false": return false
+        case "true": return true
+        default: throw .invalidRequest("\(field) must be true or false")
+        }
+    }
+
+    /// The `X-Deadline-Ms` header: decimal digits with an optional fraction (`1500`, `2.5`),
+    /// greater than 0, as the OpenAPI document's pattern says.
+    static func deadlineHeader(_ value: String) throws(APIError) -> Double {
+        let parts = value.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        let digitsOnly = parts.allSatisfy { !$0.isEmpty && $0.allSatisfy { $0.isASCII && $0.isNumber } }
+        guard digitsOnly, let number = Double(value), number > 0 else {
+            throw .invalidRequest("X-Deadline-Ms must be a number of milliseconds greater than 0")
+        }
+        return number
+    }
 
     /// A deadline in milliseconds: a positive number, when given.
     static func deadlineMs(_ value: Double?, field: String) throws(APIError) -> Double? {
@@ -73,15 +93,21 @@ private extension KeyedDecodingContainer where Key == FieldName {
 }
 
 /// The body of `POST /v1/attachments`.
-private struct AttachmentsBody: Decodable {
+struct AttachmentsBody: Decodable {
+    /// The body's fields, and each request's (the OpenAPI document's are checked against them).
+    static let fields = ["requests", "urls", "deadlineMs", "files"]
+    static let requestFields = ["url", "identifier", "clip", "thumbnailTime", "role"]
+
     var requests: [AttachmentRequest] = []
+    /// The field the list came in: `requests` or `urls`.
+    var listField = "requests"
     var deadlineMs: Double?
     var keepsFiles = true
 
     init(from decoder: any Decoder) throws {
         let fields = try decoder.container(keyedBy: FieldName.self)
-        try fields.refuseUnknown(["requests", "urls", "deadlineMs", "files"]) {
-            "unknown field '\($0)' (known: requests, urls, deadlineMs, files)"
+        try fields.refuseUnknown(Set(Self.fields)) {
+            "unknown field '\($0)' (known: \(Self.fields.joined(separator: ", ")))"
         }
         keepsFiles = try APIRequests.keepsFiles(try fields.optional(String.self, "files", else: APIRequests.badFiles("files")),
                                                 field: "files")
@@ -98,6 +124,7 @@ private struct AttachmentsBody: Decodable {
                 requests.append(try Self.request(item, at: path))
             }
         case (false, true):
+            listField = "urls"
             guard var items = try? fields.nestedUnkeyedContainer(forKey: FieldName("urls")) else {
                 throw APIError.invalidRequest("urls must be an array of strings")
             }
@@ -115,11 +142,21 @@ private struct AttachmentsBody: Decodable {
 
     private struct Clip: Decodable {
         var x, y, width, height: Double
+
+        /// The four numbers and nothing else.
+        init(from decoder: any Decoder) throws {
+            let fields = try decoder.container(keyedBy: FieldName.self)
+            try fields.refuseUnknown(["x", "y", "width", "height"]) { "unknown clip field '\($0)'" }
+            x = try fields.decode(Double.self, forKey: FieldName("x"))
+            y = try fields.decode(Double.self, forKey: FieldName("y"))
+            width = try fields.decode(Double.self, forKey: FieldName("width"))
+            height = try fields.decode(Double.self, forKey: FieldName("height"))
+        }
     }
 
     private static func request(_ decoder: any Decoder, at path: String) throws(APIError) -> AttachmentRequest {
         guard let fields = try? decoder.container(keyedBy: FieldName.self) else { throw .invalidRequest("\(path) must be an object") }
-        try fields.refuseUnknown(["url", "identifier", "clip", "thumbnailTime", "role"]) { "\(path): unknown field '\($0)'" }
+        try fields.refuseUnknown(Set(requestFields)) { "\(path): unknown field '\($0)'" }
         guard let url = try fields.optional(String.self, "url", else: .invalidRequest("\(path).url must be a string")) else {
             throw .invalidRequest("\(path).url must be a string")
         }
@@ -129,7 +166,7 @@ private struct AttachmentsBody: Decodable {
             guard !identifier.isEmpty else { throw badIdentifier }
             request.identifier = identifier
         }
-        let badClip = APIError.invalidRequest("\(path).clip must be {\"x\", \"y\", \"width\", \"height\"} numbers")
+        let badClip = APIError.invalidRequest("\(path).clip must be {\"x\", \"y\", \"width\", \"height\"} numbers, and nothing else")
         if let clip = try fields.optional(Clip.self, "clip", else: badClip) {
             do {
                 request.clip = try ClippingRectangle(x: clip.x, y: clip.y, width: clip.width, height: clip.height)

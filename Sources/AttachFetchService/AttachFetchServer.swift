@@ -98,6 +98,11 @@ public final class AttachFetchServer: Sendable {
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                      body: .init(byteBuffer: ByteBuffer(string: self.metrics.text(transfers: self.pipeline.transfersInFlight, connections: self.pipeline.originConnections, breakers: self.pipeline.originBreakers, objectStoreRequests: self.pipeline.objectStoreRequests))))
         }
+        // The contract (docs/service.md#the-openapi-document): without a token, like the health routes.
+        router.get("/openapi.json") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/json"],
+                     body: .init(byteBuffer: ByteBuffer(bytes: PackageResources.openapi_json)))
+        }
         router.post("/v1/attachments") { request, context in try await self.attachments(request, context) }
         router.post("/v1/payloads") { request, context in try await self.payloads(request, context) }
         let publicBase = configuration.pipeline.publish?.baseURL ?? configuration.pipeline.objectStore?.baseURL
@@ -140,11 +145,13 @@ public final class AttachFetchServer: Sendable {
     }
 
     /// The batch deadline: the body's `deadlineMs`, else `X-Deadline-Ms`, else the pipeline's
-    /// default; clipped to `maxDeadline`, never refused.
+    /// default; clipped to `maxDeadline`. A malformed value is refused, not clipped.
     private func deadline(_ bodyMilliseconds: Double?, _ request: Request) throws(APIError) -> Duration {
         var milliseconds = bodyMilliseconds
-        if milliseconds == nil, let header = request.headers[HTTPField.Name("X-Deadline-Ms")!] {
-            milliseconds = try APIRequests.deadlineMs(Double(header) ?? -1, field: "X-Deadline-Ms")
+        // Checked whenever sent, so that a bad header is refused whether or not the body wins.
+        if let header = request.headers[HTTPField.Name("X-Deadline-Ms")!] {
+            let parsed = try APIRequests.deadlineHeader(header)
+            if milliseconds == nil { milliseconds = parsed }
         }
         let asked = milliseconds.map { Duration.milliseconds(min($0, 86_400_000)) } ?? configuration.pipeline.defaultDeadline
         return min(asked, configuration.maxDeadline)
@@ -173,8 +180,8 @@ public final class AttachFetchServer: Sendable {
     }
 
     private func payloads(_ request: Request, _ context: ServiceContext) async throws -> Response {
-        let stripFailed = request.uri.queryParameters.get("stripFailed") == "true"
-        let rewrite = request.uri.queryParameters.get("rewrite") == "true"
+        let stripFailed = try APIRequests.flag(request.uri.queryParameters.get("stripFailed"), field: "stripFailed")
+        let rewrite = try APIRequests.flag(request.uri.queryParameters.get("rewrite"), field: "rewrite")
         let keepsFiles = try APIRequests.keepsFiles(request.uri.queryParameters.get("files"), field: "the files parameter")
         if rewrite && configuration.pipeline.publish == nil && configuration.pipeline.objectStore == nil {
             throw APIError.invalidRequest("rewrite=true needs the service to publish (--publish-dir and --public-base)")

@@ -8,7 +8,7 @@ import Logging
 enum Routes {
     static let methods: [String: [HTTPRequest.Method]] = [
         "/v1/attachments": [.post], "/v1/payloads": [.post],
-        "/healthz": [.get, .head], "/readyz": [.get, .head], "/metrics": [.get], "/media": [.get, .head],
+        "/healthz": [.get, .head], "/readyz": [.get, .head], "/metrics": [.get], "/openapi.json": [.get], "/media": [.get, .head],
         "/": [.get, .head], "/inspector.css": [.get, .head], "/inspector.js": [.get, .head], "/v1/files": [.get],
     ]
 

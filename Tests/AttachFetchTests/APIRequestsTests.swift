@@ -28,14 +28,16 @@ import Testing
             (#"{"requests": [{"url": "a", "size": 1}]}"#, "requests[0]: unknown field 'size'"),
             (#"{"requests": [{"url": "a"}, {"identifier": "x"}]}"#, "requests[1].url must be a string"),
             (#"{"requests": [{"url": "a", "identifier": ""}]}"#, "requests[0].identifier must be a non-empty string"),
-            (#"{"requests": [{"url": "a", "clip": {"x": 0}}]}"#, #"requests[0].clip must be {"x", "y", "width", "height"} numbers"#),
+            (#"{"requests": [{"url": "a", "clip": {"x": 0}}]}"#, #"requests[0].clip must be {"x", "y", "width", "height"} numbers, and nothing else"#),
+            (#"{"requests": [{"url": "a", "clip": {"x": 0, "y": 0, "width": 1, "height": 1, "z": 1}}]}"#,
+             #"requests[0].clip must be {"x", "y", "width", "height"} numbers, and nothing else"#),
             (#"{"requests": [{"url": "a", "thumbnailTime": -1}]}"#, "requests[0].thumbnailTime must be a number of seconds, 0 or more"),
             (#"{"requests": [{"url": "a", "thumbnailTime": "1"}]}"#, "requests[0].thumbnailTime must be a number of seconds, 0 or more"),
             (#"{"requests": [{"url": "a", "role": "banner"}]}"#, #"requests[0].role must be "attachment" or "avatar""#),
             (#"{"urls": ["a"], "deadlineMs": 0}"#, "deadlineMs must be a number of milliseconds greater than 0"),
             (#"{"urls": ["a"], "deadlineMs": null}"#, "deadlineMs must be a number of milliseconds greater than 0"),
-            (#"{"urls": []}"#, "requests must not be empty"),
-            (#"{"urls": ["a", "b", "c", "d"]}"#, "4 requests in one call; at most 3"),
+            (#"{"urls": []}"#, "urls must not be empty"),
+            (#"{"urls": ["a", "b", "c", "d"]}"#, "urls: 4 in one call; at most 3"),
         ]
         for (body, expected) in cases {
             #expect(message(body) == expected, "\(body)")
@@ -56,5 +58,22 @@ import Testing
         #expect(urls.map(\.url) == ["x", "y"] && none == nil)
         #expect(try APIRequests.attachments(Data(#"{"urls": ["x"], "files": "none"}"#.utf8), maxRequests: 3).keepsFiles == false)
         #expect(try APIRequests.attachments(Data(#"{"urls": ["x"], "files": "kept"}"#.utf8), maxRequests: 3).keepsFiles == true)
+    }
+
+    /// Query flags are `true` or `false`; the deadline header is digits with an optional
+    /// fraction, over 0 (what the OpenAPI document's pattern says; schemathesis found both
+    /// taken loosely).
+    @Test func flagsAndTheDeadlineHeaderAreStrict() throws {
+        #expect(try APIRequests.flag(nil, field: "rewrite") == false)
+        #expect(try APIRequests.flag("true", field: "rewrite") == true)
+        #expect(try APIRequests.flag("false", field: "rewrite") == false)
+        for bad in ["AAA", "TRUE", "1", ""] {
+            #expect(throws: APIError.self, "\(bad)") { try APIRequests.flag(bad, field: "stripFailed") }
+        }
+        #expect(try APIRequests.deadlineHeader("1500") == 1500)
+        #expect(try APIRequests.deadlineHeader("2.5") == 2.5)
+        for bad in ["0", "0.0", "", "1e3", "-5", " 5", "5.", ".5", "inf", "nan", "0x10"] {
+            #expect(throws: APIError.self, "\(bad)") { try APIRequests.deadlineHeader(bad) }
+        }
     }
 }

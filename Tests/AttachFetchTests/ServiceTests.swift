@@ -26,6 +26,7 @@ final class RunningServer: Sendable {
         let task = Task { try await server.run { continuation.yield($0) } }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw CancellationError() }
+        OpenAPIContract.servicePorts.withLock { _ = $0.insert(port) }
         return RunningServer(server: server, port: port, task: task)
     }
 
@@ -74,6 +75,9 @@ struct Exchange {
                 let http = response as! HTTPURLResponse
                 var fields: [String: String] = [:]
                 for (name, value) in http.allHeaderFields { fields["\(name)".lowercased()] = "\(value)" }
+                // Every answer of a service the tests started is checked against the OpenAPI document.
+                OpenAPIContract.check(method: method, url: url, status: http.statusCode, contentType: fields["content-type"],
+                                      body: data ?? Data())
                 continuation.resume(returning: Exchange(status: http.statusCode, headers: fields, body: data ?? Data()))
             }.resume()
         }
@@ -622,6 +626,7 @@ func launchServe(_ arguments: [String], environment: [String: String]) throws ->
         throw NoPort(description: seen)
     }
     errors.fileHandleForReading.readabilityHandler = { _ = $0.availableData }
+    OpenAPIContract.servicePorts.withLock { _ = $0.insert(port) }
     return (process, port)
 }
 

@@ -15,6 +15,8 @@ import threading
 import time
 from pathlib import Path
 
+import sys
+
 import pytest
 
 os.environ["SE_AVOID_STATS"] = "true"
@@ -23,6 +25,7 @@ from selenium import webdriver  # noqa: E402  (after SE_AVOID_STATS)
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "Tests" / "PythonSupport"))
 BINARY = ROOT / ".build" / "debug" / "attach-fetch"
 MEDIA = ROOT / "TestMedia"
 CHROMIUM = "/usr/bin/chromium"
@@ -39,31 +42,7 @@ CHROMIUM_FLAGS = [
 
 # --- the origin ---------------------------------------------------------------------------
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002
-        pass
-
-
-class Origin:
-    """A static file server on 127.0.0.1 (port 0) in a thread, like `python3 -m http.server`."""
-
-    def __init__(self, directory):
-        handler = functools.partial(_QuietHandler, directory=str(directory))
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def url(self, name):
-        return f"http://127.0.0.1:{self.port}/{name}"
-
-    def stop(self):
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
-            self.thread.join(10)
-            self.server = None
+from loopback_origin import Origin  # noqa: E402  (Tests/PythonSupport)
 
 
 def _make_big_jpeg(path, work):

@@ -1,0 +1,96 @@
+"""The service's OpenAPI document: valid, fuzzed against a live service with every
+schemathesis check, and usable by a generated Python client."""
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+from conftest import DOCUMENT
+
+HERE = Path(__file__).resolve().parent
+VENV_BIN = Path(sys.executable).parent
+MIN_REQUESTS = 1000
+
+
+def post(base, path, body, headers=None):
+    request = urllib.request.Request(f"{base}{path}", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_the_document_is_valid_openapi_31():
+    result = subprocess.run([str(VENV_BIN / "openapi-spec-validator"), str(DOCUMENT)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads(DOCUMENT.read_text())["openapi"] == "3.1.0"
+
+
+def test_the_service_serves_the_document(service):
+    with urllib.request.urlopen(f"{service.base}/openapi.json", timeout=10) as answer:
+        assert answer.headers["Content-Type"] == "application/json"
+        assert answer.read() == DOCUMENT.read_bytes()
+
+
+def test_a_url_to_another_host_never_leaves_the_machine(service, proxy, origin):
+    """The egress rule the fuzzing relies on: a URL naming a host that is not loopback is
+    handed to the proxy (which refuses it) instead of being resolved or connected to. Were the
+    service to bypass the proxy, the refused list would not name the host and this would fail."""
+    status, document = post(service.base, "/v1/attachments",
+                            {"urls": ["http://media.invalid.example/a.jpg", origin.url("photo.jpg")]})
+    assert status == 200
+    leaving, local = document["attachments"]
+    # The proxy's 403, as libcurl reports a refused proxy request.
+    assert leaving["status"] == "failed" and leaving["reason"]["code"] in ("httpStatus", "connectFailed"), leaving
+    assert local["status"] == "ready", local
+    assert "media.invalid.example:80" in proxy.refused
+    assert all(target.rsplit(":", 1)[0] in ("127.0.0.1", "::1", "[::1]", "localhost") for target in proxy.allowed)
+
+
+def test_schemathesis_finds_nothing_in_a_thousand_requests(service, proxy, origin, tmp_path):
+    env = {**os.environ, "SCHEMATHESIS_HOOKS": "hooks", "ATTACH_FETCH_TEST_ORIGIN": f"http://127.0.0.1:{origin.port}",
+           "PYTHONPATH": str(HERE), "SCHEMATHESIS_TELEMETRY": "false", "NO_COLOR": "1"}
+    report = tmp_path / "report"
+    result = subprocess.run(
+        [str(VENV_BIN / "st"), "run", str(DOCUMENT), "--url", service.base, "--checks", "all",
+         "--max-examples", "300", "--seed", "20261126", "--no-color", "--report", "junit", "--report-dir", str(report),
+         "--request-timeout", "30"],
+        capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=1800)
+    output = result.stdout + result.stderr
+    print(output[-4000:])
+    generated = re.search(r"(\d+) generated", output)
+    assert generated, output[-2000:]
+    assert int(generated.group(1)) >= MIN_REQUESTS, f"only {generated.group(1)} requests generated"
+    assert result.returncode == 0, output[-6000:]
+    # Every fetch the run caused went through the proxy, and only loopback got through.
+    assert all(target.rsplit(":", 1)[0] in ("127.0.0.1", "::1", "[::1]", "localhost") for target in proxy.allowed)
+
+
+def test_a_generated_python_client_sends_reads_and_fails_typed(service, origin, tmp_path):
+    subprocess.run([str(VENV_BIN / "openapi-python-client"), "generate", "--path", str(DOCUMENT),
+                    "--output-path", str(tmp_path / "client"), "--meta", "none"], check=True, capture_output=True, text=True)
+    program = f'''
+import sys
+sys.path.insert(0, {str(tmp_path)!r})
+from client import Client
+from client.api.default import process_attachments
+from client.models import AttachmentsByURLs, BatchDocument, Error, AttachmentDescriptorStatus, ErrorErrorCode
+
+api = Client(base_url={service.base!r})
+answer = process_attachments.sync(client=api, body=AttachmentsByURLs(urls=[{origin.url("photo.jpg")!r}]))
+assert isinstance(answer, BatchDocument), answer
+photo = answer.attachments[0]
+assert photo.status == AttachmentDescriptorStatus.READY, photo
+assert photo.width > 0 and photo.thumbnail.width > 0 and len(photo.sha256) == 64
+refused = process_attachments.sync(client=api, body=AttachmentsByURLs(urls=[]))
+assert isinstance(refused, Error), refused
+assert refused.error.code == ErrorErrorCode.INVALIDREQUEST and "urls" in refused.error.message, refused.error.message
+print("ok")
+'''
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "ok" in result.stdout, result.stdout + result.stderr

@@ -1,0 +1,109 @@
+@testable import AttachFetch
+@testable import AttachFetchService
+import Foundation
+import Logging
+import Testing
+
+/// The OpenAPI document and the code cannot drift: each route, request field, response field
+/// and code is in both or the test names it. (Every answer the service tests receive is also
+/// checked against the document: `OpenAPIContract`.)
+@Suite struct OpenAPIDocumentTests {
+    private var schemas: [String: [String: Any]] {
+        (OpenAPIContract.document["components"] as? [String: Any])?["schemas"] as? [String: [String: Any]] ?? [:]
+    }
+
+    private func properties(_ schema: String) -> Set<String> {
+        Set((schemas[schema]?["properties"] as? [String: Any] ?? [:]).keys)
+    }
+
+    private func enumeration(_ schema: [String: Any]?) -> Set<String> { Set(schema?["enum"] as? [String] ?? []) }
+
+    /// The keys of a JSON object, as the code writes them.
+    private func keys(_ value: some Encodable) throws -> Set<String> {
+        let object = try JSONSerialization.jsonObject(with: try JSONEncoder().encode(value)) as? [String: Any]
+        return Set(object?.keys.map { $0 } ?? [])
+    }
+
+    @Test func theDocumentIsOpenAPI31AndServedWithoutAToken() async throws {
+        #expect(OpenAPIContract.document["openapi"] as? String == "3.1.0")
+        let scratch = Scratch()
+        let service = try await RunningServer.start(scratch) { $0.tokens = ["secret-token"] }
+        let answer = try await Exchange.send("GET", "\(service.base)/openapi.json")
+        #expect(answer.status == 200 && answer.headers["content-type"] == "application/json")
+        #expect(answer.body == FileManager.default.contents(atPath: OpenAPIContract.path))
+        #expect(try await Exchange.send("POST", "\(service.base)/v1/attachments").status == 401, "the /v1 routes still need one")
+        await service.stop()
+    }
+
+    /// Every route the router registers, with its methods, is in the document, and nothing else.
+    @Test func routesAndDocumentedPathsAreTheSame() throws {
+        let scratch = Scratch()
+        var pipeline = AttachFetchConfiguration()
+        pipeline.temporaryDirectory = scratch.path
+        let server = try AttachFetchServer(configuration: ServiceConfiguration(pipeline: pipeline), logger: AttachmentPipeline.silentLogger)
+        let registered = Set(server.makeRouter().routes.map { "\($0.method.rawValue) \($0.path.description.hasPrefix("/") ? "" : "/")\($0.path)" })
+        let documented = Set(OpenAPIContract.paths.flatMap { path, operations in
+            operations.keys.filter { ["get", "head", "post", "put", "delete", "patch"].contains($0) }.map { "\($0.uppercased()) \(path)" }
+        })
+        withExtendedLifetime(scratch) {}
+        #expect(registered == documented, "registered, not documented: \(registered.subtracting(documented).sorted()); documented, not registered: \(documented.subtracting(registered).sorted())")
+    }
+
+    /// The descriptor's fields are docs/descriptor.md's table (which `JSONWriterTests` holds to
+    /// the code), and its parts' fields are what the code writes.
+    @Test func descriptorSchemaIsTheDescriptorsFields() throws {
+        let table = try JSONWriterTests.descriptorFieldTable()
+        #expect(properties("AttachmentDescriptor") == Set(table.keys),
+                "in the document only: \(properties("AttachmentDescriptor").subtracting(table.keys)); in the table only: \(Set(table.keys).subtracting(properties("AttachmentDescriptor")))")
+        var timings = AttachmentDescriptor.Timings(total: 1, connect: 1, firstByte: 1, download: 1, thumbnail: 1, normalize: 1,
+                                                   probe: 1, variants: 1)
+        timings.queued = 1
+        #expect(try keys(timings) == properties("Timings"))
+        #expect(try keys(AttachmentDescriptor.Thumbnail(file: "/a", width: 1, height: 1, time: 1, publishedUrl: "https://a.test/x")) == properties("Thumbnail"))
+        var variant = AttachmentDescriptor.Variant(status: .failed, reason: .init(code: .ioError, message: "m"))
+        (variant.file, variant.bytes, variant.sha256, variant.mimeType) = ("/a", 1, "00", "image/jpeg")
+        (variant.width, variant.height, variant.transforms, variant.publishedUrl) = (1, 1, [.downscaled], "https://a.test/x")
+        #expect(try keys(variant) == properties("Variant"))
+        #expect(try keys(AttachmentDescriptor.Reason(code: .ioError, message: "m")) == properties("Reason"))
+        let options = AttachmentOptions(clippingRect: .init(x: 0, y: 0, width: 1, height: 1), thumbnailTime: 1, thumbnailHidden: true)
+        #expect(try keys(options) == properties("AttachmentOptions"))
+        #expect(try keys(ATSVerdict(problems: [])) == properties("ATSVerdict"))
+    }
+
+    /// The codes are enums in the document: every reason code, and every error code the service
+    /// can answer with (each `code: "…"` in its sources).
+    @Test func reasonAndErrorCodesAreTheCodes() throws {
+        let reason = (schemas["Reason"]?["properties"] as? [String: Any])?["code"] as? [String: Any]
+        #expect(enumeration(reason) == Set(ReasonCode.allKnown.map(\.rawValue)))
+        let sources = URL(fileURLWithPath: OpenAPIContract.path).deletingLastPathComponent().deletingLastPathComponent()
+        var thrown: Set<String> = []
+        for name in try FileManager.default.contentsOfDirectory(atPath: sources.path) where name.hasSuffix(".swift") {
+            let text = try String(contentsOfFile: sources.appendingPathComponent(name).path, encoding: .utf8)
+            for piece in text.components(separatedBy: "code: \"").dropFirst() { thrown.insert(String(piece.prefix { $0 != "\"" })) }
+        }
+        let error = (schemas["Error"]?["properties"] as? [String: Any]).flatMap { $0["error"] as? [String: Any] }
+        let codes = (error?["properties"] as? [String: Any])?["code"] as? [String: Any]
+        #expect(enumeration(codes) == thrown, "in the sources only: \(thrown.subtracting(enumeration(codes))); in the document only: \(enumeration(codes).subtracting(thrown))")
+    }
+
+    /// The request bodies' fields are the ones the service reads.
+    @Test func requestFieldsAreTheFieldsTheServiceReads() {
+        #expect(properties("AttachmentsByRequests").union(properties("AttachmentsByURLs")) == Set(AttachmentsBody.fields))
+        #expect(properties("AttachmentsByRequests").symmetricDifference(properties("AttachmentsByURLs")) == ["requests", "urls"])
+        #expect(properties("AttachmentRequest") == Set(AttachmentsBody.requestFields))
+        let payloads = (OpenAPIContract.paths["/v1/payloads"]?["post"] as? [String: Any])?["parameters"] as? [[String: Any]] ?? []
+        #expect(Set(payloads.compactMap { $0["in"] as? String == "query" ? $0["name"] as? String : nil }) == ["stripFailed", "rewrite", "files"])
+    }
+
+    /// The batch document, the payload answer and the NDJSON summary: their fields as written.
+    @Test func batchDocumentsAreWhatTheServiceWrites() throws {
+        let batch = AttachmentBatch(attachments: [], elapsed: .zero, deadline: .seconds(1), directory: "/tmp/x")
+        #expect(try keys(BatchDocument(batch)) == properties("BatchDocument"))
+        var answered = BatchDocument(batch, lint: [PayloadLintFinding(code: "c", severity: .warning, message: "m", path: "aps")])
+        answered.payload = try JSONValue(json: Data("{}".utf8))
+        #expect(try keys(answered) == properties("PayloadDocument"))
+        #expect(try keys(answered.lint![0]) == properties("LintFinding"))
+        let summary = StreamSummary(done: true, elapsedMs: 1, deadlineMs: 1, directory: "/tmp/x", attachments: 0, byStatus: [:])
+        #expect(try keys(summary) == properties("StreamSummary"))
+    }
+}
