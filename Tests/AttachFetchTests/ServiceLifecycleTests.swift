@@ -40,6 +40,15 @@ import Testing
         #expect(scratch.tree() == [], "the server's files are removed when the group stops it")
     }
 
+    /// An answer of the router's, checked against the OpenAPI document as `Exchange.send` checks
+    /// those that come over a socket.
+    static func expectContract(_ method: String, _ path: String, _ response: TestResponse,
+                               sourceLocation: SourceLocation = #_sourceLocation) {
+        let problems = OpenAPIContract.problems(method: method, path: path, status: Int(response.status.code),
+                                                contentType: response.headers[.contentType], body: Data(String(buffer: response.body).utf8))
+        #expect(problems.isEmpty, "\(problems)", sourceLocation: sourceLocation)
+    }
+
     /// The routes through HummingbirdTesting's router mode: no socket, no port.
     @Test func theRouterAnswersWithoutASocket() async throws {
         let scratch = Scratch()
@@ -48,15 +57,19 @@ import Testing
         try await app.test(.router) { client in
             try await client.execute(uri: "/healthz", method: .get) { response in
                 #expect(response.status == .ok && String(buffer: response.body).contains("ok"))
+                Self.expectContract("GET", "/healthz", response)
             }
             try await client.execute(uri: "/", method: .get) { response in
                 #expect(response.status == .ok && response.headers[.contentSecurityPolicy]?.contains("frame-ancestors 'none'") == true)
+                Self.expectContract("GET", "/", response)
             }
             try await client.execute(uri: "/v1/attachments", method: .post, body: ByteBuffer(string: #"{"urls": 3}"#)) { response in
                 #expect(response.status == .badRequest && String(buffer: response.body).contains("urls must be an array of strings"))
+                Self.expectContract("POST", "/v1/attachments", response)
             }
             try await client.execute(uri: "/v1/attachments", method: .get) { response in
                 #expect(response.status == .methodNotAllowed && response.headers[.allow] == "POST")
+                Self.expectContract("GET", "/v1/attachments", response)
             }
         }
         await server.stop()

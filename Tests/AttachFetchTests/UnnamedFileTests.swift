@@ -61,7 +61,7 @@ import Testing
             }
         }
         // The pipeline is shut down: its results are let go.
-        #expect(Self.ownOpenFiles().filter { $0.contains("/.attach-fetch-") }.isEmpty, "unnamed files still open")
+        #expect(Self.ownOpenFiles().filter { $0.hasPrefix(scratch.path + "/") }.isEmpty, "unnamed files still open")
         #expect(scratch.tree() == [], "\(scratch.tree())")
     }
 

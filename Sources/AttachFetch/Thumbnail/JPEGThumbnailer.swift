@@ -94,24 +94,34 @@ enum JPEGThumbnailer {
         UnnamedFile.withReadable(path) { fd -> [UInt8]? in
             var start: (UInt8, UInt8) = (0, 0)
             guard pread(fd, &start, 2, 0) == 2, start == (0xFF, 0xD8) else { return nil }
-            var data = [UInt8](repeating: 0, count: 64 << 10)
-            var count = 0
+            // Read into uninitialized storage (zeroing and trimming a buffer cost more than the
+            // read for a small photo); a file that fills it is read again into one four times
+            // larger, up to one byte past the limit.
+            var capacity = 64 << 10
             while true {
-                if count == data.count {
-                    guard data.count <= maxFileBytes else { return nil }
-                    data.append(contentsOf: repeatElement(0, count: data.count))
+                var failed = false, complete = false
+                let data = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+                    var count = 0
+                    while count < buffer.count {
+                        let got = pread(fd, buffer.baseAddress! + count, buffer.count - count, off_t(count))
+                        if got < 0 {
+                            if errno == EINTR { continue }
+                            failed = true
+                            break
+                        }
+                        if got == 0 {
+                            complete = true
+                            break
+                        }
+                        count += got
+                    }
+                    initialized = count
                 }
-                let got = data.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + count, $0.count - count, off_t(count)) }
-                if got < 0 {
-                    if errno == EINTR { continue }
-                    return nil
-                }
-                if got == 0 { break }
-                count += got
+                if failed { return nil }
+                if complete { return data.count > 0 && data.count <= maxFileBytes ? data : nil }
+                guard capacity <= maxFileBytes else { return nil }
+                capacity = min(capacity * 4, maxFileBytes + 1)
             }
-            guard count > 0, count <= maxFileBytes else { return nil }
-            data.removeLast(data.count - count)
-            return data
         }
     }
 }
