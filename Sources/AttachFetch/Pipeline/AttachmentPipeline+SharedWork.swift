@@ -19,26 +19,16 @@ extension AttachmentPipeline {
         do {
             let directory = try store.acquire()
             defer { store.release() }
-            outcome = await withTaskGroup(of: WorkOutcome?.self) { group in
-                group.addTask {
-                    await batch.sleepThenFireDeadline()
-                    return nil
+            var result: WorkOutcome?
+            await batch.racingDeadline([{
+                guard let shared = self.storeResults else {
+                    return await self.work(request, platforms: platforms, number: number, directory: directory,
+                                           validators: stale?.headers.validators, batch: batch, logger: logger)
                 }
-                group.addTask {
-                    guard let shared = self.storeResults else {
-                        return await self.work(request, platforms: platforms, number: number, directory: directory,
-                                               validators: stale?.headers.validators, batch: batch, logger: logger)
-                    }
-                    return await self.sharedWork(request, platforms: platforms, number: number, directory: directory,
-                                                 stale: stale, shared: shared, batch: batch, logger: logger)
-                }
-                var result: WorkOutcome?
-                while let finished = await group.next() {
-                    group.cancelAll()
-                    if let finished { result = finished }
-                }
-                return result!
-            }
+                return await self.sharedWork(request, platforms: platforms, number: number, directory: directory,
+                                             stale: stale, shared: shared, batch: batch, logger: logger)
+            }]) { _, finished in result = finished }
+            outcome = result!
         } catch {
             let failed = Self.builder(for: request, index: number, start: batch.start).failed(Reason(code: .ioError, message: error.message))
             return .init(result: SharedResult(descriptor: failed, files: [], publishedFiles: [], headers: .init(), lifetime: nil,

@@ -55,12 +55,11 @@ public final class AttachmentPipeline: Sendable {
         let launch = try DecoderProcess.launch(for: configuration)
         // Image workers start with the pipeline (images are the common case); the probe worker
         // at the first audio or video, so that image-only use never starts one.
-        let fileWorkers = WorkerPool(threads: configuration.publish == nil && objectStore == nil ? 0 : 1, name: "af-files",
-                                     launch: nil, eager: false)
+        let fileWorkers = BlockingPool(threads: configuration.publish == nil && objectStore == nil ? 0 : 1, name: "af-files")
         self.stages = RacedRunner(
             configuration: configuration,
-            imageWorkers: WorkerPool(threads: configuration.thumbnailThreads, name: "af-thumb", launch: launch, eager: true),
-            probeWorkers: WorkerPool(threads: configuration.probeThreads, name: "af-probe", launch: launch, eager: false),
+            imageWorkers: DecoderPool(threads: configuration.thumbnailThreads, name: "af-thumb", launch: launch, eager: true),
+            probeWorkers: DecoderPool(threads: configuration.probeThreads, name: "af-probe", launch: launch, eager: false),
             // The file thread only publishes: none when nothing is published.
             fileWorkers: fileWorkers,
             objectPublisher: objectStore.map { ObjectPublisher(store: $0, fileWorkers: fileWorkers) })
@@ -182,32 +181,15 @@ public final class AttachmentPipeline: Sendable {
         }
 
         var results = [AttachmentDescriptor?](repeating: nil, count: requests.count)
-        await withTaskGroup(of: (Int, AttachmentDescriptor)?.self) { group in
-            group.addTask {
-                // The deadline sentinel: when it fires, everything still running is cancelled.
-                await batch.sleepThenFireDeadline()
-                return nil
-            }
-            for (index, request) in requests.enumerated() {
-                group.addTask {
-                    let descriptor = await self.attachment(index: index, request: request, batch: batch,
-                                                           directory: output?.path, logger: logger)
-                    onDescriptor?(index, descriptor)
-                    return (index, descriptor)
-                }
-            }
-            var remaining = requests.count
-            if remaining == 0 { group.cancelAll() }
-            while let finished = await group.next() {
-                if let (index, descriptor) = finished {
-                    results[index] = descriptor
-                    remaining -= 1
-                    if remaining == 0 { group.cancelAll() }
-                } else {
-                    group.cancelAll()
-                }
+        let jobs = requests.enumerated().map { index, request in
+            { @Sendable () async -> AttachmentDescriptor in
+                let descriptor = await self.attachment(index: index, request: request, batch: batch,
+                                                       directory: output?.path, logger: logger)
+                onDescriptor?(index, descriptor)
+                return descriptor
             }
         }
+        await batch.racingDeadline(jobs) { index, descriptor in results[index] = descriptor }
         logger.debug("batch finished", metadata: ["elapsedMs": "\(start.millisecondsElapsed)"])
         return AttachmentBatch(attachments: results.map { $0! }, elapsed: .now - start, deadline: budget,
                                directory: output?.finish())

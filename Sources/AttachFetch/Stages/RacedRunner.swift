@@ -4,17 +4,19 @@
 /// cancellation the attachment fails as cancelled.
 struct RacedRunner: Sendable {
     let configuration: AttachFetchConfiguration
-    let imageWorkers: WorkerPool
-    let probeWorkers: WorkerPool
+    let imageWorkers: DecoderPool
+    let probeWorkers: DecoderPool
     /// The thread for blocking file work (publishing).
-    let fileWorkers: WorkerPool
+    let fileWorkers: BlockingPool
     /// Uploads ready files, when an object store is configured.
     let objectPublisher: ObjectPublisher?
 
     /// Stops every pool once its queued jobs are done, and waits until their decoder worker
     /// processes are reaped (blocking: off the cooperative pool).
     func stopWorkers() {
-        for pool in [imageWorkers, probeWorkers, fileWorkers] { pool.stop() }
+        imageWorkers.stop()
+        probeWorkers.stop()
+        fileWorkers.stop()
     }
 
     /// Runs `stages` on `work`; returns why the attachment stopped, or nil when it passed them all.
@@ -61,7 +63,7 @@ struct RacedRunner: Sendable {
     /// Runs a decode job on the pool's threads. Returns nil when the task was cancelled (the
     /// deadline or the caller) first; a job still running then is stopped (its worker killed,
     /// when isolated), and whatever it made goes to the ledger, which removes it.
-    private func decode(_ job: DecodeJob, on pool: WorkerPool, ledger: FileLedger) async -> DecodeAnswer? {
+    private func decode(_ job: DecodeJob, on pool: DecoderPool, ledger: FileLedger) async -> DecodeAnswer? {
         let result = OneShot<DecodeAnswer>()
         pool.submit { thread in
             // Abandoned while queued: do not start. (Handing the ledger nothing still tells a

@@ -3,7 +3,7 @@
 /// one way off Swift's cooperative pool, whose few threads must never block.
 package enum BlockingWork {
     /// Enough for a few file reads beside a sweep; the work is short and rarely contended.
-    private static let pool = WorkerPool(threads: 4, name: "af-blocking", launch: nil, eager: false)
+    private static let pool = BlockingPool(threads: 4, name: "af-blocking")
 
     /// Runs `body` on a pool thread and returns its result.
     package static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {

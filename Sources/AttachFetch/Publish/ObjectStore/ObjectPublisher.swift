@@ -9,7 +9,7 @@ import Glibc
 struct ObjectPublisher: Sendable {
     let store: ObjectStore
     /// Hashing a thumbnail or a variant reads a file: done there, never on the cooperative pool.
-    let fileWorkers: WorkerPool
+    let fileWorkers: BlockingPool
 
     static let cacheControl = "public, max-age=31536000, immutable"
 
