@@ -73,7 +73,9 @@ import Testing
         #expect(UnnamedFile.descriptor(in: "/proc/self/fd/x.jpg") == nil)
         #expect(UnnamedFile.openable("/proc/self/fd/7.png") == "/proc/self/fd/7")
         #expect(UnnamedFile.openable("/tmp/a.png") == "/tmp/a.png")
-        #expect(UnnamedFile.replacingDescriptor(in: "/proc/self/fd/7.png", with: 123) == "/proc/self/fd/123.png")
+        #expect(UnnamedFile.replacingDescriptor(in: "/proc/self/fd/7.png", [7: 123]) == "/proc/self/fd/123.png")
+        #expect(UnnamedFile.replacingDescriptor(in: "/proc/self/fd/8.png", [7: 123]) == "/proc/self/fd/8.png")
+        #expect(UnnamedFile.replacingDescriptor(in: "/tmp/7.png", [7: 123]) == "/tmp/7.png")
         #expect(UnnamedFile.path(of: "/proc/self/fd/7", withExtension: "jpg") == "/proc/self/fd/7.jpg")
     }
 

@@ -31,10 +31,7 @@ struct DecodeAnswer: Codable, Sendable {
     /// The same answer with each working path's descriptor replaced (a worker's copy back to
     /// the pipeline's descriptor).
     func replacingDescriptors(_ replacement: [Int32: Int32]) -> DecodeAnswer {
-        func map(_ path: String) -> String {
-            guard let old = UnnamedFile.descriptor(in: path), let new = replacement[old] else { return path }
-            return UnnamedFile.replacingDescriptor(in: path, with: new)
-        }
+        func map(_ path: String) -> String { UnnamedFile.replacingDescriptor(in: path, replacement) }
         var answer = self
         if let file = answer.thumbnail?.file { answer.thumbnail?.file = map(file) }
         if let file = answer.normalized?.file { answer.normalized?.file = map(file) }

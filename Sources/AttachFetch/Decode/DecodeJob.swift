@@ -68,10 +68,7 @@ enum DecodeJob: Codable, Sendable {
     /// The same job with each working path's descriptor replaced by `replacement` (the worker's
     /// copies of the pipeline's descriptors).
     func replacingDescriptors(_ replacement: [Int32: Int32]) -> DecodeJob {
-        func map(_ path: String) -> String {
-            guard let old = UnnamedFile.descriptor(in: path), let new = replacement[old] else { return path }
-            return UnnamedFile.replacingDescriptor(in: path, with: new)
-        }
+        func map(_ path: String) -> String { UnnamedFile.replacingDescriptor(in: path, replacement) }
         switch self {
         case .thumbnail(let source, let base, let shape, let limits):
             return .thumbnail(source: map(source), destinationBase: map(base), shape: shape, limits: limits)

@@ -168,9 +168,8 @@ extension AttachmentPipeline {
         }
         var variantPaths: [Platform: String] = [:]
         for (platform, source) in work.variantFiles {
-            let path = "\(directory)/\(name).\(platform.rawValue).\((source as NSString).pathExtension)"
-            if FileNames.moveNoReplace(source, to: path) == nil {
-                work.ledger.deliver(source)
+            let format = (source as NSString).pathExtension
+            if case .success(let path) = keep(source, as: "\(directory)/\(name).\(platform.rawValue).\(format)", format: format) {
                 variantPaths[platform] = path
                 files.append(path)
             }

@@ -79,10 +79,11 @@ final class UnnamedFile: Sendable {
         openable(path) + "." + format
     }
 
-    /// `path`'s working path with its descriptor replaced (a worker's copy and the pipeline's).
-    static func replacingDescriptor(in path: String, with descriptor: Int32) -> String {
-        guard let old = self.descriptor(in: path) else { return path }
-        return prefix + String(descriptor) + path.dropFirst(prefix.count + String(old).count)
+    /// `path` with its descriptor replaced as `replacement` says (a decoder worker's copy for
+    /// the pipeline's, and back); any other path as it is.
+    static func replacingDescriptor(in path: String, _ replacement: [Int32: Int32]) -> String {
+        guard let old = descriptor(in: path), let new = replacement[old] else { return path }
+        return prefix + String(new) + path.dropFirst(prefix.count + String(old).count)
     }
 
     /// Runs `body` with a descriptor reading `path`: the working file's own (read it with
