@@ -8,6 +8,9 @@ let package = Package(
         .executable(name: "attach-fetch", targets: ["attach-fetch"]),
         // The decoder worker process the pipeline starts; keep it beside the program using the library.
         .executable(name: "attach-fetch-decoder", targets: ["attach-fetch-decoder"]),
+        // For the device: a Notification Service Extension's side of encrypted media (RFC 8188).
+        // Foundation and swift-crypto only, so that an iOS extension can link it.
+        .library(name: "AttachFetchDevice", targets: ["AttachFetchDevice"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -21,6 +24,9 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         // The loopback test origin (already built as a dependency of the service's).
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // AES-GCM, HKDF and HMAC for encrypted media: CryptoKit's API, so the device side builds
+        // for iOS with the same code.
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // System libraries, found through pkg-config, installed from Debian's -dev packages.
@@ -37,10 +43,14 @@ let package = Package(
         // Non-variadic wrappers around the variadic C calls Swift cannot make. No logic.
         .target(name: "CAttachFetchShims", dependencies: ["CCurl", "CVips"]),
 
+        // RFC 8188 aes128gcm records and the media keys: the one codec both sides use.
+        .target(name: "EncryptedContent", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "AttachFetchDevice",
+                dependencies: ["EncryptedContent", .product(name: "Crypto", package: "swift-crypto")]),
         .target(
             name: "AttachFetch",
             dependencies: [
-                "CCurl", "CMagic", "CVips", "CFFmpeg", "CTurboJPEG", "CLibcrypto", "CAttachFetchShims",
+                "EncryptedContent", "CCurl", "CMagic", "CVips", "CFFmpeg", "CTurboJPEG", "CLibcrypto", "CAttachFetchShims",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
@@ -61,12 +71,20 @@ let package = Package(
             // The inspector page and the OpenAPI document, compiled into the binary (no resource
             // bundle to ship beside it).
             resources: [.embedInCode("Inspector/index.html"), .embedInCode("Inspector/inspector.css"),
-                        .embedInCode("Inspector/inspector.js"), .embedInCode("OpenAPI/openapi.json")]
+                        .embedInCode("Inspector/inspector.js"), .embedInCode("Inspector/inspector-constants.js"),
+                        .embedInCode("Inspector/inspector-state.js"), .embedInCode("Inspector/inspector-format.js"),
+                        .embedInCode("Inspector/inspector-dom.js"), .embedInCode("Inspector/inspector-api.js"),
+                        .embedInCode("Inspector/inspector-payload.js"), .embedInCode("Inspector/inspector-verdict.js"),
+                        .embedInCode("Inspector/inspector-images.js"), .embedInCode("Inspector/inspector-platforms.js"),
+                        .embedInCode("Inspector/inspector-waterfall.js"), .embedInCode("Inspector/inspector-card.js"),
+                        .embedInCode("Inspector/inspector-lint.js"), .embedInCode("Inspector/inspector-result.js"),
+                        .embedInCode("Inspector/inspector-service.js"), .embedInCode("Inspector/inspector-report.js"),
+                        .embedInCode("OpenAPI/openapi.json")]
         ),
         .executableTarget(
             name: "attach-fetch",
             dependencies: [
-                "AttachFetch", "AttachFetchService", "attach-fetch-decoder",
+                "AttachFetch", "AttachFetchService", "attach-fetch-decoder", "EncryptedContent",
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -95,7 +113,7 @@ let package = Package(
         .target(name: "CTestSupport", dependencies: ["CVips"], path: "Tests/CTestSupport"),
         .testTarget(
             name: "AttachFetchTests",
-            dependencies: ["AttachFetch", "AttachFetchService", "LoopbackHTTPServer", "CAttachFetchShims", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder",
+            dependencies: ["AttachFetch", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "CAttachFetchShims", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "HummingbirdTesting", package: "hummingbird"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]

@@ -7,7 +7,7 @@ enum APIRequests {
     /// `{"requests": [{"url", "identifier"?, "clip"?: {"x","y","width","height"}, "thumbnailTime"?, "role"?}], "deadlineMs"?, "files"?}`
     /// or `{"urls": [...], "deadlineMs"?, "files"?}`.
     static func attachments(_ data: Data, maxRequests: Int) throws(APIError)
-        -> (requests: [AttachmentRequest], deadlineMs: Double?, keepsFiles: Bool) {
+        -> (requests: [AttachmentRequest], deadlineMs: Double?, keepsFiles: Bool, encrypt: Bool?) {
         let body: AttachmentsBody
         do {
             body = try JSONDecoder().decode(AttachmentsBody.self, from: data)
@@ -20,7 +20,7 @@ enum APIRequests {
         guard body.requests.count <= maxRequests else {
             throw .invalidRequest("\(body.listField): \(body.requests.count) in one call; at most \(maxRequests)")
         }
-        return (body.requests, body.deadlineMs, body.keepsFiles)
+        return (body.requests, body.deadlineMs, body.keepsFiles, body.encrypt)
     }
 
     /// `files`: `kept` (the default: the call's own directory, as the descriptors' `file`
@@ -43,6 +43,20 @@ enum APIRequests {
         case "true": return true
         default: throw .invalidRequest("\(field) must be true or false")
         }
+    }
+
+    /// Whether a call's media is published encrypted: its `encrypt` when given, checked
+    /// against the service's key (`--media-key-file`) and `--encrypt-media`; nil leaves it to
+    /// the pipeline (everything with `--encrypt-media`, else nothing).
+    static func encryption(_ asked: Bool?, configured: MediaEncryption?, field: String) throws(APIError) -> Bool? {
+        guard let asked else { return nil }
+        if asked && configured == nil {
+            throw .invalidRequest("\(field) needs the service to have a media key (serve --media-key-file)")
+        }
+        if !asked && configured?.encryptsEverything == true {
+            throw .invalidRequest("this service publishes all media encrypted (serve --encrypt-media); \(field) false is refused")
+        }
+        return asked
     }
 
     /// The `X-Deadline-Ms` header: decimal digits with an optional fraction (`1500`, `2.5`),
@@ -95,7 +109,7 @@ private extension KeyedDecodingContainer where Key == FieldName {
 /// The body of `POST /v1/attachments`.
 struct AttachmentsBody: Decodable {
     /// The body's fields, and each request's (the OpenAPI document's are checked against them).
-    static let fields = ["requests", "urls", "deadlineMs", "files"]
+    static let fields = ["requests", "urls", "deadlineMs", "files", "encrypt"]
     static let requestFields = ["url", "identifier", "clip", "thumbnailTime", "role"]
 
     var requests: [AttachmentRequest] = []
@@ -103,6 +117,7 @@ struct AttachmentsBody: Decodable {
     var listField = "requests"
     var deadlineMs: Double?
     var keepsFiles = true
+    var encrypt: Bool?
 
     init(from decoder: any Decoder) throws {
         let fields = try decoder.container(keyedBy: FieldName.self)
@@ -111,6 +126,7 @@ struct AttachmentsBody: Decodable {
         }
         keepsFiles = try APIRequests.keepsFiles(try fields.optional(String.self, "files", else: APIRequests.badFiles("files")),
                                                 field: "files")
+        encrypt = try fields.optional(Bool.self, "encrypt", else: APIError.invalidRequest("encrypt must be true or false"))
         let badDeadline = APIError.invalidRequest("deadlineMs must be a number of milliseconds greater than 0")
         deadlineMs = try APIRequests.deadlineMs(try fields.optional(Double.self, "deadlineMs", else: badDeadline), field: "deadlineMs")
         switch (fields.contains(FieldName("requests")), fields.contains(FieldName("urls"))) {

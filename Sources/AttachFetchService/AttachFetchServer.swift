@@ -107,8 +107,8 @@ public final class AttachFetchServer: Sendable {
         router.post("/v1/payloads") { request, context in try await self.payloads(request, context) }
         let publicBase = configuration.pipeline.publish?.baseURL ?? configuration.pipeline.objectStore?.baseURL
         for (path, body, type) in [("/", InspectorPage.html, "text/html; charset=utf-8"),
-                                   ("/inspector.css", InspectorPage.css, "text/css; charset=utf-8"),
-                                   ("/inspector.js", InspectorPage.script, "text/javascript; charset=utf-8")] {
+                                   ("/inspector.css", InspectorPage.css, "text/css; charset=utf-8")]
+            + InspectorPage.scripts.map({ ("/" + $0.name, $0.text, "text/javascript; charset=utf-8") }) {
             let headers = InspectorPage.headers(contentType: type, publicBase: publicBase)
             router.get(RouterPath(path)) { _, _ in Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body))) }
             router.head(RouterPath(path)) { _, _ in Response(status: .ok, headers: headers) }
@@ -171,7 +171,10 @@ public final class AttachFetchServer: Sendable {
 
     private func attachments(_ request: Request, _ context: ServiceContext) async throws -> Response {
         let data = try await body(request.body)
-        let (requests, milliseconds, keepsFiles) = try APIRequests.attachments(data, maxRequests: configuration.maxRequestsPerCall)
+        var (requests, milliseconds, keepsFiles, encrypt) = try APIRequests.attachments(data, maxRequests: configuration.maxRequestsPerCall)
+        if let encrypt = try APIRequests.encryption(encrypt, configured: configuration.pipeline.mediaEncryption, field: "encrypt") {
+            for index in requests.indices { requests[index].encrypt = encrypt }
+        }
         let deadline = try deadline(milliseconds, request)
         if request.headers[.accept]?.contains("application/x-ndjson") == true {
             return try await streamed(requests, deadline: deadline, keepsFiles: keepsFiles, context: context)
@@ -183,6 +186,10 @@ public final class AttachFetchServer: Sendable {
         let stripFailed = try APIRequests.flag(request.uri.queryParameters.get("stripFailed"), field: "stripFailed")
         let rewrite = try APIRequests.flag(request.uri.queryParameters.get("rewrite"), field: "rewrite")
         let keepsFiles = try APIRequests.keepsFiles(request.uri.queryParameters.get("files"), field: "the files parameter")
+        let encrypt = try APIRequests.encryption(
+            request.uri.queryParameters.get("encrypt") == nil ? nil
+                : try APIRequests.flag(request.uri.queryParameters.get("encrypt"), field: "encrypt"),
+            configured: configuration.pipeline.mediaEncryption, field: "encrypt")
         if rewrite && configuration.pipeline.publish == nil && configuration.pipeline.objectStore == nil {
             throw APIError.invalidRequest("rewrite=true needs the service to publish (--publish-dir and --public-base)")
         }
@@ -193,7 +200,12 @@ public final class AttachFetchServer: Sendable {
             throw APIError.invalidRequest("the payload names \(media.count) media; at most \(configuration.maxRequestsPerCall)")
         }
         let platforms = PushPayload.platforms(for: media, configured: configuration.pipeline.platforms)
-        let batch = try await run(media.map { $0.request(platforms: platforms) }, deadline: try deadline(nil, request),
+        let requests = media.map {
+            var request = $0.request(platforms: platforms)
+            request.encrypt = encrypt
+            return request
+        }
+        let batch = try await run(requests, deadline: try deadline(nil, request),
                                   keepsFiles: keepsFiles, context: context)
         let lint = payload.lint(media: media, descriptors: batch.attachments)
             + payload.platformLint(media: media, descriptors: batch.attachments, rewriting: rewrite)
@@ -201,6 +213,7 @@ public final class AttachFetchServer: Sendable {
         let answered: Data?
         if rewrite {
             answered = payload.rewritten(media: media, descriptors: batch.attachments, pretty: false)
+            document.lint = (document.lint ?? []) + PushPayload.rewriteLint(answered!)
         } else if stripFailed {
             let failed = zip(media, batch.attachments).filter { $0.1.status != .ready }.map { $0.0.entry }
             answered = payload.removing(failed, pretty: false)

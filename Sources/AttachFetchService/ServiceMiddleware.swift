@@ -9,8 +9,8 @@ enum Routes {
     static let methods: [String: [HTTPRequest.Method]] = [
         "/v1/attachments": [.post], "/v1/payloads": [.post],
         "/healthz": [.get, .head], "/readyz": [.get, .head], "/metrics": [.get], "/openapi.json": [.get], "/media": [.get, .head],
-        "/": [.get, .head], "/inspector.css": [.get, .head], "/inspector.js": [.get, .head], "/v1/files": [.get],
-    ]
+        "/": [.get, .head], "/inspector.css": [.get, .head], "/v1/files": [.get],
+    ].merging(InspectorPage.scripts.map { ("/" + $0.name, [.get, .head]) }) { listed, _ in listed }
 
     /// The route a path belongs to (`/media/<name>` → `/media`, `/v1/files/…` → `/v1/files`), or nil.
     static func route(of path: String) -> String? {

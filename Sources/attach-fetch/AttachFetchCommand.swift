@@ -26,6 +26,10 @@ struct FetchCommand: AsyncParsableCommand {
     var rewrite = false
 
     func validate() throws {
+        // Only the service encrypts per request: here a key without --encrypt-media would do nothing.
+        if publishing.mediaKeyFile != nil && !publishing.encryptMedia {
+            throw ValidationError("--media-key-file goes with --encrypt-media")
+        }
         if rewrite {
             guard source.payload != nil else { throw ValidationError("--rewrite needs --payload") }
             guard publishing.publishDir != nil || publishing.publishTo != nil else { throw ValidationError("--rewrite needs --publish-dir and --public-base") }
@@ -131,9 +135,11 @@ struct FetchCommand: AsyncParsableCommand {
         }
         await attachmentPipeline.shutdown()
         if showProgress { output.writeError("\r\u{1B}[K") }
+        let rewritten = rewrite ? pushPayload?.rewritten(media: payloadMedia, descriptors: batch.attachments) : nil
         let lint = pushPayload.map {
             $0.lint(media: payloadMedia, descriptors: batch.attachments)
                 + $0.platformLint(media: payloadMedia, descriptors: batch.attachments, rewriting: rewrite)
+                + (rewritten.map(PushPayload.rewriteLint) ?? [])
         }
         if pushPayload != nil && payloadMedia.isEmpty {
             output.writeError("attach-fetch: no media URL found in the payload\n")
@@ -165,8 +171,8 @@ struct FetchCommand: AsyncParsableCommand {
             let failed = zip(payloadMedia, batch.attachments).filter { $0.1.status != .ready }.map { $0.0.entry }
             output.write(String(decoding: pushPayload.removing(failed), as: UTF8.self) + "\n")
         }
-        if rewrite, let pushPayload {
-            output.write(String(decoding: pushPayload.rewritten(media: payloadMedia, descriptors: batch.attachments), as: UTF8.self) + "\n")
+        if let rewritten {
+            output.write(String(decoding: rewritten, as: UTF8.self) + "\n")
         }
         let allReady = batch.attachments.allSatisfy { $0.status == .ready }
         let lintErrors = (lint ?? []).contains { $0.severity == .error }

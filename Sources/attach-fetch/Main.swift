@@ -8,7 +8,7 @@ struct AttachFetchTool: AsyncParsableCommand {
         commandName: "attach-fetch",
         abstract: "Download push-notification media, prove its type, check it against the platforms' limits and make thumbnails, within a deadline.",
         discussion: "Without a subcommand, `fetch`: attach-fetch [options] URL...",
-        subcommands: [FetchCommand.self, ServeCommand.self, PruneCommand.self],
+        subcommands: [FetchCommand.self, ServeCommand.self, PruneCommand.self, DecryptCommand.self],
         defaultSubcommand: FetchCommand.self
     )
 

@@ -19,6 +19,12 @@ struct PublishingOptions: ParsableArguments {
     @Flag(name: .customLong("s3-virtual-hosted"), help: "Address the bucket virtual-hosted style (BUCKET.host) even with --s3-endpoint.")
     var s3VirtualHosted = false
 
+    @Flag(name: .customLong("encrypt-media"), help: "Publish everything (files, thumbnails, variants) encrypted as RFC 8188 aes128gcm, each with its own key in the descriptor; needs --media-key-file. Without it, serve encrypts only requests that ask (\"encrypt\": true).")
+    var encryptMedia = false
+
+    @Option(name: .customLong("media-key-file"), help: ArgumentHelp("The secret media keys are derived from: a file of at least 32 random bytes that other users cannot read (e.g. head -c 32 /dev/urandom > key; chmod 600 key).", valueName: "FILE"))
+    var mediaKeyFile: String?
+
     @Option(help: ArgumentHelp("Platforms the media must show on (ios, android); a variant is made for each whose limits the file breaks. With --payload, android is added when a key Android reads is present.", valueName: "LIST"))
     var platforms: String = "ios"
 
@@ -34,6 +40,11 @@ struct PublishingOptions: ParsableArguments {
         guard publishTo != nil || (s3Endpoint == nil && !s3VirtualHosted) else {
             throw ValidationError("--s3-endpoint and --s3-virtual-hosted go with --publish-to")
         }
+        guard !encryptMedia || mediaKeyFile != nil else { throw ValidationError("--encrypt-media needs --media-key-file") }
+        if mediaKeyFile != nil && publishDir == nil && publishTo == nil {
+            throw ValidationError("--media-key-file encrypts what is published: it needs --publish-dir or --publish-to")
+        }
+        do { _ = try mediaEncryption() } catch { throw ValidationError("--media-key-file: \(error.message)") }
         var check = AttachFetchConfiguration()
         check.publish = publishing
         do {
@@ -51,6 +62,14 @@ struct PublishingOptions: ParsableArguments {
                                                          virtualHostedStyle: s3VirtualHosted ? true : nil)
     }
 
+    /// The media key, read from its file (never from the command line).
+    private func mediaEncryption() throws(AttachFetchError) -> MediaEncryption? {
+        guard let mediaKeyFile else { return nil }
+        var encryption = try MediaEncryption(keyFile: mediaKeyFile)
+        encryption.encryptsEverything = encryptMedia
+        return encryption
+    }
+
     private var publishing: Publishing? {
         guard let publishDir, let publicBase else { return nil }
         return Publishing(directory: URL(fileURLWithPath: publishDir).standardizedFileURL.path, baseURL: publicBase)
@@ -60,6 +79,7 @@ struct PublishingOptions: ParsableArguments {
         configuration.platforms = try Platform.list(platforms)
         configuration.publish = publishing
         configuration.objectStore = try objectStore()
+        configuration.mediaEncryption = try mediaEncryption()
     }
 }
 

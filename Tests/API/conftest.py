@@ -123,14 +123,14 @@ class Service:
     """`attach-fetch serve` on 127.0.0.1 (port 0), every fetch through `proxy`, publishing to a
     directory of its own (so that `?rewrite=true` is a valid request)."""
 
-    def __init__(self, proxy, work):
+    def __init__(self, proxy, work, extra=()):
         self.publish = work / "published"
         self.publish.mkdir()
         env = {**os.environ, "TMPDIR": str(work)}
         self.process = subprocess.Popen(
             [str(BINARY), "serve", "--port", "0", "--host", "127.0.0.1", "--allow-private-network",
              "--proxy", f"http://127.0.0.1:{proxy.port}", "--deadline", "5", "--max-batches", "64",
-             "--publish-dir", str(self.publish), "--public-base", "http://127.0.0.1:1/media/"],
+             "--publish-dir", str(self.publish), "--public-base", "http://127.0.0.1:1/media/", *extra],
             stderr=subprocess.PIPE, text=True, env=env)
         for line in self.process.stderr:
             if "attach-fetch: listening on " in line:

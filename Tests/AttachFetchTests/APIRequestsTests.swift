@@ -48,13 +48,13 @@ import Testing
 
     @Test func aGoodBodyKeepsEveryField() throws {
         let body = #"{"requests": [{"url": "https://a/b.jpg", "identifier": "hero", "role": "avatar", "thumbnailTime": 2.5, "clip": {"x": 0, "y": 0.25, "width": 0.5, "height": 0.5}}], "deadlineMs": 1500}"#
-        let (requests, deadline, keepsFiles) = try APIRequests.attachments(Data(body.utf8), maxRequests: 3)
+        let (requests, deadline, keepsFiles, _) = try APIRequests.attachments(Data(body.utf8), maxRequests: 3)
         #expect(deadline == 1500 && requests.count == 1 && keepsFiles)
         let request = try #require(requests.first)
         #expect(request.url == "https://a/b.jpg" && request.identifier == "hero" && request.role == .avatar)
         #expect(request.options?.thumbnailTime == 2.5)
         #expect(request.clip?.y == 0.25 && request.clip?.width == 0.5)
-        let (urls, none, _) = try APIRequests.attachments(Data(#"{"urls": ["x", "y"]}"#.utf8), maxRequests: 3)
+        let (urls, none, _, _) = try APIRequests.attachments(Data(#"{"urls": ["x", "y"]}"#.utf8), maxRequests: 3)
         #expect(urls.map(\.url) == ["x", "y"] && none == nil)
         #expect(try APIRequests.attachments(Data(#"{"urls": ["x"], "files": "none"}"#.utf8), maxRequests: 3).keepsFiles == false)
         #expect(try APIRequests.attachments(Data(#"{"urls": ["x"], "files": "kept"}"#.utf8), maxRequests: 3).keepsFiles == true)

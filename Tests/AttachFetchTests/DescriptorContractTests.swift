@@ -21,6 +21,8 @@ import Testing
             ("publishFailed", .failed),
             // Added with the per-host circuit breaker.
             ("originUnavailable", .failed),
+            // Added with encrypted publishing: asked for without a media key.
+            ("encryptionUnavailable", .failed),
         ]
         #expect(ReasonCode.allKnown.map(\.rawValue) == expected.map(\.0))
         for (code, status) in expected {

@@ -22,13 +22,31 @@ import Testing
         // No script with a body and no event-handler attribute: the CSP would block them.
         let inline = try NSRegularExpression(pattern: #"<script(?![^>]*\bsrc=)[^>]*>\s*[^<\s]|\son[a-z]+\s*="#, options: [.caseInsensitive])
         #expect(inline.firstMatch(in: page.text, range: NSRange(page.text.startIndex..., in: page.text)) == nil)
-        for (path, type) in [("/inspector.css", "text/css; charset=utf-8"), ("/inspector.js", "text/javascript; charset=utf-8")] {
+        #expect(page.text.contains(#"<script type="module" src="inspector.js"></script>"#))
+        for (path, type) in [("/inspector.css", "text/css; charset=utf-8")]
+            + InspectorPage.scripts.map({ ("/" + $0.name, "text/javascript; charset=utf-8") }) {
             let asset = try await Exchange.send("GET", service.base + path)
             #expect(asset.status == 200 && asset.headers["content-type"] == type && !asset.body.isEmpty, "\(path)")
             #expect(asset.headers["x-content-type-options"] == "nosniff", "\(path)")
         }
         #expect(try await Exchange.send("POST", "\(service.base)/").status == 405)
         await service.stop()
+    }
+
+    /// Every module a module imports is one the service serves, and comes before it in the
+    /// report's script, which holds them with neither imports nor exports.
+    @Test func theScriptModulesImportOnlyServedModules() throws {
+        let names = InspectorPage.scripts.map(\.name)
+        #expect(names.last == "inspector.js" && Set(names).count == names.count)
+        let imported = try NSRegularExpression(pattern: #"^import [^;]*? from '\./([a-z-]+\.js)';"#, options: [.anchorsMatchLines])
+        for (position, (name, text)) in InspectorPage.scripts.enumerated() {
+            for match in imported.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+                let module = String(text[Range(match.range(at: 1), in: text)!])
+                #expect(names.prefix(position).contains(module), "\(name) imports \(module)")
+            }
+        }
+        let lines = InspectorPage.reportScript.split(separator: "\n")
+        #expect(!lines.contains { $0.hasPrefix("import ") || $0.hasPrefix("export ") || $0.hasPrefix("} from ") })
     }
 
     @Test func batchFilesAreServedOnlyFromTheServicesOwnBatches() async throws {

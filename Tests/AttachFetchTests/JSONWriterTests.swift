@@ -66,8 +66,15 @@ import Testing
         d.sha256 = maybe(&random, string)
         d.width = maybe(&random, int)
         d.height = maybe(&random, int)
+        let encryption: (inout Seeded) -> AttachmentDescriptor.Encryption = {
+            .init(scheme: string(&$0), key: string(&$0), recordSize: int(&$0))
+        }
         d.thumbnail = maybe(&random) {
-            .init(file: string(&$0), width: int(&$0), height: int(&$0), time: maybe(&$0, double), publishedUrl: maybe(&$0, string))
+            var thumbnail = AttachmentDescriptor.Thumbnail(file: string(&$0), width: int(&$0), height: int(&$0), time: maybe(&$0, double),
+                                                           publishedUrl: maybe(&$0, string))
+            thumbnail.publishedBytes = maybe(&$0, bytes)
+            thumbnail.encryption = maybe(&$0, encryption)
+            return thumbnail
         }
         d.role = maybe(&random) { [.attachment, .avatar].randomElement(using: &$0)! }
         d.options = maybe(&random) { random in
@@ -99,6 +106,8 @@ import Testing
             (0..<Int.random(in: 0...3, using: &random)).map { _ in ["thumbnail", "probe", "variants"].randomElement(using: &random)! }
         }
         d.publishedUrl = maybe(&random, string)
+        d.publishedBytes = maybe(&random, bytes)
+        d.encryption = maybe(&random, encryption)
         d.variants = maybe(&random) { random in
             var variants: [String: AttachmentDescriptor.Variant] = [:]
             for _ in 0..<Int.random(in: 0...3, using: &random) {
@@ -112,6 +121,8 @@ import Testing
                 variant.height = maybe(&random, int)
                 variant.transforms = maybe(&random, transforms)
                 variant.publishedUrl = maybe(&random, string)
+                variant.publishedBytes = maybe(&random, bytes)
+                variant.encryption = maybe(&random, encryption)
                 variants[string(&random)] = variant
             }
             return variants

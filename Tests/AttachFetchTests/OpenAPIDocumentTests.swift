@@ -59,10 +59,15 @@ import Testing
                                                    probe: 1, variants: 1)
         timings.queued = 1
         #expect(try keys(timings) == properties("Timings"))
-        #expect(try keys(AttachmentDescriptor.Thumbnail(file: "/a", width: 1, height: 1, time: 1, publishedUrl: "https://a.test/x")) == properties("Thumbnail"))
+        let encryption = AttachmentDescriptor.Encryption(scheme: "aes128gcm", key: "k", recordSize: 65_536)
+        var thumbnail = AttachmentDescriptor.Thumbnail(file: "/a", width: 1, height: 1, time: 1, publishedUrl: "https://a.test/x")
+        (thumbnail.publishedBytes, thumbnail.encryption) = (1, encryption)
+        #expect(try keys(thumbnail) == properties("Thumbnail"))
+        #expect(try keys(encryption) == properties("Encryption"))
         var variant = AttachmentDescriptor.Variant(status: .failed, reason: .init(code: .ioError, message: "m"))
         (variant.file, variant.bytes, variant.sha256, variant.mimeType) = ("/a", 1, "00", "image/jpeg")
         (variant.width, variant.height, variant.transforms, variant.publishedUrl) = (1, 1, [.downscaled], "https://a.test/x")
+        (variant.publishedBytes, variant.encryption) = (1, encryption)
         #expect(try keys(variant) == properties("Variant"))
         #expect(try keys(AttachmentDescriptor.Reason(code: .ioError, message: "m")) == properties("Reason"))
         let options = AttachmentOptions(clippingRect: .init(x: 0, y: 0, width: 1, height: 1), thumbnailTime: 1, thumbnailHidden: true)
@@ -92,7 +97,7 @@ import Testing
         #expect(properties("AttachmentsByRequests").symmetricDifference(properties("AttachmentsByURLs")) == ["requests", "urls"])
         #expect(properties("AttachmentRequest") == Set(AttachmentsBody.requestFields))
         let payloads = (OpenAPIContract.paths["/v1/payloads"]?["post"] as? [String: Any])?["parameters"] as? [[String: Any]] ?? []
-        #expect(Set(payloads.compactMap { $0["in"] as? String == "query" ? $0["name"] as? String : nil }) == ["stripFailed", "rewrite", "files"])
+        #expect(Set(payloads.compactMap { $0["in"] as? String == "query" ? $0["name"] as? String : nil }) == ["stripFailed", "rewrite", "files", "encrypt"])
     }
 
     /// The batch document, the payload answer and the NDJSON summary: their fields as written.

@@ -98,6 +98,12 @@ final class SeaweedStore: @unchecked Sendable {
         return target
     }
 
+    /// The keys under `prefix` in `bucket` (ListObjectsV2, signed, by curl).
+    func list(_ bucket: String, prefix: String) throws -> [String] {
+        let answer = try curl(["\(endpoint)/\(bucket)?list-type=2&prefix=\(prefix.replacingOccurrences(of: "/", with: "%2F"))"])
+        return answer.output.components(separatedBy: "<Key>").dropFirst().map { String($0.prefix { $0 != "<" }) }
+    }
+
     /// A signed GET of `key`, by curl (libcurl's own SigV4 too, but another client): status,
     /// headers (lowercased names) and body.
     func object(_ bucket: String, _ key: String) throws -> (status: Int, headers: [String: String], body: Data) {

@@ -607,7 +607,7 @@ struct Exchange {
 /// Starts `attach-fetch serve --port 0 ARGUMENTS` with `environment` added to this process's,
 /// and returns it with the port it printed ("listening on http://127.0.0.1:PORT"). Its standard
 /// error is read on from then on, so that a chatty service never blocks on a full pipe.
-func launchServe(_ arguments: [String], environment: [String: String]) throws -> (Process, Int) {
+func launchServe(_ arguments: [String], environment: [String: String], log: ServeLog? = nil) throws -> (Process, Int) {
     struct NoPort: Error, CustomStringConvertible { let description: String }
     let process = Process()
     process.executableURL = CLITests.executable
@@ -625,7 +625,11 @@ func launchServe(_ arguments: [String], environment: [String: String]) throws ->
     guard let port = seen.split(separator: ":").last.flatMap({ Int($0.prefix { $0.isNumber }) }) else {
         throw NoPort(description: seen)
     }
-    errors.fileHandleForReading.readabilityHandler = { _ = $0.availableData }
+    log?.append(Data(seen.utf8))
+    errors.fileHandleForReading.readabilityHandler = { handle in
+        let data = handle.availableData
+        log?.append(data)
+    }
     OpenAPIContract.servicePorts.withLock { _ = $0.insert(port) }
     return (process, port)
 }

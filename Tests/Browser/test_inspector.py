@@ -7,6 +7,7 @@ import html.parser
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import urllib.error
 import urllib.parse
@@ -389,6 +390,7 @@ class _MarkupScan(html.parser.HTMLParser):
     def __init__(self):
         super().__init__()
         self.inline_scripts = []
+        self.module_scripts = []
         self.handlers = []
         self._in_script = False
 
@@ -399,6 +401,8 @@ class _MarkupScan(html.parser.HTMLParser):
         if tag == "script":
             self._in_script = True
             self._script_has_src = any(name == "src" for name, _ in attrs)
+            if ("type", "module") in attrs:
+                self.module_scripts += [value for name, value in attrs if name == "src"]
 
     def handle_endtag(self, tag):
         if tag == "script":
@@ -425,11 +429,22 @@ def test_security_headers_and_no_inline_script(service):
     scan.feed(page)
     assert scan.inline_scripts == [], f"inline scripts: {scan.inline_scripts}"
     assert scan.handlers == [], f"event-handler attributes: {scan.handlers}"
-    for asset, kind in (("/inspector.js", "text/javascript"), ("/inspector.css", "text/css")):
+    assert scan.module_scripts == ["inspector.js"], f"scripts: {scan.module_scripts}"
+    # The stylesheet, the entry module and every module it imports, followed from their imports.
+    assets, seen = [("/inspector.js", "text/javascript"), ("/inspector.css", "text/css")], set()
+    while assets:
+        asset, kind = assets.pop()
+        if asset in seen:
+            continue
+        seen.add(asset)
         with urllib.request.urlopen(service.base + asset, timeout=10) as response:
             assert response.status == 200
             assert response.headers.get_content_type() == kind
             assert response.headers.get("X-Content-Type-Options") == "nosniff"
+            if kind == "text/javascript":
+                imported = re.findall(r"\bfrom '\./([a-z-]+\.js)';", response.read().decode())
+                assets += [("/" + name, kind) for name in imported]
+    assert len(seen) > 2, f"no module imported: {seen}"
 
 
 # --- 11. the CLI's HTML report, offline ---------------------------------------------------

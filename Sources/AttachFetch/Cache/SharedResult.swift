@@ -13,8 +13,11 @@ struct ResultKey: Hashable, Sendable {
     let thumbnailTime: Double?
     let role: AttachmentDescriptor.Role?
     let platforms: [Platform]
+    /// Published encrypted: other objects and keys than the same request in plaintext.
+    let encrypted: Bool
 
-    init(_ request: AttachmentRequest, platforms: Set<Platform>) {
+    init(_ request: AttachmentRequest, platforms: Set<Platform>, encrypted: Bool = false) {
+        self.encrypted = encrypted
         url = request.url
         clip = request.clip.map { [$0.x, $0.y, $0.width, $0.height] }
         thumbnailTime = request.options?.thumbnailTime

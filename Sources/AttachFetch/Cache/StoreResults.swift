@@ -65,7 +65,8 @@ struct StoreResults: Sendable {
     func name(for key: ResultKey) -> String? {
         let clip = key.clip.map { $0.map { "\($0)" }.joined(separator: ",") } ?? "-"
         let text = [key.url, clip, key.thumbnailTime.map { "\($0)" } ?? "-", key.role?.rawValue ?? "-",
-                    key.platforms.map(\.rawValue).joined(separator: ","), settings].joined(separator: "\n")
+                    key.platforms.map(\.rawValue).joined(separator: ","), settings]
+            .joined(separator: "\n") + (key.encrypted ? "\nencrypted" : "")
         return try? SHA256Digest.hex(of: Array(text.utf8))
     }
 

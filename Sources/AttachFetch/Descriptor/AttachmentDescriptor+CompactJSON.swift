@@ -11,6 +11,7 @@ extension AttachmentDescriptor: CompactJSONWritable {
             json.field("cache", cache)
             json.field("declaredMimeType", declaredMimeType)
             json.field("duration", duration)
+            json.field("encryption", encryption)
             json.field("file", file)
             json.field("fileExtension", fileExtension)
             json.field("finalUrl", finalUrl)
@@ -20,6 +21,7 @@ extension AttachmentDescriptor: CompactJSONWritable {
             json.field("mimeType", mimeType)
             json.field("options", options)
             json.field("payloadPath", payloadPath)
+            json.field("publishedBytes", publishedBytes)
             json.field("publishedUrl", publishedUrl)
             json.field("reason", reason)
             json.field("role", role)
@@ -69,11 +71,23 @@ extension AttachmentDescriptor.Thumbnail: CompactJSONWritable {
     package func write(to json: inout CompactJSON) {
         json.object { json in
             // Empty for a batch that kept no files; left out, as `encode(to:)` leaves it.
+            json.field("encryption", encryption)
             json.field("file", file.isEmpty ? nil : file)
             json.field("height", height)
+            json.field("publishedBytes", publishedBytes)
             json.field("publishedUrl", publishedUrl)
             json.field("time", time)
             json.field("width", width)
+        }
+    }
+}
+
+extension AttachmentDescriptor.Encryption: CompactJSONWritable {
+    package func write(to json: inout CompactJSON) {
+        json.object { json in
+            json.field("key", key)
+            json.field("recordSize", recordSize)
+            json.field("scheme", scheme)
         }
     }
 }
@@ -98,9 +112,11 @@ extension AttachmentDescriptor.Variant: CompactJSONWritable {
     package func write(to json: inout CompactJSON) {
         json.object { json in
             json.field("bytes", bytes)
+            json.field("encryption", encryption)
             json.field("file", file)
             json.field("height", height)
             json.field("mimeType", mimeType)
+            json.field("publishedBytes", publishedBytes)
             json.field("publishedUrl", publishedUrl)
             json.field("reason", reason)
             json.field("sha256", sha256)

@@ -38,6 +38,24 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         }
     }
 
+    /// Added with encrypted publishing: how a published object is encrypted, and its key. The
+    /// published object is the plaintext (`bytes`, `sha256`) as RFC 8188 `aes128gcm`.
+    public struct Encryption: Codable, Sendable, Equatable {
+        /// The content coding: `aes128gcm`.
+        public var scheme: String
+        /// The 16-byte input key (RFC 8188's IKM), base64url without padding.
+        public var key: String
+        /// The record size the object was written with (also in its header).
+        public var recordSize: Int
+
+        /// Makes an encryption description, for example a fake in a test.
+        public init(scheme: String, key: String, recordSize: Int) {
+            self.scheme = scheme
+            self.key = key
+            self.recordSize = recordSize
+        }
+    }
+
     /// A thumbnail of the delivered media (for video, its poster frame).
     public struct Thumbnail: Codable, Sendable, Equatable {
         /// Absolute path of the thumbnail file (JPEG, or PNG when the source has alpha); empty,
@@ -52,6 +70,10 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         public var time: Double?
         /// Added for publishing: where devices fetch the thumbnail.
         public var publishedUrl: String?
+        /// Added with encrypted publishing: the published object's size (ciphertext) ...
+        public var publishedBytes: Int64?
+        /// ... and its key.
+        public var encryption: Encryption?
 
         /// Makes a thumbnail description, for example a fake in a test.
         public init(file: String, width: Int, height: Int, time: Double? = nil, publishedUrl: String? = nil) {
@@ -62,7 +84,7 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
             self.publishedUrl = publishedUrl
         }
 
-        private enum CodingKeys: String, CodingKey { case file, width, height, time, publishedUrl }
+        private enum CodingKeys: String, CodingKey { case file, width, height, time, publishedUrl, publishedBytes, encryption }
 
         /// Reads a thumbnail; one without `file` (a batch that kept no files) has it empty.
         public init(from decoder: any Decoder) throws {
@@ -72,6 +94,8 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
             height = try fields.decode(Int.self, forKey: .height)
             time = try fields.decodeIfPresent(Double.self, forKey: .time)
             publishedUrl = try fields.decodeIfPresent(String.self, forKey: .publishedUrl)
+            publishedBytes = try fields.decodeIfPresent(Int64.self, forKey: .publishedBytes)
+            encryption = try fields.decodeIfPresent(Encryption.self, forKey: .encryption)
         }
 
         /// Writes a thumbnail; an empty `file` is left out.
@@ -82,6 +106,8 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
             try fields.encode(height, forKey: .height)
             try fields.encodeIfPresent(time, forKey: .time)
             try fields.encodeIfPresent(publishedUrl, forKey: .publishedUrl)
+            try fields.encodeIfPresent(publishedBytes, forKey: .publishedBytes)
+            try fields.encodeIfPresent(encryption, forKey: .encryption)
         }
     }
 
@@ -149,6 +175,10 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         public var transforms: [Transform]?
         /// Where devices fetch the variant, when publishing.
         public var publishedUrl: String?
+        /// Added with encrypted publishing: the published object's size (ciphertext) ...
+        public var publishedBytes: Int64?
+        /// ... and its key.
+        public var encryption: Encryption?
 
         /// Makes a variant; a made one has no status.
         public init(status: Status? = nil, reason: Reason? = nil) {
@@ -259,6 +289,11 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     public var cache: CacheStatus?
     /// Added with publishing: where devices fetch the delivered file.
     public var publishedUrl: String?
+    /// Added with encrypted publishing: the published object's size (the ciphertext; `bytes`
+    /// stays the plaintext's) ...
+    public var publishedBytes: Int64?
+    /// ... and how it is encrypted, with its key. Absent when publishing is not encrypted.
+    public var encryption: Encryption?
     /// Added with platforms: per platform (`android`), its own file when the delivered file
     /// breaks its limits, or why it has none. Only platforms whose file differs are listed.
     public var variants: [String: Variant]?

@@ -108,14 +108,27 @@ struct DescriptorBuilder: Sendable {
         record(platform, variant: variant)
     }
 
-    /// Where the delivered file, its thumbnail and its variants were published.
-    mutating func recordPublished(file: String, thumbnail: String?, variants: [Platform: String]) {
-        descriptor.publishedUrl = file
-        thumbnailPublishedURL = thumbnail
-        for (platform, url) in variants { descriptor.variants?[platform.rawValue]?.publishedUrl = url }
+    /// One published object: its URL, and when encrypted, its size and key.
+    struct PublishedFile: Sendable {
+        var url: String
+        var bytes: Int64? = nil
+        var encryption: AttachmentDescriptor.Encryption? = nil
     }
 
-    private var thumbnailPublishedURL: String?
+    /// Where the delivered file, its thumbnail and its variants were published.
+    mutating func recordPublished(file: PublishedFile, thumbnail: PublishedFile?, variants: [Platform: PublishedFile]) {
+        descriptor.publishedUrl = file.url
+        descriptor.publishedBytes = file.bytes
+        descriptor.encryption = file.encryption
+        publishedThumbnail = thumbnail
+        for (platform, published) in variants {
+            descriptor.variants?[platform.rawValue]?.publishedUrl = published.url
+            descriptor.variants?[platform.rawValue]?.publishedBytes = published.bytes
+            descriptor.variants?[platform.rawValue]?.encryption = published.encryption
+        }
+    }
+
+    private var publishedThumbnail: PublishedFile?
 
     /// The steps after the download that have a timing of their own.
     enum TimedStep: String, Sendable { case normalize, thumbnail, probe, variants }
@@ -152,7 +165,9 @@ struct DescriptorBuilder: Sendable {
         result.fileExtension = type.fileExtension
         result.file = file
         result.thumbnail = thumbnail
-        result.thumbnail?.publishedUrl = thumbnailPublishedURL
+        result.thumbnail?.publishedUrl = publishedThumbnail?.url
+        result.thumbnail?.publishedBytes = publishedThumbnail?.bytes
+        result.thumbnail?.encryption = publishedThumbnail?.encryption
         result.timings.total = start.millisecondsElapsed
         return result
     }
@@ -163,6 +178,8 @@ struct DescriptorBuilder: Sendable {
         // Nothing is delivered, so no variant or published file is either.
         result.variants = nil
         result.publishedUrl = nil
+        result.publishedBytes = nil
+        result.encryption = nil
         result.status = reason.code.status
         result.reason = reason
         result.timings.total = start.millisecondsElapsed

@@ -69,12 +69,18 @@ public struct ReasonCode: RawRepresentable, Hashable, Codable, Sendable, CustomS
     /// until when. Transient: never cached. Failed.
     public static let originUnavailable = ReasonCode(rawValue: "originUnavailable")
 
+    /// Added with encrypted publishing: the request asked for its media to be published
+    /// encrypted, but the pipeline has no media key (`mediaEncryption`), so nothing was
+    /// fetched or published. Failed.
+    public static let encryptionUnavailable = ReasonCode(rawValue: "encryptionUnavailable")
+
     /// Every code this version knows, in contract order.
     public static let allKnown: [ReasonCode] = [
         .invalidURL, .unsupportedScheme, .forbiddenAddress, .connectFailed, .httpStatus,
         .tooManyRedirects, .transferFailed, .timeout, .deadlineExceeded, .sizeLimitExceeded,
         .unsupportedType, .corruptMedia, .emptyBody, .pixelLimitExceeded, .cancelled, .ioError,
         .decoderCrashed, .tlsFailed, .unsupportedOnPlatform, .publishFailed, .originUnavailable,
+        .encryptionUnavailable,
     ]
 
     /// The descriptor status a code implies (fixed by the contract).

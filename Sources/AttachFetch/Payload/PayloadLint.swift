@@ -84,7 +84,7 @@ extension PushPayload {
         return findings
     }
 
-    private func apnsRootsWithAps() -> [[PayloadPathComponent]] {
+    func apnsRootsWithAps() -> [[PayloadPathComponent]] {
         var roots: [[PayloadPathComponent]] = []
         if value(at: [.key("aps")]) is [String: Any] { roots.append([]) }
         if value(at: [.key("message"), .key("apns"), .key("payload"), .key("aps")]) is [String: Any] {
@@ -133,8 +133,17 @@ extension PushPayload {
     /// read (a 19-digit id stays exact).
     public func replacing(_ replacements: [(path: [PayloadPathComponent], value: String)],
                           removing entries: [[PayloadPathComponent]], pretty: Bool = true) -> Data {
+        replacing(replacements, removing: entries, adding: [], pretty: pretty)
+    }
+
+    /// As `replacing(_:removing:pretty:)`, and each of `additions` set at its path, whose last
+    /// step is a key (made if missing) of an object that exists.
+    func replacing(_ replacements: [(path: [PayloadPathComponent], value: String)],
+                   removing entries: [[PayloadPathComponent]], adding additions: [(path: [PayloadPathComponent], value: Any)],
+                   pretty: Bool) -> Data {
         var document = root
         for (path, value) in replacements { document = Self.set(path[...], to: value, in: document) }
+        for (path, value) in additions { document = Self.set(path[...], to: value, in: document, making: true) }
         // Remove later array elements first, so earlier indices stay valid.
         let ordered = entries.sorted { Self.isAfter($0, $1) }
         for entry in ordered { document = Self.remove(entry[...], from: document) }
@@ -152,16 +161,21 @@ extension PushPayload {
         return a.count > b.count
     }
 
-    private static func set(_ path: ArraySlice<PayloadPathComponent>, to newValue: String, in value: Any) -> Any {
+    private static func set(_ path: ArraySlice<PayloadPathComponent>, to newValue: Any, in value: Any, making: Bool = false) -> Any {
         guard let first = path.first else { return newValue }
         switch first {
         case .key(let key):
-            guard var dictionary = value as? [String: Any], let child = dictionary[key] else { return value }
-            dictionary[key] = set(path.dropFirst(), to: newValue, in: child)
+            guard var dictionary = value as? [String: Any] else { return value }
+            if making && path.count == 1 {
+                dictionary[key] = newValue
+                return dictionary
+            }
+            guard let child = dictionary[key] else { return value }
+            dictionary[key] = set(path.dropFirst(), to: newValue, in: child, making: making)
             return dictionary
         case .index(let index):
             guard var array = value as? [Any], array.indices.contains(index) else { return value }
-            array[index] = set(path.dropFirst(), to: newValue, in: array[index])
+            array[index] = set(path.dropFirst(), to: newValue, in: array[index], making: making)
             return array
         }
     }

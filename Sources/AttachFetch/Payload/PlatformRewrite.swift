@@ -7,17 +7,73 @@ extension PushPayload {
     /// delivered file otherwise. Media that is not ready, not published, or that no platform
     /// reading the key can show (audio or video under a key only Android reads) is removed.
     /// `descriptors` are in `media`'s order; `pretty: false` writes it compact.
+    ///
+    /// Media published encrypted leaves its key: no device could show the ciphertext there.
+    /// It is listed instead under `attach-fetch` beside `aps` in every APNs payload, with its
+    /// key, plaintext SHA-256, type and thumbnail options, for the service extension
+    /// (`AttachFetchDevice`) to decrypt (docs/payloads.md, "Encrypted media").
     public func rewritten(media: [PayloadMedia], descriptors: [AttachmentDescriptor], pretty: Bool = true) -> Data {
         var replacements: [(path: [PayloadPathComponent], value: String)] = []
         var removals: [[PayloadPathComponent]] = []
+        var encrypted: [[String: Any]] = []
         for (item, descriptor) in zip(media, descriptors) {
+            if descriptor.status == .ready, let entry = Self.encryptedEntry(descriptor) {
+                removals.append(item.entry)
+                // One URL under several keys (Firebase's) is one attachment; Android cannot decrypt.
+                if item.platforms.contains(.ios), !encrypted.contains(where: { ($0["url"] as? String) == descriptor.publishedUrl }) {
+                    var entry = entry
+                    if item.role == .avatar { entry["role"] = "avatar" }
+                    encrypted.append(entry)
+                }
+                continue
+            }
             if let url = Self.publishedURL(for: item, descriptor) {
                 replacements.append((item.location, url))
             } else {
                 removals.append(item.entry)
             }
         }
-        return replacing(replacements, removing: removals, pretty: pretty)
+        guard !encrypted.isEmpty else { return replacing(replacements, removing: removals, pretty: pretty) }
+        let roots = apnsRootsWithAps()
+        let block: [String: Any] = ["v": 1, "attachments": encrypted]
+        return replacing(replacements, removing: removals,
+                         adding: (roots.isEmpty ? [[]] : roots).map { ($0 + [.key(Self.encryptedMediaKey)], block) }, pretty: pretty)
+    }
+
+    /// The key of the encrypted media list, beside `aps`.
+    public static let encryptedMediaKey = "attach-fetch"
+
+    /// What the extension needs to fetch and decrypt one published attachment, or nil when it
+    /// was not published encrypted.
+    static func encryptedEntry(_ descriptor: AttachmentDescriptor) -> [String: Any]? {
+        guard let encryption = descriptor.encryption, let url = descriptor.publishedUrl, let sha256 = descriptor.sha256,
+              let fileExtension = descriptor.fileExtension else { return nil }
+        var entry: [String: Any] = ["id": descriptor.identifier, "url": url, "key": encryption.key, "sha256": sha256,
+                                    "ext": fileExtension]
+        if let bytes = descriptor.bytes { entry["bytes"] = NSNumber(value: bytes) }
+        if let uti = descriptor.uti { entry["type"] = uti }
+        if let options = descriptor.options, !options.isEmpty,
+           let data = try? JSONEncoder().encode(options), let object = try? JSONSerialization.jsonObject(with: data) {
+            entry["options"] = object
+        }
+        return entry
+    }
+
+    /// `payloadTooLarge` for each APNs payload of the rewritten `payload` over Apple's limit,
+    /// saying by how much: the rewrite adds bytes (an encrypted attachment's entry is about 250).
+    public static func rewriteLint(_ payload: Data) -> [PayloadLintFinding] {
+        guard let rewritten = try? PushPayload(data: payload) else { return [] }
+        let roots = rewritten.apnsRootsWithAps()
+        return (roots.isEmpty ? [[]] : roots).compactMap { base -> PayloadLintFinding? in
+            // Measured compact, as it is sent, whatever layout it was written in.
+            let size = (try? JSONSerialization.data(withJSONObject: rewritten.value(at: base) ?? [:],
+                                                    options: [.withoutEscapingSlashes])).map(\.count) ?? 0
+            guard size > apnsPayloadLimit else { return nil }
+            return PayloadLintFinding(
+                code: "payloadTooLarge", severity: .error,
+                message: "the rewritten APNs payload is \(size) bytes, \(size - apnsPayloadLimit) over Apple's limit of \(apnsPayloadLimit): send fewer attachments or shorter fields",
+                path: render(base))
+        }
     }
 
     /// The URL the key should carry, or nil when the entry should go.

@@ -15,8 +15,13 @@ extension AttachmentPipeline {
                             logger: Logger) async -> AttachmentDescriptor {
         let descriptor = Self.builder(for: request, index: index, start: batch.start)
         if let problem = urlProblem(request) { return descriptor.failed(problem) }
+        let encrypted = encrypts(request)
+        if encrypted && configuration.mediaEncryption == nil {
+            return descriptor.failed(Reason(code: .encryptionUnavailable,
+                                            message: "encrypted publishing was asked for, but no media key is configured"))
+        }
         let platforms = request.platforms ?? configuration.platforms
-        let key = ResultKey(request, platforms: platforms)
+        let key = ResultKey(request, platforms: platforms, encrypted: encrypted)
         while true {
             let delivery = await results.result(
                 for: key, deadline: batch.deadline, fairnessID: batch.id,
@@ -36,6 +41,11 @@ extension AttachmentPipeline {
         }
     }
 
+    /// Whether what is published for `request` is encrypted.
+    func encrypts(_ request: AttachmentRequest) -> Bool {
+        request.encrypt ?? configuration.mediaEncryption?.encryptsEverything ?? false
+    }
+
     /// Why the request's URL is refused before anything is fetched, or nil.
     func urlProblem(_ request: AttachmentRequest) -> Reason? {
         URLCheck.problem(with: request.url)
@@ -50,7 +60,8 @@ extension AttachmentPipeline {
         hits.reserveCapacity(requests.count)
         for (index, request) in requests.enumerated() {
             guard urlProblem(request) == nil,
-                  let result = results.freshResult(for: ResultKey(request, platforms: request.platforms ?? configuration.platforms))
+                  let result = results.freshResult(for: ResultKey(request, platforms: request.platforms ?? configuration.platforms,
+                                                                  encrypted: encrypts(request)))
             else {
                 for hit in hits { hit.result.release() }
                 return nil

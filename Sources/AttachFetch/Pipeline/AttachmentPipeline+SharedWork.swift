@@ -109,7 +109,8 @@ extension AttachmentPipeline {
             plan: .init(shape: request.role == .avatar ? .squareCenter : .clip(request.clip ?? .whole),
                         thumbnailTime: request.options?.thumbnailTime, imagesOnly: request.role == .avatar,
                         convertedBase: "\(directory)/.norm-\(number)", thumbnailBase: "\(directory)/.thumb-\(number)",
-                        variantBase: "\(directory)/.variant-\(number)", workDirectory: directory, platforms: platforms),
+                        variantBase: "\(directory)/.variant-\(number)", workDirectory: directory, platforms: platforms,
+                        encryption: encrypts(request) ? configuration.mediaEncryption : nil),
             ledger: ledger)
         if let reason = await stages.run(Stage.afterDownload, on: &work, batch: batch) {
             return .made(work.descriptor.failed(reason), files: [], headers: outcome.cacheHeaders)

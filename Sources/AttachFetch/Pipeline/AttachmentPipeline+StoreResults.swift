@@ -12,7 +12,10 @@ extension AttachmentPipeline {
     /// while the others wait for that result, each within its own deadline.
     func sharedWork(_ request: AttachmentRequest, platforms: Set<Platform>, number: Int, directory: String,
                     stale: SharedResult?, shared: StoreResults, batch: Batch, logger: Logger) async -> WorkOutcome {
-        guard let name = shared.name(for: ResultKey(request, platforms: platforms)) else {
+        // An encrypted result's record would put its keys in the store beside the ciphertext:
+        // it is not shared. Replicas still publish the same objects (encryption is deterministic).
+        let encrypted = encrypts(request)
+        guard !encrypted, let name = shared.name(for: ResultKey(request, platforms: platforms, encrypted: encrypted)) else {
             return await work(request, platforms: platforms, number: number, directory: directory,
                               validators: stale?.headers.validators, batch: batch, logger: logger)
         }

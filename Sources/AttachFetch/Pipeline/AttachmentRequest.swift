@@ -18,6 +18,10 @@ public struct AttachmentRequest: Sendable, Equatable {
     public var payloadPath: String?
     /// The platforms this media must show on; nil: the pipeline's `platforms`.
     public var platforms: Set<Platform>?
+    /// Added: whether what is published for it is encrypted; nil: the pipeline's
+    /// `mediaEncryption.encryptsEverything` (false without `mediaEncryption`). True without
+    /// `mediaEncryption` fails the attachment with `encryptionUnavailable`.
+    public var encrypt: Bool?
 
     /// Makes a request; only `url` is required.
     public init(url: String, identifier: String? = nil, clip: ClippingRectangle? = nil,

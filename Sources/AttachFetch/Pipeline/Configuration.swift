@@ -208,6 +208,10 @@ public struct AttachFetchConfiguration: Sendable {
     /// replicas share. Default nil. Not together with `publish`.
     public var objectStore: ObjectStorePublishing?
 
+    /// Publishing encrypted (RFC 8188 `aes128gcm`, a key per content in the descriptor).
+    /// Default nil: published files are plaintext. Needs `publish` or `objectStore`.
+    public var mediaEncryption: MediaEncryption?
+
     /// Keeping finished results for reuse. Default nil: off (requests for the same URL and
     /// options that run at the same time still share one download).
     public var cache: ResultCaching?
@@ -258,6 +262,12 @@ public struct AttachFetchConfiguration: Sendable {
             throw .invalidConfiguration("publish to a directory or to an object store, not both")
         }
         try cache?.validate()
+        if let mediaEncryption {
+            try mediaEncryption.validate()
+            guard publish != nil || objectStore != nil else {
+                throw .invalidConfiguration("mediaEncryption encrypts what is published: it needs publish or objectStore")
+            }
+        }
         for (index, pem) in trustedCertificates.enumerated() where PEMCertificates.count(in: pem) == 0 {
             throw .invalidConfiguration("trustedCertificates[\(index)] holds no PEM certificate")
         }

@@ -29,6 +29,8 @@ struct AttachmentWork: Sendable {
         var workDirectory: String? = nil
         /// The platforms the media must show on (variants for those whose limits it breaks).
         var platforms: Set<Platform> = [.ios]
+        /// Set when what is published is encrypted.
+        var encryption: MediaEncryption? = nil
     }
 
     /// A file and its type.
@@ -66,7 +68,19 @@ extension AttachmentWork {
     /// Where the thumbnail or poster is written (plus an extension): a new unnamed file in the
     /// work directory, owned by the ledger, or where there is none, `plan.thumbnailBase`.
     func thumbnailOutput() -> String {
-        guard let directory = plan.workDirectory, let file = UnnamedFile.create(in: directory) else { return plan.thumbnailBase }
+        newWorkingFile(or: plan.thumbnailBase)
+    }
+
+    /// Where an encrypted copy for publishing is written: a new unnamed file owned by the
+    /// ledger, or a new named one beside the variants. The caller removes it once published.
+    func encryptedCopyOutput() -> String {
+        let path = newWorkingFile(or: "\(plan.variantBase).enc-\(UInt64.random(in: 0...UInt64.max))")
+        ledger.own(path)
+        return path
+    }
+
+    private func newWorkingFile(or named: String) -> String {
+        guard let directory = plan.workDirectory, let file = UnnamedFile.create(in: directory) else { return named }
         ledger.own(file)
         return file.path
     }

@@ -207,12 +207,20 @@ extension Stage {
         guard let publishing = configuration.publish else { return nil }
         do throws(Reason) {
             let files = work.filesToPublish
-            func url(_ file: AttachmentWork.FileToPublish) throws(Reason) -> String {
-                publishing.url(of: try Publisher.publish(file.path, sha256: file.sha256, suffix: file.suffix, into: publishing.directory))
+            func url(_ file: AttachmentWork.FileToPublish) throws(Reason) -> DescriptorBuilder.PublishedFile {
+                guard let encryption = work.plan.encryption else {
+                    return .init(url: publishing.url(of: try Publisher.publish(file.path, sha256: file.sha256, suffix: file.suffix,
+                                                                               into: publishing.directory)))
+                }
+                let output = work.encryptedCopyOutput()
+                defer { work.ledger.remove(output) }
+                let copy = try EncryptedCopy.make(file, with: encryption, output: output)
+                let name = try Publisher.publish(copy.file.path, sha256: copy.file.sha256, suffix: copy.file.suffix, into: publishing.directory)
+                return .init(url: publishing.url(of: name), bytes: copy.bytes, encryption: copy.encryption)
             }
             let main = try url(files.main)
             let thumbnail = try files.thumbnail.map(url)
-            var variants: [Platform: String] = [:]
+            var variants: [Platform: DescriptorBuilder.PublishedFile] = [:]
             for (platform, file) in files.variants { variants[platform] = try url(file) }
             work.descriptor.recordPublished(file: main, thumbnail: thumbnail, variants: variants)
             return nil
@@ -228,11 +236,19 @@ extension Stage {
     static let publishToStore = Stage(name: "publishToStore", body: .upload { work, publisher, batch in
         do throws(Reason) {
             let files = work.filesToPublish
-            let main = try await publisher.publish(files.main, batch: batch)
-            var thumbnail: String?
-            if let file = files.thumbnail { thumbnail = try await publisher.publish(file, batch: batch) }
-            var variants: [Platform: String] = [:]
-            for (platform, file) in files.variants { variants[platform] = try await publisher.publish(file, batch: batch) }
+            let encryption = work.plan.encryption
+            func put(_ file: AttachmentWork.FileToPublish) async throws(Reason) -> DescriptorBuilder.PublishedFile {
+                guard let encryption else { return .init(url: try await publisher.publish(file, batch: batch)) }
+                let output = work.encryptedCopyOutput()
+                defer { work.ledger.remove(output) }
+                let copy = try await publisher.encryptedCopy(of: file, with: encryption, output: output)
+                return .init(url: try await publisher.publish(copy.file, batch: batch), bytes: copy.bytes, encryption: copy.encryption)
+            }
+            let main = try await put(files.main)
+            var thumbnail: DescriptorBuilder.PublishedFile?
+            if let file = files.thumbnail { thumbnail = try await put(file) }
+            var variants: [Platform: DescriptorBuilder.PublishedFile] = [:]
+            for (platform, file) in files.variants { variants[platform] = try await put(file) }
             work.descriptor.recordPublished(file: main, thumbnail: thumbnail, variants: variants)
             return nil
         } catch {

@@ -6,17 +6,57 @@ import Hummingbird
 import Glibc
 #endif
 
-/// The inspector: one HTML page with its stylesheet and script (this folder's `index.html`,
-/// `inspector.css`, `inspector.js`, compiled into the binary), served at `/` by the service and
-/// written as one self-contained file by the CLI's `--format html`.
+/// The inspector: one HTML page with its stylesheet and script modules (this folder's
+/// `index.html`, `inspector.css`, `inspector.js` and the `inspector-*.js` it imports, compiled
+/// into the binary), served at `/` by the service and written as one self-contained file by the
+/// CLI's `--format html`.
 public enum InspectorPage {
     static let html = String(decoding: PackageResources.index_html, as: UTF8.self)
     static let css = String(decoding: PackageResources.inspector_css, as: UTF8.self)
-    static let script = String(decoding: PackageResources.inspector_js, as: UTF8.self)
+
+    /// The script's ES modules, each served at `/<name>`: `inspector.js` is the entry the page
+    /// loads, and it imports the others. Each comes after the modules it imports, the entry last.
+    static let scripts: [(name: String, text: String)] = [
+        ("inspector-constants.js", PackageResources.inspector_constants_js),
+        ("inspector-state.js", PackageResources.inspector_state_js),
+        ("inspector-format.js", PackageResources.inspector_format_js),
+        ("inspector-dom.js", PackageResources.inspector_dom_js),
+        ("inspector-api.js", PackageResources.inspector_api_js),
+        ("inspector-payload.js", PackageResources.inspector_payload_js),
+        ("inspector-verdict.js", PackageResources.inspector_verdict_js),
+        ("inspector-images.js", PackageResources.inspector_images_js),
+        ("inspector-platforms.js", PackageResources.inspector_platforms_js),
+        ("inspector-waterfall.js", PackageResources.inspector_waterfall_js),
+        ("inspector-card.js", PackageResources.inspector_card_js),
+        ("inspector-lint.js", PackageResources.inspector_lint_js),
+        ("inspector-result.js", PackageResources.inspector_result_js),
+        ("inspector-service.js", PackageResources.inspector_service_js),
+        ("inspector-report.js", PackageResources.inspector_report_js),
+        ("inspector.js", PackageResources.inspector_js),
+    ].map { ($0, String(decoding: $1, as: UTF8.self)) }
+
+    /// The modules as one classic script, for the report: a page opened from a file cannot load
+    /// modules. Each module's `import` statements are left out and its `export` keywords
+    /// dropped; they share no top-level name, so one function scope holds them all.
+    static let reportScript: String = {
+        var lines = ["(function () {", "'use strict';"]
+        for (_, text) in scripts {
+            var inImport = false
+            for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+                if inImport || line.hasPrefix("import ") {
+                    inImport = !line.hasSuffix(";")
+                    continue
+                }
+                lines.append(String(line.hasPrefix("export ") ? line.dropFirst("export ".count) : line))
+            }
+        }
+        lines.append("}());")
+        return lines.joined(separator: "\n")
+    }()
 
     /// The lines of `index.html` the report replaces.
     static let stylesheetLine = #"<link rel="stylesheet" href="inspector.css">"#
-    static let scriptLine = #"<script src="inspector.js" defer></script>"#
+    static let scriptLine = #"<script type="module" src="inspector.js"></script>"#
     static let dataMarker = "<!-- report-data -->"
 
     /// The headers of every inspector response. Images come from the page's own origin, `data:`
@@ -78,7 +118,7 @@ public enum InspectorPage {
         for (marker, content) in [
             (dataMarker, #"<script type="application/json" id="report-data">"# + data + "</script>"),
             (stylesheetLine, "<style>\n\(css)\n</style>"),
-            (scriptLine, "<script>\n\(script.replacingOccurrences(of: "</script", with: "<\\/script"))\n</script>"),
+            (scriptLine, "<script>\n\(reportScript.replacingOccurrences(of: "</script", with: "<\\/script"))\n</script>"),
         ] {
             guard let range = page.range(of: marker) else {
                 throw .invalidConfiguration("the inspector page has no '\(marker)' line to fill")

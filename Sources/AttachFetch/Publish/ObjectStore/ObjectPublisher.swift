@@ -37,6 +37,21 @@ struct ObjectPublisher: Sendable {
         return store.target.publicURL(of: name)
     }
 
+    /// The encrypted copy of `file` in `output`, written on a file thread.
+    func encryptedCopy(of file: AttachmentWork.FileToPublish, with encryption: MediaEncryption,
+                       output: String) async throws(Reason) -> EncryptedCopy.Made {
+        let result = await withCheckedContinuation { (done: CheckedContinuation<Result<EncryptedCopy.Made, Reason>, Never>) in
+            fileWorkers.submit { _ in
+                do throws(Reason) {
+                    done.resume(returning: .success(try EncryptedCopy.make(file, with: encryption, output: output)))
+                } catch {
+                    done.resume(returning: .failure(error))
+                }
+            }
+        }
+        return try result.get()
+    }
+
     /// The file's SHA-256 (the one given, else computed on a file thread) and size.
     private func fileFacts(_ path: String, sha256: String?) async -> Result<(String, Int64), Reason> {
         await withCheckedContinuation { (done: CheckedContinuation<Result<(String, Int64), Reason>, Never>) in

@@ -1,0 +1,83 @@
+import Crypto
+import Foundation
+
+/// RFC 8188's `aes128gcm` content coding: a header (16-byte salt, record size, key id), then
+/// records of `recordSize` bytes, each AES-128-GCM sealed with a nonce from its position, the
+/// last one marked by its delimiter so that a truncated stream is detected. The content key
+/// and nonce base come from HKDF-SHA-256 over the 16-byte input key and the salt.
+///
+/// One implementation for both sides: the service encrypts what it publishes, and the device
+/// library (and `attach-fetch decrypt`) decrypts it as it streams in.
+public enum AES128GCM {
+    /// Bytes a record adds to its plaintext: the GCM tag and the one-byte delimiter.
+    public static let recordOverhead = 17
+    /// Bytes of the header before the key id: salt (16), record size (4), key id length (1).
+    public static let fixedHeaderSize = 21
+    /// The record size used when publishing: 64 KiB. Records cost 17 bytes each (0.03 % here),
+    /// and a decoder holds about two records, so memory on the device stays in kilobytes; much
+    /// smaller records only add calls and overhead.
+    public static let defaultRecordSize = 65_536
+
+    /// The content encryption key and nonce base for `key` and `salt` (RFC 8188, section 2.2).
+    /// (`SymmetricKey` is not Sendable in every swift-crypto version, so the key travels as bytes.)
+    static func recordKeys(key: ContentKey, salt: [UInt8]) -> (cek: [UInt8], nonceBase: [UInt8]) {
+        let inputKey = SymmetricKey(data: key.bytes)
+        let cek = HKDF<SHA256>.deriveKey(inputKeyMaterial: inputKey, salt: salt,
+                                         info: Array("Content-Encoding: aes128gcm\0".utf8), outputByteCount: 16)
+        let nonce = HKDF<SHA256>.deriveKey(inputKeyMaterial: inputKey, salt: salt,
+                                           info: Array("Content-Encoding: nonce\0".utf8), outputByteCount: 12)
+        return (cek.withUnsafeBytes { Array($0) }, nonce.withUnsafeBytes { Array($0) })
+    }
+
+    /// The nonce of record `sequence`: the base with the sequence number XORed into its end.
+    static func nonce(_ base: [UInt8], _ sequence: UInt64) throws -> AES.GCM.Nonce {
+        var bytes = base
+        for index in 0..<8 { bytes[11 - index] ^= UInt8(truncatingIfNeeded: sequence >> (8 * UInt64(index))) }
+        return try AES.GCM.Nonce(data: bytes)
+    }
+}
+
+/// A 16-byte input key for `aes128gcm` (the `key` of RFC 8188, "IKM").
+public struct ContentKey: Sendable, Equatable {
+    /// The 16 bytes.
+    public let bytes: [UInt8]
+
+    /// Nil unless exactly 16 bytes.
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == 16 else { return nil }
+        self.bytes = bytes
+    }
+
+    /// From base64url (with or without padding); nil unless it decodes to 16 bytes.
+    public init?(base64URL text: String) {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        guard let data = Data(base64Encoded: base64) else { return nil }
+        self.init(bytes: Array(data))
+    }
+
+    /// Base64url without padding, as the descriptor and the payload carry it.
+    public var base64URL: String {
+        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    /// The key id written in the header: `af1:` and 16 hex digits of HMAC-SHA-256(key,
+    /// "attach-fetch key id"). It tells a wrong key from altered bytes before anything is
+    /// decrypted, and reveals nothing about the key (a store already sees that equal media has
+    /// equal ciphertext). Text, because other implementations read the key id as UTF-8.
+    public var keyID: [UInt8] {
+        let mac = HMAC<SHA256>.authenticationCode(for: Array("attach-fetch key id".utf8), using: SymmetricKey(data: bytes))
+        return Self.keyIDPrefix + Array(mac.prefix(8).map { String(format: "%02x", $0) }.joined().utf8)
+    }
+
+    /// What marks a key id as this format; other key ids are not checked.
+    static let keyIDPrefix = Array("af1:".utf8)
+}
+
+extension ContentKey: CustomStringConvertible, CustomDebugStringConvertible {
+    /// Never the key itself: keys must not reach logs or error text by accident.
+    public var description: String { "ContentKey(redacted)" }
+    /// Never the key itself.
+    public var debugDescription: String { description }
+}
