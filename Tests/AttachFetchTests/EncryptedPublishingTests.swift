@@ -130,21 +130,23 @@ import Testing
         #expect(throws: AttachFetchError.self) { try configuration.validate() }
     }
 
-    @Test func publishedToSeaweedFSTheObjectsAreCiphertextAndNoResultRecordCarriesAKey() async throws {
+    @Test func serveWithEncryptMediaPublishesCiphertextToSeaweedFSAndNoResultRecordCarriesAKey() async throws {
         let store = try SeaweedStore.current()
         let scratch = Scratch()
         let prefix = "encrypted-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: "\(scratch.path)/out", withIntermediateDirectories: true)
-        let descriptors = try await withPipeline(scratch, { configuration in
-            configuration.objectStore = try? store.target(prefix: prefix)
-            configuration.cache = ResultCaching()
-            configuration.mediaEncryption = try! MediaEncryption(secret: Self.secret)
-        }) { pipeline in
-            try await withMediaServer { server in
-                await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg"),
-                                        AttachmentRequest(url: "\(server.baseURL)/media/clip.mp4")], outputDirectory: "\(scratch.path)/out").attachments
-            }
+        let (service, port) = try launchServe(["--allow-private-network", "--publish-to", "s3://media/\(prefix)",
+                                               "--public-base", "https://cdn.example.test/\(prefix)",
+                                               "--encrypt-media", "--media-key-file", Self.keyFile(scratch)],
+                                              environment: store.environment().merging(["TMPDIR": scratch.path]) { $1 })
+        defer { service.terminate(); service.waitUntilExit() }
+        let descriptors = try await withMediaServer { origin in
+            let answer = try await Exchange.post("http://127.0.0.1:\(port)/v1/attachments",
+                                                 json: #"{"urls": ["\#(origin.baseURL)/media/photo.jpg", "\#(origin.baseURL)/media/clip.mp4"]}"#)
+            #expect(answer.status == 200, "\(answer.text)")
+            struct Document: Decodable { var attachments: [AttachmentDescriptor] }
+            return try JSONDecoder().decode(Document.self, from: answer.body).attachments
         }
+        #expect(descriptors.count == 2)
         for descriptor in descriptors {
             #expect(descriptor.status == .ready, "\(descriptor.reason?.message ?? "")")
             let url = try #require(descriptor.publishedUrl)
@@ -163,6 +165,31 @@ import Testing
         let objects = descriptors.compactMap { $0.publishedUrl.map { "\(prefix)/\(($0 as NSString).lastPathComponent)" } }
         #expect(!objects.isEmpty && Set(objects).isSubset(of: Set(keys)), "the listing sees the objects: \(keys)")
         #expect(keys.allSatisfy { $0.hasSuffix(".aes128gcm") }, "no result record or lease: \(keys)")
+    }
+
+    @Test func aRewrittenPayloadOverAPNsLimitIsALintErrorSayingByHowMuch() throws {
+        func descriptor(_ index: Int) -> AttachmentDescriptor {
+            var d = AttachmentDescriptor(identifier: "image-\(index)", url: "https://o.test/\(index).jpg", status: .ready, timings: .init(total: 1))
+            (d.sha256, d.bytes, d.fileExtension, d.uti) = (String(repeating: "a", count: 64), 1_000, "jpg", "public.jpeg")
+            d.publishedUrl = "https://media.example.test/push/\(String(repeating: "b", count: 62))\(String(format: "%02d", index)).aes128gcm"
+            d.encryption = .init(scheme: "aes128gcm", key: "16jxB1Rk2gNbh4n41-9wNA", recordSize: 65_536)
+            return d
+        }
+        func rewrite(_ count: Int) throws -> Data {
+            let urls = (0..<count).map { #"{"url": "https://o.test/\#($0).jpg", "url_id": "image-\#($0)"}"# }.joined(separator: ",")
+            let payload = try PushPayload(data: Data(#"{"aps": {"alert": "a", "mutable-content": 1}, "com.urbanairship.media_attachment": {"urls": [\#(urls)]}}"#.utf8))
+            let media = payload.media()
+            #expect(media.count == count)
+            return payload.rewritten(media: media, descriptors: (0..<count).map(descriptor), pretty: false)
+        }
+        let small = try rewrite(2)
+        #expect(PushPayload.rewriteLint(small).isEmpty, "\(small.count) bytes")
+        let listed = try #require(try JSONSerialization.jsonObject(with: small) as? [String: Any])
+        #expect(((listed["attach-fetch"] as? [String: Any])?["attachments"] as? [Any])?.count == 2)
+        let large = try rewrite(30)
+        let findings = PushPayload.rewriteLint(large)
+        #expect(findings.count == 1 && findings.first?.code == "payloadTooLarge" && findings.first?.severity == .error)
+        #expect(findings.first?.message.contains("\(large.count - 4_096) over") == true, "\(findings.first?.message ?? "")")
     }
 
     @Test func aBadKeyFileIsRefusedAtStartWithoutShowingItsContent() async throws {
