@@ -167,6 +167,11 @@ def proxy():
 def service(proxy, tmp_path_factory):
     if not BINARY.exists():
         pytest.fail(f"{BINARY} is missing: run swift build first")
-    running = Service(proxy, tmp_path_factory.mktemp("serve"))
+    work = tmp_path_factory.mktemp("serve")
+    # A media key, so that "encrypt": true (a schema-valid request) is served and fuzzed too.
+    key = work / "media.key"
+    key.write_bytes(os.urandom(32))
+    key.chmod(0o600)
+    running = Service(proxy, work, extra=["--media-key-file", str(key)])
     yield running
     running.stop()
