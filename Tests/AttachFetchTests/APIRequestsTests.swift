@@ -18,7 +18,7 @@ import Testing
         let cases: [(String, String)] = [
             ("not json", "the body is not a JSON object"),
             ("[1]", "the body is not a JSON object"),
-            (#"{"colour": 1, "urls": []}"#, "unknown field 'colour' (known: requests, urls, deadlineMs, files)"),
+            (#"{"colour": 1, "urls": []}"#, "unknown field 'colour' (known: requests, urls, deadlineMs, files, encrypt)"),
             (#"{}"#, "give requests or urls"),
             (#"{"urls": ["a"], "requests": []}"#, "give requests or urls, not both"),
             (#"{"urls": "a"}"#, "urls must be an array of strings"),
