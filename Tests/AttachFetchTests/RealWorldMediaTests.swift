@@ -74,7 +74,7 @@ import Testing
     }
 
     /// The memory: all eight through the decode path in one child process (the replayer
-    /// reports its own peak), far under one declared chunk (each alone used to take 1.1 GB).
+    /// reports its own peak), far under one declared chunk (a reader that allocated what each declares would take 1.1 GB).
     @Test func pngChunksThatDeclareAGigabyteCostNoMemory() async throws {
         let files = ["tEXt", "zTXt", "iTXt", "sPLT", "pCAL", "sCAL", "iCCP", "eXIf"].map { Self.casesDirectory + "/png-huge-\($0).png" }
         let run = try await offPool { try runChild(builtExecutable("attach-fetch-fuzz"), files) }
@@ -229,7 +229,7 @@ import Testing
     }
 
     /// Every frame of an animated GIF is decoded, within the frame and pixel budgets: one
-    /// whose last frame is damaged is corruptMedia (only frame 0 used to be decoded).
+    /// whose last frame is damaged is corruptMedia (a decode of frame 0 alone would call it ready).
     @Test func animatedGIFIsDecodedInAllFrames() async throws {
         let scratch = Scratch()
         let d = try await fetchCases(["gif-bad-last-frame.gif"], into: scratch)[0]
