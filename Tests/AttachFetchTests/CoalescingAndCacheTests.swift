@@ -42,7 +42,7 @@ import Testing
 }
 
 /// One download per URL and options, however many callers ask at once.
-@Suite(.serialized) struct CoalescingTests {
+@Suite struct CoalescingTests {
     @Test func thousandConcurrentRequestsOverFiftyBatchesMakeOneOriginRequest() async throws {
         let scratch = Scratch()
         let origin = try CachingOrigin()
@@ -130,8 +130,7 @@ import Testing
             #expect(descriptor.reason?.code == .cancelled)
             #expect(scratch.tree() == [])
             // The origin sees its client go away (the transfer was stopped, not left running).
-            for _ in 0..<40 where origin.server.openConnections > 0 { try await Task.sleep(for: .milliseconds(50)) }
-            #expect(origin.server.openConnections == 0)
+            try await waitUntil("the origin's connection closed") { origin.server.openConnections == 0 }
         }
     }
 
@@ -156,7 +155,7 @@ import Testing
 
 /// Finished results reused while fresh, revalidated when stale, bounded, and never served
 /// when their files are gone.
-@Suite(.serialized) struct ResultCacheTests {
+@Suite struct ResultCacheTests {
     /// `withPipeline` with the result cache on, set by `adjust`.
     private func withCachedPipeline<T: Sendable>(_ scratch: Scratch, _ adjust: (inout ResultCaching) -> Void = { _ in },
                                                  _ body: (AttachmentPipeline) async throws -> T) async throws -> T {
@@ -223,7 +222,7 @@ import Testing
         let scratch = Scratch()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
-        let time = ManualCacheClock()
+        let time = ManualClock()
         try await withCachedPipeline(scratch, {
             $0.defaultFreshness = .seconds(60)
             $0.maximumFreshness = .seconds(60)
@@ -248,7 +247,7 @@ import Testing
         let scratch = Scratch()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
-        let time = ManualCacheClock()
+        let time = ManualClock()
         try await withCachedPipeline(scratch, {
             $0.failureFreshness = .seconds(30)
             $0.clock = time.clock
@@ -374,19 +373,4 @@ import Testing
             #expect(origin.requests("photo.jpg") == 2)
         }
     }
-}
-
-/// A clock that moves only when a test moves it: freshness and breaker cool-down tests advance
-/// it instead of sleeping.
-final class ManualCacheClock: Sendable {
-    private let offset = Locked<Duration>(.zero)
-    /// The cache's view of this clock (one clock: made once).
-    let clock: CacheClock
-
-    init() {
-        let offset = self.offset
-        clock = CacheClock { .now + offset.withLock { $0 } }
-    }
-
-    func advance(by duration: Duration) { offset.withLock { $0 += duration } }
 }

@@ -67,6 +67,7 @@ import Testing
 }
 
 /// Slow and careless clients against the real service over real sockets on 127.0.0.1.
+// Serialized: the tests time the service's idle and body timeouts and count the process's descriptors.
 @Suite(.serialized) struct ConnectionLimitTests {
     @Test func halfSentHeadsAreClosedWithinTheIdleTimeout() async throws {
         let scratch = Scratch()
@@ -157,6 +158,7 @@ import Testing
                 defer { client.close() }
                 try client.send("POST /v1/attachments HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n")
                 for piece in stride(from: 0, to: body.count, by: 1_024) {
+                    // The subject: a client that sends 1 KiB every 500 ms.
                     usleep(500_000)
                     try client.send(bytes: Array(body[piece..<min(body.count, piece + 1_024)]))
                 }
@@ -303,8 +305,9 @@ enum RawClients {
         var received: [[UInt8]]
     }
 
-    /// Opens `count` connections (in rounds of 100, so the listen backlog is never the limit),
-    /// sends `send` on each and then nothing, and waits for the service to close them.
+    /// Opens `count` connections (in rounds of 100, each taken from the listen backlog by the
+    /// service before the next, so the backlog is never the limit), sends `send` on each and
+    /// then nothing, and waits for the service to close them.
     static func attack(port: Int, count: Int, send: String, waitAtMost: Duration) throws -> Outcome {
         var clients: [RawClient] = []
         var sentAt: [ContinuousClock.Instant] = []
@@ -314,7 +317,7 @@ enum RawClients {
             try client.send(send)
             clients.append(client)
             sentAt.append(.now)
-            if index % 100 == 99 { usleep(20_000) }
+            if index % 100 == 99 { try waitUntilAccepted(port: port) }
         }
         var outcome = Outcome(closedAfter: Array(repeating: nil, count: count), received: Array(repeating: [], count: count))
         var open = Set(0..<count)
@@ -335,5 +338,32 @@ enum RawClients {
             }
         }
         return outcome
+    }
+
+    /// Waits until the service has accepted every connection waiting in its listen backlog.
+    static func waitUntilAccepted(port: Int) throws {
+        let end = ContinuousClock.now + .seconds(10)
+        while true {
+            guard let waiting = acceptQueue(port: port) else { throw Failure("no socket listens on port \(port)") }
+            if waiting == 0 { return }
+            guard ContinuousClock.now < end else { throw Failure("\(waiting) connections still unaccepted after 10 s") }
+            usleep(10_000)
+        }
+    }
+
+    /// Connections in the accept queue of the socket listening on `port`: a listening socket's
+    /// rx_queue in /proc/net/tcp (or tcp6). Nil when no socket listens there.
+    static func acceptQueue(port: Int) -> Int? {
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+            for line in text.split(separator: "\n").dropFirst() {
+                // sl local_address rem_address st tx_queue:rx_queue ...; st 0A is LISTEN.
+                let fields = line.split(separator: " ")
+                guard fields.count > 4, fields[3] == "0A", let local = fields[1].split(separator: ":").last,
+                      Int(local, radix: 16) == port, let queue = fields[4].split(separator: ":").last else { continue }
+                return Int(queue, radix: 16)
+            }
+        }
+        return nil
     }
 }

@@ -5,7 +5,8 @@ import Testing
 
 /// The time contract. Bounds are generous (300 ms) because CI machines are noisy; the real
 /// figures come from the benchmarks.
-@Suite struct DeadlineTests {
+// Serialized: the tests time batches against their deadlines (the time contract).
+@Suite(.serialized) struct DeadlineTests {
     @Test func batchReturnsByItsDeadlineKeepingWhatFinished() async throws {
         let scratch = Scratch()
         try await withPipeline(scratch) { pipeline in
@@ -25,6 +26,34 @@ import Testing
                 let directory = try #require(batch.directory)
                 let name = (directory as NSString).lastPathComponent
                 #expect(scratch.tree() == [name, "\(name)/attachment-0.jpg", "\(name)/attachment-0.thumb.jpg", "\(name)/attachment-2.mp3"])
+            }
+        }
+    }
+
+    /// The deadline is an instant of the pipeline's clock: moved on by hand, it fires with no
+    /// time passing, for the running transfer and the queued one alike, while libcurl's own
+    /// timeouts (real time, a minute here) have not.
+    @Test func theBatchDeadlineIsReadFromThePipelinesClock() async throws {
+        let scratch = Scratch()
+        let clock = ManualClock()
+        try await withPipeline(scratch, {
+            $0.clock = clock.clock
+            $0.maxConcurrentTransfers = 1
+            $0.timeout.stall = .seconds(60)
+        }) { pipeline in
+            try await withMediaServer { server in
+                let requests = ["stall/photo.jpg", "media/photo.jpg"].map { AttachmentRequest(url: "\(server.baseURL)/\($0)") }
+                let batch = Task { await pipeline.process(requests, deadline: .seconds(20)) }
+                try await waitUntil("one transfer running, one queued") { pipeline.transfersInFlight == (1, 1) }
+                #expect(clock.sleeping >= 1, "the deadline sentinel waits on the pipeline's clock")
+                clock.advance(by: .seconds(19))
+                try await Task.sleep(for: .milliseconds(50))
+                #expect(pipeline.transfersInFlight == (1, 1), "not yet: a second is left")
+                clock.advance(by: .seconds(1))
+                let attachments = await batch.value.attachments
+                #expect(attachments.map(\.reason?.code) == [.deadlineExceeded, .deadlineExceeded])
+                #expect(attachments[1].reason?.message.contains("queued") == true, "\(attachments[1].reason?.message ?? "")")
+                #expect(scratch.tree().count <= 1, "no body left: \(scratch.tree())")
             }
         }
     }
@@ -173,7 +202,8 @@ import Testing
     }
 }
 
-@Suite struct ThumbnailDeadlineTests {
+// Serialized: the tests time batches against their deadlines (the time contract).
+@Suite(.serialized) struct ThumbnailDeadlineTests {
     @Test func thumbnailThatCannotFinishDegradesToNoThumbnailNotALateBatch() async throws {
         let media = Scratch()
         let scratch = Scratch()
@@ -217,12 +247,12 @@ import Testing
         // Abandoned thumbnails finish (or are skipped) later; none of their output is left behind.
         let directory = try #require(batch.directory)
         let name = (directory as NSString).lastPathComponent
-        try await Task.sleep(for: .seconds(5))
-        let kept = Set(scratch.tree())
+        // The pipeline's shutdown waited for the queued decodes; what is left is their tasks
+        // removing what they made.
         let expected = Set([name] + batch.attachments.flatMap { d -> [String] in
             [d.file, d.thumbnail?.file].compactMap { $0.map { "\(name)/" + ($0 as NSString).lastPathComponent } }
         })
-        #expect(kept == expected)
+        try await waitUntil("only the delivered files are left") { Set(scratch.tree()) == expected }
     }
 
     /// A probe still running at the deadline: the video is delivered as sniffed (no duration,

@@ -13,7 +13,7 @@ import Testing
 /// `--allow-private-network` (the origin is loopback) and may exit 0 or 1 (1: not every
 /// attachment ready, a verdict), `curl` fails on an HTTP error, and a block that talks to
 /// `localhost:8080` without starting a service gets one started as `docs/service.md` shows.
-@Suite(.serialized) struct DocExampleTests {
+@Suite struct DocExampleTests {
     struct Block: Sendable, CustomTestStringConvertible {
         let file: String
         let line: Int

@@ -11,7 +11,7 @@ import Testing
 /// Encrypted publishing end to end: the pipeline and `serve` publish RFC 8188 objects to a
 /// directory and to SeaweedFS, and `AttachFetchDevice` fetches what the service published over
 /// real HTTP (FoundationNetworking's URLSession) and decrypts it to the very bytes delivered.
-@Suite(.serialized, .sharedSeaweedStore) struct EncryptedPublishingTests {
+@Suite(.sharedSeaweedStore) struct EncryptedPublishingTests {
     static let secret: [UInt8] = (0..<32).map { _ in UInt8.random(in: 0...255) }
 
     /// A key file of `bytes` random bytes with `mode`, in `scratch`.

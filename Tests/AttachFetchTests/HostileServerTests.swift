@@ -4,7 +4,8 @@ import Testing
 @testable import AttachFetch
 
 /// The time contract against a fault-injecting server on 127.0.0.1.
-@Suite struct HostileServerTests {
+// Serialized: each test times a misbehaving server against the stall, request and batch timeouts.
+@Suite(.serialized) struct HostileServerTests {
     @Test func serverThatNeverAnswersHitsTheStallTimeout() async throws {
         let scratch = Scratch()
         try await withPipeline(scratch, { $0.timeout.stall = .milliseconds(500) }) { pipeline in
@@ -141,7 +142,12 @@ import Testing
                 // slots for four rounds of 500 ms. Batch B arrives just after with four good requests.
                 async let hostile = pipeline.process((0..<16).map { AttachmentRequest(url: "\(server.baseURL)/fault/silent?n=\($0)") },
                                                      deadline: .seconds(5))
-                try await Task.sleep(for: .milliseconds(100))
+                // B arrives once A holds the four slots with at least two rounds still queued
+                // (twelve at first, eight after the first stall timeout).
+                try await waitUntil("batch A's stalls to hold the four slots with more queued") {
+                    let inFlight = pipeline.transfersInFlight
+                    return inFlight.running == 4 && inFlight.queued >= 8
+                }
                 let started = ContinuousClock.now
                 let good = await pipeline.process((0..<4).map { AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg?n=\($0)") },
                                                   deadline: .seconds(5))

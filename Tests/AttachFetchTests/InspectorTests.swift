@@ -5,7 +5,7 @@ import Testing
 
 /// The inspector's routes over real HTTP, and the CLI's HTML report. (The page itself is
 /// driven in a real browser by Tests/Browser, run by scripts/test.sh.)
-@Suite(.serialized) struct InspectorTests {
+@Suite struct InspectorTests {
     @Test func thePageAndItsAssetsCarryTheirHeadersAndNoInlineScript() async throws {
         let scratch = Scratch()
         let publishDirectory = scratch.path + "/published"

@@ -5,6 +5,7 @@ import Testing
 
 /// Decoders run in worker processes: a worker's death costs only its own attachment, its
 /// limits and sandbox are in force, and abandoned work does not go on after the batch.
+// Serialized: the tests find the pipeline's worker processes among the test process's children.
 @Suite(.serialized) struct IsolationTests {
     /// This process's decoder workers, by pid (their parent is this process).
     static func workers() -> [pid_t] {
@@ -59,15 +60,16 @@ import Testing
                 // The worker decoding slow.jpg is the one holding the downloaded body open (an
                 // unnamed file in the work store, "/tmp/.attach-fetch-…/#… (deleted)"; the rig's
                 // workers are image workers only: tone.mp3 goes to the probe worker).
-                for _ in 0..<500 {
-                    try await Task.sleep(for: .milliseconds(5))
-                    for pid in candidates where Self.openFiles(pid).contains(where: { $0.contains("/.attach-fetch-") }) {
-                        try await Task.sleep(for: .milliseconds(30))
-                        kill(pid, SIGSEGV)
-                        return true
-                    }
+                var decoding: pid_t?
+                try await waitUntil("a worker to take slow.jpg's body") {
+                    decoding = candidates.first { Self.openFiles($0).contains(where: { $0.contains("/.attach-fetch-") }) }
+                    return decoding != nil
                 }
-                return false
+                guard let decoding else { return false }
+                // The subject: a crash 30 ms into the decode (about 0.27 s long), not at its start.
+                try await Task.sleep(for: .milliseconds(30))
+                kill(decoding, SIGSEGV)
+                return true
             }
             let batch = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/slow.jpg"),
                                                 AttachmentRequest(url: "\(server.baseURL)/media/tone.mp3")])
@@ -114,7 +116,9 @@ import Testing
             let batch = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/slow.jpg")], deadline: .milliseconds(120))
             #expect(batch.attachments[0].status == .ready && batch.attachments[0].thumbnail == nil,
                     "\(batch.attachments[0].status) \(batch.attachments[0].reason?.message ?? "")")
-            try await Task.sleep(for: .milliseconds(300))
+            // The worker is stopped and reaped after the batch has returned: wait for that (a
+            // worker left running never gets there, and the wait records it).
+            try await waitUntil("the abandoned worker to be gone") { before.allSatisfy { kill($0, 0) != 0 } }
             let after = Set(Self.workers()).subtracting(rig.earlier)
             // The image worker was replaced.
             #expect(before.count == 1 && before.subtracting(after).count == 1, "before \(before), after \(after)")
@@ -126,7 +130,13 @@ import Testing
     @Test func workersRunConfinedWithTheirLimits() async throws {
         let scratch = Scratch()
         try await withPipeline(scratch, { $0.decoderMemoryLimit = 300 << 20; $0.decoderFileSizeLimit = 50 << 20 }) { _ in // alive while its workers are read
-            for _ in 0..<200 where Self.workers().isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+            // Read once the workers have confined themselves: the seccomp filter comes last.
+            try await waitUntil("the pipeline's workers to start and confine themselves") {
+                let workers = Self.workers()
+                return !workers.isEmpty && workers.allSatisfy { pid in
+                    ((try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? "").contains("Seccomp:\t2")
+                }
+            }
             let workers = Self.workers()
             #expect(!workers.isEmpty)
             let mine = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/ns/net")
@@ -172,7 +182,7 @@ import Testing
             }
             // Its children, once its pipeline has taken its image workers (they are confined).
             var children: [pid_t] = []
-            for _ in 0..<200 {
+            try await waitUntil("the CLI's pipeline to take and confine its workers") {
                 children = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap { pid_t($0) }.filter {
                     guard let status = try? String(contentsOfFile: "/proc/\($0)/status", encoding: .utf8) else { return false }
                     return field(status, "PPid") == "\(parent)"
@@ -180,8 +190,7 @@ import Testing
                 let confined = children.filter {
                     (try? String(contentsOfFile: "/proc/\($0)/status", encoding: .utf8)).flatMap { field($0, "Seccomp") } == "2"
                 }
-                if confined.count >= Self.reservedByTheCLI { break }
-                try await Task.sleep(for: .milliseconds(10))
+                return confined.count >= Self.reservedByTheCLI
             }
             let mine = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/ns/net")
             var confined = 0
@@ -213,7 +222,7 @@ import Testing
             func running(_ pid: pid_t) -> Bool {
                 (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)).flatMap { field($0, "State") }?.hasPrefix("Z") == false
             }
-            for _ in 0..<100 where children.contains(where: running) { try await Task.sleep(for: .milliseconds(10)) }
+            try await waitUntil("the CLI's workers to end") { !children.contains(where: running) }
             #expect(!children.contains(where: running))
         }
     }
@@ -328,9 +337,9 @@ struct SlowImageRig {
             let server = try LoopbackHTTPServer { request, connection in routes.handle(request, connection) }
             defer { server.shutdown() }
             var own = Set<pid_t>()
-            for _ in 0..<300 where own.isEmpty {
+            try await waitUntil("the rig's image worker to start") {
                 own = Set(IsolationTests.workers()).subtracting(earlier)
-                try await Task.sleep(for: .milliseconds(10))
+                return !own.isEmpty
             }
             try await body(SlowImageRig(earlier: earlier, pipeline: pipeline, server: server, workers: own))
         }

@@ -5,7 +5,8 @@ import Testing
 @testable import AttachFetch
 
 /// Nothing is left behind: files, descriptors, curl handles, threads, memory.
-@Suite struct LeakTests {
+// Serialized: the tests count the process's threads, descriptors and resident memory.
+@Suite(.serialized) struct LeakTests {
     static func openFileDescriptors() -> Int {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
     }
@@ -73,7 +74,13 @@ import Testing
         // Start the libraries' process-wide state once, then take the baseline with no pipeline
         // and no server alive: afterwards every descriptor and thread must be gone again.
         try await withPipeline(scratch) { _ = await $0.process([AttachmentRequest(url: "http://127.0.0.1:1/x.jpg")]) }
-        try await Task.sleep(for: .milliseconds(200))
+        // shutdown() has joined the pipeline's threads; they leave /proc/self/task a moment later.
+        // Up to 5 s, without failing: threads an earlier test left are in the baseline, and
+        // are that test's failure, not this one's.
+        let ending = ContinuousClock.now + .seconds(5)
+        while Self.ownThreadNames().contains(where: { $0.hasPrefix("af-") }), ContinuousClock.now < ending {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         let baselineFDs = Self.openFileDescriptors()
         let baselineThreads = Self.ownThreads()
         let routes = MediaRoutes(directory: testMediaDirectory)
@@ -83,11 +90,15 @@ import Testing
         let urls = paths.map { "\(server.baseURL)/\($0)\($0.contains("?") ? "&" : "?")" }
         let deadline = Duration.seconds(10)
         // Memory is read once every batch's deadline has passed, so that nothing a batch
-        // scheduled for its deadline is still pending: with a 30-s deadline the second half's
-        // live heap read 2 MB higher in one CI run and 51 KB lower in another. The resident size
-        // is read after malloc_trim: read raw right after a round, it swung by 15-20 MB with
-        // what the arenas kept (a CI run failed on 16 MB "growth" while the live heap grew 1 MB).
-        func settled() async throws { try await Task.sleep(for: deadline + .seconds(1)) }
+        // scheduled for its deadline is still pending. The pipeline's clock is moved past them
+        // rather than waited for, and whatever slept on it has woken and ended. The resident
+        // size is read after malloc_trim: read raw right after a round, it swings by 15-20 MB
+        // with what the arenas keep while the live heap grows 1 MB.
+        let clock = ManualClock()
+        func settled() async throws {
+            clock.advance(by: deadline + .seconds(1))
+            try await waitUntil("nothing sleeping on the pipeline's clock") { clock.sleeping == 0 }
+        }
         func round(_ pipeline: AttachmentPipeline, _ count: Int) async {
             await withTaskGroup(of: Void.self) { group in
                 for index in 0..<count {
@@ -114,6 +125,7 @@ import Testing
             // worker processes and the test server's threads share two cores at full load, and
             // the synthetic bodies must not stall past it while they wait for one.
             $0.timeout.stall = .milliseconds(500)
+            $0.clock = clock.clock
             $0.maxConcurrentTransfers = 40
             $0.sizeLimits.image = 500_000 // the 1 MB synthetic image is re-encoded to fit
             $0.sizeLimits.imageSource = 1_500_000 // the 2 MB one is cut off
@@ -151,7 +163,11 @@ import Testing
         // The pipeline shut down and let go (withPipeline), and the server stopped: every socket
         // is closed and every thread has ended.
         try await offPool { server.shutdown() }
-        try await Task.sleep(for: .milliseconds(300))
+        // The threads, joined, leave /proc/self/task and the sockets close a moment later: wait
+        // for that, then check it (a leak never gets there: the wait records it, as do the checks).
+        try await waitUntil("the pipeline's and the server's threads and sockets to be gone") {
+            Self.ownThreads() <= baselineThreads && Self.openFileDescriptors() <= baselineFDs
+        }
         // Not one descriptor more than before; fewer means one an earlier test left open closed
         // meanwhile (a CI run saw 32 against 35, the test's pauses giving it the time).
         #expect(Self.openFileDescriptors() <= baselineFDs, "fds: \(baselineFDs) -> \(Self.openFileDescriptors())")
@@ -162,9 +178,10 @@ import Testing
     @Test func pipelineThreadsEndWhenThePipelineIsReleased() async throws {
         let scratch = Scratch()
         // An earlier test's threads may still be ending (a pipeline stays alive until shared work
-        // it abandoned has wound down): wait for them, up to 5 s.
-        try await Task.sleep(for: .milliseconds(300))
-        for _ in 0..<47 where Self.ownThreads() > 0 { try await Task.sleep(for: .milliseconds(100)) }
+        // it abandoned has wound down): wait for them, up to 5 s. Not waitUntil: threads another
+        // test left for longer are its failure, not this one's; they are then in `before`.
+        let ending = ContinuousClock.now + .seconds(5)
+        while Self.ownThreads() > 0, ContinuousClock.now < ending { try await Task.sleep(for: .milliseconds(10)) }
         let before = Self.ownThreads()
         var configuration = AttachFetchConfiguration()
         configuration.allowPrivateNetwork = true
@@ -172,13 +189,13 @@ import Testing
         configuration.thumbnailThreads = 3
         // Not withPipeline: this test releases the pipeline without shutdown() to test deinit.
         var pipeline: AttachmentPipeline? = try AttachmentPipeline(configuration: configuration)
-        // Threads name themselves once running: give them up to 5 s to start (the machine may
-        // still be busy with the previous test's worker processes).
-        for _ in 0..<100 where Self.ownThreads() < before + 5 { try await Task.sleep(for: .milliseconds(50)) }
+        // Threads name themselves once running: wait for them to start (the machine may still be
+        // busy with the previous test's worker processes).
+        try await waitUntil("the pipeline's five threads to start") { Self.ownThreads() >= before + 5 }
         #expect(Self.ownThreads() == before + 5, "\(Self.ownThreadNames())") // the curl thread, three thumbnail threads, one probe thread
         _ = await pipeline!.process([AttachmentRequest(url: "http://127.0.0.1:1/x.jpg")])
         pipeline = nil
-        for _ in 0..<40 where Self.ownThreads() > before { try await Task.sleep(for: .milliseconds(50)) }
+        try await waitUntil("the released pipeline's threads to end") { Self.ownThreads() <= before }
         #expect(Self.ownThreads() == before)
     }
 }

@@ -9,14 +9,17 @@ import Testing
 /// Publishing to a real object store (SeaweedFS on loopback, signatures checked), and the
 /// store as the result cache and lease table that replicas share. Each "replica" here is a
 /// pipeline of its own; `ReplicaTests` runs real service processes behind nginx.
+// Serialized: tests time retries and a store that stops mid-batch against the deadline.
 @Suite(.serialized, .sharedSeaweedStore) struct ObjectStoreTests {
 
     /// `withPipeline` publishing to `store` under `prefix`, with the result cache on unless `cache` is false.
     private func withStorePipeline<T: Sendable>(_ scratch: Scratch, _ store: SeaweedStore, prefix: String, cache: Bool = true,
+                                                clock: ManualClock? = nil,
                                                 _ body: (AttachmentPipeline) async throws -> T) async throws -> T {
         try await withPipeline(scratch, { configuration in
             configuration.objectStore = try? store.target(prefix: prefix)
             if cache { configuration.cache = ResultCaching() }
+            if let clock { configuration.clock = clock.clock }
         }, body)
     }
 
@@ -187,10 +190,11 @@ import Testing
         }
         #expect(late.attachments[0].reason?.code == .deadlineExceeded)
         #expect(noStore.status == .ready && kept.status == .ready)
+        // The late caller's lease is given back by a release that runs on its own.
+        try await waitUntil("every lease given back") { try !store.keys("media", prefix: prefix).contains { $0.contains("/leases/") } }
         let keys = try store.keys("media", prefix: prefix)
         let results = keys.filter { $0.hasPrefix("\(prefix)/results/") }
         #expect(results.count == 1, "only the result the cache may keep: \(keys)")
-        #expect(!keys.contains { $0.contains("/leases/") }, "every lease given back: \(keys)")
     }
 
     @Test func concurrentMissesOnTwoReplicasMakeOneOriginRequest() async throws {
@@ -216,6 +220,8 @@ import Testing
         #expect(descriptors.contains { $0.cache == .shared }, "the other replica read the stored result")
     }
 
+    /// Lease expiry reads the pipeline's clock: the test moves it past the expiry rather than
+    /// waiting for it.
     @Test func aDeadHoldersLeaseDelaysOthersOnlyUntilItExpires() async throws {
         let store = try SeaweedStore.current()
         let origin = try CachingOrigin()
@@ -223,29 +229,34 @@ import Testing
         let prefix = "dead-\(UInt32.random(in: 0...UInt32.max))"
         let url = origin.url("photo.jpg")
         let scratch = Scratch()
-        let (descriptor, elapsed, short, shortElapsed) = try await withStorePipeline(scratch, store, prefix: prefix) { pipeline in
-            // A lease as a replica that was killed leaves it: expiring 2 s from now.
+        let clock = ManualClock()
+        let (descriptor, short) = try await withStorePipeline(scratch, store, prefix: prefix, clock: clock) { pipeline in
+            // A lease as a replica that was killed leaves it: expiring 5 s from now.
             let name = try #require(pipeline.storeResults?.name(for: ResultKey(AttachmentRequest(url: url), platforms: [.ios])))
-            let expires = Date().timeIntervalSince1970 + 2
+            let expires = clock.clock.wallSeconds + 5
             try store.put("media", "\(prefix)/leases/\(name)", body: #"{"holder":"dead:1:1","expires":\#(expires)}"#)
-            let started = ContinuousClock.now
-            let descriptor = await fetchOne(url, pipeline)
-            let elapsed = ContinuousClock.now - started
+            let fetch = Task { await fetchOne(url, pipeline, deadline: .seconds(20)) }
+            // Held: the waiter asks the store again and again, and not the origin.
+            try await waitUntil("the waiter polls the lease") { (pipeline.objectStoreRequests["GET"] ?? 0) >= 3 }
+            #expect(origin.requests("photo.jpg") == 0)
+            clock.advance(by: .seconds(6))
+            let descriptor = await fetch.value
             // With a deadline before the expiry, the waiter answers by its deadline.
             let other = try #require(pipeline.storeResults?.name(for: ResultKey(AttachmentRequest(url: origin.url("rotated.jpg")), platforms: [.ios])))
-            try store.put("media", "\(prefix)/leases/\(other)", body: #"{"holder":"dead:1:1","expires":\#(Date().timeIntervalSince1970 + 30)}"#)
-            let shortStart = ContinuousClock.now
-            let short = await pipeline.process([AttachmentRequest(url: origin.url("rotated.jpg"))], deadline: .seconds(1))
-            let shortElapsed = ContinuousClock.now - shortStart
-            return (descriptor, elapsed, short, shortElapsed)
+            try store.put("media", "\(prefix)/leases/\(other)", body: #"{"holder":"dead:1:1","expires":\#(clock.clock.wallSeconds + 30)}"#)
+            let sentinels = clock.sleeping
+            let waiting = Task { await pipeline.process([AttachmentRequest(url: origin.url("rotated.jpg"))], deadline: .seconds(1)) }
+            try await waitUntil("the batch's deadline sentinel sleeps") { clock.sleeping > sentinels }
+            clock.advance(by: .seconds(1))
+            return (descriptor, await waiting.value)
         }
         #expect(descriptor.status == .ready && descriptor.cache == .miss)
-        #expect(elapsed >= .milliseconds(1500) && elapsed < .seconds(4), "waited for the expiry, then fetched (\(elapsed))")
         #expect(origin.requests("photo.jpg") == 1)
-        #expect(short.attachments[0].reason?.code == .deadlineExceeded && shortElapsed < .milliseconds(1500), "\(shortElapsed)")
+        #expect(short.attachments[0].reason?.code == .deadlineExceeded)
         #expect(origin.requests("rotated.jpg") == 0)
     }
 
+    /// Stored freshness reads the pipeline's clock too: the second replica's is two seconds on.
     @Test func aStaleStoredResultIsRevalidatedWithTheOrigin() async throws {
         let store = try SeaweedStore.current()
         let origin = try CachingOrigin()
@@ -256,8 +267,9 @@ import Testing
         try await withStorePipeline(scratches[0], store, prefix: prefix) { first in
             #expect(await fetchOne(url, first).cache == .miss)
         }
-        try await Task.sleep(for: .milliseconds(1300))
-        let revalidated = try await withStorePipeline(scratches[1], store, prefix: prefix) { second in await fetchOne(url, second) }
+        let later = ManualClock()
+        later.advance(by: .seconds(2))
+        let revalidated = try await withStorePipeline(scratches[1], store, prefix: prefix, clock: later) { second in await fetchOne(url, second) }
         #expect(revalidated.status == .ready && revalidated.cache == .revalidated, "\(revalidated.cache?.rawValue ?? "-")")
         #expect(origin.bodies("photo.jpg") == 1 && origin.notModified("photo.jpg") == 1)
         #expect(revalidated.file.map { FileManager.default.fileExists(atPath: $0) } == true)

@@ -83,7 +83,8 @@ import Testing
 }
 
 /// The breaker and Retry-After over real sockets.
-@Suite struct OriginBreakerTests {
+// Serialized: healthy attachments beside a dead host are timed against the stall timeout.
+@Suite(.serialized) struct OriginBreakerTests {
     @Test func aDeadHostCostsOneStallTimeoutAndNoHealthyAttachmentIsLate() async throws {
         let scratch = Scratch()
         // The CLI's defaults (stall 3 s, 512 per host, 5 failures) with the issue's deadline.
@@ -137,7 +138,7 @@ import Testing
 
     @Test func afterTheCooldownAProbeThatSucceedsClosesTheBreaker() async throws {
         let scratch = Scratch()
-        let clock = ManualCacheClock()
+        let clock = ManualClock()
         try await withPipeline(scratch, { $0.maxHostConnections = 1; $0.clock = clock.clock; $0.breaker = .init() }) { pipeline in
             try await withMediaServer { server in
                 // Five distinct URLs (one URL would be fetched once), each answered 500 once.
@@ -163,9 +164,11 @@ import Testing
 
     @Test func originUnavailableIsNeverCachedAndTheProbeKeepsTheAddressPolicy() async throws {
         let scratch = Scratch()
-        let clock = ManualCacheClock()
+        let clock = ManualClock()
         try await withPipeline(scratch, {
-            $0.cache = ResultCaching()
+            // Failures kept an hour: past the 31 s the test moves the clock, a kept refusal
+            // would still be fresh.
+            $0.cache = ResultCaching(failureFreshness: .seconds(3600))
             $0.breaker.failures = 1
             $0.clock = clock.clock
             $0.deniedRanges = [try! CIDRRange("127.0.0.2/32")]
@@ -179,8 +182,8 @@ import Testing
                 // there (and says nothing against the origin, so the breaker closes).
                 let denied = "\(server.baseURL)/redirect-to?url=http://127.0.0.2:\(server.port)/media/photo.jpg"
                 #expect(await pipeline.process([AttachmentRequest(url: denied)]).attachments[0].reason?.code == .forbiddenAddress)
-                // The earlier refusal was not kept: the same URL now reaches the origin (the
-                // cache's own clock has not moved, so a kept verdict would still be fresh).
+                // The earlier refusal was not kept: the same URL now reaches the origin (a kept
+                // verdict would still be fresh).
                 let again = await pipeline.process([AttachmentRequest(url: url)])
                 #expect(again.attachments[0].status == .ready && again.attachments[0].cache == .miss)
             }
@@ -238,7 +241,8 @@ import Testing
 }
 
 /// The breaker in the service: one customer's dead CDN beside everyone else's healthy media.
-@Suite struct OriginBreakerServiceTests {
+// Serialized: healthy attachments beside a dead host are timed against the stall timeout.
+@Suite(.serialized) struct OriginBreakerServiceTests {
     @Test func aDeadHostDoesNotSlowTheHealthyStream() async throws {
         let scratch = Scratch()
         let service = try await RunningServer.start(scratch)
@@ -268,6 +272,7 @@ import Testing
                                                                      json: #"{"urls": ["\#(healthy.baseURL)/media/photo.jpg?c=\#(client)&k=\#(k)"]}"#)
                                 mine.append(ContinuousClock.now - started)
                                 #expect(answer.status == 200 && answer.text.contains(#""status":"ready""#), "\(answer.text)")
+                                // The subject's pace: one call every 40 ms per client.
                                 try await Task.sleep(for: .milliseconds(40))
                             }
                             return mine

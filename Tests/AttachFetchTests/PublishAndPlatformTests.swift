@@ -3,7 +3,7 @@ import Testing
 @testable import AttachFetch
 
 /// Ready files stored content-addressed where devices fetch them.
-@Suite(.serialized) struct PublishingTests {
+@Suite struct PublishingTests {
     /// `withPipeline` publishing to `publish`.
     private func withPublishingPipeline<T: Sendable>(_ scratch: Scratch, _ publish: Scratch,
                                                      _ body: (AttachmentPipeline) async throws -> T) async throws -> T {
@@ -118,6 +118,7 @@ import Testing
 }
 
 /// What Android can show: a variant when the delivered file breaks its limits.
+// Serialized: one test times a variant to set a deadline inside it.
 @Suite(.serialized) struct PlatformVariantTests {
     @Test func anImageOverOneMegabyteGetsAnAndroidVariantThatFits() async throws {
         let media = Scratch(), scratch = Scratch()
@@ -228,14 +229,16 @@ import Testing
             #expect(late?.skippedAtDeadline == (late?.thumbnail == nil ? ["thumbnail", "variants"] : ["variants"]),
                     "\(late?.skippedAtDeadline ?? []), thumbnail \(late?.thumbnail == nil ? "missing" : "made")")
             #expect(timed.skippedAtDeadline == nil)
-            try await Task.sleep(for: .seconds(3))
+            // The pipeline is shut down: no worker writes any more, and the late output's removal
+            // may still be under way. A removal that never comes fails the wait and the check.
+            try await waitUntil("the late variant's output to be removed") { scratch.tree().allSatisfy { !$0.contains(".variant-") } }
             #expect(scratch.tree().filter { $0.contains(".variant-") } == [], "late output is removed")
         }
     }
 }
 
 /// `--payload --rewrite`: every key gets the published file its platforms can show.
-@Suite(.serialized) struct PayloadRewriteTests {
+@Suite struct PayloadRewriteTests {
     static func fcmMessage(shared: String, android: String, apns: String, data: String) -> String {
         """
         {"message": {"token": "device",

@@ -8,6 +8,7 @@ import Testing
 /// Real `attach-fetch serve` processes sharing one real object store (SeaweedFS), three of
 /// them behind a real load balancer (nginx, round robin), all on loopback; and the CLI's start
 /// check of the store. Credentials reach the processes through their environment only.
+// Serialized: each test runs three service processes and nginx; two at once would measure contention, not replicas.
 @Suite(.serialized, .sharedSeaweedStore) struct ReplicaTests {
 
     /// One `attach-fetch serve` child process, killed at the end if still running.
@@ -64,10 +65,14 @@ import Testing
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
-            for _ in 0..<200 {
+            // Ready once a replica's /healthz answers through it; polled every 10 ms.
+            struct BalancerDidNotStart: Error, CustomStringConvertible { let description: String }
+            let end = ContinuousClock.now + .seconds(10)
+            while ContinuousClock.now < end, process.isRunning {
                 if (try? runChild("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "\(base)/healthz"]).output) == "200" { return }
-                Thread.sleep(forTimeInterval: 0.025)
+                Thread.sleep(forTimeInterval: 0.01)
             }
+            throw BalancerDidNotStart(description: "nginx did not start: \((try? String(contentsOfFile: "\(p)/error.log", encoding: .utf8)) ?? "")")
         }
 
         deinit {
@@ -145,7 +150,7 @@ import Testing
         let url = origin.url("rotated.jpg", "delay=2500&cc=max-age%3D300")
         // The holder: its call's deadline (4 s) is its lease's expiry.
         let holding = Task { try? await self.attachment(replicas[0].base, url, deadlineMs: 4000) }
-        for _ in 0..<200 where origin.requests("rotated.jpg") == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        try await waitUntil("the holder's request to reach the origin") { origin.requests("rotated.jpg") > 0 }
         let killedAt = ContinuousClock.now
         replicas[0].kill()
         _ = await holding.value

@@ -1,4 +1,4 @@
-import AttachFetch
+@testable import AttachFetch
 @testable import AttachFetchService
 import Foundation
 import Hummingbird
@@ -9,7 +9,7 @@ import Testing
 
 /// The service as a part of an app: in the app's own `ServiceGroup`, and its router driven
 /// without a socket. The pipeline scoped to a call.
-@Suite(.serialized) struct ServiceLifecycleTests {
+@Suite struct ServiceLifecycleTests {
     func configuration(_ scratch: Scratch) -> ServiceConfiguration {
         var pipeline = AttachFetchConfiguration()
         pipeline.allowPrivateNetwork = true
@@ -23,20 +23,32 @@ import Testing
     /// files gone.
     @Test(.timeLimit(.minutes(1))) func theServerRunsAndStopsInAnAppsOwnServiceGroup() async throws {
         let scratch = Scratch()
-        let server = try AttachFetchServer(configuration: configuration(scratch), logger: AttachmentPipeline.silentLogger)
+        // A port picked here, so that the app can see the server listening on it.
+        var settings = configuration(scratch)
+        settings.port = try LoopbackSockets.freePort()
+        let server = try AttachFetchServer(configuration: settings, logger: AttachmentPipeline.silentLogger)
+        /// Returns once the server takes connections on `port`.
         struct StopsTheGroup: Service {
-            let after: Duration
+            let port: Int
+            let stoppedAt: Locked<ContinuousClock.Instant?>
             func run() async throws {
-                try await Task.sleep(for: after)
+                try await waitUntil("the server to listen on port \(port)") {
+                    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                    guard fd >= 0 else { return false }
+                    defer { close(fd) }
+                    return LoopbackSockets.connect(fd, port: port)
+                }
+                stoppedAt.withLock { $0 = .now }
             }
         }
+        let stoppedAt = Locked<ContinuousClock.Instant?>(nil)
         // A service that returns ends the group: ServiceGroup then shuts the others down.
         let group = ServiceGroup(configuration: .init(
-            services: [.init(service: server), .init(service: StopsTheGroup(after: .milliseconds(500)), successTerminationBehavior: .gracefullyShutdownGroup)],
+            services: [.init(service: server), .init(service: StopsTheGroup(port: settings.port, stoppedAt: stoppedAt), successTerminationBehavior: .gracefullyShutdownGroup)],
             logger: AttachmentPipeline.silentLogger))
-        let started = ContinuousClock.now
         try await group.run()
-        #expect(ContinuousClock.now - started < .seconds(10))
+        let stopping = try #require(stoppedAt.withLock { $0 })
+        #expect(ContinuousClock.now - stopping < .seconds(10), "the server stopped with the group")
         #expect(scratch.tree() == [], "the server's files are removed when the group stops it")
     }
 

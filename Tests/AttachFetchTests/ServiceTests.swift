@@ -88,6 +88,7 @@ struct Exchange {
     }
 }
 
+// Serialized: tests time batch-file retention, drains and cancellations against their bounds.
 @Suite(.serialized) struct ServiceTests {
     @Test func everyRouteAnswersWithItsStatus() async throws {
         let scratch = Scratch()
@@ -198,7 +199,7 @@ struct Exchange {
         defer { origin.shutdown() }
         let service = try await RunningServer.start(scratch) { $0.maxBatches = 1 }
         let slow = Task { try await Exchange.post("\(service.base)/v1/attachments", json: #"{"urls": ["\#(origin.url("photo.jpg", "delay=1500"))"]}"#) }
-        for _ in 0..<100 where origin.requests("photo.jpg") == 0 { try await Task.sleep(for: .milliseconds(20)) }
+        try await waitUntil("the slow batch to reach the origin") { origin.requests("photo.jpg") > 0 }
         let started = ContinuousClock.now
         let refused = try await Exchange.post("\(service.base)/v1/attachments", json: #"{"urls": ["\#(origin.url("rotated.jpg"))"]}"#)
         #expect(ContinuousClock.now - started < .milliseconds(500), "at once, not after the batch in flight")
@@ -487,12 +488,11 @@ struct Exchange {
         let file = try #require(attachment["file"] as? String)
         let thumbnail = try #require((attachment["thumbnail"] as? [String: Any])?["file"] as? String)
         // Kept for the retention (max(1 s, 0.5 s + 1 s) = 1.5 s): still there after half a second.
+        // The subject: half a second in which the files must not be removed.
         try await Task.sleep(until: written + .milliseconds(500))
         #expect(FileManager.default.fileExists(atPath: file) && FileManager.default.fileExists(atPath: thumbnail))
         // Removed after it (at most two sweep intervals of 375 ms later; 4 s allowed for a busy machine).
-        while FileManager.default.fileExists(atPath: file), ContinuousClock.now - written < .seconds(5) {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        try await waitUntil("the batch's file to be removed") { !FileManager.default.fileExists(atPath: file) }
         let removedAfter = ContinuousClock.now - written
         #expect(!FileManager.default.fileExists(atPath: file) && !FileManager.default.fileExists(atPath: thumbnail))
         #expect(removedAfter >= .milliseconds(1500) && removedAfter < .seconds(4), "removed \(removedAfter) after the batch")
@@ -574,7 +574,7 @@ struct Exchange {
         // curl has exited: its connection's disconnect watch has left the registry of watches
         // (an entry left behind would be kept forever). Fewer than before is an earlier test's
         // connection closing meanwhile.
-        for _ in 0..<100 where ClientDisconnectWatch.watching > watchedBefore { try await Task.sleep(for: .milliseconds(20)) }
+        try await waitUntil("curl's disconnect watch to leave the registry") { ClientDisconnectWatch.watching <= watchedBefore }
         #expect(ClientDisconnectWatch.watching <= watchedBefore)
         await service.stop()
     }
@@ -596,6 +596,8 @@ struct Exchange {
         // The batch is cancelled: the slow transfer stops (the origin, which answers after 2 s
         // unless its client has gone, never sends that body), and the finished file is removed
         // from the batch's directory (the cache keeps its own copy in the hidden work store).
+        // The subject: past the origin's 2-s delay, when it would have sent the body to a
+        // transfer that went on.
         try await Task.sleep(for: .milliseconds(2000))
         #expect(origin.requests("rotated.jpg") == 1 && origin.bodies("rotated.jpg") == 0)
         let batchFiles = scratch.tree().filter { $0.hasPrefix("attach-fetch-serve-") && $0.hasSuffix(".jpg") }
@@ -635,6 +637,7 @@ func launchServe(_ arguments: [String], environment: [String: String], log: Serv
 }
 
 /// The service as a real child process: SIGTERM drains and exits 0, leaving nothing behind.
+// Serialized: the test times a SIGTERM drain of a batch in flight.
 @Suite(.serialized) struct ServiceProcessTests {
     @Test func sigtermLetsTheBatchInFlightFinishThenExitsZeroLeavingNothing() async throws {
         let scratch = Scratch()
@@ -646,7 +649,7 @@ func launchServe(_ arguments: [String], environment: [String: String], log: Serv
         let base = "http://127.0.0.1:\(port)"
         #expect(try await Exchange.send("GET", "\(base)/readyz").status == 200)
         let inFlight = Task { try await Exchange.post("\(base)/v1/attachments", json: #"{"urls": ["\#(origin.url("photo.jpg", "delay=4000"))"]}"#) }
-        for _ in 0..<100 where origin.requests("photo.jpg") == 0 { try await Task.sleep(for: .milliseconds(20)) }
+        try await waitUntil("the batch to reach the origin") { origin.requests("photo.jpg") > 0 }
         kill(process.processIdentifier, SIGTERM)
         let signalled = ContinuousClock.now
         // Draining: /readyz says so at once, while the listener, for the 2-s drain delay, still

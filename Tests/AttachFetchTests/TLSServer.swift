@@ -19,7 +19,7 @@ final class TestCertificates: Sendable {
         // What App Transport Security refuses: a SHA-1 signature, a 1024-bit RSA key.
         try makeServer("sha1", ca: "ca", names: "IP:127.0.0.1", days: 2, digest: "sha1")
         try makeServer("weak-key", ca: "ca", names: "IP:127.0.0.1", days: 2, keyBits: 1024)
-        Thread.sleep(forTimeInterval: 1.1)
+        try waitUntilExpired("expired")
     }
 
     func pem(_ name: String) -> String { "\(path)/\(name).pem" }
@@ -41,8 +41,23 @@ final class TestCertificates: Sendable {
                      "-\(digest)", "-days", "\(days)", "-extfile", extensions, "-out", pem(name)])
     }
 
+    /// Returns once OpenSSL, which verifies libcurl's peers, reads the certificate as expired
+    /// (`-checkend 0` exits 1 once its notAfter is not after now); polls every 10 ms.
+    private func waitUntilExpired(_ name: String) throws {
+        struct NotExpired: Error { let name: String }
+        let end = ContinuousClock.now + .seconds(10)
+        while try opensslStatus(["x509", "-checkend", "0", "-noout", "-in", pem(name)]) == 0 {
+            guard ContinuousClock.now < end else { throw NotExpired(name: name) }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+    }
+
     private func openssl(_ arguments: [String]) throws {
         struct OpenSSLFailed: Error { let arguments: [String] }
+        guard try opensslStatus(arguments) == 0 else { throw OpenSSLFailed(arguments: arguments) }
+    }
+
+    private func opensslStatus(_ arguments: [String]) throws -> Int32 {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         process.arguments = arguments
@@ -50,7 +65,7 @@ final class TestCertificates: Sendable {
         process.standardError = FileHandle.nullDevice
         try process.run()
         process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw OpenSSLFailed(arguments: arguments) }
+        return process.terminationStatus
     }
 }
 
@@ -122,10 +137,11 @@ final class NginxTLSServer {
 
     private func waitUntilListening() throws {
         struct NginxDidNotStart: Error, CustomStringConvertible { let description: String }
-        for _ in 0..<200 {
+        let end = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < end {
             if Self.canConnect(port) { return }
             if !process.isRunning { break }
-            Thread.sleep(forTimeInterval: 0.025)
+            Thread.sleep(forTimeInterval: 0.01)
         }
         let log = (try? String(contentsOfFile: "\(prefix.path)/error.log", encoding: .utf8)) ?? ""
         throw NginxDidNotStart(description: "nginx did not start: \(log)")

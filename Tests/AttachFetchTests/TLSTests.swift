@@ -6,6 +6,7 @@ import Testing
 /// certificates made at test time by `openssl`. nginx rather than a swift-nio-ssl server: it is
 /// what CDNs' origins run, it speaks HTTP/2 by ALPN, and its protocols, ciphers and access log
 /// (`$connection`) are set in a few lines.
+// Serialized: each test starts nginx on a port found free just before, which a parallel test could take.
 @Suite(.serialized) struct TLSTests {
     static let certificates = Result { try TestCertificates() }
 
@@ -123,6 +124,7 @@ import Testing
 
 /// The App Transport Security verdict from real connections: nginx configured to show each
 /// problem, and the loopback HTTP server for plain http.
+// Serialized: each test starts nginx on a port found free just before, which a parallel test could take.
 @Suite(.serialized) struct ATSVerdictTests {
     func verdict(certificate: String = "server", protocols: String = "TLSv1.2 TLSv1.3", ciphers: String = "HIGH:!aNULL",
                  path: String = "photo.jpg", locations: String = "") async throws -> AttachmentDescriptor {
@@ -184,6 +186,7 @@ import Testing
 
 /// An explicit egress proxy (HTTP CONNECT): the proxy's address must be allowed, literal
 /// private hosts are refused before the proxy is asked, the environment's proxies are ignored.
+// Serialized: each test starts nginx on a port found free just before, which a parallel test could take.
 @Suite(.serialized) struct ProxyTests {
     @Test func transfersTunnelThroughTheConfiguredProxyOnly() async throws {
         let proxy = try ConnectProxy()

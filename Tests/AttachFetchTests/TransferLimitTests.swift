@@ -95,16 +95,4 @@ import Testing
             }
         }
     }
-
-    /// Polls `condition` every 10 ms until it holds; fails after `timeout`, which only bounds a failure.
-    private func waitUntil(timeout: Duration = .seconds(10), _ condition: () -> Bool) async throws {
-        let end = ContinuousClock.now + timeout
-        while !condition() {
-            guard ContinuousClock.now < end else {
-                Issue.record("the condition did not come true within \(timeout)")
-                return
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-    }
 }

@@ -10,7 +10,7 @@ import Testing
                                        imagesOnly: false, normalize: true, trustStore: nil, proxy: nil))
     }
 
-    private func later(_ seconds: Int) -> Batch { Batch(start: .now, deadline: .now + .seconds(seconds)) }
+    private func later(_ seconds: Int) -> Batch { Batch(start: .now, deadline: .now + .seconds(seconds), clock: .system) }
 
     @Test func aFreeSlotGoesToTheBatchWithFewestRunningOldestJobFirst() {
         var queue = TransferQueue()
@@ -36,8 +36,8 @@ import Testing
 
     @Test func cancelledAndExpiredJobsLeaveAndAMovedDeadlineIsHonoured() {
         var queue = TransferQueue()
-        let soon = Batch(start: .now, deadline: .now - .milliseconds(1))
-        let moved = Batch(start: .now, deadline: .now - .milliseconds(1))
+        let soon = Batch(start: .now, deadline: .now - .milliseconds(1), clock: .system)
+        let moved = Batch(start: .now, deadline: .now - .milliseconds(1), clock: .system)
         let far = later(60)
         let expiring = job(batch: 1, deadline: soon), extended = job(batch: 1, deadline: moved)
         let cancelled = job(batch: 1, deadline: far), kept = job(batch: 1, deadline: far)

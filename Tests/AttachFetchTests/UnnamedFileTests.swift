@@ -19,14 +19,15 @@ import Testing
                 let fetching = Task { await fetchOne("\(server.baseURL)/stall/photo.jpg", pipeline, deadline: .milliseconds(1_500)) }
                 var sawBodyOpen = false
                 var named: [String] = []
-                for _ in 0..<100 where !sawBodyOpen {
-                    try await Task.sleep(for: .milliseconds(10))
+                // Until the body is seen open, every poll also collects the names it finds.
+                try await waitUntil("the body to be open in the work store") {
                     let open = Self.ownOpenFiles().filter { $0.hasPrefix(scratch.path + "/.attach-fetch-") && $0.hasSuffix("(deleted)") }
                     sawBodyOpen = !open.isEmpty
                     named += scratch.tree().filter { entry in
                         var status = stat()
                         return lstat(scratch.path + "/" + entry, &status) == 0 && (status.st_mode & S_IFMT) != S_IFDIR
                     }
+                    return sawBodyOpen
                 }
                 let descriptor = await fetching.value
                 #expect(sawBodyOpen, "the body was being written to an unnamed file in the work store")

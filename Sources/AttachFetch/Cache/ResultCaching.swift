@@ -16,7 +16,8 @@ public struct ResultCaching: Sendable, Equatable {
     /// Bytes of files (delivered files, thumbnails, variants) the entries hold at most; the
     /// least recently used go first. Default 1 GiB.
     public var maxBytes: Int64 = 1 << 30
-    /// What freshness is measured by. Default `.system`.
+    /// What freshness is measured by. Default `.system`, which here means the pipeline's
+    /// clock (`AttachFetchConfiguration.clock`, itself `.system` by default).
     public var clock: CacheClock = .system
 
     /// Turns the cache on; each default is the documented one.

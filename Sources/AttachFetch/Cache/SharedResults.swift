@@ -23,13 +23,18 @@ final class SharedResults: Sendable {
     /// Nil: results are shared only while their work runs.
     let caching: ResultCaching?
 
-    init(caching: ResultCaching?) {
+    /// What freshness is measured by: `ResultCaching.clock` when one was given, else the
+    /// pipeline's.
+    private let clock: AttachFetchClock
+
+    init(caching: ResultCaching?, clock: AttachFetchClock) {
         self.caching = caching
-        state = Locked(SharedResultsStateMachine(caching: caching))
+        self.clock = caching.map { $0.clock == .system ? clock : $0.clock } ?? clock
+        state = Locked(SharedResultsStateMachine(caching: caching, clock: clock))
     }
 
     /// The time by the cache's clock (freshness is measured by it).
-    private var now: ContinuousClock.Instant { caching?.clock.now ?? .now }
+    private var now: ContinuousClock.Instant { clock.now }
 
     /// The result for `key`: a fresh cached one (`hit`), the one of work already running
     /// (`coalesced`), or one made by `produce` now (`miss`, or `revalidated` when `produce`

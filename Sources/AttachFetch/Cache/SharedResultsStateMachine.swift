@@ -40,9 +40,12 @@ struct SharedResultsStateMachine<Waiter> {
     private var recency: Deque<(tick: UInt64, key: ResultKey)> = []
     /// Nil: results are shared only while their work runs.
     let caching: ResultCaching?
+    /// The pipeline's clock: shared work's deadline is an instant of it.
+    let clock: AttachFetchClock
 
-    init(caching: ResultCaching?) {
+    init(caching: ResultCaching?, clock: AttachFetchClock = .system) {
         self.caching = caching
+        self.clock = clock
     }
 
     /// Entries cached now.
@@ -79,7 +82,7 @@ struct SharedResultsStateMachine<Waiter> {
             stale = entry.result
             stale?.retain()
         }
-        let work = Batch(start: .now, deadline: deadline, fairnessID: fairnessID)
+        let work = Batch(start: .now, deadline: deadline, clock: clock, fairnessID: fairnessID)
         var flight = Flight(id: next(), work: work, creator: waiterID)
         flight.waiters[waiterID] = waiter
         flights[key] = flight

@@ -50,8 +50,10 @@ struct StoreResults: Sendable {
         var storedAt: Double
         var freshUntil: Double
 
-        var isFresh: Bool { freshUntil > Date().timeIntervalSince1970 }
-        var remaining: Duration { .milliseconds(max(0, Int((freshUntil - Date().timeIntervalSince1970) * 1000))) }
+        /// Whether it is fresh at `wall` (seconds since 1970).
+        func isFresh(at wall: Double) -> Bool { freshUntil > wall }
+        /// How long it stays fresh after `wall`.
+        func remaining(at wall: Double) -> Duration { .milliseconds(max(0, Int((freshUntil - wall) * 1000))) }
     }
 
     struct Lease: Codable, Sendable {
@@ -101,6 +103,10 @@ struct StoreResults: Sendable {
         case unavailable
     }
 
+    /// Wall time by the pipeline's clock (seconds since 1970): what stored freshness and
+    /// leases, which replicas share, are measured in.
+    var wallNow: Double { store.clock.wallSeconds }
+
     /// Tries to become the one fetcher of `name` until `expires`; takes over a lease that expired.
     func acquireLease(_ name: String, expires: Double, deadline: ContinuousClock.Instant) async -> LeaseAnswer {
         let lease = Lease(holder: holder, expires: expires)
@@ -110,9 +116,9 @@ struct StoreResults: Sendable {
                   let current = try? JSONDecoder().decode(Lease.self, from: Data(bytes)) else {
                 // Released between the two calls: try once more.
                 return try await putLease(leaseKey(name), lease, onlyIfAbsent: true, deadline: deadline) ? .acquired
-                    : .held(Lease(holder: "", expires: Date().timeIntervalSince1970 + 1))
+                    : .held(Lease(holder: "", expires: wallNow + 1))
             }
-            guard current.expires <= Date().timeIntervalSince1970 else { return .held(current) }
+            guard current.expires <= wallNow else { return .held(current) }
             // Expired: of all the replicas that saw it so, one creates the takeover object.
             let takeover = leaseKey("\(name)~\(current.holder.filter { $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" })-\(Int(current.expires))")
             guard try await putLease(takeover, lease, onlyIfAbsent: true, deadline: deadline) else { return .held(current) }
@@ -131,7 +137,7 @@ struct StoreResults: Sendable {
     func releaseLease(_ name: String) async {
         let store = self.store, key = leaseKey(name), logger = self.logger
         let release: @Sendable () async -> Void = {
-            do throws(ObjectStoreError) { try await store.delete(key, deadline: .now + .seconds(2)) } catch {
+            do throws(ObjectStoreError) { try await store.delete(key, deadline: store.clock.now + .seconds(2)) } catch {
                 logger.debug("lease not released", metadata: ["problem": "\(error.description)"])
             }
         }
@@ -196,7 +202,7 @@ struct StoreResults: Sendable {
         func key(_ url: String?) -> String? { url.map { store.target.key(($0 as NSString).lastPathComponent) } }
         var variants: [String: String] = [:]
         for (platform, variant) in descriptor.variants ?? [:] { if let key = key(variant.publishedUrl) { variants[platform] = key } }
-        let now = Date().timeIntervalSince1970
+        let now = wallNow
         return Record(descriptor: descriptor, file: key(descriptor.publishedUrl), thumbnail: key(descriptor.thumbnail?.publishedUrl),
                       variants: variants, headers: headers, storedAt: now,
                       freshUntil: now + lifetime.seconds)

@@ -126,9 +126,12 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
 
     func turn(_ multi: CurlMulti) -> Duration? {
         let wait = enforceLimits()
-        let now = ContinuousClock.now
+        // Deadlines and Retry-After pauses are instants of the pipeline's clock; a paused
+        // body's waiting is measured in real time, as its timings are.
+        let now = clock.now
+        let realNow = ContinuousClock.now
         for transfer in inflight.admitWaiting() {
-            transfer.resume(now: now)
+            transfer.resume(now: realNow)
             if transfer.abortReason != nil { finish(transfer.handle, curlCode: nil) }
         }
         let freeSlots = maxConcurrent - active.count
@@ -167,9 +170,9 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
         // does for any transfer whose stall timer is not armed yet (20 ms), not a second later.
         var longest = starting.isEmpty ? wait : min(wait, .milliseconds(20))
         if let queuedDeadline = shared.withLock({ $0.queue.earliestDeadline }) {
-            longest = min(longest, max(.zero, queuedDeadline - ContinuousClock.now))
+            longest = min(longest, max(.zero, queuedDeadline - clock.now))
         }
-        if let pauseEnd = pauses.values.min() { longest = min(longest, max(.zero, pauseEnd - ContinuousClock.now)) }
+        if let pauseEnd = pauses.values.min() { longest = min(longest, max(.zero, pauseEnd - clock.now)) }
         return longest
     }
 
@@ -191,7 +194,7 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
             ended(job, .failed(.ioError, error.message))
             return
         }
-        if let failure = transfer.prepare() {
+        if let failure = transfer.prepare(now: clock.now) {
             var outcome = transfer.complete(curlCode: nil)
             outcome.failure = failure
             ended(job, outcome)
@@ -233,7 +236,7 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
     private func ended(_ job: TransferJob, _ outcome: TransferOutcome) {
         var outcome = outcome
         let host = job.spec.origin
-        let now = ContinuousClock.now
+        let now = clock.now
         var retryAt: ContinuousClock.Instant?
         if let delay = outcome.retryAfter, let status = outcome.httpStatus {
             let fits = now + delay + Self.retryRoom < job.spec.deadline
@@ -244,7 +247,7 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
                     + "\(Self.seconds(delay)) s" + (fits ? "; it was retried once already" : ", which the deadline does not leave time for"))
             }
         }
-        let wall = Date()
+        let wall = Date(timeIntervalSince1970: clock.wallSeconds)
         let (closing, retrying) = shared.withLock { shared -> ([(TransferJob, Reason)], Bool) in
             shared.queue.finished(job)
             // An answer tells whether the host's connection is shared (HTTP/2) or not; a
@@ -284,17 +287,20 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
     /// Cancels, deadline-expires and stall-expires active transfers. Returns how long the loop
     /// may sleep before one of these clocks next needs looking at.
     private func enforceLimits() -> Duration {
+        // The batch deadline by the pipeline's clock; the stall timer, like libcurl's own
+        // timeouts, in real time.
+        let deadlineNow = clock.now
         let now = ContinuousClock.now
         var wait: Duration = .seconds(1)
         var stopping: [UnsafeMutableRawPointer] = []
         for (handle, transfer) in active {
             let spec = transfer.job.spec
-            if now >= spec.deadline {
+            if deadlineNow >= spec.deadline {
                 transfer.abort(.deadlineExceeded, "the batch deadline passed during the transfer")
             } else if transfer.job.isCancelRequested {
                 transfer.abort(.cancelled, "the request was cancelled")
             } else {
-                wait = min(wait, spec.deadline - now)
+                wait = min(wait, spec.deadline - deadlineNow)
                 // A body paused for bytes in flight is waiting on us, not on the server.
                 if transfer.pausedSince != nil {
                     transfer.lastActivity = now

@@ -35,7 +35,7 @@ extension AttachmentPipeline {
             defer { result.release() }
             // Work shared with a caller whose deadline came first: try again with the time left.
             if status == .coalesced, result.descriptor.reason?.code == .deadlineExceeded,
-               batch.deadline - .now > .milliseconds(5), !Task.isCancelled { continue }
+               batch.remaining > .milliseconds(5), !Task.isCancelled { continue }
             return handOver(result.descriptor, status: status, to: request, identifier: Self.identifier(of: request, index: index),
                             batch: batch, directory: directory)
         }

@@ -25,19 +25,19 @@ extension AttachmentPipeline {
         var leaseHeld = false
         while !leaseHeld {
             if let record = await shared.read(name, deadline: batch.deadline) {
-                if record.isFresh, let outcome = await reuse(record, base: base, shared: shared, batch: batch, revalidatedBy: nil) {
+                if record.isFresh(at: shared.wallNow), let outcome = await reuse(record, base: base, shared: shared, batch: batch, revalidatedBy: nil) {
                     return outcome
                 }
                 if record.descriptor.status == .ready, record.headers.validators != nil { storedStale = record }
             }
             if Task.isCancelled { return stopped(request, number: number, batch: batch) }
-            switch await shared.acquireLease(name, expires: Date().timeIntervalSince1970 + (batch.deadline - .now).seconds + 1,
+            switch await shared.acquireLease(name, expires: shared.wallNow + batch.remaining.seconds + 1,
                                              deadline: batch.deadline) {
             case .acquired:
                 leaseHeld = true
                 // The holder before may have stored its result and let go between this
                 // replica's read and its lease: read once more before going to the origin.
-                if let record = await shared.read(name, deadline: batch.deadline), record.isFresh,
+                if let record = await shared.read(name, deadline: batch.deadline), record.isFresh(at: shared.wallNow),
                    let outcome = await reuse(record, base: base, shared: shared, batch: batch, revalidatedBy: nil) {
                     await shared.releaseLease(name)
                     return outcome
@@ -68,7 +68,7 @@ extension AttachmentPipeline {
                 var renewed = storedStale
                 renewed.headers = headers.validators == nil ? storedStale.headers : headers
                 if let lifetime {
-                    renewed.storedAt = Date().timeIntervalSince1970
+                    renewed.storedAt = shared.wallNow
                     renewed.freshUntil = renewed.storedAt + lifetime.seconds
                     await shared.write(renewed, name: name, deadline: batch.deadline)
                 }
@@ -89,7 +89,7 @@ extension AttachmentPipeline {
                        revalidatedBy lifetime: Duration?) async -> WorkOutcome? {
         do throws(ObjectStoreError) {
             let (descriptor, files) = try await shared.materialize(record, base: base, deadline: batch.deadline)
-            let remaining = lifetime ?? record.remaining
+            let remaining = lifetime ?? record.remaining(at: shared.wallNow)
             return .fromStore(descriptor, files: files, headers: record.headers,
                               lifetime: configuration.cache.map { min(remaining, $0.maximumFreshness) }, revalidated: lifetime != nil)
         } catch {

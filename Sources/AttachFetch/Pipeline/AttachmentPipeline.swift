@@ -47,7 +47,7 @@ public final class AttachmentPipeline: Sendable {
                                          breaker: configuration.breaker, clock: configuration.clock, logger: logger)
         let objectStore = try configuration.objectStore.map { target throws(AttachFetchError) in
             // Requests to one store: as many as one host's downloads.
-            try ObjectStore(target: target, maxConcurrent: max(8, configuration.maxHostConnections), logger: logger)
+            try ObjectStore(target: target, maxConcurrent: max(8, configuration.maxHostConnections), clock: configuration.clock, logger: logger)
         }
         self.objectStore = objectStore
         self.storeResults = configuration.cache == nil ? nil
@@ -64,7 +64,7 @@ public final class AttachmentPipeline: Sendable {
             fileWorkers: fileWorkers,
             objectPublisher: objectStore.map { ObjectPublisher(store: $0, fileWorkers: fileWorkers) })
         self.store = WorkStore(parent: configuration.temporaryDirectory)
-        self.results = SharedResults(caching: configuration.cache)
+        self.results = SharedResults(caching: configuration.cache, clock: configuration.clock)
     }
 
     /// Downloads now running (holding one of `maxConcurrentTransfers` slots) and waiting for a
@@ -104,7 +104,7 @@ public final class AttachmentPipeline: Sendable {
     public func checkObjectStore(timeout: Duration = .seconds(10)) async throws(AttachFetchError) {
         guard let objectStore else { return }
         do throws(ObjectStoreError) {
-            try await objectStore.checkBucket(deadline: .now + timeout)
+            try await objectStore.checkBucket(deadline: objectStore.clock.now + timeout)
         } catch {
             throw .objectStore("s3://\(objectStore.target.bucket): \(error.description)")
         }
@@ -152,7 +152,7 @@ public final class AttachmentPipeline: Sendable {
         let logger = logger ?? self.logger
         let budget = deadline ?? configuration.defaultDeadline
         let start = ContinuousClock.now
-        let batch = Batch(start: start, deadline: start + budget)
+        let batch = Batch(start: start, deadline: configuration.clock.now + budget, clock: configuration.clock)
         let output: BatchOutput?
         do {
             output = keepingFiles ? try BatchOutput(outputDirectory, temporaryDirectory: configuration.temporaryDirectory) : nil

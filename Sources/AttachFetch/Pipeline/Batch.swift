@@ -1,25 +1,32 @@
 import Synchronization
 
 /// What a batch of attachments, or one piece of shared work, runs under: its clock, its
-/// deadline, and whether that deadline has fired.
+/// deadline, and whether that deadline has fired. The deadline is an instant of the pipeline's
+/// clock (`AttachFetchConfiguration.clock`); `start` is real time, for the descriptors' timings.
 final class Batch: Sendable {
     private static let nextID = Atomic<Int>(0)
     /// Transfer slots are shared fairly between these ids.
     let id: Int
     let start: ContinuousClock.Instant
+    /// What the deadline is measured by.
+    let clock: AttachFetchClock
     private let currentDeadline: Locked<ContinuousClock.Instant>
     private let deadlineFired = Atomic<Bool>(false)
 
     /// - Parameter fairnessID: shared work's transfers count against the batch that started it.
-    init(start: ContinuousClock.Instant, deadline: ContinuousClock.Instant, fairnessID: Int? = nil) {
+    init(start: ContinuousClock.Instant, deadline: ContinuousClock.Instant, clock: AttachFetchClock, fairnessID: Int? = nil) {
         self.id = fairnessID ?? Batch.nextID.add(1, ordering: .relaxed).newValue
         self.start = start
+        self.clock = clock
         self.currentDeadline = Locked(deadline)
     }
 
     /// The deadline now. A caller's batch keeps its own; shared work's moves later when a
     /// caller with more time joins it (`extendDeadline`), so that it goes on for that caller.
     var deadline: ContinuousClock.Instant { currentDeadline.withLock { $0 } }
+
+    /// Time left before the deadline, by the batch's clock (negative once it has passed).
+    var remaining: Duration { deadline - clock.now }
 
     /// Moves the deadline later (never earlier).
     func extendDeadline(to later: ContinuousClock.Instant) {
@@ -60,9 +67,9 @@ final class Batch: Sendable {
     func sleepThenFireDeadline() async {
         while !Task.isCancelled {
             let until = deadline
-            try? await Task.sleep(until: until, clock: .continuous)
+            try? await clock.sleep(until: until)
             if Task.isCancelled { return }
-            if deadline <= .now {
+            if deadline <= clock.now {
                 fireDeadline()
                 return
             }

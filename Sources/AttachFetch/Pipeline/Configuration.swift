@@ -79,8 +79,11 @@ public struct AttachFetchConfiguration: Sendable {
     public var timeout = Timeout()
     /// Per-host circuit breaking: 5 failures in a row, 30 s cool-down by default.
     public var breaker = CircuitBreaker()
-    /// What breaker cool-downs are measured by. Default `.system`, the monotonic clock; tests
-    /// give a clock they move by hand.
+    /// What the pipeline measures its own time by: batch deadlines (and the deadline it
+    /// enforces on queued and running transfers, Retry-After waits and object-store requests),
+    /// cache freshness, leases and breaker cool-downs. Default `.system`, the monotonic clock;
+    /// tests give a clock they move by hand. libcurl's timeouts, the stall timer and the
+    /// descriptors' timings are real time whatever this is.
     public var clock: AttachFetchClock = .system
     /// Largest body per kind: image 10 MiB, audio 5 MiB, video 50 MiB, image source 40 MiB by default.
     public var sizeLimits = SizeLimits()

@@ -7,10 +7,11 @@ import Glibc
 
 extension EasyTransfer {
     /// Opens the body file and sets every option. Returns a failure to report instead of
-    /// starting, or nil when the handle is ready to add to the multi handle.
-    func prepare() -> AttachmentDescriptor.Reason? {
+    /// starting, or nil when the handle is ready to add to the multi handle. `now` is the
+    /// pipeline's clock's reading, which the deadline is an instant of.
+    func prepare(now: ContinuousClock.Instant) -> AttachmentDescriptor.Reason? {
         let spec = job.spec
-        let remaining = spec.deadline - .now
+        let remaining = spec.deadline - now
         guard remaining > .milliseconds(1) else {
             return .init(code: .deadlineExceeded, message: "the batch deadline passed before the request could start")
         }

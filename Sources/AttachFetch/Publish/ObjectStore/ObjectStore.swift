@@ -32,10 +32,14 @@ final class ObjectStore: Sendable {
     /// Requests sent so far, by method (for metrics and benchmarks).
     var requestCounts: [String: Int] { sent.withLock { $0 } }
 
-    init(target: ObjectStorePublishing, maxConcurrent: Int, logger: Logger) throws(AttachFetchError) {
+    /// What request deadlines are instants of: the pipeline's clock.
+    let clock: AttachFetchClock
+
+    init(target: ObjectStorePublishing, maxConcurrent: Int, clock: AttachFetchClock = .system, logger: Logger) throws(AttachFetchError) {
         self.target = target
         self.logger = logger
-        engine = try StoreEngine(credentials: target.credentials, region: target.region, maxConcurrent: maxConcurrent)
+        self.clock = clock
+        engine = try StoreEngine(credentials: target.credentials, region: target.region, maxConcurrent: maxConcurrent, clock: clock)
     }
 
     /// Blocks until the engine's thread has stopped: call from a thread of its own.
@@ -127,7 +131,7 @@ final class ObjectStore: Sendable {
             }
             let ceiling = min(1000.0, 50.0 * pow(2.0, Double(attempt - 1)))
             let pause = Duration.milliseconds(Int.random(in: 0...Int(ceiling)))
-            guard ContinuousClock.now + pause < request.deadline else { throw retryable }
+            guard clock.now + pause < request.deadline else { throw retryable }
             logger.debug("object store request retried", metadata: ["attempt": "\(attempt)", "problem": "\(retryable.code)"])
             do { try await Task.sleep(for: pause) } catch { throw ObjectStoreError(code: "Cancelled", message: "the request was cancelled") }
         }

@@ -42,9 +42,10 @@ final class StoreCall {
         if receiveDescriptor >= 0 { close(receiveDescriptor) }
     }
 
-    /// Sets every option; a failure to report instead of starting, or nil.
-    func prepare(credentials: ObjectStoreCredentials, region: String) -> StoreCallFailure? {
-        let remaining = request.deadline - .now
+    /// Sets every option; a failure to report instead of starting, or nil. `now` is read from
+    /// the clock the deadline is an instant of.
+    func prepare(credentials: ObjectStoreCredentials, region: String, now: ContinuousClock.Instant) -> StoreCallFailure? {
+        let remaining = request.deadline - now
         guard remaining > .milliseconds(1) else { return .init(kind: .deadline, message: "the deadline passed before the request could start") }
         let me = Unmanaged.passUnretained(self).toOpaque()
         var headers = request.headers

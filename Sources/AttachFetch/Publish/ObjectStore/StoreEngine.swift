@@ -19,9 +19,11 @@ final class StoreEngine: CurlEngineWorkload, @unchecked Sendable {
     private let credentials: ObjectStoreCredentials
     private let region: String
     private let maxConcurrent: Int
+    private let clock: AttachFetchClock
     private var active: [UnsafeMutableRawPointer: StoreCall] = [:]
 
-    init(credentials: ObjectStoreCredentials, region: String, maxConcurrent: Int) throws(AttachFetchError) {
+    init(credentials: ObjectStoreCredentials, region: String, maxConcurrent: Int, clock: AttachFetchClock) throws(AttachFetchError) {
+        self.clock = clock
         self.core = try CurlEngine(threadName: "af-store", maxIdleConnections: maxConcurrent)
         self.credentials = credentials
         self.region = region
@@ -91,7 +93,7 @@ final class StoreEngine: CurlEngineWorkload, @unchecked Sendable {
     }
 
     private func start(_ call: StoreCall, in multi: CurlMulti) {
-        if let failure = call.prepare(credentials: credentials, region: region) {
+        if let failure = call.prepare(credentials: credentials, region: region, now: clock.now) {
             _ = call.complete(curlCode: nil, cancelled: false)
             call.result.deliver(.failure(failure))
             return

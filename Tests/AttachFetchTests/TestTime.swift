@@ -1,0 +1,71 @@
+@testable import AttachFetch
+import Foundation
+import Synchronization
+import Testing
+
+/// A clock that moves only when a test moves it. Batch deadlines, cache freshness, leases and
+/// breaker cool-downs read it (`AttachFetchConfiguration.clock`), so that a test advances it
+/// where time is the subject instead of sleeping. It starts at the real time it was made.
+final class ManualClock: Sendable {
+    private struct State {
+        var offset: Duration = .zero
+        var sleepers: [UInt64: (until: ContinuousClock.Instant, wake: CheckedContinuation<Void, any Error>)] = [:]
+        var next: UInt64 = 0
+    }
+    private let origin = ContinuousClock.now
+    private let state = Locked(State())
+    /// The pipeline's view of this clock (one clock: made once).
+    let clock: AttachFetchClock
+
+    init() {
+        let origin = self.origin, state = self.state
+        let now: @Sendable () -> ContinuousClock.Instant = { origin + state.withLock { $0.offset } }
+        clock = AttachFetchClock(now: now, sleepUntil: { until in
+            let id = state.withLock { state in state.next += 1; return state.next }
+            try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (wake: CheckedContinuation<Void, any Error>) in
+                    let ready = state.withLock { state -> Bool in
+                        if origin + state.offset >= until || Task.isCancelled { return true }
+                        state.sleepers[id] = (until, wake)
+                        return false
+                    }
+                    if ready { wake.resume() }
+                }
+            } onCancel: {
+                state.withLock { $0.sleepers.removeValue(forKey: id) }?.wake.resume(throwing: CancellationError())
+            }
+        })
+    }
+
+    /// The time now, by this clock.
+    var now: ContinuousClock.Instant { clock.now }
+
+    /// Moves the clock on, waking whoever sleeps until then.
+    func advance(by duration: Duration) {
+        let woken = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            state.offset += duration
+            let now = origin + state.offset
+            let due = state.sleepers.filter { $0.value.until <= now }
+            for id in due.keys { state.sleepers[id] = nil }
+            return due.map(\.value.wake)
+        }
+        for wake in woken { wake.resume() }
+    }
+
+    /// Sleepers waiting on this clock now: a test advances once the deadline sentinel waits.
+    var sleeping: Int { state.withLock { $0.sleepers.count } }
+}
+
+/// Polls `condition` every 10 ms until it holds: how a test waits for an event it can observe
+/// (a metric, a count, a state). Records an issue after `timeout`, which only bounds a failure.
+func waitUntil(_ what: String = "the condition", timeout: Duration = .seconds(20),
+               _ condition: () throws -> Bool) async throws {
+    let end = ContinuousClock.now + timeout
+    while try !condition() {
+        guard ContinuousClock.now < end else {
+            Issue.record("\(what) did not come true within \(timeout)")
+            return
+        }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}
