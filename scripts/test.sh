@@ -19,10 +19,10 @@ swift build --build-tests
 #   hundreds of pipelines fork their decoder workers at the same moment.
 # - "timed": suites that hold real elapsed time to a bound (the time contract, the stall
 #   timeout beside a dead host, the service's connection timers, retention and drains, the
-#   object store's retries). One test at a time, once
+#   object store's retries, a killed replica's lease, an avatar's timeout). One test at a time, once
 #   the other two are done, so that they time the code and not the machine's load.
 alone='LeakTests|IsolationTests|StageEquivalenceTests'
-timed='DeadlineTests|ThumbnailDeadlineTests|HostileServerTests|OriginBreakerTests|OriginBreakerServiceTests|ConnectionLimitTests|PlatformVariantTests|ServiceTests|ServiceProcessTests|ObjectStoreTests'
+timed='DeadlineTests|ThumbnailDeadlineTests|HostileServerTests|OriginBreakerTests|OriginBreakerServiceTests|ConnectionLimitTests|PlatformVariantTests|ServiceTests|ServiceProcessTests|ObjectStoreTests|CoalescingTests|LibraryAPITests|PayloadTests|ProbeTests|ReplicaTests'
 bundle="$(swift build --show-bin-path)/attach-fetchPackageTests.xctest"
 alone_log=$(mktemp)
 # The bundle itself, not `swift test`: two SwiftPM processes cannot share .build at once.

@@ -42,7 +42,8 @@ import Testing
 }
 
 /// One download per URL and options, however many callers ask at once.
-@Suite struct CoalescingTests {
+// Serialized: tests time a shared download and a cancellation against their bounds.
+@Suite(.serialized) struct CoalescingTests {
     @Test func thousandConcurrentRequestsOverFiftyBatchesMakeOneOriginRequest() async throws {
         let scratch = Scratch()
         let origin = try CachingOrigin()

@@ -6,7 +6,8 @@ import Testing
 
 /// The library as a Swift service uses it: a stream of results, shutdown, a logger per call,
 /// failures that keep what is known, and the inspector on its own.
-@Suite struct LibraryAPITests {
+// Serialized: a test times how soon batches fail after shutdown.
+@Suite(.serialized) struct LibraryAPITests {
     @Test func descriptorsStreamYieldsEachAttachmentOnceWithItsIndex() async throws {
         let scratch = Scratch()
         try await withPipeline(scratch) { pipeline in

@@ -14,7 +14,8 @@ func loadPayload(_ name: String, base: String = "http://127.0.0.1:9") throws -> 
     return (data, try PushPayload(data: data))
 }
 
-@Suite struct PayloadTests {
+// Serialized: a test times an avatar against its own request timeout.
+@Suite(.serialized) struct PayloadTests {
     @Test(arguments: [
         ("apns-custom-key.json", ["image_url"], "apns"),
         ("fcm-apns-delivered.json", ["fcm_options.image"], "fcm"),

@@ -6,7 +6,8 @@ import Testing
 @testable import AttachFetch
 
 /// Audio and video through FFmpeg's libraries: probe, kind, poster frame, and its limits.
-@Suite struct ProbeTests {
+// Serialized: a test bounds the time of a seek to a poster frame.
+@Suite(.serialized) struct ProbeTests {
     /// Fetches one TestMedia file; its files live in `scratch`.
     func fetch(_ file: String, into scratch: Scratch, time: Double? = nil, clip: ClippingRectangle? = nil,
                _ adjust: (inout AttachFetchConfiguration) -> Void = { _ in }) async throws -> AttachmentDescriptor {

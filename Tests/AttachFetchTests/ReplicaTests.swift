@@ -8,7 +8,7 @@ import Testing
 /// Real `attach-fetch serve` processes sharing one real object store (SeaweedFS), three of
 /// them behind a real load balancer (nginx, round robin), all on loopback; and the CLI's start
 /// check of the store. Credentials reach the processes through their environment only.
-// Serialized: each test runs three service processes and nginx; two at once would measure contention, not replicas.
+// Serialized: each test runs three service processes and nginx, and times a lease held by a killed replica.
 @Suite(.serialized, .sharedSeaweedStore) struct ReplicaTests {
 
     /// One `attach-fetch serve` child process, killed at the end if still running.
