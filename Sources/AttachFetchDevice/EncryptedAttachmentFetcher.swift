@@ -60,11 +60,15 @@ public final class EncryptedAttachmentFetcher: Sendable {
 
     /// Fetches `attachments` at the same time until `deadline`; one result each, in order.
     public func fetch(_ attachments: [EncryptedAttachment], deadline: Date) async -> [Result<FetchedAttachment, DeviceFetchError>] {
-        await withTaskGroup(of: (Int, Result<FetchedAttachment, DeviceFetchError>)?.self) { group in
+        // The deadline is this call's: it ends this call's downloads, including one that starts
+        // only after it has passed, and no other call's.
+        let call = downloads.newCall()
+        defer { downloads.forget(call: call) }
+        return await withTaskGroup(of: (Int, Result<FetchedAttachment, DeviceFetchError>)?.self) { group in
             var results = [Result<FetchedAttachment, DeviceFetchError>](
                 repeating: .failure(DeviceFetchError(.deadlineExceeded, "the deadline came first")), count: attachments.count)
             for (index, attachment) in attachments.enumerated() {
-                group.addTask { (index, await self.fetch(attachment)) }
+                group.addTask { (index, await self.fetch(attachment, call: call)) }
             }
             // The deadline sentinel: it ends the downloads still running, which then clean up.
             group.addTask {
@@ -75,7 +79,7 @@ public final class EncryptedAttachmentFetcher: Sendable {
             var finished = 0
             while let next = await group.next() {
                 guard let (index, result) = next else {
-                    if finished < attachments.count { downloads.expire() }
+                    if finished < attachments.count { downloads.expire(call: call) }
                     continue
                 }
                 results[index] = result
@@ -88,6 +92,11 @@ public final class EncryptedAttachmentFetcher: Sendable {
 
     /// One attachment, or why not.
     public func fetch(_ attachment: EncryptedAttachment) async -> Result<FetchedAttachment, DeviceFetchError> {
+        await fetch(attachment, call: nil)
+    }
+
+    /// One attachment, as a part of `call` (whose deadline ends it) when given.
+    private func fetch(_ attachment: EncryptedAttachment, call: UInt64?) async -> Result<FetchedAttachment, DeviceFetchError> {
         guard let key = ContentKey(base64URL: attachment.key) else {
             return .failure(DeviceFetchError(.malformedPayload, "the key of \(attachment.identifier) is not 16 bytes of base64url"))
         }
@@ -104,8 +113,13 @@ public final class EncryptedAttachmentFetcher: Sendable {
         let outcome: Result<Int64, DeviceFetchError> = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 download.start(continuation)
-                downloads.add(download, for: task)
-                task.resume()
+                if downloads.add(download, for: task, call: call) {
+                    task.resume()
+                } else {
+                    download.stop(DeviceFetchError(.deadlineExceeded, "the deadline came before \(attachment.identifier) started"))
+                    download.complete(nil)
+                    task.cancel()
+                }
             }
         } onCancel: {
             download.stop(DeviceFetchError(.cancelled, "cancelled"))
@@ -125,23 +139,42 @@ public final class EncryptedAttachmentFetcher: Sendable {
 
 /// The session's delegate: routes each task's callbacks to its download.
 ///
-/// `@unchecked Sendable`: `table` is only touched under `lock`.
+/// `@unchecked Sendable`: `table`, `expiredCalls` and `calls` are only touched under `lock`.
 private final class Downloads: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     private let lock = NSLock()
-    private var table: [Int: (Download, URLSessionTask)] = [:]
+    private var table: [Int: (download: Download, task: URLSessionTask, call: UInt64?)] = [:]
+    /// Calls whose deadline has fired while they run.
+    private var expiredCalls: Set<UInt64> = []
+    private var calls: UInt64 = 0
 
-    func add(_ download: Download, for task: URLSessionTask) {
-        lock.withLock { table[task.taskIdentifier] = (download, task) }
+    /// A number for one `fetch(_:deadline:)` call.
+    func newCall() -> UInt64 { lock.withLock { calls += 1; return calls } }
+
+    /// Adds a download of `call`; false when that call's deadline has fired already (the
+    /// download must then not start).
+    func add(_ download: Download, for task: URLSessionTask, call: UInt64?) -> Bool {
+        lock.withLock {
+            if let call, expiredCalls.contains(call) { return false }
+            table[task.taskIdentifier] = (download, task, call)
+            return true
+        }
     }
+
+    /// The call has returned.
+    func forget(call: UInt64) { _ = lock.withLock { expiredCalls.remove(call) } }
 
     private func download(_ task: URLSessionTask) -> Download? {
-        lock.withLock { table[task.taskIdentifier]?.0 }
+        lock.withLock { table[task.taskIdentifier]?.download }
     }
 
-    /// The deadline: every download still running ends as `deadlineExceeded`.
-    func expire() {
-        let running = lock.withLock { Array(table.values) }
-        for (download, task) in running {
+    /// `call`'s deadline: its downloads still running end as `deadlineExceeded`, and those
+    /// not yet started never start.
+    func expire(call: UInt64) {
+        let running = lock.withLock {
+            expiredCalls.insert(call)
+            return table.values.filter { $0.call == call }
+        }
+        for (download, task, _) in running {
             download.stop(DeviceFetchError(.deadlineExceeded, "the deadline came before \(download.attachment.identifier) was whole"))
             task.cancel()
         }
@@ -163,7 +196,7 @@ private final class Downloads: NSObject, URLSessionDataDelegate, @unchecked Send
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let entry = lock.withLock { table.removeValue(forKey: task.taskIdentifier) }
-        entry?.0.complete(error)
+        entry?.download.complete(error)
     }
 }
 

@@ -333,6 +333,22 @@ import Testing
         guard case .failure(let error) = late[0] else { Issue.record("a late download was accepted"); return }
         #expect(error.code == .deadlineExceeded)
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == [good.fileURL.lastPathComponent])
+        // A deadline is its call's: one already passed ends that call's download before it
+        // starts, and leaves another call's download, running at the same time, alone.
+        let slow = { (name: String) in
+            EncryptedAttachment(identifier: name, url: URL(string: "\(base)/good.bin?delayMs=1000&call=\(name)")!,
+                                key: key.base64URL, sha256: sha256, fileExtension: "bin")
+        }
+        let (otherAttachment, passedAttachment) = (slow("other"), slow("passed"))
+        async let other = fetcher.fetch([otherAttachment], deadline: Date().addingTimeInterval(30))
+        // The subject: the other call's download (a second long) is under way when this call's
+        // deadline fires.
+        try await Task.sleep(for: .milliseconds(300))
+        let passed = await fetcher.fetch([passedAttachment], deadline: Date().addingTimeInterval(-1))
+        guard case .failure(let passedError) = passed[0] else { Issue.record("a download past its deadline was accepted"); return }
+        #expect(passedError.code == .deadlineExceeded)
+        let otherResult = await other[0]
+        #expect((try? otherResult.get()) != nil, "the other call's download: \(otherResult)")
     }
 
     @Test func aFortyMegabyteVideoIsDecryptedAsItStreamsInBoundedMemory() async throws {

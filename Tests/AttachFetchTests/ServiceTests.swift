@@ -497,8 +497,9 @@ struct Exchange {
         #expect(!FileManager.default.fileExists(atPath: file) && !FileManager.default.fileExists(atPath: thumbnail))
         #expect(removedAfter >= .milliseconds(1500) && removedAfter < .seconds(4), "removed \(removedAfter) after the batch")
         // Nothing of that batch is left in the service's root: not its directory, not its bucket.
+        // The sweep removes the bucket's directories once their files are gone.
         let root = ((file as NSString).deletingLastPathComponent as NSString).deletingLastPathComponent
-        #expect(!FileManager.default.fileExists(atPath: root), "the bucket \(root) is gone")
+        try await waitUntil("the bucket \(root) to be gone", timeout: .seconds(5)) { !FileManager.default.fileExists(atPath: root) }
         await service.stop()
     }
 
