@@ -13,17 +13,18 @@ scripts/corpus.sh
 swift build --build-tests
 # The Swift tests, in parallel, in three groups (docs/performance.md#the-test-suite):
 # - "alone": suites that measure the test process itself (its threads, descriptors and
-#   resident memory, as the device-side decryption of a 37 MiB video does; its worker
-#   processes) or read libvips' process-wide error text. One
+#   resident memory; its worker processes) or read libvips' process-wide error text. One
 #   test at a time, in a process of their own, beside the first group.
 # - everything else, at most four tests at once: unbounded, every test starts together and
 #   hundreds of pipelines fork their decoder workers at the same moment.
 # - "timed": suites that hold real elapsed time to a bound (the time contract, the stall
 #   timeout beside a dead host, the service's connection timers, retention and drains, the
-#   object store's retries, a killed replica's lease, an avatar's timeout). One test at a time, once
+#   object store's retries, a killed replica's lease, an avatar's timeout), and the device's
+#   peak memory while it decrypts a 37 MiB video (its URLSession holds more while the machine
+#   is busy). One test at a time, once
 #   the other two are done, so that they time the code and not the machine's load.
-alone='LeakTests|IsolationTests|StageEquivalenceTests|EncryptedPublishingTests'
-timed='DeadlineTests|ThumbnailDeadlineTests|HostileServerTests|OriginBreakerTests|OriginBreakerServiceTests|ConnectionLimitTests|PlatformVariantTests|ServiceTests|ServiceProcessTests|ObjectStoreTests|CoalescingTests|LibraryAPITests|PayloadTests|ProbeTests|ReplicaTests'
+alone='LeakTests|IsolationTests|StageEquivalenceTests'
+timed='EncryptedPublishingTests|DeadlineTests|ThumbnailDeadlineTests|HostileServerTests|OriginBreakerTests|OriginBreakerServiceTests|ConnectionLimitTests|PlatformVariantTests|ServiceTests|ServiceProcessTests|ObjectStoreTests|CoalescingTests|LibraryAPITests|PayloadTests|ProbeTests|ReplicaTests'
 bundle="$(swift build --show-bin-path)/attach-fetchPackageTests.xctest"
 alone_log=$(mktemp)
 # The bundle itself, not `swift test`: two SwiftPM processes cannot share .build at once.
