@@ -24,7 +24,7 @@ swift build --build-tests
 #   is busy). One test at a time, once
 #   the other two are done, so that they time the code and not the machine's load.
 alone='LeakTests|IsolationTests|StageEquivalenceTests'
-timed='EncryptedPublishingTests|DeadlineTests|ThumbnailDeadlineTests|HostileServerTests|OriginBreakerTests|OriginBreakerServiceTests|ConnectionLimitTests|PlatformVariantTests|ServiceTests|ServiceProcessTests|ObjectStoreTests|CoalescingTests|LibraryAPITests|PayloadTests|ProbeTests|ReplicaTests'
+timed='TransferPaceTests|EncryptedPublishingTests|DeadlineTests|ThumbnailDeadlineTests|HostileServerTests|OriginBreakerTests|OriginBreakerServiceTests|ConnectionLimitTests|PlatformVariantTests|ServiceTests|ServiceProcessTests|ObjectStoreTests|CoalescingTests|LibraryAPITests|PayloadTests|ProbeTests|ReplicaTests'
 bundle="$(swift build --show-bin-path)/attach-fetchPackageTests.xctest"
 alone_log=$(mktemp)
 # The bundle itself, not `swift test`: two SwiftPM processes cannot share .build at once.

@@ -96,7 +96,7 @@ public final class AttachFetchServer: Sendable {
         router.head("/readyz") { _, _ in _ = try await self.ready(); return Response(status: .ok) }
         router.get("/metrics") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                     body: .init(byteBuffer: ByteBuffer(string: self.metrics.text(transfers: self.pipeline.transfersInFlight, connections: self.pipeline.originConnections, breakers: self.pipeline.originBreakers, objectStoreRequests: self.pipeline.objectStoreRequests))))
+                     body: .init(byteBuffer: ByteBuffer(string: self.metrics.text(transfers: self.pipeline.transfersInFlight, connections: self.pipeline.originConnections, breakers: self.pipeline.originBreakers, objectStoreRequests: self.pipeline.objectStoreRequests, transferPace: self.pipeline.transferPace))))
         }
         // The contract (docs/service.md#the-openapi-document): without a token, like the health routes.
         router.get("/openapi.json") { _, _ in

@@ -10,6 +10,7 @@ final class ServiceMetrics: Sendable {
     private let attachmentsInFlight: Gauge
     private let transfersRunning: Gauge
     private let transfersQueued: Gauge
+    private let transferPace: Gauge
     private let originConnectionsOpened: Gauge
     private let originConnectionsReused: Gauge
     private let inflightBytesPeak: Gauge
@@ -50,6 +51,7 @@ final class ServiceMetrics: Sendable {
         let transfers = Self.name("transfers_in_flight", "Downloads running (holding a slot) and queued for one")
         transfersRunning = registry.makeGauge(descriptor: transfers, labels: [("state", "running")])
         transfersQueued = registry.makeGauge(descriptor: transfers, labels: [("state", "queued")])
+        transferPace = registry.makeGauge(descriptor: Self.name("transfer_pace", "Downloads a second allowed to start now: twice the decoders' pace (0 with a fixed --max-concurrency)"))
         // Counts since the pipeline started, read from it when scraped: gauges set to them
         // (a Prometheus counter here could only be incremented).
         let origin = Self.name("origin_connections", "Transfers since start by their connection to the origin: new (opened) or reused (kept alive)")
@@ -149,7 +151,9 @@ final class ServiceMetrics: Sendable {
     private let storeRequests = Made<String, Gauge>()
 
     func text(transfers: (running: Int, queued: Int), connections: (opened: Int, reused: Int, peakInflightBytes: Int64),
-              breakers: (transitions: [String: Int], openHosts: Int), objectStoreRequests: [String: Int] = [:]) -> String {
+              breakers: (transitions: [String: Int], openHosts: Int), objectStoreRequests: [String: Int] = [:],
+              transferPace pace: Int? = nil) -> String {
+        transferPace.set(Double(pace ?? 0))
         breakersOpen.set(Double(breakers.openHosts))
         let added = breakerTransitionsSeen.withLock { seen -> [String: Int] in
             var added: [String: Int] = [:]

@@ -19,8 +19,8 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .customLong("stall-timeout"), help: ArgumentHelp("Seconds without any bytes before a request times out.", valueName: "SECONDS"))
     var stallTimeout: Double = library.timeout.stall.seconds
 
-    @Option(name: .customLong("max-concurrency"), help: ArgumentHelp("Transfers at once, over every host.", valueName: "N"))
-    var maxConcurrency: Int = library.maxConcurrentTransfers
+    @Option(name: .customLong("max-concurrency"), help: ArgumentHelp("Transfers at once, over every host: a fixed limit. Without it the limit adapts to what transfers cost (the decoders' pace times a transfer's duration), from 16 up to \(library.maxConcurrentTransfers).", valueName: "N"))
+    var maxConcurrency: Int?
 
     @Option(name: .customLong("max-host-connections"), help: ArgumentHelp("Transfers (connections) to one host at once.", valueName: "N"))
     var maxHostConnections: Int = library.maxHostConnections
@@ -80,7 +80,7 @@ struct PipelineOptions: ParsableArguments {
                 throw ValidationError("\(name) must be a number of seconds greater than 0 and at most 3600, not \(value)")
             }
         }
-        guard (1...Self.mostTransfers).contains(maxConcurrency) else {
+        if let maxConcurrency, !(1...Self.mostTransfers).contains(maxConcurrency) {
             throw ValidationError("--max-concurrency must be between 1 and \(Self.mostTransfers), not \(maxConcurrency)")
         }
         guard (1...Self.mostTransfers).contains(maxHostConnections) else {
@@ -172,7 +172,10 @@ struct PipelineOptions: ParsableArguments {
         var configuration = AttachFetchConfiguration()
         configuration.timeout = .init(connect: .seconds(connectTimeout), request: .seconds(timeout), stall: .seconds(stallTimeout))
         configuration.defaultDeadline = .seconds(deadline)
-        configuration.maxConcurrentTransfers = maxConcurrency
+        if let maxConcurrency {
+            configuration.maxConcurrentTransfers = maxConcurrency
+            configuration.transferConcurrency = .fixed
+        }
         configuration.maxHostConnections = maxHostConnections
         configuration.breaker = .init(failures: breakerFailures, cooldown: .seconds(breakerCooldown))
         configuration.maxInflightBytes = try inflightBytes()

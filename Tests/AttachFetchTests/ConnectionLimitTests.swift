@@ -342,13 +342,11 @@ enum RawClients {
 
     /// Waits until the service has accepted every connection waiting in its listen backlog.
     static func waitUntilAccepted(port: Int) throws {
-        let end = ContinuousClock.now + .seconds(10)
-        while true {
+        let accepted = try pollUntil(timeout: .seconds(10)) {
             guard let waiting = acceptQueue(port: port) else { throw Failure("no socket listens on port \(port)") }
-            if waiting == 0 { return }
-            guard ContinuousClock.now < end else { throw Failure("\(waiting) connections still unaccepted after 10 s") }
-            usleep(10_000)
+            return waiting == 0
         }
+        guard accepted else { throw Failure("\(acceptQueue(port: port) ?? 0) connections still unaccepted after 10 s") }
     }
 
     /// Connections in the accept queue of the socket listening on `port`: a listening socket's

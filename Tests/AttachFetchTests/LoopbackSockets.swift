@@ -34,6 +34,14 @@ enum LoopbackSockets {
         } == 0
     }
 
+    /// Whether something on 127.0.0.1 accepts a connection on `port` now.
+    static func canConnect(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return connect(fd, port: port)
+    }
+
     private static func loopback(port: UInt16) -> sockaddr_in {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)

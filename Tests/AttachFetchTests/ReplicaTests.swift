@@ -65,13 +65,12 @@ import Testing
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
-            // Ready once a replica's /healthz answers through it; polled every 10 ms.
+            // Ready once a replica's /healthz answers through it.
             struct BalancerDidNotStart: Error, CustomStringConvertible { let description: String }
-            let end = ContinuousClock.now + .seconds(10)
-            while ContinuousClock.now < end, process.isRunning {
-                if (try? runChild("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "\(base)/healthz"]).output) == "200" { return }
-                Thread.sleep(forTimeInterval: 0.01)
+            let answered = pollUntil(timeout: .seconds(10)) {
+                !process.isRunning || (try? runChild("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "\(base)/healthz"]).output) == "200"
             }
+            if answered && process.isRunning { return }
             throw BalancerDidNotStart(description: "nginx did not start: \((try? String(contentsOfFile: "\(p)/error.log", encoding: .utf8)) ?? "")")
         }
 

@@ -54,33 +54,25 @@ final class SeaweedStore: @unchecked Sendable {
             process.standardError = log
         }
         try process.run()
-        let started = ContinuousClock.now
-        // Ready once its S3 port answers /healthz and a signed request; polled every 10 ms, with
-        // curl only once the port takes connections.
-        while ContinuousClock.now - started < .seconds(60) {
-            if !process.isRunning { break }
-            if Self.canConnect(port), (try? curl(["-o", "/dev/null", "-w", "%{http_code}", "\(endpoint)/healthz"], signed: false).output) == "200",
-               (try? curl(["-o", "/dev/null", "-w", "%{http_code}", "\(endpoint)/"]).output) == "200" {
-                for bucket in buckets {
-                    let created = try curl(["-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT", "\(endpoint)/\(bucket)"])
-                    guard created.output == "200" else { throw StoreDidNotStart(description: "bucket \(bucket): HTTP \(created.output)") }
-                }
-                return
+        // Ready once its S3 port answers /healthz and a signed request, with curl only once the
+        // port takes connections.
+        let ready = pollUntil(timeout: .seconds(60)) {
+            !process.isRunning || (LoopbackSockets.canConnect(port: port)
+                && (try? curl(["-o", "/dev/null", "-w", "%{http_code}", "\(endpoint)/healthz"], signed: false).output) == "200"
+                && (try? curl(["-o", "/dev/null", "-w", "%{http_code}", "\(endpoint)/"]).output) == "200")
+        }
+        if ready && process.isRunning {
+            for bucket in buckets {
+                let created = try curl(["-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT", "\(endpoint)/\(bucket)"])
+                guard created.output == "200" else { throw StoreDidNotStart(description: "bucket \(bucket): HTTP \(created.output)") }
             }
-            Thread.sleep(forTimeInterval: 0.01)
+            return
         }
         stop()
         throw StoreDidNotStart(description: "weed did not start: \((try? String(contentsOfFile: "\(scratch.path)/weed.log", encoding: .utf8))?.suffix(2000) ?? "")")
     }
 
     deinit { stop() }
-
-    private static func canConnect(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        return LoopbackSockets.connect(fd, port: port)
-    }
 
     /// Kills the store and removes the Unix sockets it leaves in /tmp (named after its HTTP and gRPC ports).
     func stop() {

@@ -32,12 +32,7 @@ import Testing
             let port: Int
             let stoppedAt: Locked<ContinuousClock.Instant?>
             func run() async throws {
-                try await waitUntil("the server to listen on port \(port)") {
-                    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-                    guard fd >= 0 else { return false }
-                    defer { close(fd) }
-                    return LoopbackSockets.connect(fd, port: port)
-                }
+                try await waitUntil("the server to listen on port \(port)") { LoopbackSockets.canConnect(port: port) }
                 stoppedAt.withLock { $0 = .now }
             }
         }

@@ -45,10 +45,8 @@ final class TestCertificates: Sendable {
     /// (`-checkend 0` exits 1 once its notAfter is not after now); polls every 10 ms.
     private func waitUntilExpired(_ name: String) throws {
         struct NotExpired: Error { let name: String }
-        let end = ContinuousClock.now + .seconds(10)
-        while try opensslStatus(["x509", "-checkend", "0", "-noout", "-in", pem(name)]) == 0 {
-            guard ContinuousClock.now < end else { throw NotExpired(name: name) }
-            Thread.sleep(forTimeInterval: 0.01)
+        guard try pollUntil(timeout: .seconds(10), { try opensslStatus(["x509", "-checkend", "0", "-noout", "-in", pem(name)]) != 0 }) else {
+            throw NotExpired(name: name)
         }
     }
 
@@ -137,12 +135,9 @@ final class NginxTLSServer {
 
     private func waitUntilListening() throws {
         struct NginxDidNotStart: Error, CustomStringConvertible { let description: String }
-        let end = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < end {
-            if Self.canConnect(port) { return }
-            if !process.isRunning { break }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
+        let port = self.port
+        _ = pollUntil(timeout: .seconds(10)) { LoopbackSockets.canConnect(port: port) || !process.isRunning }
+        if process.isRunning && LoopbackSockets.canConnect(port: port) { return }
         let log = (try? String(contentsOfFile: "\(prefix.path)/error.log", encoding: .utf8)) ?? ""
         throw NginxDidNotStart(description: "nginx did not start: \(log)")
     }
@@ -155,12 +150,5 @@ final class NginxTLSServer {
         defer { close(fd) }
         guard let port = LoopbackSockets.bindEphemeral(fd) else { throw NoPort() }
         return port
-    }
-
-    private static func canConnect(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        return LoopbackSockets.connect(fd, port: port)
     }
 }

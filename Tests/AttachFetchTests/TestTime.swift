@@ -24,12 +24,19 @@ final class ManualClock: Sendable {
             let id = state.withLock { state in state.next += 1; return state.next }
             try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (wake: CheckedContinuation<Void, any Error>) in
-                    let ready = state.withLock { state -> Bool in
-                        if origin + state.offset >= until || Task.isCancelled { return true }
+                    // Like Task.sleep: a task already cancelled throws, one already past `until` returns.
+                    enum Now { case due, cancelled, sleeping }
+                    let now = state.withLock { state -> Now in
+                        if Task.isCancelled { return .cancelled }
+                        if origin + state.offset >= until { return .due }
                         state.sleepers[id] = (until, wake)
-                        return false
+                        return .sleeping
                     }
-                    if ready { wake.resume() }
+                    switch now {
+                    case .due: wake.resume()
+                    case .cancelled: wake.resume(throwing: CancellationError())
+                    case .sleeping: break
+                    }
                 }
             } onCancel: {
                 state.withLock { $0.sleepers.removeValue(forKey: id) }?.wake.resume(throwing: CancellationError())
@@ -58,6 +65,18 @@ final class ManualClock: Sendable {
 
 /// Polls `condition` every 10 ms until it holds: how a test waits for an event it can observe
 /// (a metric, a count, a state). Records an issue after `timeout`, which only bounds a failure.
+/// `waitUntil` for code that cannot suspend (a child process's start, in an initializer): polls
+/// `condition` every 10 ms. Returns whether it came true within `timeout`; the caller says what
+/// failed, with what it knows.
+func pollUntil(timeout: Duration, _ condition: () throws -> Bool) rethrows -> Bool {
+    let end = ContinuousClock.now + timeout
+    while try !condition() {
+        guard ContinuousClock.now < end else { return false }
+        usleep(10_000)
+    }
+    return true
+}
+
 func waitUntil(_ what: String = "the condition", timeout: Duration = .seconds(20),
                _ condition: () throws -> Bool) async throws {
     let end = ContinuousClock.now + timeout

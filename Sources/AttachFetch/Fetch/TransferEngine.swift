@@ -5,15 +5,16 @@ import Synchronization
 
 /// Runs every download of one pipeline on a `CurlEngine` thread with libcurl's multi interface.
 ///
-/// Jobs wait in a Swift queue and get a curl handle only when one of `maxConcurrent` slots is
-/// free and their host has fewer than `maxPerHost` running, so time spent waiting never counts
+/// Jobs wait in a Swift queue and get a curl handle only when one of the slots is free (as
+/// many as `TransferPace` lets start, at most `maxConcurrent` running) and their host has fewer
+/// than `maxPerHost` running, so time spent waiting never counts
 /// against a request's own timeouts. Slots are shared fairly between hosts, and within a host
 /// between batches (`TransferQueue`). A running transfer is never pre-empted; its own timeouts
 /// bound how long it holds a slot. Bodies share a budget of bytes in temporary files
 /// (`InflightBytes`); a body that does not fit waits, paused, until earlier ones end.
 final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
-    // @unchecked Sendable: `shared` is behind a lock; `sniffer`, `inflight`, `share` and `active`
-    // are used only by the engine thread (after `init` hands them over); `core.wakeup()` is
+    // @unchecked Sendable: `shared` is behind a lock; `sniffer`, `inflight`, `share`, `active`
+    // and `pace` are used only by the engine thread (after `init` hands them over); `core.wakeup()` is
     // safe from any thread; the counters are atomics.
     private struct Shared {
         var queue: TransferQueue
@@ -28,13 +29,17 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
     private let sniffer: MagicSniffer
     private let share: CurlShare
     private let inflight: InflightBytes
-    private let maxConcurrent: Int
+    private var pace: TransferPace
+    /// Jobs per second the decoders get through, for the pace (nil: none finished yet).
+    private let decodeRate: @Sendable () -> Double?
     private let logger: Logger
     private var active: [UnsafeMutableRawPointer: EasyTransfer] = [:] {
         didSet { runningCount.store(active.count, ordering: .relaxed) }
     }
     /// `active.count`, readable from any thread (for metrics).
     private let runningCount = Atomic<Int>(0)
+    /// Transfers a second the pace allowed at the last turn (0: not adaptive).
+    private let currentPace = Atomic<Int>(0)
     private let connectionsOpened = Atomic<Int>(0)
     private let connectionsReused = Atomic<Int>(0)
     private let peakInflightBytes = Atomic<Int64>(0)
@@ -44,7 +49,8 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
     /// Room a retried request must still have after the delay the server asked for.
     static let retryRoom: Duration = .seconds(1)
 
-    init(maxConcurrent: Int, maxPerHost: Int, maxInflightBytes: Int64, breaker: AttachFetchConfiguration.CircuitBreaker,
+    init(maxConcurrent: Int, adaptive: Bool = false, decoderThreads: Int = 2, decodeRate: @escaping @Sendable () -> Double? = { nil },
+         maxPerHost: Int, maxInflightBytes: Int64, breaker: AttachFetchConfiguration.CircuitBreaker,
          clock: AttachFetchClock, logger: Logger) throws(AttachFetchError) {
         // Idle connections kept for reuse: as many as may run, so a batch's connections are
         // still there for the next one.
@@ -55,8 +61,10 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
         self.sniffer = try MagicSniffer()
         self.share = try CurlShare()
         self.inflight = InflightBytes(limit: maxInflightBytes)
-        self.maxConcurrent = maxConcurrent
+        self.pace = TransferPace(cap: maxConcurrent, adaptive: adaptive, decoderThreads: decoderThreads)
+        self.decodeRate = decodeRate
         self.logger = logger
+        currentPace.store(Int(pace.pace(decodeRate: nil) ?? 0), ordering: .relaxed)
         core.start(self)
     }
 
@@ -102,6 +110,12 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
         (runningCount.load(ordering: .relaxed), shared.withLock { $0.queue.count })
     }
 
+    /// Transfers a second allowed to start at the engine's last turn; nil when the limit is fixed.
+    var transferPace: Int? {
+        let pace = currentPace.load(ordering: .relaxed)
+        return pace > 0 ? pace : nil
+    }
+
     /// Connections opened to origins since start, transfers that reused a kept-alive one, and the
     /// most bytes running transfers ever held in temporary files at once.
     var connections: (opened: Int, reused: Int, peakInflightBytes: Int64) {
@@ -125,26 +139,30 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
     // MARK: Engine thread (CurlEngineWorkload)
 
     func turn(_ multi: CurlMulti) -> Duration? {
-        let wait = enforceLimits()
         // Deadlines and Retry-After pauses are instants of the pipeline's clock; a paused
-        // body's waiting is measured in real time, as its timings are.
+        // body's waiting, the stall timer and the transfer limit are measured in real time, as
+        // the timings are. Each is read once a turn.
         let now = clock.now
         let realNow = ContinuousClock.now
+        let wait = enforceLimits(now: now, realNow: realNow)
         for transfer in inflight.admitWaiting() {
             transfer.resume(now: realNow)
             if transfer.abortReason != nil { finish(transfer.handle, curlCode: nil) }
         }
-        let freeSlots = maxConcurrent - active.count
+        let rate = decodeRate()
+        let freeSlots = pace.startable(now: realNow, running: active.count, decodeRate: rate)
+        currentPace.store(Int(pace.pace(decodeRate: rate) ?? 0), ordering: .relaxed)
         let resumed = pauses.filter { $0.value <= now }.map(\.key)
         for host in resumed { pauses[host] = nil }
-        let (starting, cancelled, expired, stopping) = shared.withLock {
-            shared -> ([TransferJob], [TransferJob], [TransferJob], Bool) in
-            if shared.stopping { return ([], [], shared.queue.removeAll(), true) }
+        let (starting, cancelled, expired, stopping, stillQueued) = shared.withLock {
+            shared -> ([TransferJob], [TransferJob], [TransferJob], Bool, Bool) in
+            if shared.stopping { return ([], [], shared.queue.removeAll(), true, false) }
             for host in resumed { shared.queue.pause(host, false) }
             let cancelled = shared.cancelled.filter { shared.queue.remove($0) }
             shared.cancelled = []
             let expired = shared.queue.removeExpired(now: now)
-            return (shared.queue.take(slots: freeSlots), cancelled, expired, false)
+            let starting = shared.queue.take(slots: freeSlots)
+            return (starting, cancelled, expired, false, shared.queue.count > 0)
         }
         for job in cancelled {
             var outcome = TransferOutcome.failed(.cancelled, "cancelled while the request was queued")
@@ -164,15 +182,20 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
             for key in Array(active.keys) { finish(key, curlCode: nil) }
             return nil
         }
-        for job in starting { start(job, in: multi) }
+        for job in starting { start(job, in: multi, now: now) }
         peakInflightBytes.store(inflight.peakWritten, ordering: .relaxed)
         // `wait` was worked out before these started: look at them again as `enforceLimits`
         // does for any transfer whose stall timer is not armed yet (20 ms), not a second later.
         var longest = starting.isEmpty ? wait : min(wait, .milliseconds(20))
-        if let queuedDeadline = shared.withLock({ $0.queue.earliestDeadline }) {
-            longest = min(longest, max(.zero, queuedDeadline - clock.now))
+        pace.started(starting.count)
+        // Jobs held back by the pace, not by the cap: look again when a few more may start.
+        if stillQueued && pace.adaptive && active.count < pace.cap {
+            longest = min(longest, TransferPace.lookAgain)
         }
-        if let pauseEnd = pauses.values.min() { longest = min(longest, max(.zero, pauseEnd - clock.now)) }
+        if let queuedDeadline = shared.withLock({ $0.queue.earliestDeadline }) {
+            longest = min(longest, max(.zero, queuedDeadline - now))
+        }
+        if let pauseEnd = pauses.values.min() { longest = min(longest, max(.zero, pauseEnd - now)) }
         return longest
     }
 
@@ -186,7 +209,7 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
         for key in Array(active.keys) { finish(key, curlCode: nil) }
     }
 
-    private func start(_ job: TransferJob, in multi: CurlMulti) {
+    private func start(_ job: TransferJob, in multi: CurlMulti, now: ContinuousClock.Instant) {
         let transfer: EasyTransfer
         do {
             transfer = try EasyTransfer(job: job, sniffer: sniffer, inflight: inflight, share: share)
@@ -194,7 +217,7 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
             ended(job, .failed(.ioError, error.message))
             return
         }
-        if let failure = transfer.prepare(now: clock.now) {
+        if let failure = transfer.prepare(now: now) {
             var outcome = transfer.complete(curlCode: nil)
             outcome.failure = failure
             ended(job, outcome)
@@ -255,7 +278,7 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
             if shared.queue.knowledge(of: host) == .learning && outcome.httpVersion != 0 {
                 shared.queue.learn(host, outcome.httpVersion >= CURL_HTTP_VERSION_2_0 ? .multiplexed : .plain)
             }
-            switch shared.breakers.record(host, failure: outcome.originFailure, now: clock.now, wall: wall) {
+            switch shared.breakers.record(host, failure: outcome.originFailure, now: now, wall: wall) {
             case .opened(let reason):
                 shared.queue.probe(host, false)
                 return (shared.queue.removeAll(host: host).map { ($0, reason) }, false)
@@ -286,11 +309,9 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
 
     /// Cancels, deadline-expires and stall-expires active transfers. Returns how long the loop
     /// may sleep before one of these clocks next needs looking at.
-    private func enforceLimits() -> Duration {
+    private func enforceLimits(now deadlineNow: ContinuousClock.Instant, realNow now: ContinuousClock.Instant) -> Duration {
         // The batch deadline by the pipeline's clock; the stall timer, like libcurl's own
         // timeouts, in real time.
-        let deadlineNow = clock.now
-        let now = ContinuousClock.now
         var wait: Duration = .seconds(1)
         var stopping: [UnsafeMutableRawPointer] = []
         for (handle, transfer) in active {

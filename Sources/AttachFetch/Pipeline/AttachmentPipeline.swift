@@ -41,7 +41,19 @@ public final class AttachmentPipeline: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.trustStore = try TrustStore.adding(configuration.trustedCertificates)
+        // Image workers start with the pipeline (images are the common case); the probe worker
+        // at the first audio or video, so that image-only use never starts one.
+        let launch = try DecoderProcess.launch(for: configuration)
+        let imageWorkers = DecoderPool(threads: configuration.thumbnailThreads, name: "af-thumb", launch: launch, eager: true)
+        let probeWorkers = DecoderPool(threads: configuration.probeThreads, name: "af-probe", launch: launch, eager: false)
         self.engine = try TransferEngine(maxConcurrent: configuration.maxConcurrentTransfers,
+                                         adaptive: configuration.transferConcurrency == .adaptive,
+                                         decoderThreads: configuration.thumbnailThreads + configuration.probeThreads,
+                                         decodeRate: {
+                                             // Images and probes run on pools of their own, side by side.
+                                             let rates = [imageWorkers.jobsPerSecond, probeWorkers.jobsPerSecond].compactMap { $0 }
+                                             return rates.isEmpty ? nil : rates.reduce(0, +)
+                                         },
                                          maxPerHost: configuration.maxHostConnections,
                                          maxInflightBytes: configuration.maxInflightBytes,
                                          breaker: configuration.breaker, clock: configuration.clock, logger: logger)
@@ -52,14 +64,11 @@ public final class AttachmentPipeline: Sendable {
         self.objectStore = objectStore
         self.storeResults = configuration.cache == nil ? nil
             : objectStore.map { StoreResults(store: $0, configuration: configuration, logger: logger) }
-        let launch = try DecoderProcess.launch(for: configuration)
-        // Image workers start with the pipeline (images are the common case); the probe worker
-        // at the first audio or video, so that image-only use never starts one.
         let fileWorkers = BlockingPool(threads: configuration.publish == nil && objectStore == nil ? 0 : 1, name: "af-files")
         self.stages = RacedRunner(
             configuration: configuration,
-            imageWorkers: DecoderPool(threads: configuration.thumbnailThreads, name: "af-thumb", launch: launch, eager: true),
-            probeWorkers: DecoderPool(threads: configuration.probeThreads, name: "af-probe", launch: launch, eager: false),
+            imageWorkers: imageWorkers,
+            probeWorkers: probeWorkers,
             // The file thread only publishes: none when nothing is published.
             fileWorkers: fileWorkers,
             objectPublisher: objectStore.map { ObjectPublisher(store: $0, fileWorkers: fileWorkers) })
@@ -70,6 +79,10 @@ public final class AttachmentPipeline: Sendable {
     /// Downloads now running (holding one of `maxConcurrentTransfers` slots) and waiting for a
     /// slot, across every batch of this pipeline. For metrics; a snapshot, stale at once.
     public var transfersInFlight: (running: Int, queued: Int) { engine.inFlight }
+
+    /// Downloads a second allowed to start now: twice the pace the decoders get through jobs
+    /// (`transferConcurrency` `.adaptive`); nil when the limit is fixed. For metrics.
+    public var transferPace: Int? { engine.transferPace }
 
     /// Connections opened to origins since the pipeline started, and transfers that reused a
     /// kept-alive connection instead; and the most bytes running transfers ever held in

@@ -87,12 +87,32 @@ public struct AttachFetchConfiguration: Sendable {
     public var clock: AttachFetchClock = .system
     /// Largest body per kind: image 10 MiB, audio 5 MiB, video 50 MiB, image source 40 MiB by default.
     public var sizeLimits = SizeLimits()
-    /// Transfers running at once, shared by every batch and host on the same pipeline.
-    /// Default 1024. A transfer costs a socket and a temporary file and mostly waits on the
-    /// network, so this is sized for origins 20–300 ms away, not by cores (decoding has its own
-    /// pools, `thumbnailThreads` and `probeThreads`); the measured sweep behind it is in
+    /// The most transfers running at once, shared by every batch and host on the same
+    /// pipeline. Default 1024. A transfer costs a socket and a temporary file and mostly waits
+    /// on the network, so this is sized for origins 20–300 ms away, not by cores (decoding has
+    /// its own pools, `thumbnailThreads` and `probeThreads`). With `transferConcurrency`
+    /// `.adaptive` (the default) transfers also start no faster than the decoders can use them;
+    /// with `.fixed`, up to this many start at once. The measured sweep is in
     /// docs/performance.md.
     public var maxConcurrentTransfers = 1024
+    /// How transfers start, up to `maxConcurrentTransfers` running. Default `.adaptive`.
+    public var transferConcurrency: TransferConcurrency = .adaptive
+
+    /// How transfers start.
+    public struct TransferConcurrency: Sendable, Hashable, CustomStringConvertible {
+        private let name: String
+        private init(_ name: String) { self.name = name }
+
+        /// Up to 16 whatever the pace; more at twice the pace the decoders finish jobs, up to 16
+        /// at once after a pause. By Little's law as many run as that pace times a transfer's
+        /// duration: about 16 for an origin 0 ms away (hundreds would only contend for the file
+        /// system), hundreds for one 100–300 ms away. Before the decoders finish a job, 2 ms a job per thread is assumed.
+        public static let adaptive = TransferConcurrency("adaptive")
+        /// Up to `maxConcurrentTransfers` at once, at any pace (the CLI's `--max-concurrency`).
+        public static let fixed = TransferConcurrency("fixed")
+
+        public var description: String { name }
+    }
     /// Transfers (and so connections) to one host at once: scheme, name and port. Default 512:
     /// at 300 ms, 300 small images from one CDN took 1.04 s with 512 and 1.33 s with 256 (a
     /// second wave, one more round trip); half the slots, so that another host always finds

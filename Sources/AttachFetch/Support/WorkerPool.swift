@@ -18,6 +18,9 @@ final class WorkerPool<Slot: AnyObject>: Sendable {
     }
 
     private let state = State()
+    private let threads: Int
+    /// Moving average of one job's busy time on a thread, in seconds; nil before the first.
+    private let jobSeconds = Locked<Double?>(nil)
     /// What a job submitted after `stop()` gets instead of a thread's slot (it runs at once, on
     /// the submitting thread).
     private let stoppedSlot: @Sendable () -> Slot
@@ -27,14 +30,15 @@ final class WorkerPool<Slot: AnyObject>: Sendable {
     ///   - stoppedSlot: the stand-in a late job gets once the pool is stopped.
     init(threads: Int, name: String, makeSlot: @escaping @Sendable () -> Slot, stoppedSlot: @escaping @Sendable () -> Slot) {
         self.stoppedSlot = stoppedSlot
+        self.threads = threads
         state.running = threads
         for index in 0..<threads {
-            let state = self.state
+            let (state, jobSeconds) = (self.state, self.jobSeconds)
             let thread = Thread {
                 nameCurrentThread("\(name)-\(index)")
                 do {
                     let slot = makeSlot()
-                    WorkerPool.work(state, slot)
+                    WorkerPool.work(state, slot, jobSeconds)
                 }
                 // The slot is gone (a decoder slot's process stopped and reaped with it).
                 state.condition.lock()
@@ -65,6 +69,13 @@ final class WorkerPool<Slot: AnyObject>: Sendable {
         state.condition.unlock()
     }
 
+    /// Jobs the pool gets through per second while it has work: its threads over the moving
+    /// average of one job's busy time. Nil until a thread has finished its second job. The transfer engine sizes
+    /// how many downloads run at once by it (`AdaptiveTransferLimit`).
+    var jobsPerSecond: Double? {
+        jobSeconds.withLock { $0 }.map { Double(threads) / max($0, 1e-6) }
+    }
+
     func submit(_ job: @escaping @Sendable (Slot) -> Void) {
         state.condition.lock()
         if state.stopping {
@@ -77,7 +88,10 @@ final class WorkerPool<Slot: AnyObject>: Sendable {
         state.condition.unlock()
     }
 
-    private static func work(_ state: State, _ slot: Slot) {
+    private static func work(_ state: State, _ slot: Slot, _ jobSeconds: Locked<Double?>) {
+        // A thread's first job pays for its start (a decoder worker loading its libraries):
+        // left out of the average, which would otherwise start an order of magnitude high.
+        var first = true
         while true {
             state.condition.lock()
             while state.jobs.isEmpty && !state.stopping { state.condition.wait() }
@@ -86,7 +100,15 @@ final class WorkerPool<Slot: AnyObject>: Sendable {
                 return
             }
             state.condition.unlock()
+            let started = ContinuousClock.now
             job(slot)
+            let busy = (ContinuousClock.now - started).seconds
+            if first {
+                first = false
+                continue
+            }
+            // The newest job weighs an eighth: a few slow decodes move it, one does not.
+            jobSeconds.withLock { $0 = $0.map { $0 + (busy - $0) / 8 } ?? busy }
         }
     }
 }
