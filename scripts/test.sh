@@ -19,7 +19,7 @@ swift build --build-tests
 #   hundreds of pipelines fork their decoder workers at the same moment.
 # - "timed": suites that hold real elapsed time to a bound (the time contract, the stall
 #   timeout beside a dead host, the service's connection timers, retention and drains, the
-#   object store's retries, a killed replica's lease, an avatar's timeout), and the device's
+#   object store's retries, a killed replica's lease, an avatar's timeout, the transfer pace's connection counts), and the device's
 #   peak memory while it decrypts a 37 MiB video (its URLSession holds more while the machine
 #   is busy). One test at a time, once
 #   the other two are done, so that they time the code and not the machine's load.

@@ -364,6 +364,17 @@ def count_thumbnails(directory, indices):
     return sum(1 for name in entries if ".thumb." in name and name.split(".thumb.")[0].removeprefix("attachment-") in indices)
 
 
+def balanced_order(settings, round_index):
+    """The settings' order in one round of the sweep: rounds go in pairs, the second the first
+    reversed, each pair rotated one further. This machine slows steadily within a run (each
+    round leaves thousands of deleted inodes that ext4's allocator then skips), so a setting
+    that runs late in most rounds loses to one that runs early; in each pair every setting's
+    mean position is the middle, so an even number of rounds cancels a steady drift."""
+    shift = (round_index // 2) % len(settings)
+    order = settings[shift:] + settings[:shift]
+    return order if round_index % 2 == 0 else order[::-1]
+
+
 def sweep(args, scenarios, machine):
     """attach-fetch at its default concurrency and at each of SWEEP_CONCURRENCY, and the Python
     baseline, on small300 and mixed, at every RTT; the settings in alternating order per round."""
@@ -393,8 +404,7 @@ def sweep(args, scenarios, machine):
 
                     samples = {setting: [] for setting in settings}
                     for round_index in range(args.rounds):
-                        shift = round_index % len(settings)
-                        for setting in settings[shift:] + settings[:shift]:
+                        for setting in balanced_order(settings, round_index):
                             sample = timed(command(setting, out), out, sample_memory=False)
                             sample["thumbnails"] = count_thumbnails(out, image_indices)
                             if sample["thumbnails"] != len(image_indices):

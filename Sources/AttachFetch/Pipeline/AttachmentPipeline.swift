@@ -51,8 +51,10 @@ public final class AttachmentPipeline: Sendable {
                                          decoderThreads: configuration.thumbnailThreads + configuration.probeThreads,
                                          decodeRate: {
                                              // Images and probes run on pools of their own, side by side.
-                                             let rates = [imageWorkers.jobsPerSecond, probeWorkers.jobsPerSecond].compactMap { $0 }
-                                             return rates.isEmpty ? nil : rates.reduce(0, +)
+                                             switch (imageWorkers.jobsPerSecond, probeWorkers.jobsPerSecond) {
+                                             case (nil, nil): nil
+                                             case let (images, probes): (images ?? 0) + (probes ?? 0)
+                                             }
                                          },
                                          maxPerHost: configuration.maxHostConnections,
                                          maxInflightBytes: configuration.maxInflightBytes,
