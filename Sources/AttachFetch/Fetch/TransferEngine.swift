@@ -188,8 +188,10 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
         // does for any transfer whose stall timer is not armed yet (20 ms), not a second later.
         var longest = starting.isEmpty ? wait : min(wait, .milliseconds(20))
         pace.started(starting.count)
-        // Jobs held back by the pace, not by the cap: look again when a few more may start.
-        if stillQueued && pace.adaptive && active.count < pace.cap {
+        // Jobs held back by the pace (every slot it allowed was taken, and the cap is not
+        // reached): look again when a few more may start. Jobs the queue held back (a host at
+        // its cap or paused) wait for a transfer's end or the pause's, not for this.
+        if stillQueued && pace.adaptive && starting.count >= freeSlots && active.count < pace.cap {
             longest = min(longest, TransferPace.lookAgain)
         }
         if let queuedDeadline = shared.withLock({ $0.queue.earliestDeadline }) {
