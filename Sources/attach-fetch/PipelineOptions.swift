@@ -19,7 +19,7 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .customLong("stall-timeout"), help: ArgumentHelp("Seconds without any bytes before a request times out.", valueName: "SECONDS"))
     var stallTimeout: Double = library.timeout.stall.seconds
 
-    @Option(name: .customLong("max-concurrency"), help: ArgumentHelp("Transfers at once, over every host: a fixed limit. Without it the limit adapts to what transfers cost (the decoders' pace times a transfer's duration), from 16 up to \(library.maxConcurrentTransfers).", valueName: "N"))
+    @Option(name: .customLong("max-concurrency"), help: ArgumentHelp("Transfers at once, over every host: a fixed limit. Without it, 16 run whatever the pace and more start at twice the pace the decoders finish images, up to \(library.maxConcurrentTransfers) running.", valueName: "N"))
     var maxConcurrency: Int?
 
     @Option(name: .customLong("max-host-connections"), help: ArgumentHelp("Transfers (connections) to one host at once.", valueName: "N"))

@@ -14,9 +14,9 @@
 /// Up to `burst` transfers run whatever the pace, and up to `burst` more start at once when the
 /// pace has been idle (a token bucket of that depth): an origin 0 ms away, whose transfers end
 /// within a millisecond, is never held back by the pace, only kept to about `burst` at once
-/// (the best fixed limit there, in the sweep). The pace is the decoders' threads over the moving average of one job's busy time;
-/// until they have finished a job, one job is taken to cost `assumedJobTime` per thread. At
-/// most `cap` (`maxConcurrentTransfers`) run at once. Not adaptive (`--max-concurrency`,
+/// (the best fixed limit there, in the sweep). The pace is the decoders' threads over the
+/// moving average of one job's busy time; until they have finished a job, one job is taken to
+/// cost `assumedJobTime` per thread. At most `cap` (`maxConcurrentTransfers`) run at once. Not adaptive (`--max-concurrency`,
 /// `TransferConcurrency.fixed`): up to `cap` start at once, at any pace.
 ///
 /// Engine thread only; pure arithmetic on given instants, no system call, so tests drive it

@@ -106,7 +106,8 @@ public struct AttachFetchConfiguration: Sendable {
         /// Up to 16 whatever the pace; more at twice the pace the decoders finish jobs, up to 16
         /// at once after a pause. By Little's law as many run as that pace times a transfer's
         /// duration: about 16 for an origin 0 ms away (hundreds would only contend for the file
-        /// system), hundreds for one 100–300 ms away. Before the decoders finish a job, 2 ms a job per thread is assumed.
+        /// system), hundreds for one 100–300 ms away. Before the decoders finish a job, 2 ms a
+        /// job per thread is assumed.
         public static let adaptive = TransferConcurrency("adaptive")
         /// Up to `maxConcurrentTransfers` at once, at any pace (the CLI's `--max-concurrency`).
         public static let fixed = TransferConcurrency("fixed")

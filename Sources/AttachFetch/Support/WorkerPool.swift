@@ -70,8 +70,8 @@ final class WorkerPool<Slot: AnyObject>: Sendable {
     }
 
     /// Jobs the pool gets through per second while it has work: its threads over the moving
-    /// average of one job's busy time. Nil until a thread has finished its second job. The transfer engine sizes
-    /// how many downloads run at once by it (`AdaptiveTransferLimit`).
+    /// average of one job's busy time. Nil until a thread has finished its second job. The
+    /// transfer engine starts downloads at twice this pace (`TransferPace`).
     var jobsPerSecond: Double? {
         jobSeconds.withLock { $0 }.map { Double(threads) / max($0, 1e-6) }
     }
