@@ -111,9 +111,11 @@ let package = Package(
         .executableTarget(name: "loopback-media-server", dependencies: ["LoopbackHTTPServer"]),
         // Test-only C wrappers for making large images at test time.
         .target(name: "CTestSupport", dependencies: ["CVips"], path: "Tests/CTestSupport"),
+        // The corpus suite's independent libvips check: one process per batch, not one per file.
+        .executableTarget(name: "vips-check", dependencies: ["CTestSupport", "CVips"], path: "Tests/VipsCheck"),
         .testTarget(
             name: "AttachFetchTests",
-            dependencies: ["AttachFetch", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "CAttachFetchShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder",
+            dependencies: ["AttachFetch", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "CAttachFetchShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "vips-check",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "HummingbirdTesting", package: "hummingbird"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]

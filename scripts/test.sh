@@ -11,32 +11,42 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh "$@"
 scripts/corpus.sh
 swift build --build-tests
-# The Swift tests, in parallel, in three groups (docs/performance.md#the-test-suite):
-# - "alone": suites that measure the test process itself (its threads, descriptors and
-#   resident memory; its worker processes) or read libvips' process-wide error text. One
-#   test at a time, in a process of their own, beside the first group.
+# The Swift tests, in parallel, in two phases (docs/performance.md#the-test-suite). First:
+# - "timed": suites that hold real elapsed time to a bound, in two processes side by side, one
+#   test at a time in each: work held to a deadline, which needs the cores (the time contract,
+#   healthy hosts beside a dead one, an avatar's timeout, the transfer pace's connection counts,
+#   and the device's peak memory while it decrypts a 37 MiB video), and timers, which mostly
+#   wait (stalling origins, the service's connection timers, retention and drains, the object
+#   store's retries, a killed replica's lease);
+# - beside them, LeakTests under SCHED_IDLE (chrt --idle), in a process of its own (it counts the process's threads,
+#   descriptors and memory), on the cores the timed tests leave idle. Swift Testing keeps no
+#   backtrace of thrown errors there: it would grow the live heap the test measures.
+# Then, once those are done:
 # - everything else, at most four tests at once: unbounded, every test starts together and
-#   hundreds of pipelines fork their decoder workers at the same moment.
-# - "timed": suites that hold real elapsed time to a bound (the time contract, the stall
-#   timeout beside a dead host, the service's connection timers, retention and drains, the
-#   object store's retries, a killed replica's lease, an avatar's timeout, the transfer pace's connection counts), and the device's
-#   peak memory while it decrypts a 37 MiB video (its URLSession holds more while the machine
-#   is busy). One test at a time, once
-#   the other two are done, so that they time the code and not the machine's load.
-alone='LeakTests|IsolationTests|StageEquivalenceTests'
-timed='TransferPaceTests|EncryptedPublishingTests|DeadlineTests|ThumbnailDeadlineTests|HostileServerTests|OriginBreakerTests|OriginBreakerServiceTests|ConnectionLimitTests|PlatformVariantTests|ServiceTests|ServiceProcessTests|ObjectStoreTests|CoalescingTests|LibraryAPITests|PayloadTests|ProbeTests|ReplicaTests'
+#   hundreds of pipelines fork their decoder workers at the same moment;
+# - beside it, the suites that measure the test process itself (its worker processes) or read
+#   libvips' process-wide error text, one test at a time in a process of their own.
+# No group with time bounds shares the machine with a group at its own priority.
+leaks='LeakTests'
+alone='IsolationTests|StageEquivalenceTests'
+deadlines='TransferPaceTests|EncryptedPublishingTests|DeadlineTests|ThumbnailDeadlineTests|OriginBreakerTests|OriginBreakerServiceTests|PlatformVariantTests|LibraryAPITests|ProbeTests'
+timers='HostileServerTests|CoalescingTests|PayloadTests|ConnectionLimitTests|ServiceTests|ServiceProcessTests|ObjectStoreTests|ReplicaTests'
 bundle="$(swift build --show-bin-path)/attach-fetchPackageTests.xctest"
-alone_log=$(mktemp)
-# The bundle itself, not `swift test`: two SwiftPM processes cannot share .build at once.
-"$bundle" --testing-library swift-testing --no-parallel --filter "$alone" > "$alone_log" 2>&1 &
-alone_pid=$!
+logs=$(mktemp -d)
 status=0
+# The bundle itself, not `swift test`: two SwiftPM processes cannot share .build at once.
+group() { "$bundle" --testing-library swift-testing --no-parallel --filter "$1" < /dev/null > "$logs/$2" 2>&1; }
+group "$deadlines" deadlines & deadlines_pid=$!
+group "$timers" timers & timers_pid=$!
+SWT_SWIFT_ERROR_BACKTRACING_ENABLED=0 chrt --idle 0 \
+    "$bundle" --testing-library swift-testing --no-parallel --filter "$leaks" < /dev/null > "$logs/leaks" 2>&1 & leaks_pid=$!
+for pid in "$deadlines_pid" "$timers_pid" "$leaks_pid"; do wait "$pid" || status=$?; done
+group "$alone" alone & alone_pid=$!
 ATTACH_FETCH_CORPUS_REQUIRED=1 SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${ATTACH_FETCH_TEST_WIDTH:-4} \
-    swift test --skip-build --skip "$alone|$timed" || status=$?
+    swift test --skip-build --skip "$leaks|$alone|$deadlines|$timers" || status=$?
 wait "$alone_pid" || status=$?
-cat "$alone_log"
-rm -f "$alone_log"
-"$bundle" --testing-library swift-testing --no-parallel --filter "$timed" || status=$?
+cat "$logs/deadlines" "$logs/timers" "$logs/leaks" "$logs/alone"
+rm -rf "$logs"
 [ "$status" -eq 0 ] || { echo "swift test failed" >&2; exit "$status"; }
 # The inspector page in a real browser (Chromium over WebDriver) against the service just built.
 scripts/browser-tests.sh

@@ -395,7 +395,11 @@ import Testing
         let fetched = try results[0].get()
         #expect(fetched.bytes == Int64(size))
         #expect(try Data(contentsOf: fetched.fileURL) == Data(contentsOf: URL(fileURLWithPath: video)))
-        #expect(growth < 16 << 20, "peak memory grew \(growth >> 20) MiB for a \(size >> 20) MiB video")
+        // Holding the file would grow by its size (over 35 MiB) at least. Below that is what
+        // FoundationNetworking's URLSession buffers ahead of the decryption: it has no back
+        // pressure, so the buffer grows when the decrypting thread waits for a core (17 MiB
+        // measured beside the rest of the suite).
+        #expect(growth < 24 << 20, "peak memory grew \(growth >> 20) MiB for a \(size >> 20) MiB video")
     }
 }
 

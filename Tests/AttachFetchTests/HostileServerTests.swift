@@ -148,15 +148,14 @@ import Testing
                     let inFlight = pipeline.transfersInFlight
                     return inFlight.running == 4 && inFlight.queued >= 8
                 }
-                let started = ContinuousClock.now
                 let good = await pipeline.process((0..<4).map { AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg?n=\($0)") },
                                                   deadline: .seconds(5))
-                let waited = ContinuousClock.now - started
                 #expect(good.attachments.allSatisfy { $0.status == .ready })
-                // B waits only for the first slots to free (one stall timeout, 500 ms), not for A's
-                // whole queue (four rounds, 2 s) nor for a second round (1 s): under 1 s leaves a
-                // busy machine 500 ms of slack (0.87 s was seen with a pip install beside the tests).
-                #expect(waited < .seconds(1), "batch B took \(waited)")
+                // B waits for a slot only until the first ones free (one stall timeout, 500 ms), not
+                // for A's whole queue (four rounds, 2 s) nor for a second round (1 s). Its slot
+                // waits, not its wall time: its decodes take longer on a busy machine.
+                let queued = good.attachments.map { $0.timings.queued ?? 0 }
+                #expect(queued.allSatisfy { $0 < 1_000 }, "batch B waited \(queued) ms for slots")
                 let a = await hostile
                 #expect(a.attachments.allSatisfy { $0.reason?.code == .timeout })
             }

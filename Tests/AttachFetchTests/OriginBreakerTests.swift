@@ -98,7 +98,12 @@ import Testing
                     let elapsed = ContinuousClock.now - started
                     let healthyOnes = batch.attachments[200...]
                     #expect(healthyOnes.allSatisfy { $0.status == .ready })
-                    #expect(healthyOnes.allSatisfy { $0.timings.total <= 2_000 }, "\(healthyOnes.map(\.timings.total))")
+                    // Their transfers neither waited for a slot the dead host held nor ran slow
+                    // beside its stalls (their decodes then queue behind each other, which a busy
+                    // machine makes longer; that is not the other host's doing).
+                    let transfers = healthyOnes.map { ($0.timings.queued ?? 0) + ($0.timings.download ?? 0) }
+                    #expect(transfers.allSatisfy { $0 <= 1_000 }, "queued + download: \(transfers) ms")
+                    #expect(healthyOnes.allSatisfy { $0.timings.total < 3_000 }, "before the dead host's stall timeout: \(healthyOnes.map(\.timings.total))")
                     let stall = AttachFetchConfiguration().timeout.stall
                     #expect(elapsed <= stall + .seconds(2), "the batch took \(elapsed)")
                     #expect(dead.acceptedConnections <= AttachFetchConfiguration().maxHostConnections)

@@ -6,8 +6,9 @@ import Testing
 
 /// The real-world corpus (scripts/corpus.sh: Pillow's published test images, TestMedia and its
 /// cases) served over loopback in batches of 50, each one run of the `attach-fetch` command.
-/// Every verdict is checked against independent tools: libvips' `vips` command and FFmpeg's
-/// `ffmpeg`/`ffprobe`. `.ci/run` assembles the corpus first and requires this suite to run.
+/// Every verdict is checked against independent decoders: libvips with its own defaults (in a
+/// `vips-check` process per batch: Tests/VipsCheck) and FFmpeg's `ffmpeg`/`ffprobe`. `.ci/run`
+/// assembles the corpus first and requires this suite to run.
 @Suite struct RealWorldCorpusTests {
     static let repository = URL(fileURLWithPath: testMediaDirectory).deletingLastPathComponent().path
     static let directory: String? = {
@@ -70,6 +71,8 @@ import Testing
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
         let urls = scratch.path + "/urls-\(start).txt"
         try batchNames.map { "\(server.baseURL)/media/\($0)\n" }.joined().write(toFile: urls, atomically: true, encoding: .utf8)
+        let vips = try VipsChecker()
+        defer { vips.close() }
         let started = ContinuousClock.now
         let run = try await offPool {
             try runSampled(builtExecutable("attach-fetch"), ["--allow-private-network", "--format", "json", "--input", urls,
@@ -91,8 +94,8 @@ import Testing
                 let file = try #require(d.file, "\(name)")
                 expectedFiles.insert((file as NSString).lastPathComponent)
                 if let thumbnail = d.thumbnail { expectedFiles.insert((thumbnail.file as NSString).lastPathComponent) }
-                if let problem = try checkDelivered(d, file: file) { disagreements.append("\(name): \(problem)") }
-            } else if let problem = try checkRefused(d, original: corpus + "/" + name),
+                if let problem = try checkDelivered(d, file: file, vips: vips) { disagreements.append("\(name): \(problem)") }
+            } else if let problem = try checkRefused(d, original: corpus + "/" + name, vips: vips),
                       knownDisagreements[name] == nil {
                 disagreements.append("\(name): \(problem)")
             }
@@ -106,7 +109,7 @@ import Testing
 
     /// A delivered file: its bytes and hash as described, its extension its type's, and it
     /// decodes in full with an independent tool at the size the descriptor gives.
-    static func checkDelivered(_ d: AttachmentDescriptor, file: String) throws -> String? {
+    static func checkDelivered(_ d: AttachmentDescriptor, file: String, vips: VipsChecker) throws -> String? {
         guard fileSize(file) == d.bytes else { return "size \(fileSize(file)) but the descriptor says \(d.bytes ?? -1)" }
         guard try sha256sum(file) == d.sha256 else { return "SHA-256 differs from the descriptor's" }
         guard let type = (MediaType.all).first(where: { $0.mimeType == d.mimeType }),
@@ -115,10 +118,10 @@ import Testing
         }
         switch type.kind {
         case .image:
-            guard try tool("/usr/bin/vips", ["avg", vipsInput(file, mime: type.mimeType)]).status == 0 else {
+            guard try vips.average(vipsInput(file, mime: type.mimeType)).ok else {
                 return "delivered, but `vips avg` with fail_on=error does not decode it"
             }
-            let size = try vipsDisplaySize(file)
+            let size = try vips.displaySize(file)
             guard size.width == d.width, size.height == d.height else {
                 return "descriptor says \(d.width ?? -1)x\(d.height ?? -1), vips \(size.width)x\(size.height)"
             }
@@ -136,18 +139,18 @@ import Testing
     /// A refused file of a type attach-fetch handles: refused as damaged while an independent
     /// decoder reads it in full is a disagreement (refusals by the table, the limits or the
     /// budgets are decisions, not disagreements).
-    static func checkRefused(_ d: AttachmentDescriptor, original: String) throws -> String? {
-        if d.reason?.code == .unsupportedType { return try checkUnsupported(d, original: original) }
+    static func checkRefused(_ d: AttachmentDescriptor, original: String, vips: VipsChecker) throws -> String? {
+        if d.reason?.code == .unsupportedType { return try checkUnsupported(d, original: original, vips: vips) }
         guard d.reason?.code == .corruptMedia, let mime = d.mimeType else { return nil }
         if let type = MediaType.forSniffedMIME(mime) ?? MediaType.convertibleForSniffedMIME(mime), type.kind == .image {
             // JPEG by the decision in docs/media.md: any libjpeg warning refuses it, but for extraneous
             // bytes before a marker (then fail_on=error decides).
             if mime == "image/jpeg" {
-                let strict = try tool("/usr/bin/vips", ["avg", "\(original)[fail_on=warning]"])
-                if strict.status == 0 { return "corruptMedia (\(d.reason?.message ?? "")), but `vips avg` with fail_on=warning decodes it" }
+                let strict = try vips.average("\(original)[fail_on=warning]")
+                if strict.ok { return "corruptMedia (\(d.reason?.message ?? "")), but `vips avg` with fail_on=warning decodes it" }
                 guard strict.errors.contains("extraneous bytes before marker"), !strict.errors.contains("premature end") else { return nil }
             }
-            let decoded = try tool("/usr/bin/vips", ["avg", vipsInput(original, mime: mime)]).status == 0
+            let decoded = try vips.average(vipsInput(original, mime: mime)).ok
             return decoded ? "corruptMedia (\(d.reason?.message ?? "")), but `vips avg` with fail_on=error decodes it" : nil
         }
         if MediaType.forSniffedMIME(mime) != nil {
@@ -162,11 +165,11 @@ import Testing
     /// or MPEG transport stream whose every stream is a codec MPEG-4 carries and that ffmpeg
     /// decodes without error. (What iOS cannot show, such as AV1, H.263 or PCM in a movie, is
     /// not such a codec: refusing it is the table's decision.)
-    static func checkUnsupported(_ d: AttachmentDescriptor, original: String) throws -> String? {
-        let loader = try tool("/usr/bin/vipsheader", ["-f", "vips-loader", original]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+    static func checkUnsupported(_ d: AttachmentDescriptor, original: String, vips: VipsChecker) throws -> String? {
+        let loader = try vips.header(original).loader ?? ""
         if ["pngload", "jpegload", "gifload"].contains(loader) {
             let mime = ["pngload": "image/png", "jpegload": "image/jpeg", "gifload": "image/gif"][loader]!
-            if try tool("/usr/bin/vips", ["avg", vipsInput(original, mime: mime)]).status == 0 {
+            if try vips.average(vipsInput(original, mime: mime)).ok {
                 return "unsupportedType (\(d.reason?.message ?? "")), but vips reads it with \(loader)"
             }
             return nil
@@ -199,16 +202,63 @@ import Testing
         ["image/gif", "image/webp"].contains(mime) ? "\(file)[n=-1,fail_on=error]" : "\(file)[fail_on=error]"
     }
 
-    /// An image's size as displayed, by one `vipsheader -a` (EXIF orientations 5-8 swap the sides).
-    static func vipsDisplaySize(_ file: String) throws -> (width: Int, height: Int) {
-        var fields: [String: Int] = [:]
-        for line in try tool("/usr/bin/vipsheader", ["-a", file]).output.split(separator: "\n") {
-            let parts = line.split(separator: ":", maxSplits: 1)
-            guard parts.count == 2, ["width", "height", "orientation"].contains(String(parts[0])) else { continue }
-            fields[String(parts[0])] = Int(parts[1].trimmingCharacters(in: .whitespaces))
+}
+
+/// One `vips-check` process (Tests/VipsCheck): what `vips avg` and `vipsheader -a` answer, for
+/// one file at a time, without a process of each per file.
+final class VipsChecker {
+    struct Answer: Decodable {
+        var ok: Bool
+        var errors: String
+        var loader: String?
+        var width: Int?
+        var height: Int?
+        var orientation: Int?
+    }
+
+    private let process = Process()
+    private let requests = Pipe()
+    private let answers = Pipe()
+    private var pending = Data()
+
+    init() throws {
+        process.executableURL = URL(fileURLWithPath: builtExecutable("vips-check"))
+        process.standardInput = requests
+        process.standardOutput = answers
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+    }
+
+    /// `vips avg NAME`: whether every pixel decodes, and libvips' error text.
+    func average(_ name: String) throws -> Answer { try ask("avg", name) }
+
+    /// `vipsheader -a FILE`: its loader, size and orientation.
+    func header(_ file: String) throws -> Answer { try ask("header", file) }
+
+    /// An image's size as displayed (EXIF orientations 5-8 swap the sides); -1 when unreadable.
+    func displaySize(_ file: String) throws -> (width: Int, height: Int) {
+        let answer = try header(file)
+        let width = answer.width ?? -1, height = answer.height ?? -1
+        return (5...8).contains(answer.orientation ?? 1) ? (height, width) : (width, height)
+    }
+
+    private func ask(_ operation: String, _ argument: String) throws -> Answer {
+        try requests.fileHandleForWriting.write(contentsOf: Data("\(operation)\t\(argument)\n".utf8))
+        while !pending.contains(0x0A) {
+            let more = answers.fileHandleForReading.availableData
+            guard !more.isEmpty else { throw VipsCheckEnded(status: process.terminationStatus, request: "\(operation) \(argument)") }
+            pending.append(more)
         }
-        let width = fields["width"] ?? -1, height = fields["height"] ?? -1
-        return (5...8).contains(fields["orientation"] ?? 1) ? (height, width) : (width, height)
+        let end = pending.firstIndex(of: 0x0A)!
+        defer { pending.removeSubrange(...end) }
+        return try JSONDecoder().decode(Answer.self, from: pending[..<end])
+    }
+
+    struct VipsCheckEnded: Error { var status: Int32; var request: String }
+
+    func close() {
+        try? requests.fileHandleForWriting.close()
+        process.waitUntilExit()
     }
 }
 

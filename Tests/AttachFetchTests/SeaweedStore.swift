@@ -149,12 +149,16 @@ final class SeaweedStore: @unchecked Sendable {
         return try runChild("/usr/bin/curl", all + arguments)
     }
 
-    /// Four consecutive ports below 55,536 that are free on 127.0.0.1, with the four 10,000
-    /// above them (weed's gRPC ports) free too.
+    /// Four consecutive ports that are free on 127.0.0.1, with the four 10,000 above them
+    /// (weed's gRPC ports) free too, all below the kernel's ephemeral range: a port found free
+    /// there can be taken by another test's outgoing connection before weed binds it.
     private static func freePorts() throws -> [Int] {
         struct NoPorts: Error {}
+        let range = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? ""
+        let ephemeralStart = range.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } ?? 32_768
+        let highestBase = max(10_000, ephemeralStart - 10_004)
         for _ in 0..<200 {
-            let base = Int.random(in: 20_000...45_000)
+            let base = Int.random(in: 10_000...highestBase)
             let ports = [base, base + 1, base + 2, base + 3]
             if (ports + ports.map { $0 + 10_000 }).allSatisfy(isFree) { return ports }
         }

@@ -50,3 +50,11 @@ void af_test_fix_malloc_thresholds(void) {
     mallopt(M_MMAP_THRESHOLD, 128 * 1024);
     mallopt(M_TRIM_THRESHOLD, 128 * 1024);
 }
+
+VipsImage *af_test_vips_open(const char *name) {
+    return vips_image_new_from_file(name, NULL);
+}
+
+int af_test_vips_avg(VipsImage *in, double *average) {
+    return vips_avg(in, average, NULL);
+}

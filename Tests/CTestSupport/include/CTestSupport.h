@@ -23,4 +23,9 @@ void af_test_trim_heap(void);
 // then keeps up to twice that block's size of free memory at its top, which malloc_trim does
 // not return for any arena but the main one.
 void af_test_fix_malloc_thresholds(void);
+// vips_image_new_from_file with the options in the name ("file[fail_on=error]"), as the vips
+// command opens its input (random access). NULL on failure, with libvips' error buffer set.
+VipsImage *af_test_vips_open(const char *name);
+// vips_avg: reads every pixel, so a decoder error anywhere in the image fails it.
+int af_test_vips_avg(VipsImage *in, double *average);
 #endif
