@@ -29,8 +29,8 @@ swift build --build-tests
 # No group with time bounds shares the machine with a group at its own priority.
 leaks='LeakTests'
 alone='IsolationTests|StageEquivalenceTests'
-deadlines='TransferPaceTests|EncryptedPublishingTests|DeadlineTests|ThumbnailDeadlineTests|OriginBreakerTests|OriginBreakerServiceTests|PlatformVariantTests|LibraryAPITests|ProbeTests'
-timers='HostileServerTests|CoalescingTests|PayloadTests|ConnectionLimitTests|ServiceTests|ServiceProcessTests|ObjectStoreTests|ReplicaTests'
+deadlines='TransferPaceTests|EncryptedPublishingTests|DeadlineTests|ThumbnailDeadlineTests|OriginBreakerTests|OriginBreakerServiceTests|PlatformVariantTests|CoalescingTests|LibraryAPITests|PayloadTests|ProbeTests'
+timers='HostileServerTests|ConnectionLimitTests|ServiceTests|ServiceProcessTests|ObjectStoreTests|ReplicaTests'
 bundle="$(swift build --show-bin-path)/attach-fetchPackageTests.xctest"
 logs=$(mktemp -d)
 status=0
