@@ -55,4 +55,4 @@ scripts/api-tests.sh
 # Instructions per attachment against the stored baseline.
 Benchmarks/instruction-guard
 # File-system calls per attachment against the stored limits.
-Benchmarks/syscall-guard
+Benchmarks/syscall-guard --configuration debug
