@@ -34,12 +34,16 @@ timers='HostileServerTests|ConnectionLimitTests|ServiceTests|ServiceProcessTests
 bundle="$(swift build --show-bin-path)/attach-fetchPackageTests.xctest"
 logs=$(mktemp -d)
 status=0
+# One group, one test at a time, its output in $logs/NAME: group FILTER NAME [COMMAND PREFIX...].
 # The bundle itself, not `swift test`: two SwiftPM processes cannot share .build at once.
-group() { "$bundle" --testing-library swift-testing --no-parallel --filter "$1" < /dev/null > "$logs/$2" 2>&1; }
+group() {
+  local filter=$1 name=$2
+  shift 2
+  "$@" "$bundle" --testing-library swift-testing --no-parallel --filter "$filter" < /dev/null > "$logs/$name" 2>&1
+}
 group "$deadlines" deadlines & deadlines_pid=$!
 group "$timers" timers & timers_pid=$!
-SWT_SWIFT_ERROR_BACKTRACING_ENABLED=0 chrt --idle 0 \
-    "$bundle" --testing-library swift-testing --no-parallel --filter "$leaks" < /dev/null > "$logs/leaks" 2>&1 & leaks_pid=$!
+group "$leaks" leaks env SWT_SWIFT_ERROR_BACKTRACING_ENABLED=0 chrt --idle 0 & leaks_pid=$!
 for pid in "$deadlines_pid" "$timers_pid" "$leaks_pid"; do wait "$pid" || status=$?; done
 group "$alone" alone & alone_pid=$!
 ATTACH_FETCH_CORPUS_REQUIRED=1 SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${ATTACH_FETCH_TEST_WIDTH:-4} \

@@ -204,7 +204,6 @@ import Testing
     static func vipsInput(_ file: String, mime: String) -> String {
         ["image/gif", "image/webp"].contains(mime) ? "\(file)[n=-1,fail_on=error]" : "\(file)[fail_on=error]"
     }
-
 }
 
 /// One `vips-check` process (Tests/VipsCheck): what `vips avg` and `vipsheader -a` answer, for
@@ -249,7 +248,11 @@ final class VipsChecker {
         try requests.fileHandleForWriting.write(contentsOf: Data("\(operation)\t\(argument)\n".utf8))
         while !pending.contains(0x0A) {
             let more = answers.fileHandleForReading.availableData
-            guard !more.isEmpty else { throw VipsCheckEnded(status: process.terminationStatus, request: "\(operation) \(argument)") }
+            guard !more.isEmpty else {
+                // Its output ended: it has exited (or is exiting), and only then has a status.
+                process.waitUntilExit()
+                throw VipsCheckEnded(status: process.terminationStatus, request: "\(operation) \(argument)")
+            }
             pending.append(more)
         }
         let end = pending.firstIndex(of: 0x0A)!

@@ -16,8 +16,9 @@
 /// within a millisecond, is never held back by the pace, only kept to about `burst` at once
 /// (the best fixed limit there, in the sweep). The pace is the decoders' threads over the
 /// moving average of one job's busy time; until they have finished a job, one job is taken to
-/// cost `assumedJobTime` per thread. At most `cap` (`maxConcurrentTransfers`) run at once. Not adaptive (`--max-concurrency`,
-/// `TransferConcurrency.fixed`): up to `cap` start at once, at any pace.
+/// cost `assumedJobTime` per thread. At most `cap` (`maxConcurrentTransfers`) run at once. Not
+/// adaptive (`--max-concurrency`, `TransferConcurrency.fixed`): up to `cap` start at once, at
+/// any pace.
 ///
 /// Engine thread only; pure arithmetic on given instants, no system call, so tests drive it
 /// without sockets.
