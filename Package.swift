@@ -117,7 +117,7 @@ let package = Package(
             name: "AttachFetchTests",
             dependencies: ["AttachFetch", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "CAttachFetchShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "vips-check",
                            .product(name: "Logging", package: "swift-log"),
-                           .product(name: "HummingbirdTesting", package: "hummingbird"),
+                           .product(name: "NIOEmbedded", package: "swift-nio"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]
         ),
     ],

@@ -85,7 +85,7 @@ public final class AttachFetchServer: Sendable {
     // MARK: Routes
 
     /// The service's routes and middleware, as `run` serves them (internal: the tests drive it
-    /// through HummingbirdTesting without a socket).
+    /// without a socket).
     func makeRouter() -> Router<ServiceContext> {
         let router = Router(context: ServiceContext.self)
         router.add(middleware: ErrorsLogsAndMetrics(metrics: metrics, maxBodyBytes: configuration.maxBodyBytes))

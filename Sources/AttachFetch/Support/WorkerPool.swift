@@ -6,7 +6,7 @@ import Foundation
 /// that thread and handed to every job it runs: the decoder pools' is the decoder worker
 /// process the thread drives (`WorkerThread`, in Decode/); the blocking pool's is nothing.
 final class WorkerPool<Slot: AnyObject>: Sendable {
-    // Sendable: `jobs`, `stopping` and `running` are only touched with `condition` locked.
+    // Sendable: `jobs`, `stopping`, `running` and `taken` are only touched with `condition` locked.
     private final class State: @unchecked Sendable {
         let condition = NSCondition()
         /// Taken from the front, so that a job's closure (and what it holds) is let go as soon
@@ -15,6 +15,8 @@ final class WorkerPool<Slot: AnyObject>: Sendable {
         var stopping = false
         /// Threads that have not yet ended (and reaped their worker process).
         var running = 0
+        /// Jobs a thread has taken from `jobs` so far.
+        var taken = 0
     }
 
     private let state = State()
@@ -76,6 +78,14 @@ final class WorkerPool<Slot: AnyObject>: Sendable {
         jobSeconds.withLock { $0 }.map { Double(threads) / max($0, 1e-6) }
     }
 
+    /// Jobs a thread has started so far, ended or not: how a test knows that a decode is under
+    /// way before it moves the pipeline's clock past the deadline.
+    var jobsStarted: Int {
+        state.condition.lock()
+        defer { state.condition.unlock() }
+        return state.taken
+    }
+
     func submit(_ job: @escaping @Sendable (Slot) -> Void) {
         state.condition.lock()
         if state.stopping {
@@ -99,6 +109,7 @@ final class WorkerPool<Slot: AnyObject>: Sendable {
                 state.condition.unlock()
                 return
             }
+            state.taken += 1
             state.condition.unlock()
             let started = ContinuousClock.now
             job(slot)
