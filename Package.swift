@@ -112,10 +112,10 @@ let package = Package(
         // Test-only C wrappers for making large images at test time.
         .target(name: "CTestSupport", dependencies: ["CVips"], path: "Tests/CTestSupport"),
         // The corpus suite's independent libvips check: one process per batch, not one per file.
-        .executableTarget(name: "vips-check", dependencies: ["CTestSupport", "CVips"], path: "Tests/VipsCheck"),
+        .executableTarget(name: "media-check", dependencies: ["CTestSupport", "CVips", "CFFmpeg"], path: "Tests/MediaCheck"),
         .testTarget(
             name: "AttachFetchTests",
-            dependencies: ["AttachFetch", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "CAttachFetchShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "vips-check",
+            dependencies: ["AttachFetch", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "CAttachFetchShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "media-check",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "NIOEmbedded", package: "swift-nio"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]

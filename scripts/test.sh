@@ -12,43 +12,42 @@ scripts/install-deps.sh "$@"
 scripts/corpus.sh
 swift build --build-tests
 # The Swift tests, in parallel, in two phases (docs/performance.md#the-test-suite). First:
-# - "timed": suites that hold real elapsed time to a bound, in two processes side by side, one
-#   test at a time in each: work held to a deadline, which needs the cores (the time contract,
-#   healthy hosts beside a dead one, an avatar's timeout, the transfer pace's connection counts,
-#   and the device's peak memory while it decrypts a 37 MiB video), and timers, which mostly
-#   wait (stalling origins, the service's connection timers, retention and drains, the object
-#   store's retries, a killed replica's lease);
-# - beside them, LeakTests under SCHED_IDLE (chrt --idle), in a process of its own (it counts the process's threads,
-#   descriptors and memory), on the cores the timed tests leave idle. Swift Testing keeps no
-#   backtrace of thrown errors there: it would grow the live heap the test measures.
+# - the suites that hold real elapsed time to a bound, in two processes side by side, one test
+#   at a time in each (serialized suites, Tests/AttachFetchTests/SuiteGroups.swift): work held
+#   to a deadline, which needs the cores (DeadlineBoundSuites), and timers, which mostly wait
+#   (TimerBoundSuites);
+# - beside them, LeakTests under SCHED_IDLE (chrt --idle), in a process of its own (it counts
+#   the process's threads, descriptors and memory), on the cores the timed tests leave idle.
+#   Swift Testing keeps no backtrace of thrown errors there: it would grow the live heap the
+#   test measures.
 # Then, once those are done:
 # - everything else, at most four tests at once: unbounded, every test starts together and
 #   hundreds of pipelines fork their decoder workers at the same moment;
-# - beside it, the suites that measure the test process itself (its worker processes) or read
-#   libvips' process-wide error text, one test at a time in a process of their own.
+# - beside it, the suites that read the test process's own worker processes or libvips'
+#   process-wide error text (ProcessWideSuites), one test at a time in a process of their own.
 # No group with time bounds shares the machine with a group at its own priority.
 leaks='LeakTests'
-alone='IsolationTests|StageEquivalenceTests'
-deadlines='TransferPaceTests|EncryptedPublishingTests|DeadlineTests|ThumbnailDeadlineTests|OriginBreakerTests|OriginBreakerServiceTests|CoalescingTests|LibraryAPITests|PayloadTests|ProbeTests'
-timers='HostileServerTests|ConnectionLimitTests|ServiceTests|ServiceProcessTests|ObjectStoreTests|ReplicaTests'
+alone='ProcessWideSuites'
+deadlines='DeadlineBoundSuites'
+timers='TimerBoundSuites'
 bundle="$(swift build --show-bin-path)/attach-fetchPackageTests.xctest"
 logs=$(mktemp -d)
 status=0
-# One group, one test at a time, its output in $logs/NAME: group FILTER NAME [COMMAND PREFIX...].
+# One group, its output in $logs/NAME: group FILTER NAME [COMMAND PREFIX...]. Each group is a
+# serialized suite (Tests/AttachFetchTests/SuiteGroups.swift, and LeakTests): one test at a time.
 # The bundle itself, not `swift test`: two SwiftPM processes cannot share .build at once.
 group() {
   local filter=$1 name=$2
   shift 2
-  "$@" "$bundle" --testing-library swift-testing --no-parallel --filter "$filter" < /dev/null > "$logs/$name" 2>&1
+  "$@" "$bundle" --testing-library swift-testing --filter "$filter" < /dev/null > "$logs/$name" 2>&1
 }
-group "$deadlines" deadlines & deadlines_pid=$!
+# The process-wide suites follow the deadlines in the same slot, once the cores are less busy.
+( s=0; group "$deadlines" deadlines || s=$?; group "$alone" alone || s=$?; exit $s ) & deadlines_pid=$!
 group "$timers" timers & timers_pid=$!
 group "$leaks" leaks env SWT_SWIFT_ERROR_BACKTRACING_ENABLED=0 chrt --idle 0 & leaks_pid=$!
 for pid in "$deadlines_pid" "$timers_pid" "$leaks_pid"; do wait "$pid" || status=$?; done
-group "$alone" alone & alone_pid=$!
 ATTACH_FETCH_CORPUS_REQUIRED=1 SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${ATTACH_FETCH_TEST_WIDTH:-4} \
     swift test --skip-build --skip "$leaks|$alone|$deadlines|$timers" || status=$?
-wait "$alone_pid" || status=$?
 cat "$logs/deadlines" "$logs/timers" "$logs/leaks" "$logs/alone"
 rm -rf "$logs"
 [ "$status" -eq 0 ] || { echo "swift test failed" >&2; exit "$status"; }

@@ -41,116 +41,118 @@ import Testing
     }
 }
 
-/// One download per URL and options, however many callers ask at once.
-// Serialized: tests time a shared download and a cancellation against their bounds.
-@Suite(.serialized) struct CoalescingTests {
-    @Test func thousandConcurrentRequestsOverFiftyBatchesMakeOneOriginRequest() async throws {
-        let scratch = Scratch()
-        let origin = try CachingOrigin()
-        defer { origin.shutdown() }
-        // The origin answers after 1.5 s, so that every batch asks while the one download runs.
-        let url = origin.url("photo.jpg", "delay=1500")
-        let batches = try await withPipeline(scratch) { pipeline in
-            await withTaskGroup(of: AttachmentBatch.self) { group in
-                for b in 0..<50 {
-                    group.addTask {
-                        await pipeline.process((0..<20).map { AttachmentRequest(url: url, identifier: "b\(b)-\($0)") },
-                                               deadline: .seconds(20))
+extension DeadlineBoundSuites {
+    /// One download per URL and options, however many callers ask at once.
+    // Serialized: tests time a shared download and a cancellation against their bounds.
+    @Suite(.serialized) struct CoalescingTests {
+        @Test func thousandConcurrentRequestsOverFiftyBatchesMakeOneOriginRequest() async throws {
+            let scratch = Scratch()
+            let origin = try CachingOrigin()
+            defer { origin.shutdown() }
+            // The origin answers after 1.5 s, so that every batch asks while the one download runs.
+            let url = origin.url("photo.jpg", "delay=1500")
+            let batches = try await withPipeline(scratch) { pipeline in
+                await withTaskGroup(of: AttachmentBatch.self) { group in
+                    for b in 0..<50 {
+                        group.addTask {
+                            await pipeline.process((0..<20).map { AttachmentRequest(url: url, identifier: "b\(b)-\($0)") },
+                                                   deadline: .seconds(20))
+                        }
                     }
+                    return await group.reduce(into: []) { $0.append($1) }
                 }
-                return await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(origin.requests("photo.jpg") == 1)
+            let all = batches.flatMap(\.attachments)
+            #expect(all.count == 1000)
+            #expect(all.allSatisfy { $0.status == .ready })
+            #expect(all.filter { $0.cache == .miss }.count == 1)
+            #expect(all.filter { $0.cache == .coalesced }.count == 999)
+            // Each caller has its own identifier and its own files, in its own batch's directory.
+            #expect(Set(all.map(\.identifier)).count == 1000)
+            #expect(Set(all.compactMap(\.file)).count == 1000)
+            #expect(all.allSatisfy { d in (d.file as NSString?)?.lastPathComponent == "\(d.identifier).jpg" })
+            #expect(all.allSatisfy { FileManager.default.fileExists(atPath: $0.file!) && FileManager.default.fileExists(atPath: $0.thumbnail!.file) })
+            // Nothing else is left: no work store, only the 50 batch directories.
+            #expect(scratch.tree().filter { !$0.contains("/") }.allSatisfy { $0.hasPrefix("attach-fetch-") })
+            #expect(scratch.tree().filter { !$0.contains("/") }.count == 50)
+        }
+
+        @Test func aCallerWhoseDeadlinePassesLeavesAndTheWorkGoesOnForTheOthers() async throws {
+            let scratch = Scratch()
+            let origin = try CachingOrigin()
+            defer { origin.shutdown() }
+            let url = origin.url("photo.jpg", "delay=1000")
+            let (early, elapsed, patient) = try await withPipeline(scratch) { pipeline in
+                async let short = timed(url, pipeline, deadline: .milliseconds(300))
+                try await Task.sleep(for: .milliseconds(50))
+                async let long = pipeline.process([AttachmentRequest(url: url)], deadline: .seconds(10)).attachments[0]
+                let (early, elapsed) = await short
+                let patient = await long
+                return (early, elapsed, patient)
+            }
+            #expect(early.reason?.code == .deadlineExceeded)
+            #expect(elapsed < .milliseconds(300) + timingSlack, "took \(elapsed)")
+            #expect(patient.status == .ready, "\(patient.reason?.message ?? "")")
+            #expect(patient.cache == .coalesced)
+            #expect(origin.requests("photo.jpg") == 1)
+        }
+
+        @Test func aCancelledCallerLeavesAndTheWorkGoesOnForTheOthers() async throws {
+            let scratch = Scratch()
+            let origin = try CachingOrigin()
+            defer { origin.shutdown() }
+            let url = origin.url("photo.jpg", "delay=800")
+            let (left, finished) = try await withPipeline(scratch) { pipeline in
+                let cancelled = Task { await pipeline.process([AttachmentRequest(url: url)]).attachments[0] }
+                try await Task.sleep(for: .milliseconds(50))
+                let other = Task { await pipeline.process([AttachmentRequest(url: url)]).attachments[0] }
+                try await Task.sleep(for: .milliseconds(200))
+                cancelled.cancel()
+                let left = await cancelled.value
+                let finished = await other.value
+                return (left, finished)
+            }
+            #expect(left.reason?.code == .cancelled)
+            #expect(finished.status == .ready)
+            #expect(origin.requests("photo.jpg") == 1)
+        }
+
+        @Test func workNobodyWaitsForIsCancelledAndLeavesNothing() async throws {
+            let scratch = Scratch()
+            let origin = try CachingOrigin()
+            defer { origin.shutdown() }
+            try await withPipeline(scratch) { pipeline in
+                let task = Task { await pipeline.process([AttachmentRequest(url: origin.url("photo.jpg", "delay=3000"))]).attachments[0] }
+                try await Task.sleep(for: .milliseconds(200))
+                let started = ContinuousClock.now
+                task.cancel()
+                let descriptor = await task.value
+                #expect(ContinuousClock.now - started < timingSlack)
+                #expect(descriptor.reason?.code == .cancelled)
+                #expect(scratch.tree() == [])
+                // The origin sees its client go away (the transfer was stopped, not left running).
+                try await waitUntil("the origin's connection closed") { origin.server.openConnections == 0 }
             }
         }
-        #expect(origin.requests("photo.jpg") == 1)
-        let all = batches.flatMap(\.attachments)
-        #expect(all.count == 1000)
-        #expect(all.allSatisfy { $0.status == .ready })
-        #expect(all.filter { $0.cache == .miss }.count == 1)
-        #expect(all.filter { $0.cache == .coalesced }.count == 999)
-        // Each caller has its own identifier and its own files, in its own batch's directory.
-        #expect(Set(all.map(\.identifier)).count == 1000)
-        #expect(Set(all.compactMap(\.file)).count == 1000)
-        #expect(all.allSatisfy { d in (d.file as NSString?)?.lastPathComponent == "\(d.identifier).jpg" })
-        #expect(all.allSatisfy { FileManager.default.fileExists(atPath: $0.file!) && FileManager.default.fileExists(atPath: $0.thumbnail!.file) })
-        // Nothing else is left: no work store, only the 50 batch directories.
-        #expect(scratch.tree().filter { !$0.contains("/") }.allSatisfy { $0.hasPrefix("attach-fetch-") })
-        #expect(scratch.tree().filter { !$0.contains("/") }.count == 50)
-    }
 
-    @Test func aCallerWhoseDeadlinePassesLeavesAndTheWorkGoesOnForTheOthers() async throws {
-        let scratch = Scratch()
-        let origin = try CachingOrigin()
-        defer { origin.shutdown() }
-        let url = origin.url("photo.jpg", "delay=1000")
-        let (early, elapsed, patient) = try await withPipeline(scratch) { pipeline in
-            async let short = timed(url, pipeline, deadline: .milliseconds(300))
-            try await Task.sleep(for: .milliseconds(50))
-            async let long = pipeline.process([AttachmentRequest(url: url)], deadline: .seconds(10)).attachments[0]
-            let (early, elapsed) = await short
-            let patient = await long
-            return (early, elapsed, patient)
+        @Test func differentOptionsAreDifferentWork() async throws {
+            let scratch = Scratch()
+            let origin = try CachingOrigin()
+            defer { origin.shutdown() }
+            let url = origin.url("photo.jpg", "delay=300")
+            let batch = try await withPipeline(scratch) { pipeline in
+                await pipeline.process([
+                    AttachmentRequest(url: url), AttachmentRequest(url: url),
+                    AttachmentRequest(url: url, clip: try ClippingRectangle(x: 0, y: 0, width: 0.5, height: 0.5)),
+                    AttachmentRequest(url: url, role: .avatar),
+                    AttachmentRequest(url: url, platforms: [.ios, .android]),
+                ])
+            }
+            #expect(origin.requests("photo.jpg") == 4)
+            #expect(batch.attachments.map(\.cache).filter { $0 == .coalesced }.count == 1)
+            #expect(batch.attachments[2].thumbnail?.width != batch.attachments[0].thumbnail?.width)
         }
-        #expect(early.reason?.code == .deadlineExceeded)
-        #expect(elapsed < .milliseconds(300) + timingSlack, "took \(elapsed)")
-        #expect(patient.status == .ready, "\(patient.reason?.message ?? "")")
-        #expect(patient.cache == .coalesced)
-        #expect(origin.requests("photo.jpg") == 1)
-    }
-
-    @Test func aCancelledCallerLeavesAndTheWorkGoesOnForTheOthers() async throws {
-        let scratch = Scratch()
-        let origin = try CachingOrigin()
-        defer { origin.shutdown() }
-        let url = origin.url("photo.jpg", "delay=800")
-        let (left, finished) = try await withPipeline(scratch) { pipeline in
-            let cancelled = Task { await pipeline.process([AttachmentRequest(url: url)]).attachments[0] }
-            try await Task.sleep(for: .milliseconds(50))
-            let other = Task { await pipeline.process([AttachmentRequest(url: url)]).attachments[0] }
-            try await Task.sleep(for: .milliseconds(200))
-            cancelled.cancel()
-            let left = await cancelled.value
-            let finished = await other.value
-            return (left, finished)
-        }
-        #expect(left.reason?.code == .cancelled)
-        #expect(finished.status == .ready)
-        #expect(origin.requests("photo.jpg") == 1)
-    }
-
-    @Test func workNobodyWaitsForIsCancelledAndLeavesNothing() async throws {
-        let scratch = Scratch()
-        let origin = try CachingOrigin()
-        defer { origin.shutdown() }
-        try await withPipeline(scratch) { pipeline in
-            let task = Task { await pipeline.process([AttachmentRequest(url: origin.url("photo.jpg", "delay=3000"))]).attachments[0] }
-            try await Task.sleep(for: .milliseconds(200))
-            let started = ContinuousClock.now
-            task.cancel()
-            let descriptor = await task.value
-            #expect(ContinuousClock.now - started < timingSlack)
-            #expect(descriptor.reason?.code == .cancelled)
-            #expect(scratch.tree() == [])
-            // The origin sees its client go away (the transfer was stopped, not left running).
-            try await waitUntil("the origin's connection closed") { origin.server.openConnections == 0 }
-        }
-    }
-
-    @Test func differentOptionsAreDifferentWork() async throws {
-        let scratch = Scratch()
-        let origin = try CachingOrigin()
-        defer { origin.shutdown() }
-        let url = origin.url("photo.jpg", "delay=300")
-        let batch = try await withPipeline(scratch) { pipeline in
-            await pipeline.process([
-                AttachmentRequest(url: url), AttachmentRequest(url: url),
-                AttachmentRequest(url: url, clip: try ClippingRectangle(x: 0, y: 0, width: 0.5, height: 0.5)),
-                AttachmentRequest(url: url, role: .avatar),
-                AttachmentRequest(url: url, platforms: [.ios, .android]),
-            ])
-        }
-        #expect(origin.requests("photo.jpg") == 4)
-        #expect(batch.attachments.map(\.cache).filter { $0 == .coalesced }.count == 1)
-        #expect(batch.attachments[2].thumbnail?.width != batch.attachments[0].thumbnail?.width)
     }
 }
 
@@ -280,7 +282,7 @@ import Testing
     /// The hidden work store's files (results held by the cache): unnamed files this process
     /// holds open there ("…/.attach-fetch-XXXXXX/#123 (deleted)"), and named ones.
     private func storeFiles(_ scratch: Scratch) -> [String] {
-        IsolationTests.openFiles(getpid()).filter { $0.hasPrefix(scratch.path + "/.attach-fetch-") && $0.hasSuffix("(deleted)") }
+        TestProcess.openFiles(getpid()).filter { $0.hasPrefix(scratch.path + "/.attach-fetch-") && $0.hasSuffix("(deleted)") }
             + scratch.tree().filter { $0.hasPrefix(".attach-fetch-") && $0.contains("/") }
     }
 

@@ -66,139 +66,141 @@ import Testing
     }
 }
 
-/// Slow and careless clients against the real service over real sockets on 127.0.0.1.
-// Serialized: the tests time the service's idle and body timeouts and count the process's descriptors.
-@Suite(.serialized) struct ConnectionLimitTests {
-    @Test func halfSentHeadsAreClosedWithinTheIdleTimeout() async throws {
-        let scratch = Scratch()
-        let service = try await RunningServer.start(scratch) { $0.connections.idleTimeout = .seconds(2) }
-        let before = try openDescriptors()
-        let port = service.port
-        let outcome = try await offPool {
-            try RawClients.attack(port: port, count: 1_000, send: "POST /v1/attachments HTTP/1.1\r\nHost: 127.0.0.1\r\n",
-                                  waitAtMost: .seconds(8))
-        }
-        let slowest = try #require(outcome.closedAfter.map { $0 ?? .seconds(999) }.max())
-        #expect(outcome.closedAfter.allSatisfy { $0 != nil }, "\(outcome.closedAfter.filter { $0 == nil }.count) of 1,000 never closed")
-        #expect(slowest <= .seconds(4), "closed within the idle timeout plus 2 s (slowest: \(slowest))")
-        #expect(outcome.closedAfter.compactMap { $0 }.min()! >= .milliseconds(1_900), "not before the idle timeout")
-        #expect(outcome.received.allSatisfy { $0.isEmpty }, "a half-sent head gets no answer, only the close")
-        let after = try openDescriptors()
-        #expect(abs(after - before) <= 10, "descriptors before \(before), after \(after)")
-        let metrics = try await Exchange.send("GET", "\(service.base)/metrics").text
-        #expect(metricValue(metrics, #"attach_fetch_connections_closed_total{reason="idle"}"#) ?? 0 >= 1_000, "\(metrics)")
-        await service.stop()
-    }
-
-    @Test func stalledBodiesGet408WithinTheBodyTimeout() async throws {
-        let scratch = Scratch()
-        let service = try await RunningServer.start(scratch) { $0.connections.bodyTimeout = .seconds(2) }
-        let port = service.port
-        let head = "POST /v1/attachments HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"
-        let outcome = try await offPool { try RawClients.attack(port: port, count: 200, send: head, waitAtMost: .seconds(8)) }
-        let answered = outcome.received.map { String(decoding: $0, as: UTF8.self) }
-        #expect(answered.allSatisfy { $0.hasPrefix("HTTP/1.1 408") && $0.contains(#""code":"requestTimeout""#) },
-                "\(answered.filter { !$0.hasPrefix("HTTP/1.1 408") }.prefix(3))")
-        #expect(outcome.closedAfter.allSatisfy { $0 != nil && $0! <= .seconds(4) }, "each closed within the body timeout plus 2 s")
-        #expect(outcome.closedAfter.compactMap { $0 }.min() ?? .zero >= .milliseconds(1_900), "not before the body timeout")
-        let metrics = try await Exchange.send("GET", "\(service.base)/metrics").text
-        #expect(metricValue(metrics, #"attach_fetch_connections_closed_total{reason="bodyTimeout"}"#) == 200)
-        #expect(metricValue(metrics, #"attach_fetch_requests_total{route="/v1/attachments",status="408"}"#) == 200)
-        await service.stop()
-    }
-
-    @Test func connectionsPastTheLimitAreClosedWhileEstablishedOnesKeepWorking() async throws {
-        let scratch = Scratch()
-        let service = try await RunningServer.start(scratch) { $0.connections.maxConnections = 100 }
-        let port = service.port
-        let (refusedAnswer, again, metrics) = try await offPool {
-            let established = try (0..<100).map { _ in try RawClient(port: port) }
-            defer { established.forEach { $0.close() } }
-            for client in established {
-                guard try client.exchange("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").hasPrefix("HTTP/1.1 200") else {
-                    throw RawClients.Failure("an established connection's /healthz failed")
-                }
-            }
-            let extra = try RawClient(port: port)
-            defer { extra.close() }
-            try extra.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            let refused = extra.readUntilClosed(timeout: .seconds(3))
-            let again = try established[0].exchange("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            let metrics = try established[1].exchange("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            return (refused, again, metrics)
-        }
-        #expect(refusedAnswer.closed && refusedAnswer.bytes.isEmpty, "connection 101 is closed at once, unanswered")
-        #expect(again.hasPrefix("HTTP/1.1 200"), "established connections keep working")
-        #expect(metricValue(metrics, #"attach_fetch_connections_closed_total{reason="limit"}"#) == 1, "\(metrics)")
-        #expect(metricValue(metrics, "attach_fetch_connections_open ") == 100)
-        // Once the hundred have gone, new connections are taken again.
-        var status = 0
-        for _ in 0..<50 where status != 200 {
-            status = (try? await Exchange.send("GET", "\(service.base)/healthz").status) ?? 0
-            if status != 200 { try await Task.sleep(for: .milliseconds(50)) }
-        }
-        #expect(status == 200)
-        await service.stop()
-    }
-
-    @Test func aSlowButSteadyBodyIsServed() async throws {
-        let scratch = Scratch()
-        let service = try await RunningServer.start(scratch) {
-            $0.connections.bodyTimeout = .seconds(2)
-            $0.connections.idleTimeout = .seconds(2)
-        }
-        try await withMediaServer { media in
-            // 6 KiB of JSON, 1 KiB every 500 ms: 3 s in all, past both timeouts, never 2 s without a byte.
-            let opening = #"{"urls": ["\#(media.baseURL)/media/photo.jpg"]"#
-            let body = Array((opening + String(repeating: " ", count: 6_144 - opening.utf8.count - 1) + "}").utf8)
+extension TimerBoundSuites {
+    /// Slow and careless clients against the real service over real sockets on 127.0.0.1.
+    // Serialized: the tests time the service's idle and body timeouts and count the process's descriptors.
+    @Suite(.serialized) struct ConnectionLimitTests {
+        @Test func halfSentHeadsAreClosedWithinTheIdleTimeout() async throws {
+            let scratch = Scratch()
+            let service = try await RunningServer.start(scratch) { $0.connections.idleTimeout = .seconds(2) }
+            let before = try openDescriptors()
             let port = service.port
-            let started = ContinuousClock.now
-            let answer = try await offPool {
-                let client = try RawClient(port: port)
-                defer { client.close() }
-                try client.send("POST /v1/attachments HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n")
-                for piece in stride(from: 0, to: body.count, by: 1_024) {
-                    // The subject: a client that sends 1 KiB every 500 ms.
-                    usleep(500_000)
-                    try client.send(bytes: Array(body[piece..<min(body.count, piece + 1_024)]))
-                }
-                return try client.readResponse(timeout: .seconds(20))
+            let outcome = try await offPool {
+                try RawClients.attack(port: port, count: 1_000, send: "POST /v1/attachments HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+                                      waitAtMost: .seconds(8))
             }
-            #expect(ContinuousClock.now - started >= .seconds(3))
-            #expect(answer.hasPrefix("HTTP/1.1 200") && answer.contains(#""status":"ready""#), "\(answer.prefix(300))")
+            let slowest = try #require(outcome.closedAfter.map { $0 ?? .seconds(999) }.max())
+            #expect(outcome.closedAfter.allSatisfy { $0 != nil }, "\(outcome.closedAfter.filter { $0 == nil }.count) of 1,000 never closed")
+            #expect(slowest <= .seconds(4), "closed within the idle timeout plus 2 s (slowest: \(slowest))")
+            #expect(outcome.closedAfter.compactMap { $0 }.min()! >= .milliseconds(1_900), "not before the idle timeout")
+            #expect(outcome.received.allSatisfy { $0.isEmpty }, "a half-sent head gets no answer, only the close")
+            let after = try openDescriptors()
+            #expect(abs(after - before) <= 10, "descriptors before \(before), after \(after)")
+            let metrics = try await Exchange.send("GET", "\(service.base)/metrics").text
+            #expect(metricValue(metrics, #"attach_fetch_connections_closed_total{reason="idle"}"#) ?? 0 >= 1_000, "\(metrics)")
+            await service.stop()
         }
-        await service.stop()
-    }
 
-    @Test func aLongNDJSONBatchIsNotCutByTheIdleTimeout() async throws {
-        let scratch = Scratch()
-        let service = try await RunningServer.start(scratch) {
-            $0.connections.idleTimeout = .milliseconds(500)
-            $0.pipeline.timeout.request = .seconds(30)
-            $0.pipeline.timeout.stall = .seconds(30)
-        }
-        try await withMediaServer { media in
-            // The silent origin answers nothing: the batch runs to its 3-s deadline, with one
-            // line early (the photo) and then six idle timeouts in which the stream sends nothing.
-            let body = #"{"urls": ["\#(media.baseURL)/media/photo.jpg", "\#(media.baseURL)/fault/silent"], "deadlineMs": 3000}"#
+        @Test func stalledBodiesGet408WithinTheBodyTimeout() async throws {
+            let scratch = Scratch()
+            let service = try await RunningServer.start(scratch) { $0.connections.bodyTimeout = .seconds(2) }
             let port = service.port
-            let started = ContinuousClock.now
-            let streamed = try await offPool {
-                let client = try RawClient(port: port)
-                defer { client.close() }
-                try client.send("POST /v1/attachments HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/x-ndjson\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
-                return client.readUntil(#""done":true"#, timeout: .seconds(30))
-            }
-            let elapsed = ContinuousClock.now - started
-            #expect(streamed.contains(#""done":true"#), "the stream reached its summary: \(streamed.suffix(300))")
-            #expect(streamed.contains(#""reason":{"code":"deadlineExceeded""#) || streamed.contains("deadlineExceeded"))
-            #expect(elapsed >= .milliseconds(2_900), "the batch ran its 3 s (\(elapsed))")
+            let head = "POST /v1/attachments HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"
+            let outcome = try await offPool { try RawClients.attack(port: port, count: 200, send: head, waitAtMost: .seconds(8)) }
+            let answered = outcome.received.map { String(decoding: $0, as: UTF8.self) }
+            #expect(answered.allSatisfy { $0.hasPrefix("HTTP/1.1 408") && $0.contains(#""code":"requestTimeout""#) },
+                    "\(answered.filter { !$0.hasPrefix("HTTP/1.1 408") }.prefix(3))")
+            #expect(outcome.closedAfter.allSatisfy { $0 != nil && $0! <= .seconds(4) }, "each closed within the body timeout plus 2 s")
+            #expect(outcome.closedAfter.compactMap { $0 }.min() ?? .zero >= .milliseconds(1_900), "not before the body timeout")
+            let metrics = try await Exchange.send("GET", "\(service.base)/metrics").text
+            #expect(metricValue(metrics, #"attach_fetch_connections_closed_total{reason="bodyTimeout"}"#) == 200)
+            #expect(metricValue(metrics, #"attach_fetch_requests_total{route="/v1/attachments",status="408"}"#) == 200)
+            await service.stop()
         }
-        await service.stop()
-    }
 
-    private func openDescriptors() throws -> Int {
-        try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count
+        @Test func connectionsPastTheLimitAreClosedWhileEstablishedOnesKeepWorking() async throws {
+            let scratch = Scratch()
+            let service = try await RunningServer.start(scratch) { $0.connections.maxConnections = 100 }
+            let port = service.port
+            let (refusedAnswer, again, metrics) = try await offPool {
+                let established = try (0..<100).map { _ in try RawClient(port: port) }
+                defer { established.forEach { $0.close() } }
+                for client in established {
+                    guard try client.exchange("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").hasPrefix("HTTP/1.1 200") else {
+                        throw RawClients.Failure("an established connection's /healthz failed")
+                    }
+                }
+                let extra = try RawClient(port: port)
+                defer { extra.close() }
+                try extra.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                let refused = extra.readUntilClosed(timeout: .seconds(3))
+                let again = try established[0].exchange("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                let metrics = try established[1].exchange("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                return (refused, again, metrics)
+            }
+            #expect(refusedAnswer.closed && refusedAnswer.bytes.isEmpty, "connection 101 is closed at once, unanswered")
+            #expect(again.hasPrefix("HTTP/1.1 200"), "established connections keep working")
+            #expect(metricValue(metrics, #"attach_fetch_connections_closed_total{reason="limit"}"#) == 1, "\(metrics)")
+            #expect(metricValue(metrics, "attach_fetch_connections_open ") == 100)
+            // Once the hundred have gone, new connections are taken again.
+            var status = 0
+            for _ in 0..<50 where status != 200 {
+                status = (try? await Exchange.send("GET", "\(service.base)/healthz").status) ?? 0
+                if status != 200 { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(status == 200)
+            await service.stop()
+        }
+
+        @Test func aSlowButSteadyBodyIsServed() async throws {
+            let scratch = Scratch()
+            let service = try await RunningServer.start(scratch) {
+                $0.connections.bodyTimeout = .seconds(2)
+                $0.connections.idleTimeout = .seconds(2)
+            }
+            try await withMediaServer { media in
+                // 6 KiB of JSON, 1 KiB every 500 ms: 3 s in all, past both timeouts, never 2 s without a byte.
+                let opening = #"{"urls": ["\#(media.baseURL)/media/photo.jpg"]"#
+                let body = Array((opening + String(repeating: " ", count: 6_144 - opening.utf8.count - 1) + "}").utf8)
+                let port = service.port
+                let started = ContinuousClock.now
+                let answer = try await offPool {
+                    let client = try RawClient(port: port)
+                    defer { client.close() }
+                    try client.send("POST /v1/attachments HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n")
+                    for piece in stride(from: 0, to: body.count, by: 1_024) {
+                        // The subject: a client that sends 1 KiB every 500 ms.
+                        usleep(500_000)
+                        try client.send(bytes: Array(body[piece..<min(body.count, piece + 1_024)]))
+                    }
+                    return try client.readResponse(timeout: .seconds(20))
+                }
+                #expect(ContinuousClock.now - started >= .seconds(3))
+                #expect(answer.hasPrefix("HTTP/1.1 200") && answer.contains(#""status":"ready""#), "\(answer.prefix(300))")
+            }
+            await service.stop()
+        }
+
+        @Test func aLongNDJSONBatchIsNotCutByTheIdleTimeout() async throws {
+            let scratch = Scratch()
+            let service = try await RunningServer.start(scratch) {
+                $0.connections.idleTimeout = .milliseconds(500)
+                $0.pipeline.timeout.request = .seconds(30)
+                $0.pipeline.timeout.stall = .seconds(30)
+            }
+            try await withMediaServer { media in
+                // The silent origin answers nothing: the batch runs to its 3-s deadline, with one
+                // line early (the photo) and then six idle timeouts in which the stream sends nothing.
+                let body = #"{"urls": ["\#(media.baseURL)/media/photo.jpg", "\#(media.baseURL)/fault/silent"], "deadlineMs": 3000}"#
+                let port = service.port
+                let started = ContinuousClock.now
+                let streamed = try await offPool {
+                    let client = try RawClient(port: port)
+                    defer { client.close() }
+                    try client.send("POST /v1/attachments HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/x-ndjson\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+                    return client.readUntil(#""done":true"#, timeout: .seconds(30))
+                }
+                let elapsed = ContinuousClock.now - started
+                #expect(streamed.contains(#""done":true"#), "the stream reached its summary: \(streamed.suffix(300))")
+                #expect(streamed.contains(#""reason":{"code":"deadlineExceeded""#) || streamed.contains("deadlineExceeded"))
+                #expect(elapsed >= .milliseconds(2_900), "the batch ran its 3 s (\(elapsed))")
+            }
+            await service.stop()
+        }
+
+        private func openDescriptors() throws -> Int {
+            try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count
+        }
     }
 }
 

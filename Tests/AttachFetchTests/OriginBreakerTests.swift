@@ -82,219 +82,223 @@ import Testing
     }
 }
 
-/// The breaker and Retry-After over real sockets.
-// Serialized: healthy attachments beside a dead host are timed against the stall timeout.
-@Suite(.serialized) struct OriginBreakerTests {
-    @Test func aDeadHostCostsOneStallTimeoutAndNoHealthyAttachmentIsLate() async throws {
-        let scratch = Scratch()
-        // The CLI's defaults (stall 3 s, 512 per host, 5 failures) with the issue's deadline.
-        try await withPipeline(scratch, { $0.breaker = .init() }) { pipeline in
-            try await withMediaServer { dead in
-                try await withMediaServer { healthy in
-                    let requests = (0..<200).map { AttachmentRequest(url: "\(dead.baseURL)/fault/silent?n=\($0)") }
-                        + (0..<20).map { AttachmentRequest(url: "\(healthy.baseURL)/media/photo.jpg?n=\($0)") }
-                    let started = ContinuousClock.now
-                    let batch = await pipeline.process(requests, deadline: .seconds(12))
-                    let elapsed = ContinuousClock.now - started
-                    let healthyOnes = batch.attachments[200...]
-                    #expect(healthyOnes.allSatisfy { $0.status == .ready })
-                    // Their transfers neither waited for a slot the dead host held nor ran slow
-                    // beside its stalls (their decodes then queue behind each other, which a busy
-                    // machine makes longer; that is not the other host's doing).
-                    let transfers = healthyOnes.map { ($0.timings.queued ?? 0) + ($0.timings.download ?? 0) }
-                    #expect(transfers.allSatisfy { $0 <= 1_000 }, "queued + download: \(transfers) ms")
-                    #expect(healthyOnes.allSatisfy { $0.timings.total < 3_000 }, "before the dead host's stall timeout: \(healthyOnes.map(\.timings.total))")
-                    let stall = AttachFetchConfiguration().timeout.stall
-                    #expect(elapsed <= stall + .seconds(2), "the batch took \(elapsed)")
-                    #expect(dead.acceptedConnections <= AttachFetchConfiguration().maxHostConnections)
-                    let codes = Dictionary(grouping: batch.attachments[..<200], by: { $0.reason?.code.rawValue ?? "ready" }).mapValues(\.count)
-                    #expect(Set(codes.keys).isSubset(of: ["timeout", "originUnavailable"]) && codes["timeout"] != nil, "\(codes)")
-                    #expect(pipeline.originBreakers.transitions["open"] == 1 && pipeline.originBreakers.openHosts == 1)
-                    // The next batch for that host costs nothing: refused at once, nothing sent.
-                    let accepted = dead.acceptedConnections
-                    let again = ContinuousClock.now
-                    let next = await pipeline.process((0..<10).map { AttachmentRequest(url: "\(dead.baseURL)/fault/silent?next=\($0)") })
-                    #expect(ContinuousClock.now - again < .seconds(1))
-                    #expect(next.attachments.allSatisfy { $0.reason?.code == .originUnavailable })
-                    #expect(next.attachments[0].reason?.message.contains("timed out in a row; not contacted again until") == true,
-                            "\(next.attachments[0].reason?.message ?? "")")
-                    #expect(dead.acceptedConnections == accepted)
+extension DeadlineBoundSuites {
+    /// The breaker and Retry-After over real sockets.
+    // Serialized: healthy attachments beside a dead host are timed against the stall timeout.
+    @Suite(.serialized) struct OriginBreakerTests {
+        @Test func aDeadHostCostsOneStallTimeoutAndNoHealthyAttachmentIsLate() async throws {
+            let scratch = Scratch()
+            // The CLI's defaults (stall 3 s, 512 per host, 5 failures) with the issue's deadline.
+            try await withPipeline(scratch, { $0.breaker = .init() }) { pipeline in
+                try await withMediaServer { dead in
+                    try await withMediaServer { healthy in
+                        let requests = (0..<200).map { AttachmentRequest(url: "\(dead.baseURL)/fault/silent?n=\($0)") }
+                            + (0..<20).map { AttachmentRequest(url: "\(healthy.baseURL)/media/photo.jpg?n=\($0)") }
+                        let started = ContinuousClock.now
+                        let batch = await pipeline.process(requests, deadline: .seconds(12))
+                        let elapsed = ContinuousClock.now - started
+                        let healthyOnes = batch.attachments[200...]
+                        #expect(healthyOnes.allSatisfy { $0.status == .ready })
+                        // Their transfers neither waited for a slot the dead host held nor ran slow
+                        // beside its stalls (their decodes then queue behind each other, which a busy
+                        // machine makes longer; that is not the other host's doing).
+                        let transfers = healthyOnes.map { ($0.timings.queued ?? 0) + ($0.timings.download ?? 0) }
+                        #expect(transfers.allSatisfy { $0 <= 1_000 }, "queued + download: \(transfers) ms")
+                        #expect(healthyOnes.allSatisfy { $0.timings.total < 3_000 }, "before the dead host's stall timeout: \(healthyOnes.map(\.timings.total))")
+                        let stall = AttachFetchConfiguration().timeout.stall
+                        #expect(elapsed <= stall + .seconds(2), "the batch took \(elapsed)")
+                        #expect(dead.acceptedConnections <= AttachFetchConfiguration().maxHostConnections)
+                        let codes = Dictionary(grouping: batch.attachments[..<200], by: { $0.reason?.code.rawValue ?? "ready" }).mapValues(\.count)
+                        #expect(Set(codes.keys).isSubset(of: ["timeout", "originUnavailable"]) && codes["timeout"] != nil, "\(codes)")
+                        #expect(pipeline.originBreakers.transitions["open"] == 1 && pipeline.originBreakers.openHosts == 1)
+                        // The next batch for that host costs nothing: refused at once, nothing sent.
+                        let accepted = dead.acceptedConnections
+                        let again = ContinuousClock.now
+                        let next = await pipeline.process((0..<10).map { AttachmentRequest(url: "\(dead.baseURL)/fault/silent?next=\($0)") })
+                        #expect(ContinuousClock.now - again < .seconds(1))
+                        #expect(next.attachments.allSatisfy { $0.reason?.code == .originUnavailable })
+                        #expect(next.attachments[0].reason?.message.contains("timed out in a row; not contacted again until") == true,
+                                "\(next.attachments[0].reason?.message ?? "")")
+                        #expect(dead.acceptedConnections == accepted)
+                    }
                 }
             }
         }
-    }
 
-    @Test func aHostThatRefusesConnectionsOpensItsBreaker() async throws {
-        let scratch = Scratch()
-        // A port that was just listened on and closed again refuses connections.
-        let port = try await withMediaServer { $0.port }
-        try await withPipeline(scratch, { $0.breaker.failures = 2; $0.maxHostConnections = 1 }) { pipeline in
-            let batch = await pipeline.process((0..<5).map { AttachmentRequest(url: "http://127.0.0.1:\(port)/media/photo.jpg?n=\($0)") })
-            // One at a time (a cap of one), in whatever order the queue got them: two refusals,
-            // then the breaker.
-            let codes = batch.attachments.map { $0.reason?.code }
-            #expect(codes.filter { $0 == .connectFailed }.count == 2 && codes.filter { $0 == .originUnavailable }.count == 3, "\(codes)")
-            let refused = batch.attachments.first { $0.reason?.code == .originUnavailable }
-            #expect(refused?.reason?.message.hasPrefix("2 requests to 127.0.0.1:\(port) refused the connection in a row") == true,
-                    "\(refused?.reason?.message ?? "")")
-            #expect(pipeline.originBreakers.openHosts == 1)
-        }
-    }
-
-    @Test func afterTheCooldownAProbeThatSucceedsClosesTheBreaker() async throws {
-        let scratch = Scratch()
-        let clock = ManualClock()
-        try await withPipeline(scratch, { $0.maxHostConnections = 1; $0.clock = clock.clock; $0.breaker = .init() }) { pipeline in
-            try await withMediaServer { server in
-                // Five distinct URLs (one URL would be fetched once), each answered 500 once.
-                let failing = await pipeline.process((0..<5).map { AttachmentRequest(url: "\(server.baseURL)/flaky/500/1/media/photo.jpg?n=\($0)") })
-                #expect(failing.attachments.allSatisfy { $0.reason?.code == .httpStatus })
-                // From now on every URL of the host would answer 200: only the breaker refuses.
-                let url = "\(server.baseURL)/flaky/500/0/media/photo.jpg"
-                let refused = await pipeline.process([AttachmentRequest(url: url)])
-                #expect(refused.attachments[0].reason?.code == .originUnavailable)
-                #expect(refused.attachments[0].reason?.message.contains("answered HTTP 500 in a row") == true)
-                #expect(server.counter("flaky /flaky/500/0/media/photo.jpg") == 0, "the open breaker sent nothing")
-                // Not yet: one second short of the cool-down.
-                clock.advance(by: AttachFetchConfiguration().breaker.cooldown - .seconds(1))
-                #expect(await pipeline.process([AttachmentRequest(url: url)]).attachments[0].reason?.code == .originUnavailable)
-                clock.advance(by: .seconds(1))
-                let probed = await pipeline.process([AttachmentRequest(url: url), AttachmentRequest(url: url + "?again")])
-                #expect(probed.attachments.allSatisfy { $0.status == .ready })
-                #expect(pipeline.originBreakers.transitions == ["open": 1, "half_open": 1, "closed": 1])
-                #expect(pipeline.originBreakers.openHosts == 0)
+        @Test func aHostThatRefusesConnectionsOpensItsBreaker() async throws {
+            let scratch = Scratch()
+            // A port that was just listened on and closed again refuses connections.
+            let port = try await withMediaServer { $0.port }
+            try await withPipeline(scratch, { $0.breaker.failures = 2; $0.maxHostConnections = 1 }) { pipeline in
+                let batch = await pipeline.process((0..<5).map { AttachmentRequest(url: "http://127.0.0.1:\(port)/media/photo.jpg?n=\($0)") })
+                // One at a time (a cap of one), in whatever order the queue got them: two refusals,
+                // then the breaker.
+                let codes = batch.attachments.map { $0.reason?.code }
+                #expect(codes.filter { $0 == .connectFailed }.count == 2 && codes.filter { $0 == .originUnavailable }.count == 3, "\(codes)")
+                let refused = batch.attachments.first { $0.reason?.code == .originUnavailable }
+                #expect(refused?.reason?.message.hasPrefix("2 requests to 127.0.0.1:\(port) refused the connection in a row") == true,
+                        "\(refused?.reason?.message ?? "")")
+                #expect(pipeline.originBreakers.openHosts == 1)
             }
         }
-    }
 
-    @Test func originUnavailableIsNeverCachedAndTheProbeKeepsTheAddressPolicy() async throws {
-        let scratch = Scratch()
-        let clock = ManualClock()
-        try await withPipeline(scratch, {
-            // Failures kept an hour: past the 31 s the test moves the clock, a kept refusal
-            // would still be fresh.
-            $0.cache = ResultCaching(failureFreshness: .seconds(3600))
-            $0.breaker.failures = 1
-            $0.clock = clock.clock
-            $0.deniedRanges = [try! CIDRRange("127.0.0.2/32")]
-        }) { pipeline in
-            try await withMediaServer { server in
-                _ = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/status/503")])
-                let url = "\(server.baseURL)/media/photo.jpg"
-                #expect(await pipeline.process([AttachmentRequest(url: url)]).attachments[0].reason?.code == .originUnavailable)
-                clock.advance(by: .seconds(31))
-                // The probe is a request like any: redirected to a denied address, it is refused
-                // there (and says nothing against the origin, so the breaker closes).
-                let denied = "\(server.baseURL)/redirect-to?url=http://127.0.0.2:\(server.port)/media/photo.jpg"
-                #expect(await pipeline.process([AttachmentRequest(url: denied)]).attachments[0].reason?.code == .forbiddenAddress)
-                // The earlier refusal was not kept: the same URL now reaches the origin (a kept
-                // verdict would still be fresh).
-                let again = await pipeline.process([AttachmentRequest(url: url)])
-                #expect(again.attachments[0].status == .ready && again.attachments[0].cache == .miss)
+        @Test func afterTheCooldownAProbeThatSucceedsClosesTheBreaker() async throws {
+            let scratch = Scratch()
+            let clock = ManualClock()
+            try await withPipeline(scratch, { $0.maxHostConnections = 1; $0.clock = clock.clock; $0.breaker = .init() }) { pipeline in
+                try await withMediaServer { server in
+                    // Five distinct URLs (one URL would be fetched once), each answered 500 once.
+                    let failing = await pipeline.process((0..<5).map { AttachmentRequest(url: "\(server.baseURL)/flaky/500/1/media/photo.jpg?n=\($0)") })
+                    #expect(failing.attachments.allSatisfy { $0.reason?.code == .httpStatus })
+                    // From now on every URL of the host would answer 200: only the breaker refuses.
+                    let url = "\(server.baseURL)/flaky/500/0/media/photo.jpg"
+                    let refused = await pipeline.process([AttachmentRequest(url: url)])
+                    #expect(refused.attachments[0].reason?.code == .originUnavailable)
+                    #expect(refused.attachments[0].reason?.message.contains("answered HTTP 500 in a row") == true)
+                    #expect(server.counter("flaky /flaky/500/0/media/photo.jpg") == 0, "the open breaker sent nothing")
+                    // Not yet: one second short of the cool-down.
+                    clock.advance(by: AttachFetchConfiguration().breaker.cooldown - .seconds(1))
+                    #expect(await pipeline.process([AttachmentRequest(url: url)]).attachments[0].reason?.code == .originUnavailable)
+                    clock.advance(by: .seconds(1))
+                    let probed = await pipeline.process([AttachmentRequest(url: url), AttachmentRequest(url: url + "?again")])
+                    #expect(probed.attachments.allSatisfy { $0.status == .ready })
+                    #expect(pipeline.originBreakers.transitions == ["open": 1, "half_open": 1, "closed": 1])
+                    #expect(pipeline.originBreakers.openHosts == 0)
+                }
             }
         }
-    }
 
-    @Test func retryAfterOneSecondIsWaitedAndRetriedOnce() async throws {
-        let scratch = Scratch()
-        try await withPipeline(scratch) { pipeline in
-            try await withMediaServer { server in
-                let started = ContinuousClock.now
-                let batch = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/flaky/503/1/media/photo.jpg?retryAfter=1")])
-                let elapsed = ContinuousClock.now - started
-                #expect(batch.attachments[0].status == .ready, "\(batch.attachments[0].reason?.message ?? "")")
-                #expect(server.counter("flaky /flaky/503/1/media/photo.jpg?retryAfter=1") == 2, "one retry")
-                #expect(elapsed >= .seconds(1), "the retry came \(elapsed) after the start, before the second asked for")
-                // Retried once only: a server that keeps asking gets its answer.
-                let stubborn = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/flaky/429/9/media/photo.jpg?retryAfter=0")])
-                #expect(stubborn.attachments[0].reason?.code == .httpStatus)
-                #expect(stubborn.attachments[0].reason?.message.contains("retried once already") == true)
-                #expect(server.counter("flaky /flaky/429/9/media/photo.jpg?retryAfter=0") == 2)
+        @Test func originUnavailableIsNeverCachedAndTheProbeKeepsTheAddressPolicy() async throws {
+            let scratch = Scratch()
+            let clock = ManualClock()
+            try await withPipeline(scratch, {
+                // Failures kept an hour: past the 31 s the test moves the clock, a kept refusal
+                // would still be fresh.
+                $0.cache = ResultCaching(failureFreshness: .seconds(3600))
+                $0.breaker.failures = 1
+                $0.clock = clock.clock
+                $0.deniedRanges = [try! CIDRRange("127.0.0.2/32")]
+            }) { pipeline in
+                try await withMediaServer { server in
+                    _ = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/status/503")])
+                    let url = "\(server.baseURL)/media/photo.jpg"
+                    #expect(await pipeline.process([AttachmentRequest(url: url)]).attachments[0].reason?.code == .originUnavailable)
+                    clock.advance(by: .seconds(31))
+                    // The probe is a request like any: redirected to a denied address, it is refused
+                    // there (and says nothing against the origin, so the breaker closes).
+                    let denied = "\(server.baseURL)/redirect-to?url=http://127.0.0.2:\(server.port)/media/photo.jpg"
+                    #expect(await pipeline.process([AttachmentRequest(url: denied)]).attachments[0].reason?.code == .forbiddenAddress)
+                    // The earlier refusal was not kept: the same URL now reaches the origin (a kept
+                    // verdict would still be fresh).
+                    let again = await pipeline.process([AttachmentRequest(url: url)])
+                    #expect(again.attachments[0].status == .ready && again.attachments[0].cache == .miss)
+                }
             }
         }
-    }
 
-    @Test func aRetryAfterPastTheDeadlineEndsAtOnceAndSaysSo() async throws {
-        let scratch = Scratch()
-        try await withPipeline(scratch) { pipeline in
-            try await withMediaServer { server in
-                let url = "\(server.baseURL)/flaky/503/1/media/photo.jpg?retryAfter=120"
-                let started = ContinuousClock.now
-                let batch = await pipeline.process([AttachmentRequest(url: url)], deadline: .seconds(10))
-                #expect(ContinuousClock.now - started < .seconds(2))
-                #expect(batch.attachments[0].reason?.code == .httpStatus)
-                #expect(batch.attachments[0].reason?.message
-                    == "the server answered HTTP 503 and asked to retry after 120 s, which the deadline does not leave time for")
-                #expect(server.counter("flaky /flaky/503/1/media/photo.jpg?retryAfter=120") == 1)
+        @Test func retryAfterOneSecondIsWaitedAndRetriedOnce() async throws {
+            let scratch = Scratch()
+            try await withPipeline(scratch) { pipeline in
+                try await withMediaServer { server in
+                    let started = ContinuousClock.now
+                    let batch = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/flaky/503/1/media/photo.jpg?retryAfter=1")])
+                    let elapsed = ContinuousClock.now - started
+                    #expect(batch.attachments[0].status == .ready, "\(batch.attachments[0].reason?.message ?? "")")
+                    #expect(server.counter("flaky /flaky/503/1/media/photo.jpg?retryAfter=1") == 2, "one retry")
+                    #expect(elapsed >= .seconds(1), "the retry came \(elapsed) after the start, before the second asked for")
+                    // Retried once only: a server that keeps asking gets its answer.
+                    let stubborn = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/flaky/429/9/media/photo.jpg?retryAfter=0")])
+                    #expect(stubborn.attachments[0].reason?.code == .httpStatus)
+                    #expect(stubborn.attachments[0].reason?.message.contains("retried once already") == true)
+                    #expect(server.counter("flaky /flaky/429/9/media/photo.jpg?retryAfter=0") == 2)
+                }
             }
         }
-    }
 
-    @Test func retriesAreHeldToTheAddressPolicyToo() async throws {
-        let scratch = Scratch()
-        try await withPipeline(scratch, { $0.deniedRanges = [try! CIDRRange("127.0.0.2/32")] }) { pipeline in
-            try await withMediaServer { server in
-                // The retry is redirected to a denied address: refused like any request.
-                let target = "http://127.0.0.2:\(server.port)/media/photo.jpg"
-                let url = "\(server.baseURL)/flaky/503/1/redirect-to?retryAfter=0&url=\(target)"
-                let batch = await pipeline.process([AttachmentRequest(url: url)])
-                #expect(batch.attachments[0].reason?.code == .forbiddenAddress, "\(batch.attachments[0].reason?.message ?? "")")
-                #expect(server.counter("flaky /flaky/503/1/redirect-to?retryAfter=0&url=\(target)") == 2)
+        @Test func aRetryAfterPastTheDeadlineEndsAtOnceAndSaysSo() async throws {
+            let scratch = Scratch()
+            try await withPipeline(scratch) { pipeline in
+                try await withMediaServer { server in
+                    let url = "\(server.baseURL)/flaky/503/1/media/photo.jpg?retryAfter=120"
+                    let started = ContinuousClock.now
+                    let batch = await pipeline.process([AttachmentRequest(url: url)], deadline: .seconds(10))
+                    #expect(ContinuousClock.now - started < .seconds(2))
+                    #expect(batch.attachments[0].reason?.code == .httpStatus)
+                    #expect(batch.attachments[0].reason?.message
+                        == "the server answered HTTP 503 and asked to retry after 120 s, which the deadline does not leave time for")
+                    #expect(server.counter("flaky /flaky/503/1/media/photo.jpg?retryAfter=120") == 1)
+                }
+            }
+        }
+
+        @Test func retriesAreHeldToTheAddressPolicyToo() async throws {
+            let scratch = Scratch()
+            try await withPipeline(scratch, { $0.deniedRanges = [try! CIDRRange("127.0.0.2/32")] }) { pipeline in
+                try await withMediaServer { server in
+                    // The retry is redirected to a denied address: refused like any request.
+                    let target = "http://127.0.0.2:\(server.port)/media/photo.jpg"
+                    let url = "\(server.baseURL)/flaky/503/1/redirect-to?retryAfter=0&url=\(target)"
+                    let batch = await pipeline.process([AttachmentRequest(url: url)])
+                    #expect(batch.attachments[0].reason?.code == .forbiddenAddress, "\(batch.attachments[0].reason?.message ?? "")")
+                    #expect(server.counter("flaky /flaky/503/1/redirect-to?retryAfter=0&url=\(target)") == 2)
+                }
             }
         }
     }
 }
 
-/// The breaker in the service: one customer's dead CDN beside everyone else's healthy media.
-// Serialized: healthy attachments beside a dead host are timed against the stall timeout.
-@Suite(.serialized) struct OriginBreakerServiceTests {
-    @Test func aDeadHostDoesNotSlowTheHealthyStream() async throws {
-        let scratch = Scratch()
-        let service = try await RunningServer.start(scratch)
-        try await withMediaServer { dead in
-            try await withMediaServer { healthy in
-                // Thirty calls at once for the dead host (it accepts and never answers).
-                let deadCalls = Task {
-                    try await withThrowingTaskGroup(of: String.self) { group in
-                        for n in 0..<30 {
+extension DeadlineBoundSuites {
+    /// The breaker in the service: one customer's dead CDN beside everyone else's healthy media.
+    // Serialized: healthy attachments beside a dead host are timed against the stall timeout.
+    @Suite(.serialized) struct OriginBreakerServiceTests {
+        @Test func aDeadHostDoesNotSlowTheHealthyStream() async throws {
+            let scratch = Scratch()
+            let service = try await RunningServer.start(scratch)
+            try await withMediaServer { dead in
+                try await withMediaServer { healthy in
+                    // Thirty calls at once for the dead host (it accepts and never answers).
+                    let deadCalls = Task {
+                        try await withThrowingTaskGroup(of: String.self) { group in
+                            for n in 0..<30 {
+                                group.addTask {
+                                    let answer = try await Exchange.post("\(service.base)/v1/attachments",
+                                                                         json: #"{"urls": ["\#(dead.baseURL)/fault/silent?n=\#(n)"], "deadlineMs": 8000}"#)
+                                    return ((answer.json["attachments"] as? [[String: Any]])?.first?["reason"] as? [String: Any])?["code"] as? String ?? "none"
+                                }
+                            }
+                            return try await group.reduce(into: [String]()) { $0.append($1) }
+                        }
+                    }
+                    // Beside them a steady stream: four clients, a distinct image every 40 ms each.
+                    let latencies = try await withThrowingTaskGroup(of: [Duration].self) { group in
+                        for client in 0..<4 {
                             group.addTask {
-                                let answer = try await Exchange.post("\(service.base)/v1/attachments",
-                                                                     json: #"{"urls": ["\#(dead.baseURL)/fault/silent?n=\#(n)"], "deadlineMs": 8000}"#)
-                                return ((answer.json["attachments"] as? [[String: Any]])?.first?["reason"] as? [String: Any])?["code"] as? String ?? "none"
+                                var mine: [Duration] = []
+                                for k in 0..<25 {
+                                    let started = ContinuousClock.now
+                                    let answer = try await Exchange.post("\(service.base)/v1/attachments",
+                                                                         json: #"{"urls": ["\#(healthy.baseURL)/media/photo.jpg?c=\#(client)&k=\#(k)"]}"#)
+                                    mine.append(ContinuousClock.now - started)
+                                    #expect(answer.status == 200 && answer.text.contains(#""status":"ready""#), "\(answer.text)")
+                                    // The subject's pace: one call every 40 ms per client.
+                                    try await Task.sleep(for: .milliseconds(40))
+                                }
+                                return mine
                             }
                         }
-                        return try await group.reduce(into: [String]()) { $0.append($1) }
-                    }
+                        return try await group.reduce(into: [Duration]()) { $0 += $1 }
+                    }.sorted()
+                    let p99 = latencies[Int(Double(latencies.count) * 0.99) - 1]
+                    #expect(p99 < .seconds(1), "healthy p99 \(p99) beside a dead host")
+                    let codes = try await deadCalls.value
+                    #expect(Set(codes).isSubset(of: ["timeout", "originUnavailable"]) && codes.contains("timeout"), "\(codes)")
+                    let metrics = try await Exchange.send("GET", "\(service.base)/metrics").text
+                    #expect(metricValue(metrics, #"attach_fetch_origin_breaker_transitions_total{to="open"}"#) == 1, "\(metrics)")
+                    #expect(metricValue(metrics, "attach_fetch_origin_breakers_open") == 1)
+                    #expect((metricValue(metrics, #"attach_fetch_origin_connections{connection="new"}"#) ?? 0) >= 1)
                 }
-                // Beside them a steady stream: four clients, a distinct image every 40 ms each.
-                let latencies = try await withThrowingTaskGroup(of: [Duration].self) { group in
-                    for client in 0..<4 {
-                        group.addTask {
-                            var mine: [Duration] = []
-                            for k in 0..<25 {
-                                let started = ContinuousClock.now
-                                let answer = try await Exchange.post("\(service.base)/v1/attachments",
-                                                                     json: #"{"urls": ["\#(healthy.baseURL)/media/photo.jpg?c=\#(client)&k=\#(k)"]}"#)
-                                mine.append(ContinuousClock.now - started)
-                                #expect(answer.status == 200 && answer.text.contains(#""status":"ready""#), "\(answer.text)")
-                                // The subject's pace: one call every 40 ms per client.
-                                try await Task.sleep(for: .milliseconds(40))
-                            }
-                            return mine
-                        }
-                    }
-                    return try await group.reduce(into: [Duration]()) { $0 += $1 }
-                }.sorted()
-                let p99 = latencies[Int(Double(latencies.count) * 0.99) - 1]
-                #expect(p99 < .seconds(1), "healthy p99 \(p99) beside a dead host")
-                let codes = try await deadCalls.value
-                #expect(Set(codes).isSubset(of: ["timeout", "originUnavailable"]) && codes.contains("timeout"), "\(codes)")
-                let metrics = try await Exchange.send("GET", "\(service.base)/metrics").text
-                #expect(metricValue(metrics, #"attach_fetch_origin_breaker_transitions_total{to="open"}"#) == 1, "\(metrics)")
-                #expect(metricValue(metrics, "attach_fetch_origin_breakers_open") == 1)
-                #expect((metricValue(metrics, #"attach_fetch_origin_connections{connection="new"}"#) ?? 0) >= 1)
             }
+            await service.stop()
         }
-        await service.stop()
     }
 }

@@ -6,8 +6,9 @@ import Testing
 
 /// The real-world corpus (scripts/corpus.sh: Pillow's published test images, TestMedia and its
 /// cases) served over loopback in batches of 50, each one run of the `attach-fetch` command.
-/// Every verdict is checked against independent decoders: libvips with its own defaults (in a
-/// `vips-check` process per batch: Tests/VipsCheck) and FFmpeg's `ffmpeg`/`ffprobe`. `.ci/run`
+/// Every verdict is checked against independent readers: libvips and FFmpeg's demuxers with
+/// their own defaults (what `vips`, `vipsheader` and `ffprobe` answer, in one `media-check`
+/// process per batch: Tests/MediaCheck), and `ffmpeg` decoding a whole file. `.ci/run`
 /// assembles the corpus first and requires this suite to run.
 @Suite struct RealWorldCorpusTests {
     static let repository = URL(fileURLWithPath: testMediaDirectory).deletingLastPathComponent().path
@@ -71,8 +72,8 @@ import Testing
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
         let urls = scratch.path + "/urls-\(start).txt"
         try batchNames.map { "\(server.baseURL)/media/\($0)\n" }.joined().write(toFile: urls, atomically: true, encoding: .utf8)
-        let vips = try VipsChecker()
-        defer { vips.close() }
+        let checker = try MediaChecker()
+        defer { checker.close() }
         let started = ContinuousClock.now
         let run = try await offPool {
             try runSampled(builtExecutable("attach-fetch"), ["--allow-private-network", "--format", "json", "--input", urls,
@@ -94,8 +95,8 @@ import Testing
                 let file = try #require(d.file, "\(name)")
                 expectedFiles.insert((file as NSString).lastPathComponent)
                 if let thumbnail = d.thumbnail { expectedFiles.insert((thumbnail.file as NSString).lastPathComponent) }
-                if let problem = try checkDelivered(d, file: file, vips: vips) { disagreements.append("\(name): \(problem)") }
-            } else if let problem = try checkRefused(d, original: corpus + "/" + name, vips: vips),
+                if let problem = try checkDelivered(d, file: file, checker: checker) { disagreements.append("\(name): \(problem)") }
+            } else if let problem = try checkRefused(d, original: corpus + "/" + name, checker: checker),
                       knownDisagreements[name] == nil {
                 disagreements.append("\(name): \(problem)")
             }
@@ -109,7 +110,7 @@ import Testing
 
     /// A delivered file: its bytes and hash as described, its extension its type's, and it
     /// decodes in full with an independent tool at the size the descriptor gives.
-    static func checkDelivered(_ d: AttachmentDescriptor, file: String, vips: VipsChecker) throws -> String? {
+    static func checkDelivered(_ d: AttachmentDescriptor, file: String, checker: MediaChecker) throws -> String? {
         guard fileSize(file) == d.bytes else { return "size \(fileSize(file)) but the descriptor says \(d.bytes ?? -1)" }
         guard try sha256sum(file) == d.sha256 else { return "SHA-256 differs from the descriptor's" }
         guard let type = (MediaType.all).first(where: { $0.mimeType == d.mimeType }),
@@ -118,10 +119,10 @@ import Testing
         }
         switch type.kind {
         case .image:
-            guard try vips.average(vipsInput(file, mime: type.mimeType)).ok else {
+            guard try checker.average(vipsInput(file, mime: type.mimeType)).ok else {
                 return "delivered, but `vips avg` with fail_on=error does not decode it"
             }
-            let size = try vips.displaySize(file)
+            let size = try checker.displaySize(file)
             guard size.width == d.width, size.height == d.height else {
                 return "descriptor says \(d.width ?? -1)x\(d.height ?? -1), vips \(size.width)x\(size.height)"
             }
@@ -139,18 +140,18 @@ import Testing
     /// A refused file of a type attach-fetch handles: refused as damaged while an independent
     /// decoder reads it in full is a disagreement (refusals by the table, the limits or the
     /// budgets are decisions, not disagreements).
-    static func checkRefused(_ d: AttachmentDescriptor, original: String, vips: VipsChecker) throws -> String? {
-        if d.reason?.code == .unsupportedType { return try checkUnsupported(d, original: original, vips: vips) }
+    static func checkRefused(_ d: AttachmentDescriptor, original: String, checker: MediaChecker) throws -> String? {
+        if d.reason?.code == .unsupportedType { return try checkUnsupported(d, original: original, checker: checker) }
         guard d.reason?.code == .corruptMedia, let mime = d.mimeType else { return nil }
         if let type = MediaType.forSniffedMIME(mime) ?? MediaType.convertibleForSniffedMIME(mime), type.kind == .image {
             // JPEG by the decision in docs/media.md: any libjpeg warning refuses it, but for extraneous
             // bytes before a marker (then fail_on=error decides).
             if mime == "image/jpeg" {
-                let strict = try vips.average("\(original)[fail_on=warning]")
+                let strict = try checker.average("\(original)[fail_on=warning]")
                 if strict.ok { return "corruptMedia (\(d.reason?.message ?? "")), but `vips avg` with fail_on=warning decodes it" }
                 guard strict.errors.contains("extraneous bytes before marker"), !strict.errors.contains("premature end") else { return nil }
             }
-            let decoded = try vips.average(vipsInput(original, mime: mime)).ok
+            let decoded = try checker.average(vipsInput(original, mime: mime)).ok
             return decoded ? "corruptMedia (\(d.reason?.message ?? "")), but `vips avg` with fail_on=error decodes it" : nil
         }
         if MediaType.forSniffedMIME(mime) != nil {
@@ -165,11 +166,11 @@ import Testing
     /// or MPEG transport stream whose every stream is a codec MPEG-4 carries and that ffmpeg
     /// decodes without error. (What iOS cannot show, such as AV1, H.263 or PCM in a movie, is
     /// not such a codec: refusing it is the table's decision.)
-    static func checkUnsupported(_ d: AttachmentDescriptor, original: String, vips: VipsChecker) throws -> String? {
-        let loader = try vips.header(original).loader ?? ""
+    static func checkUnsupported(_ d: AttachmentDescriptor, original: String, checker: MediaChecker) throws -> String? {
+        let loader = try checker.header(original).loader ?? ""
         if ["pngload", "jpegload", "gifload"].contains(loader) {
             let mime = ["pngload": "image/png", "jpegload": "image/jpeg", "gifload": "image/gif"][loader]!
-            if try vips.average(vipsInput(original, mime: mime)).ok {
+            if try checker.average(vipsInput(original, mime: mime)).ok {
                 return "unsupportedType (\(d.reason?.message ?? "")), but vips reads it with \(loader)"
             }
             return nil
@@ -177,23 +178,13 @@ import Testing
         // An image in a format the table does not take (TIFF, BMP, JPEG 2000, ...) is that image,
         // not audio or video: no ffprobe process for it.
         if !loader.isEmpty { return nil }
-        let probe = try tool("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=format_name:stream=codec_type,codec_name",
-                                                  "-of", "default=noprint_wrappers=1", original])
-        guard probe.status == 0 else { return nil }
-        var format = "", codecs: [String] = [], types: [String] = []
-        for line in probe.output.split(separator: "\n") {
-            let field = line.split(separator: "=", maxSplits: 1).map(String.init)
-            guard field.count == 2 else { continue }
-            switch field[0] {
-            case "format_name": format = field[1]
-            case "codec_name": codecs.append(field[1])
-            case "codec_type": types.append(field[1])
-            default: break
-            }
-        }
+        // What ffprobe reads (the checker's `probe`, as `ffprobe -show_entries
+        // format=format_name:stream=codec_type,codec_name` answers).
+        let probe = try checker.probe(original)
+        guard probe.ok, let format = probe.format else { return nil }
         let carried: Set<String> = ["h264", "hevc", "mpeg4", "aac", "mp3", "alac", "ac3"]
         // An MP3's cover art is a picture, not a stream of the delivery.
-        let media = Array(Set(zip(types, codecs).filter { $0.0 == "audio" || ($0.0 == "video" && format != "mp3") }.map(\.1))).sorted()
+        let media = Array(Set((probe.streams ?? []).filter { $0.type == "audio" || ($0.type == "video" && format != "mp3") }.map(\.codec))).sorted()
         guard ["mp3", "mpegts"].contains(format) || format.hasPrefix("mov,mp4"), !media.isEmpty,
               media.allSatisfy(carried.contains) else { return nil }
         guard try tool("/usr/bin/ffmpeg", ["-v", "error", "-xerror", "-i", original, "-f", "null", "-"]).status == 0 else { return nil }
@@ -206,9 +197,9 @@ import Testing
     }
 }
 
-/// One `vips-check` process (Tests/VipsCheck): what `vips avg` and `vipsheader -a` answer, for
+/// One `media-check` process (Tests/MediaCheck): what `vips avg` and `vipsheader -a` answer, for
 /// one file at a time, without a process of each per file.
-final class VipsChecker {
+final class MediaChecker {
     struct Answer: Decodable {
         var ok: Bool
         var errors: String
@@ -216,6 +207,13 @@ final class VipsChecker {
         var width: Int?
         var height: Int?
         var orientation: Int?
+        var format: String?
+        var streams: [Stream]?
+
+        struct Stream: Decodable {
+            var type: String
+            var codec: String
+        }
     }
 
     private let process = Process()
@@ -224,7 +222,7 @@ final class VipsChecker {
     private var pending = Data()
 
     init() throws {
-        process.executableURL = URL(fileURLWithPath: builtExecutable("vips-check"))
+        process.executableURL = URL(fileURLWithPath: builtExecutable("media-check"))
         process.standardInput = requests
         process.standardOutput = answers
         process.standardError = FileHandle.nullDevice
@@ -236,6 +234,10 @@ final class VipsChecker {
 
     /// `vipsheader -a FILE`: its loader, size and orientation.
     func header(_ file: String) throws -> Answer { try ask("header", file) }
+
+    /// What `ffprobe -show_entries format=format_name:stream=codec_type,codec_name FILE` reads:
+    /// whether it succeeds, the container's name, and each stream's type and codec.
+    func probe(_ file: String) throws -> Answer { try ask("probe", file) }
 
     /// An image's size as displayed (EXIF orientations 5-8 swap the sides); -1 when unreadable.
     func displaySize(_ file: String) throws -> (width: Int, height: Int) {
@@ -251,7 +253,7 @@ final class VipsChecker {
             guard !more.isEmpty else {
                 // Its output ended: it has exited (or is exiting), and only then has a status.
                 process.waitUntilExit()
-                throw VipsCheckEnded(status: process.terminationStatus, request: "\(operation) \(argument)")
+                throw MediaCheckEnded(status: process.terminationStatus, request: "\(operation) \(argument)")
             }
             pending.append(more)
         }
@@ -260,7 +262,7 @@ final class VipsChecker {
         return try JSONDecoder().decode(Answer.self, from: pending[..<end])
     }
 
-    struct VipsCheckEnded: Error { var status: Int32; var request: String }
+    struct MediaCheckEnded: Error { var status: Int32; var request: String }
 
     func close() {
         try? requests.fileHandleForWriting.close()

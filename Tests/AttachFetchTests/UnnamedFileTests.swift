@@ -81,5 +81,5 @@ import Testing
     }
 
     /// What this process's descriptors point to.
-    static func ownOpenFiles() -> [String] { IsolationTests.openFiles(getpid()) }
+    static func ownOpenFiles() -> [String] { TestProcess.openFiles(getpid()) }
 }
