@@ -15,17 +15,16 @@ swift build --build-tests
 # - the suites that hold real elapsed time to a bound, in two processes side by side, one test
 #   at a time in each (serialized suites, Tests/AttachFetchTests/SuiteGroups.swift): work held
 #   to a deadline, which needs the cores (DeadlineBoundSuites), and timers, which mostly wait
-#   (TimerBoundSuites);
+#   (TimerBoundSuites); once the deadlines are done, in their process slot, the suites that
+#   read the test process's own worker processes or libvips' process-wide error text
+#   (ProcessWideSuites);
 # - beside them, LeakTests under SCHED_IDLE (chrt --idle), in a process of its own (it counts
 #   the process's threads, descriptors and memory), on the cores the timed tests leave idle.
 #   Swift Testing keeps no backtrace of thrown errors there: it would grow the live heap the
 #   test measures.
-# Then, once those are done:
-# - everything else, at most four tests at once: unbounded, every test starts together and
-#   hundreds of pipelines fork their decoder workers at the same moment;
-# - beside it, the suites that read the test process's own worker processes or libvips'
-#   process-wide error text (ProcessWideSuites), one test at a time in a process of their own.
-# No group with time bounds shares the machine with a group at its own priority.
+# Then, once those are done, everything else, at most four tests at once: unbounded, every test
+# starts together and hundreds of pipelines fork their decoder workers at the same moment. The
+# timed groups never share the cores with it.
 leaks='LeakTests'
 alone='ProcessWideSuites'
 deadlines='DeadlineBoundSuites'
@@ -41,7 +40,6 @@ group() {
   shift 2
   "$@" "$bundle" --testing-library swift-testing --filter "$filter" < /dev/null > "$logs/$name" 2>&1
 }
-# The process-wide suites follow the deadlines in the same slot, once the cores are less busy.
 ( s=0; group "$deadlines" deadlines || s=$?; group "$alone" alone || s=$?; exit $s ) & deadlines_pid=$!
 group "$timers" timers & timers_pid=$!
 group "$leaks" leaks env SWT_SWIFT_ERROR_BACKTRACING_ENABLED=0 chrt --idle 0 & leaks_pid=$!

@@ -2,9 +2,8 @@ import Testing
 
 // The suites that must not share the machine's cores or the process with other tests, in three
 // groups. Each group runs its suites one test at a time; `scripts/test.sh` runs each group in a
-// process of its own, the first two side by side before the rest of the suite
-// (docs/performance.md#the-test-suite). Under a plain `swift test` the groups run beside the
-// other suites, one test at a time within each.
+// process of its own, before the rest of the suite (docs/performance.md#the-test-suite). Under
+// a plain `swift test` the groups run beside the other suites, one test at a time within each.
 
 /// Work held to a deadline or to a bound on real time, which needs the cores: the time
 /// contract, healthy hosts beside a dead one, the transfer pace's connection counts, an avatar's
