@@ -111,12 +111,13 @@ let package = Package(
         .executableTarget(name: "loopback-media-server", dependencies: ["LoopbackHTTPServer"]),
         // Test-only C wrappers for making large images at test time.
         .target(name: "CTestSupport", dependencies: ["CVips"], path: "Tests/CTestSupport"),
-        // The corpus suite's independent libvips check: one process per batch, not one per file.
+        // The corpus suite's independent readers (libvips, FFmpeg's demuxers): one process per batch.
         .executableTarget(name: "media-check", dependencies: ["CTestSupport", "CVips", "CFFmpeg"], path: "Tests/MediaCheck"),
         .testTarget(
             name: "AttachFetchTests",
             dependencies: ["AttachFetch", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "CAttachFetchShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "media-check",
                            .product(name: "Logging", package: "swift-log"),
+                           .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOEmbedded", package: "swift-nio"),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]
         ),

@@ -2,10 +2,11 @@
 # The README's second command: installs what is missing, assembles the real-world corpus
 # (scripts/corpus.sh: Pillow's published test images, checked against Tests/Corpus/manifest.tsv)
 # and runs the whole test suite in parallel (below), the corpus suite included and required, then the inspector's
-# tests in a real browser, then the OpenAPI contract tests (scripts/api-tests.sh), then the
-# instruction-count guard on the debug build just built (callgrind; fails on a growth of more
-# than 5 % per attachment over Benchmarks/Thresholds/instructions-debug.json) and the system-call
-# guard (strace; fails past Benchmarks/Thresholds/syscalls.json's file-system calls per attachment).
+# tests in a real browser and the OpenAPI contract tests (scripts/api-tests.sh), with the
+# instruction-count guard beside them on the debug build just built (callgrind; fails on a
+# growth of more than 5 % per attachment over Benchmarks/Thresholds/instructions-debug.json),
+# then the system-call guard (strace; fails past Benchmarks/Thresholds/syscalls.json's
+# file-system calls per attachment).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh "$@"
@@ -54,12 +55,15 @@ rm -rf "$logs"
 # A count, not a time: it runs beside the browser and API tests, on the core they leave idle.
 guard_log=$(mktemp)
 Benchmarks/instruction-guard --configuration debug --skip-build > "$guard_log" 2>&1 & guard_pid=$!
+# Should a step below fail, the guard stops with the script and leaves nothing behind.
+trap 'kill "$guard_pid" 2>/dev/null; wait "$guard_pid" 2>/dev/null; rm -f "$guard_log"' EXIT
 # The inspector page in a real browser (Chromium over WebDriver) against the service just built.
 scripts/browser-tests.sh
 # The service's OpenAPI document: validated, fuzzed by schemathesis, and a generated client.
 scripts/api-tests.sh
 guard_status=0
 wait "$guard_pid" || guard_status=$?
+trap - EXIT
 cat "$guard_log"
 rm -f "$guard_log"
 [ "$guard_status" -eq 0 ] || { echo "instruction-guard failed" >&2; exit "$guard_status"; }

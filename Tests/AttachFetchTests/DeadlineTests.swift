@@ -287,6 +287,7 @@ extension DeadlineBoundSuites {
                         tried += 1
                         let before = pipeline.decodesStarted.probes
                         let attempt = Task { await fetchOne(url, pipeline, thumbnailTime: 24, deadline: .seconds(30)) }
+                    defer { attempt.cancel() }
                         try await waitUntil("the probe to start") { pipeline.decodesStarted.probes > before }
                         clock.advance(by: .seconds(30))
                         let answer = await attempt.value

@@ -176,7 +176,7 @@ import Testing
             return nil
         }
         // An image in a format the table does not take (TIFF, BMP, JPEG 2000, ...) is that image,
-        // not audio or video: no ffprobe process for it.
+        // not audio or video: no probe for it.
         if !loader.isEmpty { return nil }
         // What ffprobe reads (the checker's `probe`, as `ffprobe -show_entries
         // format=format_name:stream=codec_type,codec_name` answers).
@@ -197,8 +197,10 @@ import Testing
     }
 }
 
-/// One `media-check` process (Tests/MediaCheck): what `vips avg` and `vipsheader -a` answer, for
-/// one file at a time, without a process of each per file.
+/// One `media-check` process (Tests/MediaCheck): what `vips avg`, `vipsheader -a` and `ffprobe`
+/// answer, for one file at a time, without a process of each per file. A crash of the checker
+/// fails the batch it was checking (`MediaCheckEnded`), where a crashed `ffprobe` would have
+/// read as a file it does not read.
 final class MediaChecker {
     struct Answer: Decodable {
         var ok: Bool

@@ -77,6 +77,7 @@ func probe(_ file: String) -> Answer {
         guard let decoder = avcodec_find_decoder(parameters.pointee.codec_id) else { continue }
         var decoding = avcodec_alloc_context3(decoder)
         defer { avcodec_free_context(&decoding) }
+        guard decoding != nil else { return Answer(ok: false, errors: "could not allocate a decoder for stream \(index)") }
         guard avcodec_parameters_to_context(decoding, parameters) >= 0 else {
             return Answer(ok: false, errors: "could not copy stream \(index)'s parameters")
         }

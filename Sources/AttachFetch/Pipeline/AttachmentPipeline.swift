@@ -95,8 +95,8 @@ public final class AttachmentPipeline: Sendable {
     /// `half_open`, `closed`), and the hosts whose breaker is open or half-open now. For metrics.
     public var originBreakers: (transitions: [String: Int], openHosts: Int) { engine.breakers }
 
-    /// Decode jobs started so far on the image workers (conversions, thumbnails, variants) and
-    /// on the probe workers. For tests that act while a decode runs.
+    /// Decode jobs taken so far by the image workers (conversions, thumbnails, variants) and by
+    /// the probe workers (`WorkerPool.jobsStarted`). For tests that act while a decode runs.
     var decodesStarted: (images: Int, probes: Int) { (stages.imageWorkers.jobsStarted, stages.probeWorkers.jobsStarted) }
 
     /// Requests sent to the object store so far, by HTTP method (retries included); empty

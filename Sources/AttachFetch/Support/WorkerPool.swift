@@ -78,8 +78,9 @@ final class WorkerPool<Slot: AnyObject>: Sendable {
         jobSeconds.withLock { $0 }.map { Double(threads) / max($0, 1e-6) }
     }
 
-    /// Jobs a thread has started so far, ended or not: how a test knows that a decode is under
-    /// way before it moves the pipeline's clock past the deadline.
+    /// Jobs the threads have taken from the queue so far, ended or not (a job abandoned while it
+    /// waited is taken too, and returns at once): how a test knows that a decode is under way
+    /// before it moves the pipeline's clock past the deadline.
     var jobsStarted: Int {
         state.condition.lock()
         defer { state.condition.unlock() }
