@@ -110,11 +110,15 @@ final class SharedResults: Sendable {
         state.withLock { $0.drop(key, ifStill: cached) }?.release()
     }
 
-    /// Drops every cached entry (their files go) and cancels running work: at shutdown.
-    func removeAll() {
+    /// Drops every cached entry (their files go) and cancels running work: at shutdown. Returns
+    /// the cancelled work, which ends promptly once it has given back what it holds (a lease in
+    /// the object store), for the caller to await before the store's requests stop.
+    @discardableResult
+    func removeAll() -> [Task<Void, Never>] {
         let (dropped, tasks) = state.withLock { $0.removeAll() }
         for task in tasks { task.cancel() }
         for result in dropped { result.release() }
+        return tasks
     }
 
     /// Entries cached now (for tests and metrics).

@@ -141,7 +141,10 @@ struct StoreResults: Sendable {
                 logger.debug("lease not released", metadata: ["problem": "\(error.description)"])
             }
         }
-        if Task.isCancelled { Task.detached(operation: release) } else { await release() }
+        // A cancelled task's request would be cancelled with it: the release runs in a task of
+        // its own, and is awaited, so that the work ends only once its lease is given back
+        // (the pipeline's shutdown waits for that before it stops the store's requests).
+        if Task.isCancelled { await Task.detached(operation: release).value } else { await release() }
     }
 
     private func putLease(_ key: String, _ lease: Lease, onlyIfAbsent: Bool, deadline: ContinuousClock.Instant) async throws(ObjectStoreError) -> Bool {

@@ -109,7 +109,25 @@ public final class AttachmentPipeline: Sendable {
     /// pipeline is no longer needed; later batches fail at once.
     public func shutdown() async {
         guard !isShutDown.exchange(true, ordering: .sequentiallyConsistent) else { return }
-        results.removeAll()
+        // Cancelled work ends at once (its transfers stop) and gives back its object-store lease
+        // while the store's requests still run; 3 s at most (a release's own deadline is 2 s).
+        let cancelled = results.removeAll()
+        if !cancelled.isEmpty {
+            // Not a task group: awaiting a task's value does not stop at cancellation, so the
+            // bound must be able to leave the awaiting behind.
+            let resumed = Locked(false)
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                @Sendable func finish() {
+                    if resumed.withLock({ let first = !$0; $0 = true; return first }) { done.resume() }
+                }
+                let bound = Task { try? await Task.sleep(for: .seconds(3)); finish() }
+                Task {
+                    for work in cancelled { await work.value }
+                    bound.cancel()
+                    finish()
+                }
+            }
+        }
         let engine = self.engine, stages = self.stages
         // The shutdowns wait for their threads and processes: not on the cooperative pool.
         let objectStore = self.objectStore
