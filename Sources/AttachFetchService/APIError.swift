@@ -12,6 +12,10 @@ struct APIError: Error, Sendable {
     static func invalidRequest(_ message: String) -> APIError { .init(status: .badRequest, code: "invalidRequest", message: message) }
     static let unauthorized = APIError(status: .unauthorized, code: "unauthorized",
                                        message: "this route needs Authorization: Bearer <token>", headers: [.wwwAuthenticate: "Bearer"])
+    /// A valid request for something this service was not set up to do (encrypting without a
+    /// media key): 409, since the same request succeeds on a service with the setting, and
+    /// retrying here cannot.
+    static func notConfigured(_ message: String) -> APIError { .init(status: .conflict, code: "notConfigured", message: message) }
     static func tooLarge(_ limit: Int) -> APIError {
         .init(status: .contentTooLarge, code: "bodyTooLarge", message: "the request body is over \(limit) bytes")
     }

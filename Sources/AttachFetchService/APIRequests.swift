@@ -50,9 +50,7 @@ enum APIRequests {
     /// the pipeline (everything with `--encrypt-media`, else nothing).
     static func encryption(_ asked: Bool?, configured: MediaEncryption?, field: String) throws(APIError) -> Bool? {
         guard let asked else { return nil }
-        if asked && configured == nil {
-            throw .invalidRequest("\(field) needs the service to have a media key (serve --media-key-file)")
-        }
+        if asked && configured == nil { throw .notConfigured("\(field) needs the service to have a media key (serve --media-key-file)") }
         if !asked && configured?.encryptsEverything == true {
             throw .invalidRequest("this service publishes all media encrypted (serve --encrypt-media); \(field) false is refused")
         }
@@ -65,7 +63,7 @@ enum APIRequests {
         let parts = value.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
         let digitsOnly = parts.allSatisfy { !$0.isEmpty && $0.allSatisfy { $0.isASCII && $0.isNumber } }
         guard digitsOnly, let number = Double(value), number > 0 else {
-            throw .invalidRequest("X-Deadline-Ms must be a number of milliseconds greater than 0")
+            throw .invalidRequest("X-Deadline-Ms takes milliseconds as decimal digits with an optional fraction (1500 or 2.5), greater than 0; not '\(value.prefix(40))'")
         }
         return number
     }

@@ -69,9 +69,7 @@ public struct ServiceConfiguration: Sendable {
 
     /// Reads a token file: one token per line; blank lines and lines starting with # skipped.
     public static func tokens(fromFile path: String) throws(AttachFetchError) -> [String] {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw .invalidConfiguration("the token file \(path) cannot be read")
-        }
+        let data = try SecretFile.read(path, what: "the token file")
         let tokens = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
             .map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty && !$0.hasPrefix("#") }

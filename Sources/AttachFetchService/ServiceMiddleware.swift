@@ -3,20 +3,56 @@ import HTTPTypes
 import Hummingbird
 import Logging
 
-/// The routes the service knows, for 404 against 405 and for metric labels (never the raw
-/// path, so a client cannot make label sets grow).
-enum Routes {
-    static let methods: [String: [HTTPRequest.Method]] = [
-        "/v1/attachments": [.post], "/v1/payloads": [.post],
-        "/healthz": [.get, .head], "/readyz": [.get, .head], "/metrics": [.get], "/openapi.json": [.get], "/media": [.get, .head],
-        "/": [.get, .head], "/inspector.css": [.get, .head], "/v1/files": [.get],
-    ].merging(InspectorPage.scripts.map { ("/" + $0.name, [.get, .head]) }) { listed, _ in listed }
+/// One route the service serves: the router's pattern, the methods it answers, and whether it
+/// is open without the token.
+struct ServiceRoute: Sendable, Hashable {
+    /// The router's path (`/media/{name}`).
+    let pattern: String
+    /// The label in metrics and logs: the pattern up to its first parameter (`/media`).
+    let label: String
+    let methods: [HTTPRequest.Method]
+    /// Open without the token. Every other route needs it: deny by default.
+    let isPublic: Bool
 
-    /// The route a path belongs to (`/media/<name>` → `/media`, `/v1/files/…` → `/v1/files`), or nil.
-    static func route(of path: String) -> String? {
-        if path.hasPrefix("/media/") { return "/media" }
-        if path.hasPrefix("/v1/files/") { return "/v1/files" }
-        return methods[path] != nil ? path : nil
+    init(_ pattern: String, _ methods: [HTTPRequest.Method], public isPublic: Bool = false) {
+        self.pattern = pattern
+        self.methods = methods
+        self.isPublic = isPublic
+        let fixed = pattern.split(separator: "/").prefix { !$0.hasPrefix("{") }
+        label = "/" + fixed.joined(separator: "/")
+    }
+}
+
+/// The routes the service knows, defined once: the router registers exactly these (through
+/// ``AttachFetchServer/add(_:_:to:tokens:handler:)``), the token check reads `isPublic` of the
+/// route the router resolved, and metrics label a request by that route (never the raw path,
+/// so a client cannot make label sets grow).
+enum Routes {
+    static let attachments = ServiceRoute("/v1/attachments", [.post])
+    static let payloads = ServiceRoute("/v1/payloads", [.post])
+    static let files = ServiceRoute("/v1/files/{bucket}/{batch}/{name}", [.get])
+    static let healthz = ServiceRoute("/healthz", [.get, .head], public: true)
+    static let readyz = ServiceRoute("/readyz", [.get, .head], public: true)
+    static let metrics = ServiceRoute("/metrics", [.get], public: true)
+    static let openapi = ServiceRoute("/openapi.json", [.get], public: true)
+    static let media = ServiceRoute("/media/{name}", [.get, .head], public: true)
+    /// The inspector's page and its static files.
+    static let inspector = [ServiceRoute("/", [.get, .head], public: true), ServiceRoute("/inspector.css", [.get, .head], public: true)]
+        + InspectorPage.scripts.map { ServiceRoute("/" + $0.name, [.get, .head], public: true) }
+
+    static let all = [attachments, payloads, files, healthz, readyz, metrics, openapi, media] + inspector
+
+    private static let byPattern = Dictionary(all.map { ($0.pattern, $0) }) { first, _ in first }
+    private static let byLabel = Dictionary(all.map { ($0.label, $0) }) { first, _ in first }
+
+    /// The route the router resolved, from the pattern it records (`context.endpointPath`).
+    static func route(pattern: String?) -> ServiceRoute? { pattern.flatMap { byPattern[$0] } }
+
+    /// The route an exact path names (`/media/<name>` → `/media`), or nil; only for answering 405
+    /// before routing, which refuses and never runs work.
+    static func route(of path: String) -> ServiceRoute? {
+        if let route = byLabel[path], !route.pattern.contains("{") { return route }
+        return all.first { $0.pattern.contains("{") && path.hasPrefix($0.label + "/") }
     }
 }
 
@@ -32,10 +68,11 @@ struct ErrorsLogsAndMetrics: RouterMiddleware {
                 next: (Request, ServiceContext) async throws -> Response) async throws -> Response {
         let started = ContinuousClock.now
         let path = request.uri.path
-        let route = Routes.route(of: path)
         var response: Response
-        if let route, let allowed = Routes.methods[route], !allowed.contains(request.method) {
-            response = Self.response(APIError.methodNotAllowed(request.method.rawValue, allowed: allowed.map(\.rawValue)))
+        var label: String?
+        if let route = Routes.route(of: path), !route.methods.contains(request.method) {
+            label = route.label
+            response = Self.response(APIError.methodNotAllowed(request.method.rawValue, allowed: route.methods.map(\.rawValue)))
         } else {
             do {
                 response = try await next(request, context)
@@ -55,6 +92,8 @@ struct ErrorsLogsAndMetrics: RouterMiddleware {
                 response = Self.response(APIError(status: .internalServerError, code: "internal", message: "\(error)"))
             }
         }
+        // The route the router resolved: it recorded the pattern in the context's shared box.
+        let route = label ?? Routes.route(pattern: context.endpointPath)?.label
         let elapsed = ContinuousClock.now - started
         metrics.request(route: route ?? "unknown", status: response.status.code, duration: elapsed)
         var metadata: Logger.Metadata = [
@@ -76,20 +115,20 @@ struct ErrorsLogsAndMetrics: RouterMiddleware {
     }
 }
 
-/// `/v1` routes need `Authorization: Bearer <token>` when tokens are configured. Every token
-/// is compared in full, in time that does not depend on where the bytes differ.
-struct BearerTokens: RouterMiddleware {
-    typealias Context = ServiceContext
+/// The bearer tokens (`--token-file`), checked inside the handler of every route that is not
+/// public, so the decision is made on the route the router resolved, never on the raw path.
+/// Every token is compared in full, in time that does not depend on where the bytes differ.
+struct BearerTokens: Sendable {
     let tokens: [[UInt8]]
 
-    func handle(_ request: Request, context: ServiceContext,
-                next: (Request, ServiceContext) async throws -> Response) async throws -> Response {
-        guard !tokens.isEmpty, request.uri.path.hasPrefix("/v1/") else { return try await next(request, context) }
+    /// Throws `unauthorized` unless `route` is public, no tokens are configured, or the request
+    /// carries one of them.
+    func check(_ request: Request, for route: ServiceRoute) throws(APIError) {
+        guard !route.isPublic, !tokens.isEmpty else { return }
         let given = request.headers[.authorization].flatMap { header -> [UInt8]? in
             header.hasPrefix("Bearer ") ? Array(header.utf8.dropFirst(7)) : nil
         }
         guard let given, Self.matchesAny(given, tokens) else { throw APIError.unauthorized }
-        return try await next(request, context)
     }
 
     static func matchesAny(_ given: [UInt8], _ tokens: [[UInt8]]) -> Bool {

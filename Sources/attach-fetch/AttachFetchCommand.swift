@@ -135,7 +135,8 @@ struct FetchCommand: AsyncParsableCommand {
         }
         await attachmentPipeline.shutdown()
         if showProgress { output.writeError("\r\u{1B}[K") }
-        let rewritten = rewrite ? pushPayload?.rewritten(media: payloadMedia, descriptors: batch.attachments) : nil
+        // Compact, one line: the bytes printed are the bytes the lint measures, as APNs counts them.
+        let rewritten = rewrite ? pushPayload?.rewritten(media: payloadMedia, descriptors: batch.attachments, pretty: false) : nil
         let lint = pushPayload.map {
             $0.lint(media: payloadMedia, descriptors: batch.attachments)
                 + $0.platformLint(media: payloadMedia, descriptors: batch.attachments, rewriting: rewrite)

@@ -28,12 +28,14 @@ struct DecryptCommand: ParsableCommand {
               let key = ContentKey(base64URL: String(decoding: text, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
             throw ValidationError("--key-file \(keyFile) must hold a base64url key of 16 bytes")
         }
-        guard let source = FileHandle(forReadingAtPath: input) else { throw ValidationError("\(input) cannot be read") }
-        guard !FileManager.default.fileExists(atPath: output),
-              FileManager.default.createFile(atPath: output, contents: nil, attributes: [.posixPermissions: 0o600]),
-              let sink = FileHandle(forWritingAtPath: output) else {
-            throw ValidationError("\(output) exists or cannot be created")
+        guard let source = FileHandle(forReadingAtPath: input) else { Self.fail(2, "\(input) cannot be read") }
+        // O_EXCL: the plaintext never replaces a file, not even one made a moment ago.
+        let descriptor = open(output, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            Self.fail(2, errno == EEXIST ? "\(output) already exists; decrypt never overwrites: remove it or name another file"
+                                         : "\(output) cannot be created: \(String(cString: strerror(errno)))")
         }
+        let sink = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         var decoder = ContentDecoder(key: key)
         var digest = SHA256Hasher()
         do {
@@ -43,12 +45,25 @@ struct DecryptCommand: ParsableCommand {
             try decoder.finish { digest.update($0); try sink.write(contentsOf: $0) }
             try sink.close()
             if let sha256, digest.hex != sha256.lowercased() {
-                throw ContentEncryptionError(.malformed, "the plaintext's SHA-256 is \(digest.hex), not \(sha256)")
+                throw HashMismatch(found: digest.hex, expected: sha256)
             }
         } catch {
             try? FileManager.default.removeItem(atPath: output)
             FileHandle.standardError.write(Data("attach-fetch decrypt: \(error)\n".utf8))
             throw ExitCode(1)
         }
+    }
+
+    /// The decrypted bytes are whole and authentic, but not the plaintext the descriptor names.
+    struct HashMismatch: Error, CustomStringConvertible {
+        let found: String, expected: String
+        var description: String { "hashMismatch: the plaintext's SHA-256 is \(found), not \(expected)" }
+    }
+
+    /// A message naming what is wrong, on standard error, and the exit status (2: the command
+    /// line cannot work; 1: the object does not decrypt).
+    static func fail(_ status: Int32, _ message: String) -> Never {
+        FileHandle.standardError.write(Data("attach-fetch decrypt: \(message)\n".utf8))
+        Foundation.exit(status)
     }
 }

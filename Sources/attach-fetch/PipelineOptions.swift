@@ -7,16 +7,16 @@ import Foundation
 struct PipelineOptions: ParsableArguments {
     private static let library = AttachFetchConfiguration()
 
-    @Option(help: ArgumentHelp("Seconds the whole batch may take (serve: a request's deadline when it gives none, clipped to --max-deadline).", valueName: "SECONDS"))
+    @Option(help: ArgumentHelp("Seconds the whole batch may take, more than 0 and at most 3600 (serve: a request's deadline when it gives none, clipped to --max-deadline).", valueName: "SECONDS"))
     var deadline: Double = library.defaultDeadline.seconds
 
-    @Option(help: ArgumentHelp("Seconds one request may take, redirects included.", valueName: "SECONDS"))
+    @Option(help: ArgumentHelp("Seconds one request may take, redirects included; more than 0 and at most 3600.", valueName: "SECONDS"))
     var timeout: Double = library.timeout.request.seconds
 
-    @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds to connect.", valueName: "SECONDS"))
+    @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Seconds to connect; more than 0 and at most 3600.", valueName: "SECONDS"))
     var connectTimeout: Double = library.timeout.connect.seconds
 
-    @Option(name: .customLong("stall-timeout"), help: ArgumentHelp("Seconds without any bytes before a request times out.", valueName: "SECONDS"))
+    @Option(name: .customLong("stall-timeout"), help: ArgumentHelp("Seconds without any bytes before a request times out; more than 0 and at most 3600.", valueName: "SECONDS"))
     var stallTimeout: Double = library.timeout.stall.seconds
 
     @Option(name: .customLong("max-concurrency"), help: ArgumentHelp("Transfers at once, over every host: a fixed limit. Without it, 16 run whatever the pace and more start at twice the pace the decoders finish images, up to \(library.maxConcurrentTransfers) running.", valueName: "N"))
@@ -25,16 +25,16 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .customLong("max-host-connections"), help: ArgumentHelp("Transfers (connections) to one host at once.", valueName: "N"))
     var maxHostConnections: Int = library.maxHostConnections
 
-    @Option(name: .customLong("max-inflight-bytes"), help: ArgumentHelp("Bytes running transfers may hold in temporary files at once; a number with an optional K, M or G (binary) suffix. At least the largest size limit.", valueName: "BYTES"))
+    @Option(name: .customLong("max-inflight-bytes"), help: ArgumentHelp("Bytes running transfers may hold in temporary files at once; a number with an optional K, M, G or T (binary) suffix, from the largest size limit to 1T.", valueName: "BYTES"))
     var maxInflightBytes: String = String(library.maxInflightBytes)
 
-    @Option(name: .customLong("breaker-failures"), help: ArgumentHelp("Failures in a row (connect, timeout, TLS, 5xx) after which a host is left alone for the cool-down (originUnavailable).", valueName: "N"))
+    @Option(name: .customLong("breaker-failures"), help: ArgumentHelp("Failures in a row (connect, timeout, TLS, 5xx) after which a host is left alone for the cool-down (originUnavailable); 1 to 1000.", valueName: "N"))
     var breakerFailures: Int = library.breaker.failures
 
-    @Option(name: .customLong("breaker-cooldown"), help: ArgumentHelp("Seconds a failing host is left alone before one request probes it.", valueName: "SECONDS"))
+    @Option(name: .customLong("breaker-cooldown"), help: ArgumentHelp("Seconds a failing host is left alone before one request probes it; more than 0 and at most 3600.", valueName: "SECONDS"))
     var breakerCooldown: Double = library.breaker.cooldown.seconds
 
-    @Option(name: .customLong("thumbnail-size"), help: ArgumentHelp("Longest edge of thumbnails, in pixels.", valueName: "PX"))
+    @Option(name: .customLong("thumbnail-size"), help: ArgumentHelp("Longest edge of thumbnails, in pixels; 1 to 4096.", valueName: "PX"))
     var thumbnailSize: Int = library.thumbnailMaxEdge
 
     @Option(help: ArgumentHelp("Clipping rectangle for image thumbnails, in the unit square with the origin top-left, e.g. 0.25,0.25,0.5,0.5.", valueName: "X,Y,W,H"))
@@ -102,11 +102,11 @@ struct PipelineOptions: ParsableArguments {
     /// The most transfers any option allows: each holds a socket and a descriptor for its file.
     static let mostTransfers = 4096
 
-    /// --max-inflight-bytes as a number: digits with an optional K, M or G (powers of 1024),
+    /// --max-inflight-bytes as a number: digits with an optional K, M, G or T (powers of 1024),
     /// from the largest size limit up to 1 TiB.
     func inflightBytes() throws -> Int64 {
         let text = maxInflightBytes.trimmingCharacters(in: .whitespaces)
-        let multipliers: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
+        let multipliers: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]
         var digits = Substring(text)
         var multiplier: Int64 = 1
         if let last = text.last?.uppercased().first, let factor = multipliers[last] {
@@ -116,7 +116,7 @@ struct PipelineOptions: ParsableArguments {
         let smallest = Self.library.sizeLimits.largest, largest: Int64 = 1 << 40
         guard let number = Int64(digits), number > 0, number <= largest / multiplier,
               (smallest...largest).contains(number * multiplier) else {
-            throw ValidationError("--max-inflight-bytes must be a number of bytes (K, M, G allowed) from \(smallest) (the largest size limit) to 1T, not '\(maxInflightBytes)'")
+            throw ValidationError("--max-inflight-bytes must be a number of bytes (K, M, G or T allowed) from \(smallest) (the largest size limit) to 1T, not '\(maxInflightBytes)'")
         }
         return number * multiplier
     }

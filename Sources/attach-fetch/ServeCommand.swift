@@ -15,7 +15,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(help: "Address to listen on.") var host = "127.0.0.1"
     @Option(help: "Port to listen on (0: any free port, printed on standard error).") var port = 8080
-    @Option(name: .customLong("token-file"), help: ArgumentHelp("Require Authorization: Bearer <token> on /v1 routes; one token per line.", valueName: "FILE"))
+    @Option(name: .customLong("token-file"), help: ArgumentHelp("Require Authorization: Bearer <token> on every route but /healthz, /readyz, /metrics, /openapi.json, the inspector and /media; one token per line, in a file only its owner can read.", valueName: "FILE"))
     var tokenFile: String?
     @Option(name: .customLong("max-batches"), help: "Batches in flight at most; beyond that, 503 with Retry-After.")
     var maxBatches = 64
@@ -39,10 +39,17 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup(title: "Pipeline") var pipeline: PipelineOptions
     @OptionGroup(title: "Publishing and platforms") var publishing: PublishingOptions
+    // The single-run command's payload options, which a service takes per request: named here
+    // only to point there.
+    @Flag(name: .customLong("rewrite"), help: .hidden) var rewriteAsked = false
+    @Flag(name: .customLong("strip-failed"), help: .hidden) var stripFailedAsked = false
     @Flag(name: .shortAndLong, help: "Also log the pipeline's debug messages to standard error (each request is logged at info either way).")
     var verbose = false
 
     func validate() throws {
+        for (asked, option) in [(rewriteAsked, "rewrite"), (stripFailedAsked, "stripFailed")] where asked {
+            throw ValidationError("serve has no --\(option == "rewrite" ? "rewrite" : "strip-failed"): a caller asks for it per request, with POST /v1/payloads?\(option)=true (docs/service.md)")
+        }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         guard maxBatches >= 1 else { throw ValidationError("--max-batches must be at least 1") }
         guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }

@@ -175,3 +175,13 @@ def service(proxy, tmp_path_factory):
     running = Service(proxy, work, extra=["--media-key-file", str(key)])
     yield running
     running.stop()
+
+
+@pytest.fixture(scope="session")
+def keyless_service(proxy, tmp_path_factory):
+    """The same service without a media key: `encrypt` true is valid by the document and must be
+    answered as it says (409 notConfigured), not refused as a bad request."""
+    running = Service(proxy, tmp_path_factory.mktemp("serve-keyless"))
+    yield running
+    running.stop()
+

@@ -8,6 +8,8 @@ import sys
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from conftest import DOCUMENT
 
 HERE = Path(__file__).resolve().parent
@@ -52,7 +54,9 @@ def test_a_url_to_another_host_never_leaves_the_machine(service, proxy, origin):
     assert all(target.rsplit(":", 1)[0] in ("127.0.0.1", "::1", "[::1]", "localhost") for target in proxy.allowed)
 
 
-def test_schemathesis_finds_nothing_in_a_thousand_requests(service, proxy, origin, tmp_path):
+@pytest.mark.parametrize("which", ["with a media key", "without a media key"])
+def test_schemathesis_finds_nothing_in_a_thousand_requests(which, request, proxy, origin, tmp_path):
+    service = request.getfixturevalue("service" if which == "with a media key" else "keyless_service")
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "hooks", "ATTACH_FETCH_TEST_ORIGIN": f"http://127.0.0.1:{origin.port}",
            "PYTHONPATH": str(HERE), "SCHEMATHESIS_TELEMETRY": "false", "NO_COLOR": "1"}
     report = tmp_path / "report"
@@ -94,3 +98,12 @@ print("ok")
 '''
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and "ok" in result.stdout, result.stdout + result.stderr
+
+
+def test_encrypt_without_a_media_key_is_409_not_configured(keyless_service, origin):
+    for path, body in (("/v1/attachments", {"urls": [origin.url("photo.jpg")], "encrypt": True}),
+                       ("/v1/payloads?encrypt=true", {"aps": {"alert": "a", "mutable-content": 1}, "image_url": origin.url("photo.jpg")})):
+        status, document = post(keyless_service.base, path, body)
+        assert status == 409, (path, status, document)
+        assert document["error"]["code"] == "notConfigured" and "media key" in document["error"]["message"], document
+

@@ -101,3 +101,20 @@ def test_a_wrong_key_a_flipped_byte_and_a_cut_stream_are_refused_and_leave_nothi
         assert b64url(used_key) not in result.stderr
     result, plaintext = run_decrypt(tmp_path, ciphertext, key, "0" * 64)
     assert result.returncode == 1 and "SHA-256" in result.stderr and plaintext is None
+    assert "hashMismatch" in result.stderr and "malformed" not in result.stderr, result.stderr
+
+
+def test_decrypt_names_an_output_that_exists_and_leaves_it_alone(tmp_path):
+    data = os.urandom(5_000)
+    key = os.urandom(16)
+    ciphertext = http_ece.encrypt(data, salt=os.urandom(16), key=key, rs=4096, version="aes128gcm")
+    source, target, key_path = tmp_path / "in.bin", tmp_path / "out.bin", tmp_path / "key.txt"
+    source.write_bytes(ciphertext)
+    key_path.write_text(b64url(key))
+    target.write_bytes(b"already here")
+    result = subprocess.run([str(BINARY), "decrypt", "--key-file", str(key_path), str(source), str(target)],
+                            capture_output=True, text=True)
+    assert result.returncode == 2, result
+    assert str(target) in result.stderr and "already exists" in result.stderr, result.stderr
+    assert "USAGE" not in result.stderr.upper(), "the error, not the usage text"
+    assert target.read_bytes() == b"already here"

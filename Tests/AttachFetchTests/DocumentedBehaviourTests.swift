@@ -27,8 +27,13 @@ import Testing
         #expect(serveHelp.stdout.contains("--deadline") && serveHelp.stdout.contains("--max-host-connections"))
         let fetchHelp = try await CLITests.run(["fetch", "--help"])
         #expect(fetchHelp.stdout.contains("--rewrite"))
-        let refused = try await CLITests.run(["serve", "--port", "0", "--rewrite"])
-        #expect(refused.status == 2 && refused.stderr.contains("--rewrite"))
+        // The single-run options a service takes per request point to the request's parameter.
+        for (option, parameter) in [("--rewrite", "?rewrite=true"), ("--strip-failed", "?stripFailed=true")] {
+            let refused = try await CLITests.run(["serve", "--port", "0", option])
+            #expect(refused.status == 2 && refused.stderr.contains(option) && refused.stderr.contains(parameter), "\(refused.stderr)")
+            #expect(!refused.stderr.contains("Unknown option"), "\(refused.stderr)")
+        }
+        #expect(!serveHelp.stdout.contains("--strip-failed"))
     }
 
     @Test func aRefusedBodyReadWholeKeepsItsSizeAndHash() async throws {

@@ -201,7 +201,9 @@ extension DeadlineBoundSuites {
             let cases: [(String, String)] = [
                 ("\(scratch.path)/missing.key", "cannot be read"),
                 (Self.keyFile(scratch, content: marker), "at least 32 random bytes"),
-                (Self.keyFile(scratch, mode: 0o644, content: marker + marker), "readable by every user"),
+                (Self.keyFile(scratch, mode: 0o644, content: marker + marker), "open to other users (mode 644)"),
+                (Self.keyFile(scratch, mode: 0o640, content: marker + marker), "open to its group (mode 640)"),
+                (Self.keyFile(scratch, mode: 0o620, content: marker + marker), "chmod 600"),
             ]
             for (file, expected) in cases {
                 for command in [["--publish-dir", publish, "--public-base", "https://m.example.test", "--encrypt-media",
@@ -271,13 +273,14 @@ extension DeadlineBoundSuites {
             defer { strict.terminate(); strict.waitUntilExit() }
             let refused = try await Exchange.post("http://127.0.0.1:\(strictPort)/v1/attachments", json: #"{"urls": ["http://127.0.0.1:9/a.jpg"], "encrypt": false}"#)
             #expect(refused.status == 400 && refused.text.contains("--encrypt-media"), "\(refused.text)")
-            // No key: encryption is refused with a clear 400, on both routes.
+            // No key: a valid request for encryption gets 409 notConfigured, on both routes.
             let (keyless, keylessPort) = try launchServe(["--allow-private-network"], environment: ["TMPDIR": scratch.path])
             defer { keyless.terminate(); keyless.waitUntilExit() }
             let asked = try await Exchange.post("http://127.0.0.1:\(keylessPort)/v1/attachments", json: #"{"urls": ["http://127.0.0.1:9/a.jpg"], "encrypt": true}"#)
-            #expect(asked.status == 400 && asked.text.contains("media key"), "\(asked.text)")
+            #expect(asked.status == 409 && asked.errorCode == "notConfigured" && asked.text.contains("media key"), "\(asked.text)")
             let askedPayload = try await Exchange.post("http://127.0.0.1:\(keylessPort)/v1/payloads?encrypt=true", json: #"{"aps": {"alert": "a", "mutable-content": 1}, "image_url": "http://127.0.0.1:9/a.jpg"}"#)
-            #expect(askedPayload.status == 400 && askedPayload.text.contains("media key"), "\(askedPayload.text)")
+            #expect(askedPayload.status == 409 && askedPayload.errorCode == "notConfigured" && askedPayload.text.contains("media key"),
+                    "\(askedPayload.text)")
         }
 
         @Test func theDeviceRefusesEachWrongObjectWithItsErrorAndLeavesNoFile() async throws {

@@ -275,11 +275,15 @@ import Testing
         #expect(run.status == 1, "one medium is not ready: \(run.stderr)")
         #expect(origin.requests("big.jpg") == 1, "one URL under three keys is fetched once")
         let rewritten = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        // Printed compact on one line, byte for byte what the lint measures and APNs counts.
+        #expect(run.stdout.hasSuffix("}\n") && !run.stdout.dropLast().contains("\n"))
+        #expect(Data(run.stdout.dropLast().utf8)
+                == (try JSONSerialization.data(withJSONObject: rewritten, options: [.sortedKeys, .withoutEscapingSlashes])))
         let message = try #require(rewritten["message"] as? [String: Any])
         let androidURL = try #require(((message["android"] as? [String: Any])?["notification"] as? [String: Any])?["image"] as? String)
         let sharedURL = try #require((message["notification"] as? [String: Any])?["image"] as? String)
         let apnsURL = try #require(((message["apns"] as? [String: Any])?["fcm_options"] as? [String: Any])?["image"] as? String)
-        #expect((message["data"] as? [String: Any])?["image"] == nil, "media that is not ready is removed")
+        #expect(message["data"] == nil, "media that is not ready is removed, and the object it emptied with it")
         // The report went to standard error, with the variant's published URL.
         let report = try #require(try JSONSerialization.jsonObject(with: Data(run.stderr.utf8)) as? [String: Any])
         let attachments = try #require(report["attachments"] as? [[String: Any]])

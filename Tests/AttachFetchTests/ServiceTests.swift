@@ -156,6 +156,9 @@ extension TimerBoundSuites {
             #expect(huge.status == 413 && huge.errorCode == "bodyTooLarge", "\(huge.status) \(huge.text.prefix(300))")
             let badHeader = try await Exchange.post(url, json: #"{"urls": ["http://a/b.jpg"]}"#, headers: ["X-Deadline-Ms": "soon"])
             #expect(badHeader.status == 400)
+            // The rule is decimal digits: an exponent is refused, and the message says what is taken.
+            let exponent = try await Exchange.post(url, json: #"{"urls": ["http://a/b.jpg"]}"#, headers: ["X-Deadline-Ms": "1e3"])
+            #expect(exponent.status == 400 && exponent.text.contains("decimal digits") && exponent.text.contains("'1e3'"), "\(exponent.text)")
             let badFiles = try await Exchange.post("\(service.base)/v1/payloads?files=all", json: #"{"aps": {}}"#)
             #expect(badFiles.status == 400 && badFiles.errorCode == "invalidRequest" && badFiles.text.contains("the files parameter"))
             let notPayload = try await Exchange.post("\(service.base)/v1/payloads", json: "[1]")

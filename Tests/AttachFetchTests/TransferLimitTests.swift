@@ -17,6 +17,7 @@ import Testing
                 #expect(server.peakConnections == 3, "peak \(server.peakConnections) connections to one host with a cap of 3")
                 // Those waiting for the host waited in the queue, where it shows.
                 #expect(batch.attachments.contains { ($0.timings.queued ?? 0) >= 100 })
+                Self.expectTimingsAddUp(batch.attachments)
             }
         }
     }
@@ -70,8 +71,9 @@ import Testing
                 #expect(batch.attachments.allSatisfy { $0.status == .ready }, "\(batch.attachments.map { $0.reason?.message ?? "ready" })")
                 let peak = pipeline.originConnections.peakInflightBytes
                 #expect(peak > 0 && peak <= budget, "peak bytes in temporary files \(peak), budget \(budget)")
-                // The budget did bind: bodies waited for it, and that wait is in `queued`.
+                // The budget did bind: bodies waited for it, and that wait is in `queued`, once.
                 #expect(batch.attachments.contains { ($0.timings.queued ?? 0) > 0 })
+                Self.expectTimingsAddUp(batch.attachments)
             }
         }
     }
@@ -92,6 +94,19 @@ import Testing
                 #expect(server.acceptedConnections <= 4, "\(server.acceptedConnections) connections for three batches to one host")
                 let counts = pipeline.originConnections
                 #expect(counts.opened == server.acceptedConnections && counts.reused >= 5, "\(counts)")
+            }
+        }
+    }
+
+    /// docs/descriptor.md#timings: `queued` and `download` are disjoint parts of `total`, and
+    /// `connect` ≤ `firstByte` ≤ `download` (each figure rounded down to a millisecond).
+    static func expectTimingsAddUp(_ attachments: [AttachmentDescriptor], sourceLocation: SourceLocation = #_sourceLocation) {
+        for timings in attachments.map(\.timings) {
+            let queued = timings.queued ?? 0, download = timings.download ?? 0
+            #expect(queued + download <= timings.total + 2, "queued \(queued) + download \(download) > total \(timings.total)",
+                    sourceLocation: sourceLocation)
+            if let connect = timings.connect, let firstByte = timings.firstByte {
+                #expect(connect <= firstByte && firstByte <= download + 2, "\(timings)", sourceLocation: sourceLocation)
             }
         }
     }

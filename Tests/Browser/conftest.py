@@ -161,6 +161,7 @@ def token_service(tmp_path_factory):
     work = tmp_path_factory.mktemp("token-service")
     tokens = work / "tokens"
     tokens.write_text("# the inspector's test token\n\n" + TOKEN + "\n")
+    tokens.chmod(0o600)  # the service refuses a token file others can read
     running = AttachFetchService(work, extra=["--token-file", str(tokens)])
     running.token = TOKEN
     yield running

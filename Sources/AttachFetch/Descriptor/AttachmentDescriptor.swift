@@ -196,7 +196,8 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         public var connect: Int?
         /// Until the first byte of the body.
         public var firstByte: Int?
-        /// The whole download.
+        /// The download, from the transfer's start to its end, less any pause for the bytes
+        /// budget (that pause is in `queued`, so the two never overlap).
         public var download: Int?
         /// Making the thumbnail (the full decode).
         public var thumbnail: Int?

@@ -180,18 +180,32 @@ extension PushPayload {
         }
     }
 
+    /// Removes the value at `path`; an object or array that this leaves empty goes too (a
+    /// container that was empty before is left alone).
     private static func remove(_ path: ArraySlice<PayloadPathComponent>, from value: Any) -> Any {
         guard let first = path.first else { return value }
         let rest = path.dropFirst()
         switch first {
         case .key(let key):
             guard var dictionary = value as? [String: Any], let child = dictionary[key] else { return value }
-            dictionary[key] = rest.isEmpty ? nil : remove(rest, from: child)
+            dictionary[key] = rest.isEmpty ? nil : emptied(child, remove(rest, from: child))
             return dictionary
         case .index(let index):
             guard var array = value as? [Any], array.indices.contains(index) else { return value }
-            if rest.isEmpty { array.remove(at: index) } else { array[index] = remove(rest, from: array[index]) }
+            if rest.isEmpty {
+                array.remove(at: index)
+            } else if let kept = emptied(array[index], remove(rest, from: array[index])) {
+                array[index] = kept
+            } else {
+                array.remove(at: index)
+            }
             return array
         }
+    }
+
+    /// `after`, or nil when the removal emptied a container that was not empty before.
+    private static func emptied(_ before: Any, _ after: Any) -> Any? {
+        func isEmpty(_ value: Any) -> Bool { (value as? [String: Any])?.isEmpty ?? (value as? [Any])?.isEmpty ?? false }
+        return isEmpty(after) && !isEmpty(before) ? nil : after
     }
 }

@@ -16,11 +16,15 @@ extension PushPayload {
         var replacements: [(path: [PayloadPathComponent], value: String)] = []
         var removals: [[PayloadPathComponent]] = []
         var encrypted: [[String: Any]] = []
+        var listed: Set<String> = []
         for (item, descriptor) in zip(media, descriptors) {
             if descriptor.status == .ready, let entry = Self.encryptedEntry(descriptor) {
                 removals.append(item.entry)
-                // One URL under several keys (Firebase's) is one attachment; Android cannot decrypt.
-                if item.platforms.contains(.ios), !encrypted.contains(where: { ($0["url"] as? String) == descriptor.publishedUrl }) {
+                // One URL under several keys without ids (Firebase's) is one attachment; every
+                // entry with an id of its own (OneSignal's) stays one, even where its content is
+                // another's (they then share the published object and key). Android cannot decrypt.
+                let one = item.identifier == item.path ? "url " + item.url : "id " + item.identifier
+                if item.platforms.contains(.ios), listed.insert(one).inserted {
                     var entry = entry
                     if item.role == .avatar { entry["role"] = "avatar" }
                     encrypted.append(entry)
@@ -61,13 +65,16 @@ extension PushPayload {
 
     /// `payloadTooLarge` for each APNs payload of the rewritten `payload` over Apple's limit,
     /// saying by how much: the rewrite adds bytes (an encrypted attachment's entry is about 250).
+    /// Give it the bytes that are sent: `rewritten(media:descriptors:pretty: false)`.
     public static func rewriteLint(_ payload: Data) -> [PayloadLintFinding] {
         guard let rewritten = try? PushPayload(data: payload) else { return [] }
         let roots = rewritten.apnsRootsWithAps()
         return (roots.isEmpty ? [[]] : roots).compactMap { base -> PayloadLintFinding? in
-            // Measured compact, as it is sent, whatever layout it was written in.
-            let size = (try? JSONSerialization.data(withJSONObject: rewritten.value(at: base) ?? [:],
-                                                    options: [.withoutEscapingSlashes])).map(\.count) ?? 0
+            // The whole document is measured as the bytes given (what is printed and sent); an
+            // APNs payload inside another (FCM's `apns.payload`) as it is written: compact, sorted.
+            let size = base.isEmpty ? payload.count
+                : (try? JSONSerialization.data(withJSONObject: rewritten.value(at: base) ?? [:],
+                                               options: [.sortedKeys, .withoutEscapingSlashes])).map(\.count) ?? 0
             guard size > apnsPayloadLimit else { return nil }
             return PayloadLintFinding(
                 code: "payloadTooLarge", severity: .error,

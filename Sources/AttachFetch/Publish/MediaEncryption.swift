@@ -11,7 +11,8 @@ import Glibc
 public struct MediaEncryption: Sendable {
     /// The secret each content's key is derived from (with the plaintext's SHA-256).
     public let secret: MediaSecret
-    /// Bytes per record, header's `rs`. Default 65,536 (`AES128GCM.defaultRecordSize`).
+    /// Bytes per record, header's `rs`. Default 65,536 (`AES128GCM.defaultRecordSize`); at most
+    /// 16 MiB (`AES128GCM.maxRecordSize`), the most the device library decodes.
     public var recordSize = AES128GCM.defaultRecordSize
     /// Whether every request is encrypted. Default true (the CLI's `--encrypt-media`). False:
     /// only requests with `AttachmentRequest.encrypt` set are (the service without
@@ -19,22 +20,9 @@ public struct MediaEncryption: Sendable {
     public var encryptsEverything = true
 
     /// The secret read from `path`: a regular file of at least 32 bytes that only its owner
-    /// (and group) can read. The message of the error never contains the file's content.
+    /// can read (``SecretFile``). The message of the error never contains the file's content.
     public init(keyFile path: String) throws(AttachFetchError) {
-        var status = stat()
-        guard stat(path, &status) == 0 else {
-            throw .invalidConfiguration("the media key file \(path) cannot be read: \(String(cString: strerror(errno)))")
-        }
-        guard (status.st_mode & S_IFMT) == S_IFREG else {
-            throw .invalidConfiguration("the media key file \(path) is not a regular file")
-        }
-        guard status.st_mode & S_IROTH == 0 else {
-            throw .invalidConfiguration("the media key file \(path) is readable by every user (mode \(String(status.st_mode & 0o777, radix: 8))); chmod o-r it")
-        }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw .invalidConfiguration("the media key file \(path) cannot be read")
-        }
-        try self.init(secret: Array(data), source: "the media key file \(path)")
+        try self.init(secret: try SecretFile.read(path, what: "the media key file"), source: "the media key file \(path)")
     }
 
     /// The secret given as bytes (at least 32, random).
@@ -50,8 +38,9 @@ public struct MediaEncryption: Sendable {
     }
 
     func validate() throws(AttachFetchError) {
-        guard recordSize > AES128GCM.recordOverhead, recordSize <= 1 << 24 else {
-            throw .invalidConfiguration("mediaEncryption.recordSize must be from 18 to 16777216 bytes, not \(recordSize)")
+        // At most what devices decode (`ContentDecoder`'s default maximum): the same constant.
+        guard recordSize > AES128GCM.recordOverhead, recordSize <= AES128GCM.maxRecordSize else {
+            throw .invalidConfiguration("mediaEncryption.recordSize must be from 18 to \(AES128GCM.maxRecordSize) bytes, not \(recordSize)")
         }
     }
 }

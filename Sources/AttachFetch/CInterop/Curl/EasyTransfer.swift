@@ -245,10 +245,11 @@ final class EasyTransfer {
         if let firstByte = CurlOption.offset(handle, CURLINFO_STARTTRANSFER_TIME_T), firstByte > 0 {
             outcome.firstByteMilliseconds = Int(firstByte / 1000)
         }
-        outcome.downloadMilliseconds = startedAt.millisecondsElapsed
-        // Waiting for bytes in flight is queueing too, only later than for a slot.
+        // Waiting for bytes in flight is queueing too, only later than for a slot: it is counted
+        // once, in `queued`, and taken out of `download` (docs/descriptor.md#timings).
         let now = ContinuousClock.now
         let waitedForBytes = pausedFor + (pausedSince.map { now - $0 } ?? .zero)
+        outcome.downloadMilliseconds = Int(max(0, (now - startedAt - waitedForBytes).milliseconds))
         outcome.queuedMilliseconds = Int(max(0, (startedAt - job.queuedAt + waitedForBytes).milliseconds))
         if pausedSince != nil { inflight.stopWaiting(self) }
         pausedSince = nil

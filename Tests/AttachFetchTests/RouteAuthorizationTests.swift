@@ -1,0 +1,163 @@
+import AttachFetch
+@testable import AttachFetchService
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Testing
+
+/// Deny by default, decided on the route the router resolved: against a token-protected service,
+/// over raw sockets (so no client library tidies the path first), no spelling of a `/v1` route
+/// gets a 2xx without the token, and nothing it names is fetched.
+@Suite struct RouteAuthorizationTests {
+    /// One request on a new connection, written byte for byte; the status code, or 0 when the
+    /// service closed without answering.
+    static func rawStatus(port: Int, method: String, target: String, headers: [String] = [], body: String = "") -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return -1 }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 20, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        guard LoopbackSockets.connect(fd, port: port) else { return -1 }
+        let head = (["\(method) \(target) HTTP/1.1", "Host: 127.0.0.1:\(port)", "Connection: close",
+                     "Content-Type: application/json", "Content-Length: \(body.utf8.count)"] + headers).joined(separator: "\r\n")
+        let request = Array((head + "\r\n\r\n" + body).utf8)
+        var sent = 0
+        while sent < request.count {
+            let count = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard count > 0 else { return -1 }
+            sent += count
+        }
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !answer.contains(UInt8(ascii: "\n")) {
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { break }
+            answer += buffer[..<count]
+        }
+        let line = String(decoding: answer.prefix { $0 != UInt8(ascii: "\r") }, as: UTF8.self).split(separator: " ")
+        return line.count >= 2 ? Int(line[1]) ?? 0 : 0
+    }
+
+    /// The ways a path can be spelt that a router or a naive prefix check might read apart:
+    /// each applied to one `/v1` route.
+    static let spellings: [(String, (String) -> String)] = [
+        ("as is", { $0 }),
+        ("//", { "/" + $0 }),
+        ("///", { "//" + $0 }),
+        ("/./", { "/." + $0 }),
+        ("/x/../", { "/x/.." + $0 }),
+        ("%2F slashes", { $0.replacingOccurrences(of: "/", with: "%2F") }),
+        ("%2f after the first", { "/" + $0.dropFirst().replacingOccurrences(of: "/", with: "%2f") }),
+        ("percent-encoded letters", { $0.replacingOccurrences(of: "v1", with: "%761").replacingOccurrences(of: "a", with: "%61") }),
+        (";parameter", { $0 + ";x=1" }),
+        (";parameter inside", { $0.replacingOccurrences(of: "/v1", with: "/v1;x") }),
+        ("upper case", { $0.uppercased() }),
+        ("mixed case", { $0.replacingOccurrences(of: "v1", with: "V1") }),
+        ("trailing slash", { $0 + "/" }),
+        ("doubled inner slashes", { $0.replacingOccurrences(of: "/", with: "//") }),
+        ("// and trailing", { "/" + $0 + "//" }),
+        ("query", { $0 + "?rewrite=true" }),
+        ("backslash", { $0.replacingOccurrences(of: "/", with: "\\") }),
+        ("absolute form", { "http://127.0.0.1" + $0 }),
+        ("absolute form //", { "http://127.0.0.1/" + $0 }),
+        ("fragment", { $0 + "#x" }),
+    ]
+
+    /// A seeded generator, so a failing spelling can be replayed.
+    struct SplitMix64: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    /// `count` spellings made by stacking two to four of the above, and random percent-encoding
+    /// of single bytes, on the `/v1` routes.
+    static func fuzzedSpellings(_ routes: [String], count: Int, seed: UInt64) -> [String] {
+        var random = SplitMix64(state: seed)
+        var made = Set<String>()
+        while made.count < count {
+            var path = routes.randomElement(using: &random)!
+            for _ in 0..<Int.random(in: 2...4, using: &random) {
+                if Bool.random(using: &random) {
+                    path = spellings.randomElement(using: &random)!.1(path)
+                } else if let index = path.indices.randomElement(using: &random), path[index] != "%" {
+                    let byte = path.utf8[index]
+                    path.replaceSubrange(index...index, with: String(format: "%%%02X", byte))
+                }
+            }
+            if path.utf8.count < 2_000, !path.contains(" ") { made.insert(path) }
+        }
+        return made.sorted()
+    }
+
+    @Test func noSpellingOfAV1RouteRunsWithoutTheToken() async throws {
+        let scratch = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let token = "route-test-token"
+        let service = try await RunningServer.start(scratch) { $0.tokens = [token] }
+        let attachment = #"{"urls": ["\#(origin.url("photo.jpg"))"]}"#
+        let payload = #"{"aps": {"alert": "a", "mutable-content": 1}, "image_url": "\#(origin.url("photo.jpg"))"}"#
+        let routes = [("/v1/attachments", "POST", attachment), ("/v1/payloads", "POST", payload),
+                      ("/v1/files/a/b/photo.jpg", "GET", "")]
+        var answered: [String: Int] = [:]
+        for (path, method, body) in routes {
+            for (name, spell) in Self.spellings {
+                let status = Self.rawStatus(port: service.port, method: method, target: spell(path), body: body)
+                answered["\(name) \(spell(path))"] = status
+                #expect(!(200..<300).contains(status), "\(method) \(spell(path)) (\(name)) answered \(status) without the token")
+            }
+        }
+        // The spellings the router does resolve to a route are refused for the token, not missed.
+        for target in ["//v1/attachments", "///v1/attachments", "//v1//attachments", "/v1/attachments/"] {
+            #expect(answered.first { $0.key.hasSuffix(" " + target) }?.value == 401, "\(target): \(answered.filter { $0.key.hasSuffix(" " + target) })")
+        }
+        #expect(Self.rawStatus(port: service.port, method: "POST", target: "//v1/payloads?rewrite=true", body: payload) == 401)
+        let fuzzed = Self.fuzzedSpellings(routes.map(\.0), count: 1_000, seed: 0x5EED_2026_1127)
+        #expect(fuzzed.count == 1_000)
+        var statuses: [Int: Int] = [:]
+        for target in fuzzed {
+            let (method, body) = target.lowercased().contains("files") ? ("GET", "") : ("POST", attachment)
+            let status = Self.rawStatus(port: service.port, method: method, target: target, body: body)
+            statuses[status, default: 0] += 1
+            #expect(!(200..<300).contains(status), "\(method) \(target) answered \(status) without the token")
+        }
+        // Unknown paths are 404 with no work done: nothing named was fetched, by any of them.
+        #expect(statuses[404, default: 0] > 0 && statuses[401, default: 0] > 0, "\(statuses)")
+        #expect(origin.requests("photo.jpg") == 0, "a request without the token made the service fetch")
+        // The control: with the token, the doubled slash reaches the batch, so the checks above can fail.
+        let allowed = Self.rawStatus(port: service.port, method: "POST", target: "//v1/attachments",
+                                     headers: ["Authorization: Bearer \(token)"], body: attachment)
+        #expect(allowed == 200 && origin.requests("photo.jpg") == 1, "with the token: \(allowed)")
+        // The metrics name the resolved route, not "unknown".
+        let metrics = try await Exchange.send("GET", "\(service.base)/metrics").text
+        #expect(metrics.contains(#"route="/v1/attachments",status="200""#), "\(metrics.split(separator: "\n").filter { $0.contains("route=") })")
+        await service.stop()
+    }
+
+    @Test func everyRouteIsBehindTheTokenUnlessListedPublic() async throws {
+        let scratch = Scratch()
+        let service = try await RunningServer.start(scratch) { $0.tokens = ["t"] }
+        let publicLabels = Set(Routes.all.filter(\.isPublic).map(\.label))
+        #expect(publicLabels == Set(["/healthz", "/readyz", "/metrics", "/openapi.json", "/media", "/", "/inspector.css"]
+            + InspectorPage.scripts.map { "/" + $0.name }))
+        for route in Routes.all {
+            let path = route.pattern.replacingOccurrences(of: #"\{[a-z]+\}"#, with: "x", options: .regularExpression)
+            for method in route.methods {
+                let status = Self.rawStatus(port: service.port, method: method.rawValue, target: path)
+                if route.isPublic {
+                    #expect(status != 401, "\(method) \(path) is public")
+                } else {
+                    #expect(status == 401, "\(method) \(path) answered \(status) without the token")
+                }
+            }
+        }
+        await service.stop()
+    }
+}
