@@ -52,7 +52,7 @@ import Testing
         let descriptors = try await fetch(["ts-h264-mp2.ts"], into: scratch)
         let reason = try #require(descriptors[0].reason)
         #expect(reason.code == .unsupportedType)
-        #expect(reason.message.contains("mp2") && reason.message.contains("re-encode"), "\(reason.message)")
+        #expect(reason.message.contains("MP2") && reason.message.contains("re-encode"), "\(reason.message)")
         #expect(descriptors[0].sourceMimeType == "video/mp2t")
     }
 

@@ -188,7 +188,32 @@ import Testing
         guard ["mp3", "mpegts"].contains(format) || format.hasPrefix("mov,mp4"), !media.isEmpty,
               media.allSatisfy(carried.contains) else { return nil }
         guard try tool("/usr/bin/ffmpeg", ["-v", "error", "-xerror", "-i", original, "-f", "null", "-"]).status == 0 else { return nil }
+        // H.264 or HEVC that iOS cannot play (profile, sample format, hev1 tag): ffprobe must say
+        // so too, by the same table (docs/media.md#what-ios-plays), for the refusal to stand.
+        if try notPlayableByFFprobe(original) { return nil }
         return "unsupportedType (\(d.reason?.message ?? "")), but ffprobe reads \(format) with \(media.joined(separator: " + ")), which MPEG-4 carries"
+    }
+
+    /// Whether ffprobe reads a video stream that iOS cannot play as delivered: H.264 above High
+    /// profile or not 8-bit 4:2:0, HEVC other than Main or Main 10 in 4:2:0, or HEVC tagged hev1.
+    static func notPlayableByFFprobe(_ file: String) throws -> Bool {
+        let read = try tool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v", "-show_entries",
+                                                 "stream=codec_name,profile,pix_fmt,codec_tag_string", "-of", "compact=p=0", file])
+        guard read.status == 0 else { return false }
+        return read.output.split(separator: "\n").contains { line in
+            // codec_name=h264|profile=High|codec_tag_string=avc1|pix_fmt=yuv420p, in ffprobe's order.
+            let fields = Dictionary(line.split(separator: "|").map { field -> (String, String) in
+                let parts = field.split(separator: "=", maxSplits: 1).map(String.init)
+                return (parts[0], parts.count > 1 ? parts[1] : "")
+            }) { first, _ in first }
+            let profile = fields["profile"] ?? "", format = fields["pix_fmt"] ?? ""
+            switch fields["codec_name"] {
+            case "h264": return !["Baseline", "Constrained Baseline", "Main", "High"].contains(profile) || !["yuv420p", "yuvj420p"].contains(format)
+            case "hevc": return !["Main", "Main 10"].contains(profile) || !["yuv420p", "yuvj420p", "yuv420p10le"].contains(format)
+                || fields["codec_tag_string"] == "hev1"
+            default: return false
+            }
+        }
     }
 
     /// vips' input with its options: every frame of an animation (GIF, WebP), failing on errors.

@@ -44,7 +44,7 @@ enum VideoRemuxer {
         guard !media.isEmpty else { throw Reason(code: .corruptMedia, message: "the file has no audio or video stream") }
         if let other = media.first(where: { !copyable.contains(AVDecoder.codecLabel($0.pointee.codecpar)) }) {
             throw Reason(code: .unsupportedType,
-                               message: "the \(AVDecoder.codecLabel(other.pointee.codecpar)) stream cannot be carried in MPEG-4 without re-encoding"
+                               message: "the \(PlayableMedia.title(other.pointee.codecpar.pointee.codec_id)) stream cannot be carried in MPEG-4 without re-encoding"
                                    + " (iOS plays H.264, HEVC or MPEG-4 video with AAC, MP3, ALAC or AC-3 audio): re-encode it")
         }
         let output = try AVOutput(path: file, format: "mp4")

@@ -162,6 +162,19 @@ enum MediaProber {
             throw Reason(code: .corruptMedia, message: "the \(audio.codecName) audio stream does not decode\(detail)")
         }
 
+        // Only a stream that decodes is judged: damage is corruptMedia, whatever its header says.
+        if let videoStream {
+            switch PlayableMedia.video(videoStream.pointee.codecpar, decodedFormat: poster.pointer.pointee.format) {
+            case .plays:
+                break
+            case .needsHVC1Tag:
+                throw Reason(code: .unsupportedType,
+                             message: "the video is HEVC tagged hev1, which iOS does not play (\(PlayableMedia.rule)); it is not re-encoded or re-tagged")
+            case .cannotPlay(let what):
+                throw Reason(code: .unsupportedType,
+                             message: "the video is \(what), which iOS cannot play (\(PlayableMedia.rule)); it is not re-encoded")
+            }
+        }
         var outcome = ProbeOutcome(probe: probe, resolvedType: resolvedType)
         if let video {
             let turns = rotation(of: video.stream)

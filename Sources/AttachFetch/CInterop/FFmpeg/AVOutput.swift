@@ -42,8 +42,9 @@ final class AVOutput {
         guard copied >= 0 else {
             throw FFmpeg.failure(.corruptMedia, "FFmpeg cannot copy the stream's parameters", copied)
         }
-        // The tag is the input container's; the MPEG-4 muxer chooses its own.
-        stream.pointee.codecpar.pointee.codec_tag = 0
+        // The tag is the input container's; the MPEG-4 muxer chooses its own, except for HEVC,
+        // where it would choose hev1 and AVFoundation plays only hvc1.
+        stream.pointee.codecpar.pointee.codec_tag = input.pointee.codecpar.pointee.codec_id == AV_CODEC_ID_HEVC ? PlayableMedia.hvc1Tag : 0
         stream.pointee.time_base = input.pointee.time_base
         stream.pointee.sample_aspect_ratio = input.pointee.sample_aspect_ratio
         var size = 0

@@ -182,11 +182,12 @@ final class AVDecoder {
         // A codec FFmpeg cannot decode at all (MPEG-H 3D audio, AC-4, VVC on Debian 12's
         // FFmpeg) is a type no device here can show, not damage.
         guard let codec = avcodec_find_decoder(parameters.pointee.codec_id) else {
-            throw Reason(code: .unsupportedType, message: "FFmpeg has no decoder for the \(AVDecoder.codecLabel(parameters)) codec")
+            let label = parameters.pointee.codec_id == AV_CODEC_ID_NONE ? AVDecoder.codecLabel(parameters) : PlayableMedia.title(parameters.pointee.codec_id)
+            throw Reason(code: .unsupportedType, message: "FFmpeg has no decoder for the \(label) codec")
         }
         name = String(cString: codec.pointee.name)
         guard allowed.contains(name) else {
-            throw Reason(code: .unsupportedType, message: "the \(name) codec is not one attach-fetch decodes")
+            throw Reason(code: .unsupportedType, message: "the \(PlayableMedia.title(parameters.pointee.codec_id)) codec is not one attach-fetch decodes")
         }
         guard let context = avcodec_alloc_context3(codec) else {
             throw Reason(code: .ioError, message: "FFmpeg cannot allocate a decoder: out of memory")
