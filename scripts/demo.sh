@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The README's first command: installs what is missing, builds, serves TestMedia on a loopback
+# The README's first command: installs what building needs when missing (not the test-only
+# tools: scripts/test.sh installs those), builds, serves TestMedia on a loopback
 # port and runs attach-fetch against it, showing the descriptors.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+scripts/install-deps.sh --build-only
 swift build
 bin="$(swift build --show-bin-path)"
 

