@@ -3,6 +3,10 @@ import PackageDescription
 
 let package = Package(
     name: "attach-fetch",
+    // One list for the whole package, so the highest floor among the dependencies: swift-prometheus
+    // (the service) declares macOS 13 and iOS 16, hummingbird macOS 11 and iOS 15, swift-crypto and
+    // swift-nio none. Both are past iOS 15 and macOS 12, the first with async/await in the OS.
+    platforms: [.iOS(.v16), .macOS(.v13)],
     products: [
         .library(name: "AttachFetch", targets: ["AttachFetch"]),
         .executable(name: "attach-fetch", targets: ["attach-fetch"]),
@@ -43,14 +47,17 @@ let package = Package(
         // Non-variadic wrappers around the variadic C calls Swift cannot make. No logic.
         .target(name: "CAttachFetchShims", dependencies: ["CCurl", "CVips"]),
 
+        // "Run these, answer when all are done or the deadline comes": one race for the pipeline's
+        // batches and the device's fetcher. Foundation only.
+        .target(name: "DeadlineRace"),
         // RFC 8188 aes128gcm records and the media keys: the one codec both sides use.
         .target(name: "EncryptedContent", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "AttachFetchDevice",
-                dependencies: ["EncryptedContent", .product(name: "Crypto", package: "swift-crypto")]),
+                dependencies: ["EncryptedContent", "DeadlineRace", .product(name: "Crypto", package: "swift-crypto")]),
         .target(
             name: "AttachFetch",
             dependencies: [
-                "EncryptedContent", "CCurl", "CMagic", "CVips", "CFFmpeg", "CTurboJPEG", "CLibcrypto", "CAttachFetchShims",
+                "EncryptedContent", "DeadlineRace", "CCurl", "CMagic", "CVips", "CFFmpeg", "CTurboJPEG", "CLibcrypto", "CAttachFetchShims",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
@@ -93,6 +100,9 @@ let package = Package(
         // libFuzzer target for sniff -> decode -> thumbnail on arbitrary bytes (scripts/fuzz.sh);
         // built normally it replays inputs given as files.
         .executableTarget(name: "attach-fetch-fuzz", dependencies: ["AttachFetch"]),
+        // libFuzzer target for ContentDecoder on random keys, headers and chunkings
+        // (scripts/fuzz-decoder.sh). The codec alone, so that it builds in seconds.
+        .executableTarget(name: "content-decoder-fuzz", dependencies: ["EncryptedContent"]),
         // One fixed batch through the pipeline, for the instruction-count guard
         // (Benchmarks/instruction-guard runs it under callgrind).
         .executableTarget(name: "instruction-count", dependencies: ["AttachFetch", "attach-fetch-decoder"]),
@@ -113,6 +123,15 @@ let package = Package(
         .target(name: "CTestSupport", dependencies: ["CVips"], path: "Tests/CTestSupport"),
         // The corpus suite's independent readers (libvips, FFmpeg's demuxers): one process per batch.
         .executableTarget(name: "media-check", dependencies: ["CTestSupport", "CVips", "CFFmpeg"], path: "Tests/MediaCheck"),
+        // Runs the device's fetcher in a process of its own and reports its peak memory, for
+        // AttachFetchDeviceTests (a test process's memory is shared with every test running).
+        .executableTarget(name: "device-fetch-check", dependencies: ["AttachFetchDevice", "EncryptedContent"], path: "Tests/DeviceFetchCheck"),
+        // The device library, its codec and the deadline race over real loopback HTTP: a small
+        // target that builds without the pipeline's C libraries.
+        .testTarget(
+            name: "AttachFetchDeviceTests",
+            dependencies: ["AttachFetchDevice", "EncryptedContent", "DeadlineRace", "LoopbackHTTPServer", "device-fetch-check"]
+        ),
         .testTarget(
             name: "AttachFetchTests",
             dependencies: ["AttachFetch", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "CAttachFetchShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "media-check",

@@ -69,3 +69,6 @@ rm -f "$guard_log"
 [ "$guard_status" -eq 0 ] || { echo "instruction-guard failed" >&2; exit "$guard_status"; }
 # File-system calls per attachment against the stored limits.
 Benchmarks/syscall-guard --configuration debug --skip-build
+# ContentDecoder under libFuzzer and AddressSanitizer for a minute, in a build of its own
+# (docs/security.md#the-content-decoder).
+scripts/fuzz-decoder.sh 60

@@ -18,7 +18,9 @@ public struct DeviceFetchError: Error, Sendable, Equatable, CustomStringConverti
         public static let malformedContent = Code(rawValue: "malformedContent")
         /// The decrypted bytes' SHA-256 is not the payload's.
         public static let hashMismatch = Code(rawValue: "hashMismatch")
-        /// More plaintext than the payload's `bytes` or the fetcher's `maxBytes`.
+        /// More plaintext than the payload's `bytes` or the fetcher's `maxBytes`, a body longer
+        /// than that much plaintext is encrypted to, or a record size over the 16 MiB the
+        /// decoder takes.
         public static let tooLarge = Code(rawValue: "tooLarge")
         /// The server answered with a status other than 200.
         public static let httpStatus = Code(rawValue: "httpStatus")

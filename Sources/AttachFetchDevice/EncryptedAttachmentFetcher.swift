@@ -1,3 +1,4 @@
+import DeadlineRace
 import EncryptedContent
 import Foundation
 #if canImport(FoundationNetworking)
@@ -20,14 +21,16 @@ public struct FetchedAttachment: Sendable, Equatable {
 }
 
 /// Downloads encrypted attachments and decrypts them record by record as they stream in, into
-/// files in `directory`: memory holds a few records, never the file. Each file's SHA-256 is
+/// files in `directory`: memory holds two records at most (of 16 MiB at most; 64 KiB as
+/// attach-fetch publishes), never the file, whatever the server sends. Each file's SHA-256 is
 /// checked against the payload. Whatever fails, is cut off by the deadline or cancelled leaves
 /// no file behind.
 public final class EncryptedAttachmentFetcher: Sendable {
     /// Where decrypted files are written.
     public let directory: URL
     /// The most plaintext one attachment may have. Default 50 MiB, the video limit the service
-    /// publishes under.
+    /// publishes under. The payload's `bytes`, when smaller, is the limit; a body longer than
+    /// the limit encrypts to is refused as it arrives (`tooLarge`).
     public let maxBytes: Int64
     private let session: URLSession
     private let downloads: Downloads
@@ -52,42 +55,33 @@ public final class EncryptedAttachmentFetcher: Sendable {
     /// Fetches every attachment the notification's `userInfo` lists (`EncryptedPayload`), at
     /// the same time, until `deadline`. Returns one result per attachment, in order: what is
     /// done by the deadline or cancellation is kept; the rest is `deadlineExceeded` or
-    /// `cancelled`.
+    /// `cancelled`. A payload without an `attach-fetch` block has no attachments: the answer
+    /// is an empty list, at once.
     public func fetch(userInfo: [AnyHashable: Any], deadline: Date) async throws(DeviceFetchError)
         -> [Result<FetchedAttachment, DeviceFetchError>] {
         await fetch(try EncryptedPayload.attachments(in: userInfo), deadline: deadline)
     }
 
-    /// Fetches `attachments` at the same time until `deadline`; one result each, in order.
+    /// Fetches `attachments` at the same time until `deadline`; one result each, in order. It
+    /// returns as soon as the last one is done (at once when there are none), and at the
+    /// deadline with what is done. Any date will do: one already past ends every download
+    /// before it starts, and `Date.distantFuture` waits for all of them.
     public func fetch(_ attachments: [EncryptedAttachment], deadline: Date) async -> [Result<FetchedAttachment, DeviceFetchError>] {
+        guard !attachments.isEmpty else { return [] }
         // The deadline is this call's: it ends this call's downloads, including one that starts
         // only after it has passed, and no other call's.
         let call = downloads.newCall()
         defer { downloads.forget(call: call) }
-        return await withTaskGroup(of: (Int, Result<FetchedAttachment, DeviceFetchError>)?.self) { group in
-            var results = [Result<FetchedAttachment, DeviceFetchError>](
-                repeating: .failure(DeviceFetchError(.deadlineExceeded, "the deadline came first")), count: attachments.count)
-            for (index, attachment) in attachments.enumerated() {
-                group.addTask { (index, await self.fetch(attachment, call: call)) }
-            }
-            // The deadline sentinel: it ends the downloads still running, which then clean up.
-            group.addTask {
-                let wait = deadline.timeIntervalSinceNow
-                if wait > 0 { try? await Task.sleep(nanoseconds: UInt64(wait * 1e9)) }
-                return nil
-            }
-            var finished = 0
-            while let next = await group.next() {
-                guard let (index, result) = next else {
-                    if finished < attachments.count { downloads.expire(call: call) }
-                    continue
-                }
-                results[index] = result
-                finished += 1
-                if finished == attachments.count { group.cancelAll() }
-            }
-            return results
+        var results = [Result<FetchedAttachment, DeviceFetchError>?](repeating: nil, count: attachments.count)
+        let jobs = attachments.map { attachment in
+            { @Sendable () async -> Result<FetchedAttachment, DeviceFetchError> in await self.fetch(attachment, call: call) }
         }
+        // The race cancels the downloads still running once the sentinel returns; expiring the
+        // call first makes those cancellations `deadlineExceeded`, not `cancelled`.
+        await Deadline.race(jobs, waitForDeadline: { [downloads] in
+            if await Deadline.sleep(until: deadline) { downloads.expire(call: call) }
+        }, each: { index, result in results[index] = result })
+        return results.map { $0 ?? .failure(DeviceFetchError(.deadlineExceeded, "the deadline came first")) }
     }
 
     /// One attachment, or why not.
@@ -97,6 +91,7 @@ public final class EncryptedAttachmentFetcher: Sendable {
 
     /// One attachment, as a part of `call` (whose deadline ends it) when given.
     private func fetch(_ attachment: EncryptedAttachment, call: UInt64?) async -> Result<FetchedAttachment, DeviceFetchError> {
+        if Task.isCancelled { return .failure(downloads.stopReason(call: call, attachment)) }
         guard let key = ContentKey(base64URL: attachment.key) else {
             return .failure(DeviceFetchError(.malformedPayload, "the key of \(attachment.identifier) is not 16 bytes of base64url"))
         }
@@ -122,7 +117,7 @@ public final class EncryptedAttachmentFetcher: Sendable {
                 }
             }
         } onCancel: {
-            download.stop(DeviceFetchError(.cancelled, "cancelled"))
+            download.stop(downloads.stopReason(call: call, attachment))
             task.cancel()
         }
         try? handle.close()
@@ -133,160 +128,6 @@ public final class EncryptedAttachmentFetcher: Sendable {
         case .failure(let error):
             try? FileManager.default.removeItem(at: file)
             return .failure(error)
-        }
-    }
-}
-
-/// The session's delegate: routes each task's callbacks to its download.
-///
-/// `@unchecked Sendable`: `table`, `expiredCalls` and `calls` are only touched under `lock`.
-private final class Downloads: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-    private let lock = NSLock()
-    private var table: [Int: (download: Download, task: URLSessionTask, call: UInt64?)] = [:]
-    /// Calls whose deadline has fired while they run.
-    private var expiredCalls: Set<UInt64> = []
-    private var calls: UInt64 = 0
-
-    /// A number for one `fetch(_:deadline:)` call.
-    func newCall() -> UInt64 { lock.withLock { calls += 1; return calls } }
-
-    /// Adds a download of `call`; false when that call's deadline has fired already (the
-    /// download must then not start).
-    func add(_ download: Download, for task: URLSessionTask, call: UInt64?) -> Bool {
-        lock.withLock {
-            if let call, expiredCalls.contains(call) { return false }
-            table[task.taskIdentifier] = (download, task, call)
-            return true
-        }
-    }
-
-    /// The call has returned.
-    func forget(call: UInt64) { _ = lock.withLock { expiredCalls.remove(call) } }
-
-    private func download(_ task: URLSessionTask) -> Download? {
-        lock.withLock { table[task.taskIdentifier]?.download }
-    }
-
-    /// `call`'s deadline: its downloads still running end as `deadlineExceeded`, and those
-    /// not yet started never start.
-    func expire(call: UInt64) {
-        let running = lock.withLock {
-            expiredCalls.insert(call)
-            return table.values.filter { $0.call == call }
-        }
-        for (download, task, _) in running {
-            download.stop(DeviceFetchError(.deadlineExceeded, "the deadline came before \(download.attachment.identifier) was whole"))
-            task.cancel()
-        }
-    }
-
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-                    completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        guard status == 200 else {
-            download(dataTask)?.stop(DeviceFetchError(.httpStatus, "the server answered \(status)"))
-            return completionHandler(.cancel)
-        }
-        completionHandler(.allow)
-    }
-
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        if download(dataTask)?.receive(data) == false { dataTask.cancel() }
-    }
-
-    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let entry = lock.withLock { table.removeValue(forKey: task.taskIdentifier) }
-        entry?.download.complete(error)
-    }
-}
-
-/// One attachment's stream: decrypted, hashed and written as it arrives.
-///
-/// `@unchecked Sendable`: the mutable state is only touched under `lock`; the delegate queue
-/// is serial, and `stop` (deadline, cancellation) takes the lock too.
-private final class Download: @unchecked Sendable {
-    let attachment: EncryptedAttachment
-    private let lock = NSLock()
-    private var decoder: ContentDecoder
-    private let output: FileHandle
-    private let limit: Int64
-    private var hasher = SHA256Hasher()
-    private var written: Int64 = 0
-    private var failure: DeviceFetchError?
-    private var continuation: CheckedContinuation<Result<Int64, DeviceFetchError>, Never>?
-
-    init(attachment: EncryptedAttachment, decoder: ContentDecoder, output: FileHandle, limit: Int64) {
-        self.attachment = attachment
-        self.decoder = decoder
-        self.output = output
-        self.limit = limit
-    }
-
-    func start(_ continuation: CheckedContinuation<Result<Int64, DeviceFetchError>, Never>) {
-        lock.withLock { self.continuation = continuation }
-    }
-
-    /// Ends the download with `error` (the first reason wins).
-    func stop(_ error: DeviceFetchError) {
-        lock.withLock { if failure == nil { failure = error } }
-    }
-
-    /// False once the download has failed: the task should stop.
-    func receive(_ data: Data) -> Bool {
-        lock.withLock {
-            guard failure == nil else { return false }
-            do {
-                try decoder.feed(data) { try write($0) }
-                return true
-            } catch {
-                failure = Self.translate(error)
-                return false
-            }
-        }
-    }
-
-    func complete(_ error: (any Error)?) {
-        let (continuation, result) = lock.withLock { () -> (CheckedContinuation<Result<Int64, DeviceFetchError>, Never>?, Result<Int64, DeviceFetchError>) in
-            defer { self.continuation = nil }
-            return (self.continuation, finish(error))
-        }
-        continuation?.resume(returning: result)
-    }
-
-    private func finish(_ error: (any Error)?) -> Result<Int64, DeviceFetchError> {
-        if let failure { return .failure(failure) }
-        if let error { return .failure(DeviceFetchError(.transferFailed, "the download failed: \(error.localizedDescription)")) }
-        do {
-            try decoder.finish { try write($0) }
-        } catch {
-            return .failure(Self.translate(error))
-        }
-        let digest = hasher.hex
-        guard digest == attachment.sha256 else {
-            return .failure(DeviceFetchError(.hashMismatch, "the decrypted bytes' SHA-256 is \(digest), not the payload's \(attachment.sha256)"))
-        }
-        return .success(written)
-    }
-
-    private func write(_ plaintext: [UInt8]) throws {
-        written += Int64(plaintext.count)
-        guard written <= limit else {
-            throw DeviceFetchError(.tooLarge, "\(attachment.identifier) is larger than \(limit) bytes")
-        }
-        hasher.update(plaintext)
-        do { try output.write(contentsOf: plaintext) } catch {
-            throw DeviceFetchError(.ioError, "cannot write the decrypted file: \(error.localizedDescription)")
-        }
-    }
-
-    private static func translate(_ error: any Error) -> DeviceFetchError {
-        if let error = error as? DeviceFetchError { return error }
-        guard let error = error as? ContentEncryptionError else { return DeviceFetchError(.ioError, "\(error)") }
-        switch error.code {
-        case .wrongKey: return DeviceFetchError(.wrongKey, error.message)
-        case .authenticationFailed: return DeviceFetchError(.authenticationFailed, error.message)
-        case .truncated: return DeviceFetchError(.truncated, error.message)
-        default: return DeviceFetchError(.malformedContent, error.message)
         }
     }
 }

@@ -14,9 +14,29 @@ public enum AES128GCM {
     /// Bytes of the header before the key id: salt (16), record size (4), key id length (1).
     public static let fixedHeaderSize = 21
     /// The record size used when publishing: 64 KiB. Records cost 17 bytes each (0.03 % here),
-    /// and a decoder holds about two records, so memory on the device stays in kilobytes; much
+    /// and a decoder's memory is a few records, so on the device it stays in kilobytes; much
     /// smaller records only add calls and overhead.
     public static let defaultRecordSize = 65_536
+    /// The largest record size: the most a publisher may be configured to write
+    /// (`MediaEncryption.recordSize`) and the most `ContentDecoder` accepts by default. A
+    /// decoder holds a whole record before it can authenticate it, so this bounds its memory.
+    public static let maxRecordSize = 16 << 20
+    /// The longest header: the fixed part and a key id of 255 bytes.
+    public static let maxHeaderSize = fixedHeaderSize + 255
+
+    /// The most bytes a stream of `plaintext` bytes in records of `recordSize` with a header
+    /// of `headerSize` bytes can have, as this encoder writes it (no padding): the header, the
+    /// plaintext and 17 bytes for each record, one more record than the full ones. Saturates
+    /// at `Int64.max`.
+    public static func maxContentLength(plaintext: Int64, recordSize: Int, headerSize: Int) -> Int64 {
+        let plaintext = max(0, plaintext)
+        let perRecord = Int64(max(1, recordSize - recordOverhead))
+        let (records, overflow1) = (plaintext / perRecord).addingReportingOverflow(1)
+        let (overhead, overflow2) = records.multipliedReportingOverflow(by: Int64(recordOverhead))
+        let (withText, overflow3) = overhead.addingReportingOverflow(plaintext)
+        let (total, overflow4) = withText.addingReportingOverflow(Int64(headerSize))
+        return overflow1 || overflow2 || overflow3 || overflow4 ? .max : total
+    }
 
     /// The content encryption key and nonce base for `key` and `salt` (RFC 8188, section 2.2).
     /// (`SymmetricKey` is not Sendable in every swift-crypto version, so the key travels as bytes.)

@@ -76,6 +76,9 @@ public struct ContentEncryptionError: Error, Sendable, Equatable, CustomStringCo
         /// Not `aes128gcm` as RFC 8188 writes it (bad header, record size, delimiter, data
         /// after the last record).
         public static let malformed = Code(rawValue: "malformed")
+        /// The header's record size is more than the decoder takes (`ContentDecoder`'s
+        /// `maxRecordSize`): refused before any record is held.
+        public static let recordTooLarge = Code(rawValue: "recordTooLarge")
     }
 
     /// What went wrong.

@@ -1,3 +1,4 @@
+import DeadlineRace
 import Synchronization
 
 /// What a batch of attachments, or one piece of shared work, runs under: its clock, its
@@ -36,30 +37,10 @@ final class Batch: Sendable {
     /// Runs `jobs` as child tasks raced against the deadline sentinel, giving each result to
     /// `each` (with the job's index) as it comes. When the deadline passes, every job still
     /// running is cancelled (they return what they have); when the last job is done, the
-    /// sentinel is cancelled. The one place the sentinel is written: a caller's batch and
-    /// shared work both run under it.
+    /// sentinel is cancelled. A caller's batch and shared work both run under it, and the race
+    /// itself is `Deadline.race`, the one the device's fetcher runs under too.
     func racingDeadline<Value: Sendable>(_ jobs: [@Sendable () async -> Value], each: (Int, Value) -> Void) async {
-        await withTaskGroup(of: (Int, Value)?.self) { group in
-            group.addTask {
-                await self.sleepThenFireDeadline()
-                return nil
-            }
-            for (index, job) in jobs.enumerated() {
-                group.addTask { (index, await job()) }
-            }
-            var remaining = jobs.count
-            if remaining == 0 { group.cancelAll() }
-            while let finished = await group.next() {
-                guard let (index, value) = finished else {
-                    // The sentinel: the deadline passed.
-                    group.cancelAll()
-                    continue
-                }
-                each(index, value)
-                remaining -= 1
-                if remaining == 0 { group.cancelAll() }
-            }
-        }
+        await Deadline.race(jobs, waitForDeadline: { await self.sleepThenFireDeadline() }, each: each)
     }
 
     /// The deadline sentinel's wait: sleeps until the deadline (following extensions) and
