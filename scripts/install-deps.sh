@@ -10,7 +10,7 @@
 #   --build-only: only what building and running attach-fetch needs (the demo's)
 #   --update: always run apt-get update first
 set -euo pipefail
-build=(pkg-config libcurl4-openssl-dev libmagic-dev libvips-dev libssl-dev libavformat-dev libavcodec-dev libswscale-dev libavutil-dev libturbojpeg0-dev)
+build=(pkg-config libcurl4-openssl-dev libmagic-dev libvips-dev libssl-dev libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev libturbojpeg0-dev)
 tests=(ffmpeg libvips-tools python3-pip python3-venv nginx-light openssl curl chromium chromium-driver valgrind strace binutils)
 build_only=false
 update=false

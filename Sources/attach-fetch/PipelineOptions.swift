@@ -43,7 +43,7 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .customLong("thumbnail-time"), help: ArgumentHelp("Seconds into a video for its poster-frame thumbnail (clamped to the duration; default 0).", valueName: "SECONDS"))
     var thumbnailTime: Double?
 
-    @Flag(name: .customLong("no-normalize"), help: "Deliver media only as downloaded: refuse WebP/HEIC/AVIF and images over the limit instead of converting and fitting them.")
+    @Flag(name: .customLong("no-normalize"), help: "Deliver media only as downloaded: refuse WebP/HEIC/AVIF, images over the limit, QuickTime/3GPP/transport streams, Ogg and FLAC instead of converting, fitting, remuxing and transcoding them.")
     var noNormalize = false
 
     @Option(name: .customLong("decoder-isolation"), help: "Where decoders run: 'processes' (confined worker processes; a crash costs one attachment) or 'none' (in this process; unsafe for untrusted input).")

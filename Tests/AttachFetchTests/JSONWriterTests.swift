@@ -91,12 +91,13 @@ import Testing
         d.sourceHeight = maybe(&random, int)
         let transforms: (inout Seeded) -> [AttachmentDescriptor.Transform] = { random in
             (0..<Int.random(in: 0...3, using: &random)).map { _ in
-                [.transcoded, .downscaled, .reencoded, .remuxed].randomElement(using: &random)!
+                [.transcoded, .downscaled, .reencoded, .remuxed, .trimmed].randomElement(using: &random)!
             }
         }
         d.transforms = maybe(&random, transforms)
         d.duration = maybe(&random, double)
         d.videoCodec = maybe(&random, string)
+        d.sourceAudioCodec = maybe(&random, string)
         d.audioCodec = maybe(&random, string)
         d.ats = maybe(&random) { random in
             .init(problems: (0..<Int.random(in: 0...2, using: &random)).map { _ in .init(code: string(&random), message: string(&random)) })

@@ -7,6 +7,7 @@ struct DecodeAnswer: Codable, Sendable {
     var normalized: NormalizedImage?
     var probed: ProbeOutcome?
     var remuxed: RemuxedVideo?
+    var transcoded: TranscodedMedia?
 
     init(failure: Reason) { self.failure = failure }
 
@@ -25,7 +26,7 @@ struct DecodeAnswer: Codable, Sendable {
 
     /// Files the answer hands over (removed when nobody takes them).
     var files: [String] {
-        [thumbnail?.file, normalized?.file, probed?.poster?.file, remuxed?.file].compactMap { $0 }
+        [thumbnail?.file, normalized?.file, probed?.poster?.file, remuxed?.file, transcoded?.file].compactMap { $0 }
     }
 
     /// The same answer with each working path's descriptor replaced (a worker's copy back to
@@ -37,6 +38,7 @@ struct DecodeAnswer: Codable, Sendable {
         if let file = answer.normalized?.file { answer.normalized?.file = map(file) }
         if let file = answer.probed?.poster?.file { answer.probed?.poster?.file = map(file) }
         if let file = answer.remuxed?.file { answer.remuxed?.file = map(file) }
+        if let file = answer.transcoded?.file { answer.transcoded?.file = map(file) }
         return answer
     }
 

@@ -9,6 +9,7 @@ enum DecodeJob: Codable, Sendable {
     case probe(source: String, type: MediaType, thumbnailTime: Double?, thumbnailBase: String?,
                shape: Thumbnailer.Shape, limits: MediaProber.Limits)
     case remux(source: String, destinationBase: String)
+    case transcode(source: String, type: MediaType, destinationBase: String, limits: MediaTranscoder.Limits)
 
     /// Runs the job here, on the calling thread. `shouldStop` is checked between steps.
     func run(shouldStop: () -> Bool = { false }) -> DecodeAnswer {
@@ -28,6 +29,9 @@ enum DecodeJob: Codable, Sendable {
                                              shouldStop: shouldStop), \.probed)
         case .remux(let source, let destinationBase):
             answer = .init(VideoRemuxer.remux(source: source, destinationBase: destinationBase, shouldStop: shouldStop), \.remuxed)
+        case .transcode(let source, let type, let destinationBase, let limits):
+            answer = .init(MediaTranscoder.transcode(source: source, type: type, destinationBase: destinationBase, limits: limits,
+                                                     shouldStop: shouldStop), \.transcoded)
         }
         return answer.withoutWorkingPaths(source: source, outputBase: outputBase)
     }
@@ -35,7 +39,7 @@ enum DecodeJob: Codable, Sendable {
     var source: String {
         switch self {
         case .thumbnail(let source, _, _, _), .normalize(let source, _, _, _), .probe(let source, _, _, _, _, _),
-             .remux(let source, _): return source
+             .remux(let source, _), .transcode(let source, _, _, _): return source
         }
     }
 
@@ -44,7 +48,7 @@ enum DecodeJob: Codable, Sendable {
         switch self {
         case .thumbnail(_, let base, _, _), .normalize(_, _, let base, _): return base
         case .probe(_, _, _, let base, _, _): return base
-        case .remux(_, let base): return base
+        case .remux(_, let base), .transcode(_, _, let base, _): return base
         }
     }
 
@@ -52,7 +56,7 @@ enum DecodeJob: Codable, Sendable {
     /// unnamed output is its ledger's to free).
     var possibleOutputs: [String] {
         guard let base = outputBase, UnnamedFile.descriptor(in: base) == nil else { return [] }
-        return ["jpg", "png", "gif", "mp4"].map { "\(base).\($0)" }
+        return ["jpg", "png", "gif", "mp4", "m4a"].map { "\(base).\($0)" }
     }
 
     /// The descriptors of the unnamed files the job reads or writes (`UnnamedFile` working
@@ -78,6 +82,8 @@ enum DecodeJob: Codable, Sendable {
             return .probe(source: map(source), type: type, thumbnailTime: time, thumbnailBase: base.map(map), shape: shape, limits: limits)
         case .remux(let source, let base):
             return .remux(source: map(source), destinationBase: map(base))
+        case .transcode(let source, let type, let base, let limits):
+            return .transcode(source: map(source), type: type, destinationBase: map(base), limits: limits)
         }
     }
 }

@@ -30,6 +30,7 @@ extension AttachmentDescriptor: CompactJSONWritable {
                 json.key("skippedAtDeadline")
                 json.array(skippedAtDeadline) { $0.string($1) }
             }
+            json.field("sourceAudioCodec", sourceAudioCodec)
             json.field("sourceBytes", sourceBytes)
             json.field("sourceHeight", sourceHeight)
             json.field("sourceMimeType", sourceMimeType)

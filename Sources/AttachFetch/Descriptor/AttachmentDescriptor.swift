@@ -121,6 +121,8 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         case reencoded
         /// Moved into another container without re-encoding (QuickTime or 3GPP to MPEG-4).
         case remuxed
+        /// Added: audio or video cut short to fit the size limit (the first `duration` seconds).
+        case trimmed
     }
 
     /// What the media is for in a notification (set when it came from a push payload).
@@ -281,6 +283,9 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     public var duration: Double?
     /// ... and the codecs of the streams used ("h264", "aac").
     public var videoCodec: String?
+    /// Added: the source's audio codec where the audio was re-encoded (`transforms` has
+    /// `transcoded`), as people name it ("Opus", "FLAC"); `audioCodec` is the delivered one.
+    public var sourceAudioCodec: String?
     /// The audio stream's codec ("aac").
     public var audioCodec: String?
     /// Added for http(s) media: whether App Transport Security would load it without an

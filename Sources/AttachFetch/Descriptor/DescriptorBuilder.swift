@@ -78,6 +78,14 @@ struct DescriptorBuilder: Sendable {
         descriptor.transforms = [.remuxed]
     }
 
+    /// Audio or video re-encoded: the delivered file's facts, and the source's codec.
+    mutating func record(_ made: TranscodedMedia) {
+        descriptor.bytes = made.bytes
+        descriptor.sha256 = made.sha256
+        descriptor.sourceAudioCodec = made.sourceAudioCodec
+        descriptor.transforms = made.trimmed ? [.transcoded, .trimmed] : [.transcoded]
+    }
+
     /// FFmpeg's probe of audio or video (streams are never re-encoded, so source size = delivered).
     mutating func record(_ probe: MediaProbe) {
         descriptor.duration = probe.duration

@@ -93,7 +93,7 @@ enum VideoRemuxer {
     }
 
     /// Size and SHA-256 of the finished file (read back: the muxer seeks to patch its header).
-    private static func describe(_ file: String) throws(Reason) -> RemuxedVideo {
+    static func describe(_ file: String) throws(Reason) -> RemuxedVideo {
         let fd = open(file, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw Reason(code: .ioError, message: "cannot read the remuxed file") }
         defer { close(fd) }

@@ -34,6 +34,8 @@ enum MediaProber {
         case .mpeg: return "mpeg,mpegvideo"
         case .avi: return "avi"
         case .mpegTS: return "mpegts"
+        case .ogg: return "ogg"
+        case .flac: return "flac"
         default: return "none"
         }
     }

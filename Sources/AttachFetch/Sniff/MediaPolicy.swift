@@ -34,6 +34,8 @@ enum MediaPolicy {
         switch type {
         case _ where type.kind == .image && normalize: return max(limits.image, limits.imageSource)
         case .mp4, .m4v, .m4a, .quickTime, .threeGPP, .threeGPP2: return max(limits.audio, limits.video)
+        // Lossless or high-rate sources are larger than what they become: up to the video limit.
+        case _ where needsTranscode(type): return max(limits.audio, limits.video)
         default: return limits.limit(for: type.kind)
         }
     }
@@ -42,13 +44,19 @@ enum MediaPolicy {
         switch type {
         case _ where type.kind == .image && normalize: return "image source"
         case .mp4, .m4v, .m4a, .quickTime, .threeGPP, .threeGPP2: return "MPEG-4"
+        case _ where needsTranscode(type): return "\(type.kind.rawValue) source"
         default: return type.kind.rawValue
         }
     }
 
     /// A video container iOS would not show (QuickTime, 3GPP) is remuxed into MPEG-4.
     static func needsRemux(_ type: MediaType) -> Bool {
-        type.kind != .image && !type.isDeliverable
+        type.kind != .image && !type.isDeliverable && !needsTranscode(type)
+    }
+
+    /// Audio iOS would not play (Ogg, FLAC) is transcoded into AAC in MPEG-4 audio.
+    static func needsTranscode(_ type: MediaType) -> Bool {
+        MediaType.transcoded.contains(type)
     }
 
     /// An image is converted (normalized) when iOS would not show it as it is.

@@ -57,8 +57,17 @@ public struct MediaType: Sendable, Hashable {
     /// MPEG transport streams (HLS segments, broadcast captures).
     public static let mpegTS = MediaType(kind: .video, mimeType: "video/mp2t", uti: "public.mpeg-2-transport-stream", fileExtension: "ts")
 
+    // Audio iOS does not play, re-encoded to AAC in MPEG-4 audio when converting is on.
+    /// Ogg (Opus voice notes, Vorbis), transcoded to `.m4a`.
+    public static let ogg = MediaType(kind: .audio, mimeType: "audio/ogg", uti: "org.xiph.ogg-audio", fileExtension: "ogg")
+    /// FLAC, transcoded to `.m4a`.
+    public static let flac = MediaType(kind: .audio, mimeType: "audio/flac", uti: "org.xiph.flac", fileExtension: "flac")
+
     /// Formats that are converted to one in `all` before delivery, never delivered as they are.
-    public static let convertible: [MediaType] = [.webp, .heic, .heif, .avif, .quickTime, .threeGPP, .threeGPP2, .mpegTS]
+    public static let convertible: [MediaType] = [.webp, .heic, .heif, .avif, .quickTime, .threeGPP, .threeGPP2, .mpegTS, .ogg, .flac]
+
+    /// The convertible formats whose streams are re-encoded (transcoded), not only moved.
+    public static let transcoded: [MediaType] = [.ogg, .flac]
 
     /// True for the formats iOS accepts as they are.
     public var isDeliverable: Bool { MediaType.all.contains(self) }
@@ -87,6 +96,8 @@ public struct MediaType: Sendable, Hashable {
         "video/3gpp": .threeGPP, "audio/3gpp": .threeGPP,
         "video/3gpp2": .threeGPP2, "audio/3gpp2": .threeGPP2,
         "video/mp2t": .mpegTS,
+        "audio/ogg": .ogg, "application/ogg": .ogg, "audio/x-ogg": .ogg,
+        "audio/flac": .flac, "audio/x-flac": .flac,
     ]
 
     /// The table row for a MIME type as libmagic reports it, or nil when it is not allowed.

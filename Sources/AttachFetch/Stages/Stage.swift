@@ -71,7 +71,7 @@ struct Stage: Sendable {
 
 extension Stage {
     /// The steps after the download, in order. Each applies only to the kinds it names.
-    static let afterDownload: [Stage] = [admit, convertImage, remuxVideo, thumbnail, probe, deliveredLimit,
+    static let afterDownload: [Stage] = [admit, convertImage, remuxVideo, transcode, thumbnail, probe, deliveredLimit,
                                          androidSupport, androidVariant, publish, publishToStore]
 
     /// The type `BodyAdmission` admitted the bytes as, while they arrived, becomes the
@@ -114,6 +114,23 @@ extension Stage {
             guard let video = answer.remuxed else { return }
             work.supersede(with: .init(path: video.file, type: .mp4))
             work.descriptor.record(video)
+        }))
+
+    /// Audio iOS does not play (Ogg, FLAC) is re-encoded into AAC in MPEG-4 audio, or fails.
+    static let transcode = Stage(name: "transcode", body: .decode(
+        on: .probe,
+        whenLate: .fail(Reason(code: .deadlineExceeded, message: "the batch deadline passed while the audio was being transcoded")),
+        timing: .normalize,
+        job: { work, configuration in
+            let file = work.admitted
+            guard MediaPolicy.needsTranscode(file.type) else { return nil }
+            return .transcode(source: file.path, type: file.type, destinationBase: work.plan.convertedBase,
+                              limits: .init(maxBytes: configuration.sizeLimits.limit(for: file.type.kind)))
+        },
+        take: { answer, work in
+            guard let made = answer.transcoded else { return }
+            work.supersede(with: .init(path: made.file, type: made.type))
+            work.descriptor.record(made)
         }))
 
     /// An image is decoded in full (so truncated or corrupt files fail) and thumbnailed. Late,

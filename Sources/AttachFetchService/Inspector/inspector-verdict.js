@@ -183,7 +183,13 @@ export function transformSentences(descriptor) {
     out.push('The original is ' + formatArticle(source) + ' ' + formatName(source) + ' (' + (source || 'unknown type') +
       '), which iOS does not play as it is: its streams were copied, not re-encoded, into ' + formatName(delivered) + ' (' + delivered + ').');
   }
-  if (transforms.indexOf('transcoded') >= 0) {
+  if (transforms.indexOf('transcoded') >= 0 && descriptor.sourceAudioCodec) {
+    out.push('The original is ' + (source || 'unknown type') + ' with ' + descriptor.sourceAudioCodec + ' audio, which iOS does not play: it was re-encoded to AAC in ' +
+      formatName(delivered) + ' (' + delivered + '), ' + bytes(sourceBytes) + ' → ' + bytes(descriptor.bytes) + '.');
+    if (transforms.indexOf('trimmed') >= 0) {
+      out.push('It was longer than fits the ' + limitText(limit) + ' limit: the first ' + (isNum(descriptor.duration) ? descriptor.duration.toFixed(1) + ' s are' : 'part is') + ' delivered.');
+    }
+  } else if (transforms.indexOf('transcoded') >= 0) {
     const firstFrame = source === 'image/gif' && delivered === 'image/jpeg' ? ' (an animation keeps only its first frame)' : '';
     if (CONVERTIBLE_IMAGES.indexOf(source) >= 0) {
       out.push('The original is ' + formatName(source) + ' (' + source + '), which iOS does not show: it was converted to ' +
@@ -201,7 +207,7 @@ export function transformSentences(descriptor) {
     out.push('It was downscaled' + (fromSize && toSize ? ' from ' + fromSize + ' to ' + toSize : '') + '.');
   }
   for (const other of transforms) {
-    if (['remuxed', 'transcoded', 'reencoded', 'downscaled'].indexOf(other) < 0) out.push('Also done to it: ' + other + '.');
+    if (['remuxed', 'transcoded', 'reencoded', 'downscaled', 'trimmed'].indexOf(other) < 0) out.push('Also done to it: ' + other + '.');
   }
   return out;
 }

@@ -1,8 +1,6 @@
 internal import CFFmpeg
 #if canImport(Glibc)
-#if canImport(Glibc)
 import Glibc
-#endif
 #endif
 
 /// One media file being written by a muxer. FFmpeg writes only through callbacks on a
@@ -11,13 +9,25 @@ import Glibc
 final class AVOutput {
     let context: UnsafeMutablePointer<AVFormatContext>
     private let file: AVFileIO
+    private let fd: Int32
+    /// The read-back contexts the muxer opened (`moovFirst`), each with its own position.
+    private var readers: [UnsafeMutablePointer<AVIOContext>: ReadBack] = [:]
+
+    /// A reader of the output at a position of its own (`pread`), so the writer's offset stays.
+    private final class ReadBack {
+        let fd: Int32
+        var position: Int64 = 0
+        init(fd: Int32) { self.fd = fd }
+    }
 
     init(path: String, format: String) throws(Reason) {
         _ = FFmpeg.startup
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        // Read and write: a muxer may read back what it wrote (``writeHeader(moovFirst:)``).
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw Reason(code: .ioError, message: "cannot create the output file: \(String(cString: strerror(errno)))")
         }
+        self.fd = fd
         file = try AVFileIO(fd: fd, writable: true)
         var made: UnsafeMutablePointer<AVFormatContext>?
         let status = avformat_alloc_output_context2(&made, nil, format, nil)
@@ -27,7 +37,58 @@ final class AVOutput {
         context = made
         context.pointee.pb = file.context
         context.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
-        context.pointee.io_open = { _, _, _, _, _ in -EPERM }
+        context.pointee.opaque = Unmanaged.passUnretained(self).toOpaque()
+        // Only the output itself, read back (the MPEG-4 muxer's faststart reads what it wrote to
+        // move `moov` before `mdat`); no other file or protocol is ever opened.
+        context.pointee.io_open = { formatContext, pb, _, flags, _ in
+            guard flags & AVIO_FLAG_WRITE == 0, let formatContext, let pb, let opaque = formatContext.pointee.opaque else { return -EPERM }
+            return Unmanaged<AVOutput>.fromOpaque(opaque).takeUnretainedValue().openReadBack(pb)
+        }
+        context.pointee.io_close2 = { formatContext, pb in
+            guard let formatContext, let pb, let opaque = formatContext.pointee.opaque else { return 0 }
+            Unmanaged<AVOutput>.fromOpaque(opaque).takeUnretainedValue().closeReadBack(pb)
+            return 0
+        }
+    }
+
+    private func openReadBack(_ pb: UnsafeMutablePointer<UnsafeMutablePointer<AVIOContext>?>) -> Int32 {
+        let reader = ReadBack(fd: fd)
+        let bufferSize: Int32 = 65_536
+        guard let buffer = av_malloc(Int(bufferSize))?.assumingMemoryBound(to: UInt8.self) else { return -ENOMEM }
+        let made = avio_alloc_context(buffer, bufferSize, 0, Unmanaged.passUnretained(reader).toOpaque(), { opaque, buffer, size in
+            let reader = Unmanaged<ReadBack>.fromOpaque(opaque!).takeUnretainedValue()
+            let count = pread(reader.fd, buffer, Int(size), off_t(reader.position))
+            if count == 0 { return FFmpeg.endOfFile }
+            guard count > 0 else { return -errno }
+            reader.position += Int64(count)
+            return Int32(count)
+        }, nil, { opaque, offset, whence in
+            let reader = Unmanaged<ReadBack>.fromOpaque(opaque!).takeUnretainedValue()
+            var info = stat()
+            guard fstat(reader.fd, &info) == 0 else { return Int64(-errno) }
+            if whence & AVSEEK_SIZE != 0 { return Int64(info.st_size) }
+            switch whence & ~AVSEEK_FORCE {
+            case SEEK_SET: reader.position = offset
+            case SEEK_CUR: reader.position += offset
+            case SEEK_END: reader.position = Int64(info.st_size) + offset
+            default: return Int64(-EINVAL)
+            }
+            return reader.position
+        })
+        guard let made else {
+            av_free(buffer)
+            return -ENOMEM
+        }
+        readers[made] = reader
+        pb.pointee = made
+        return 0
+    }
+
+    private func closeReadBack(_ pb: UnsafeMutablePointer<AVIOContext>) {
+        guard readers.removeValue(forKey: pb) != nil else { return }
+        av_freep(&pb.pointee.buffer)
+        var context: UnsafeMutablePointer<AVIOContext>? = pb
+        avio_context_free(&context)
     }
 
     deinit { avformat_free_context(context) }
@@ -55,8 +116,24 @@ final class AVOutput {
         return stream
     }
 
-    func writeHeader() throws(Reason) {
-        let status = avformat_write_header(context, nil)
+    /// A new output stream for what `encoder` makes.
+    func addStream(encoder: UnsafeMutablePointer<AVCodecContext>) throws(Reason) -> UnsafeMutablePointer<AVStream> {
+        guard let stream = avformat_new_stream(context, nil) else {
+            throw Reason(code: .ioError, message: "FFmpeg cannot add a stream: out of memory")
+        }
+        let copied = avcodec_parameters_from_context(stream.pointee.codecpar, encoder)
+        guard copied >= 0 else { throw FFmpeg.failure(.ioError, "FFmpeg cannot describe the encoded stream", copied) }
+        stream.pointee.time_base = encoder.pointee.time_base
+        return stream
+    }
+
+    /// `moovFirst`: the MPEG-4 index before the media (`movflags +faststart`), as a file that
+    /// plays while it downloads is written.
+    func writeHeader(moovFirst: Bool = false) throws(Reason) {
+        var options: OpaquePointer?
+        if moovFirst { av_dict_set(&options, "movflags", "+faststart", 0) }
+        defer { av_dict_free(&options) }
+        let status = avformat_write_header(context, &options)
         guard status >= 0 else {
             throw FFmpeg.failure(.unsupportedType, "FFmpeg cannot write these streams as MPEG-4", status)
         }

@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+@testable import AttachFetch
+
+/// Audio iOS does not play (Opus and Vorbis in Ogg, FLAC) is delivered as AAC-LC in MPEG-4
+/// audio, `moov` first, checked with ffprobe: made here by FFmpeg's own encoders.
+@Suite struct AudioTranscodeTests {
+    /// The top-level box types of an MPEG-4 file, in order.
+    static func topLevelBoxes(_ file: String) throws -> [String] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: file))
+        var boxes: [String] = [], offset = 0
+        while offset + 8 <= data.count {
+            var size = data[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+            let type = String(decoding: data[offset + 4..<offset + 8], as: UTF8.self)
+            if size == 1, offset + 16 <= data.count { size = data[offset + 8..<offset + 16].reduce(0) { $0 << 8 | Int($1) } }
+            guard size >= 8 else { break }
+            boxes.append(type)
+            offset += size
+        }
+        return boxes
+    }
+
+    /// ffprobe's view of the first audio stream and the container's duration.
+    static func audio(_ file: String) throws -> [String: String] {
+        let read = try tool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "a:0", "-show_entries",
+                                                 "stream=codec_name,profile,sample_rate,channels:format=duration,format_name", "-of", "compact=p=0", file])
+        var fields: [String: String] = [:]
+        for line in read.output.split(separator: "\n") {
+            for field in line.split(separator: "|") {
+                let parts = field.split(separator: "=", maxSplits: 1).map(String.init)
+                if parts.count == 2 { fields[parts[0]] = parts[1] }
+            }
+        }
+        return fields
+    }
+
+    static func make(_ directory: String, _ name: String, seconds: Int, _ encoding: [String]) throws {
+        let made = try tool("/usr/bin/ffmpeg", ["-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i",
+                                                "sine=frequency=440:sample_rate=48000:duration=\(seconds)",
+                                                "-f", "lavfi", "-i", "sine=frequency=660:sample_rate=48000:duration=\(seconds)",
+                                                "-filter_complex", "amerge=inputs=2"] + encoding + ["\(directory)/\(name)"])
+        try #require(made.status == 0, "ffmpeg \(encoding): \(made.errors)")
+    }
+
+    @Test func opusVorbisAndFLACBecomeAACInMPEG4AudioThatPlays() async throws {
+        let media = Scratch(), scratch = Scratch()
+        let cases: [(name: String, encoding: [String], codec: String)] = [
+            ("voice.opus", ["-ac", "1", "-c:a", "libopus", "-b:a", "24k"], "Opus"),
+            ("voice-note.ogg", ["-ac", "1", "-c:a", "libopus"], "Opus"),
+            ("music.ogg", ["-c:a", "libvorbis"], "Vorbis"),
+            ("music.flac", ["-ar", "44100", "-c:a", "flac"], "FLAC"),
+        ]
+        try await offPool { for item in cases { try Self.make(media.path, item.name, seconds: 6, item.encoding) } }
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer(directory: media.path) { server in
+                let batch = await pipeline.process(cases.map { AttachmentRequest(url: "\(server.baseURL)/media/\($0.name)") })
+                for (item, d) in zip(cases, batch.attachments) {
+                    #expect(d.status == .ready, "\(item.name): \(d.reason?.message ?? "")")
+                    #expect(d.kind == .audio && d.mimeType == "audio/mp4" && d.fileExtension == "m4a", "\(item.name): \(d.mimeType ?? "-")")
+                    #expect(d.transforms == [.transcoded] && d.sourceAudioCodec == item.codec && d.audioCodec == "aac",
+                            "\(item.name): \(d.transforms ?? []) \(d.sourceAudioCodec ?? "-") \(d.audioCodec ?? "-")")
+                    let file = try #require(d.file, "\(item.name)")
+                    let read = try Self.audio(file)
+                    #expect(read["codec_name"] == "aac" && read["profile"] == "LC", "\(item.name): \(read)")
+                    let source = try Self.audio("\(media.path)/\(item.name)")
+                    let duration = try #require(Double(read["duration"] ?? ""), "\(read)")
+                    let sourceDuration = try #require(Double(source["duration"] ?? ""), "\(source)")
+                    #expect(abs(duration - sourceDuration) <= 0.3, "\(item.name): \(duration) s from \(sourceDuration) s")
+                    #expect(read["channels"] == source["channels"], "\(item.name): \(read) from \(source)")
+                    let boxes = try Self.topLevelBoxes(file)
+                    let moov = try #require(boxes.firstIndex(of: "moov")), mdat = try #require(boxes.firstIndex(of: "mdat"))
+                    #expect(moov < mdat, "\(item.name): \(boxes)")
+                    #expect(try tool("/usr/bin/ffmpeg", ["-v", "error", "-xerror", "-i", file, "-f", "null", "-"]).status == 0)
+                    #expect(d.sourceMimeType == (item.name.hasSuffix("flac") ? "audio/flac" : "audio/ogg"))
+                    #expect(d.bytes == Int64(fileSize(file)) && d.sourceBytes == Int64(fileSize("\(media.path)/\(item.name)")))
+                }
+            }
+        }
+    }
+
+    @Test func aSourceLongerThanTheLimitIsCutToFitAndSaysSo() async throws {
+        let media = Scratch(), scratch = Scratch()
+        // 60 s of stereo at 64 kb/s a channel is about 960 KB: a 400 KB limit holds about 25 s.
+        try await offPool { try Self.make(media.path, "long.flac", seconds: 60, ["-c:a", "flac"]) }
+        let limit: Int64 = 400_000
+        try await withPipeline(scratch, { $0.sizeLimits.audio = limit }) { pipeline in
+            try await withMediaServer(directory: media.path) { server in
+                let d = await fetchOne("\(server.baseURL)/media/long.flac", pipeline)
+                #expect(d.status == .ready, "\(d.reason?.message ?? "")")
+                #expect(d.transforms == [.transcoded, .trimmed], "\(d.transforms ?? [])")
+                let file = try #require(d.file)
+                #expect(Int64(fileSize(file)) <= limit, "\(fileSize(file)) bytes over \(limit)")
+                let duration = try #require(Double(try Self.audio(file)["duration"] ?? ""))
+                #expect(duration > 15 && duration < 59, "\(duration) s delivered")
+                #expect(d.duration.map { abs($0 - duration) < 0.3 } == true, "\(d.duration ?? -1) against ffprobe's \(duration)")
+            }
+        }
+    }
+
+    @Test func aCorruptOpusFileIsRefusedClearlyAndLeavesNothing() async throws {
+        let media = Scratch(), scratch = Scratch()
+        try await offPool { try Self.make(media.path, "good.opus", seconds: 3, ["-ac", "1", "-c:a", "libopus"]) }
+        // The Ogg pages kept, every Opus packet after the headers overwritten with noise.
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: "\(media.path)/good.opus")))
+        var random = SystemRandomNumberGenerator()
+        for index in stride(from: 400, to: bytes.count, by: 1) where index % 7 != 0 { bytes[index] = UInt8.random(in: 0...255, using: &random) }
+        try Data(bytes).write(to: URL(fileURLWithPath: "\(media.path)/corrupt.opus"))
+        try Data(bytes.prefix(300)).write(to: URL(fileURLWithPath: "\(media.path)/truncated.opus"))
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer(directory: media.path) { server in
+                let batch = await pipeline.process(["corrupt.opus", "truncated.opus"].map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)") })
+                for d in batch.attachments {
+                    #expect(d.status == .rejected && [.corruptMedia, .unsupportedType].contains(d.reason?.code), "\(d.url): \(d.status) \(d.reason?.message ?? "")")
+                    #expect(d.file == nil)
+                }
+            }
+        }
+        #expect(scratch.tree() == [], "\(scratch.tree())")
+    }
+}
