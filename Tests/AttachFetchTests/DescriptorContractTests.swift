@@ -67,11 +67,12 @@ import Testing
         d.videoCodec = "h264"
         d.audioCodec = "aac"
         d.sourceAudioCodec = "Opus"
+        d.sourceVideoCodec = "VP9"
         d.thumbnail = .init(file: "/tmp/a.thumb.jpg", width: 4, height: 3, time: 0.5)
         let object = try #require(JSONSerialization.jsonObject(with: JSONEncoder().encode(d)) as? [String: Any])
         #expect(Set(object.keys) == ["identifier", "url", "status", "timings", "thumbnail", "sourceMimeType", "sourceBytes",
                                      "sourceWidth", "sourceHeight", "transforms", "duration", "videoCodec", "audioCodec",
-                                     "sourceAudioCodec"])
+                                     "sourceAudioCodec", "sourceVideoCodec"])
         #expect(object["transforms"] as? [String] == ["transcoded", "downscaled", "reencoded"])
         #expect(Set((object["thumbnail"] as? [String: Any])?.keys ?? [:].keys) == ["file", "width", "height", "time"])
         #expect(Set((object["timings"] as? [String: Any])?.keys ?? [:].keys) == ["total", "normalize", "probe"])

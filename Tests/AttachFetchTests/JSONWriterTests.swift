@@ -98,6 +98,7 @@ import Testing
         d.duration = maybe(&random, double)
         d.videoCodec = maybe(&random, string)
         d.sourceAudioCodec = maybe(&random, string)
+        d.sourceVideoCodec = maybe(&random, string)
         d.audioCodec = maybe(&random, string)
         d.ats = maybe(&random) { random in
             .init(problems: (0..<Int.random(in: 0...2, using: &random)).map { _ in .init(code: string(&random), message: string(&random)) })

@@ -34,6 +34,7 @@ extension AttachmentDescriptor: CompactJSONWritable {
             json.field("sourceBytes", sourceBytes)
             json.field("sourceHeight", sourceHeight)
             json.field("sourceMimeType", sourceMimeType)
+            json.field("sourceVideoCodec", sourceVideoCodec)
             json.field("sourceWidth", sourceWidth)
             json.field("status", status)
             json.field("thumbnail", thumbnail)

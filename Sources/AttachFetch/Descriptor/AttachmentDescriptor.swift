@@ -286,6 +286,9 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     /// Added: the source's audio codec where the audio was re-encoded (`transforms` has
     /// `transcoded`), as people name it ("Opus", "FLAC"); `audioCodec` is the delivered one.
     public var sourceAudioCodec: String?
+    /// Added: the source's video codec where the video was re-encoded ("VP9", "AV1");
+    /// `videoCodec` is the delivered one (`h264`).
+    public var sourceVideoCodec: String?
     /// The audio stream's codec ("aac").
     public var audioCodec: String?
     /// Added for http(s) media: whether App Transport Security would load it without an

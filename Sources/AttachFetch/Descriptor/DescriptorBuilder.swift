@@ -83,6 +83,7 @@ struct DescriptorBuilder: Sendable {
         descriptor.bytes = made.bytes
         descriptor.sha256 = made.sha256
         descriptor.sourceAudioCodec = made.sourceAudioCodec
+        descriptor.sourceVideoCodec = made.sourceVideoCodec
         descriptor.transforms = made.trimmed ? [.transcoded, .trimmed] : [.transcoded]
     }
 

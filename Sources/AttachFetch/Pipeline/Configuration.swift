@@ -152,6 +152,9 @@ public struct AttachFetchConfiguration: Sendable {
     /// to `sizeLimits.imageSource`) is re-encoded and downscaled until it fits. Off: strict
     /// accept-or-reject by the table and the limits.
     public var normalize = true
+    /// The longest edge, in pixels, of video that is re-encoded (WebM, Matroska). Default 1280:
+    /// sharp on a phone's notification and fast to encode (720p-class). From 16 to 4096.
+    public var transcodeMaxLongEdge = 1280
     /// Encodings tried at most to fit an oversize image (each one a full decode and encode).
     /// Default 4.
     public var maxNormalizeAttempts = 4
@@ -258,6 +261,9 @@ public struct AttachFetchConfiguration: Sendable {
             throw .invalidConfiguration("maxInflightBytes must be at least the largest size limit (\(sizeLimits.largest) bytes), not \(maxInflightBytes)")
         }
         guard maxRedirects >= 0 else { throw .invalidConfiguration("maxRedirects must not be negative") }
+        guard (16...4096).contains(transcodeMaxLongEdge) else {
+            throw .invalidConfiguration("transcodeMaxLongEdge must be from 16 to 4096 pixels, not \(transcodeMaxLongEdge)")
+        }
         guard sizeLimits.image > 0, sizeLimits.audio > 0, sizeLimits.video > 0, sizeLimits.imageSource > 0 else {
             throw .invalidConfiguration("size limits must be greater than zero")
         }

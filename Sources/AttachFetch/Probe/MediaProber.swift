@@ -36,6 +36,7 @@ enum MediaProber {
         case .mpegTS: return "mpegts"
         case .ogg: return "ogg"
         case .flac: return "flac"
+        case .webm, .matroska: return "matroska,webm"
         default: return "none"
         }
     }

@@ -63,11 +63,16 @@ public struct MediaType: Sendable, Hashable {
     /// FLAC, transcoded to `.m4a`.
     public static let flac = MediaType(kind: .audio, mimeType: "audio/flac", uti: "org.xiph.flac", fileExtension: "flac")
 
+    /// WebM (VP8, VP9 or AV1 with Opus or Vorbis), transcoded to H.264 and AAC in `.mp4`.
+    public static let webm = MediaType(kind: .video, mimeType: "video/webm", uti: "org.webmproject.webm", fileExtension: "webm")
+    /// Matroska, transcoded to H.264 and AAC in `.mp4`.
+    public static let matroska = MediaType(kind: .video, mimeType: "video/x-matroska", uti: "org.matroska.mkv", fileExtension: "mkv")
+
     /// Formats that are converted to one in `all` before delivery, never delivered as they are.
-    public static let convertible: [MediaType] = [.webp, .heic, .heif, .avif, .quickTime, .threeGPP, .threeGPP2, .mpegTS, .ogg, .flac]
+    public static let convertible: [MediaType] = [.webp, .heic, .heif, .avif, .quickTime, .threeGPP, .threeGPP2, .mpegTS, .ogg, .flac, .webm, .matroska]
 
     /// The convertible formats whose streams are re-encoded (transcoded), not only moved.
-    public static let transcoded: [MediaType] = [.ogg, .flac]
+    public static let transcoded: [MediaType] = [.ogg, .flac, .webm, .matroska]
 
     /// True for the formats iOS accepts as they are.
     public var isDeliverable: Bool { MediaType.all.contains(self) }
@@ -98,6 +103,7 @@ public struct MediaType: Sendable, Hashable {
         "video/mp2t": .mpegTS,
         "audio/ogg": .ogg, "application/ogg": .ogg, "audio/x-ogg": .ogg,
         "audio/flac": .flac, "audio/x-flac": .flac,
+        "video/webm": .webm, "audio/webm": .webm, "video/x-matroska": .matroska, "audio/x-matroska": .matroska,
     ]
 
     /// The table row for a MIME type as libmagic reports it, or nil when it is not allowed.

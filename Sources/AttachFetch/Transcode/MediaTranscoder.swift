@@ -9,67 +9,123 @@ struct TranscodedMedia: Sendable, Codable {
     var type: MediaType
     var bytes: Int64
     var sha256: String
-    /// The source's audio codec, as people name it ("Opus").
+    /// The source's codecs, as people name them ("Opus", "VP9").
     var sourceAudioCodec: String?
+    var sourceVideoCodec: String?
     /// Seconds delivered.
     var duration: Double
     /// Cut short to fit the size limit: the first `duration` seconds.
     var trimmed: Bool
 }
 
-/// Re-encodes audio iOS cannot play (Opus and Vorbis in Ogg, FLAC) into AAC-LC in MPEG-4 audio
-/// (`.m4a`, `moov` first), within the audio limit: a source longer than fits is cut at the last
-/// frame that fits, and says so (`trimmed`). FFmpeg's libraries only, never the `ffmpeg`
-/// program. Blocking: a decode job, run in the decoder workers.
+/// Re-encodes what iOS cannot play into what it does, with FFmpeg's libraries (never the
+/// `ffmpeg` program), in the decoder workers:
+/// - audio alone (Opus and Vorbis in Ogg, FLAC) into AAC-LC in MPEG-4 audio (`.m4a`);
+/// - video (WebM and Matroska: VP8, VP9, AV1, ...) into H.264 High, 8-bit 4:2:0, at most
+///   `maxLongEdge`, with its first audio stream as AAC-LC, in MPEG-4 (`.mp4`).
+///
+/// `moov` comes first. A source whose result would not fit the limit is cut at the last frame
+/// that fits, and says so (`trimmed`). Blocking: a decode job.
 enum MediaTranscoder {
     struct Limits: Sendable, Codable {
-        /// The delivered file's most bytes (the audio limit).
+        /// The delivered file's most bytes (its kind's limit).
         var maxBytes: Int64
+        /// The video's longest edge at most, in pixels.
+        var maxLongEdge: Int = 1280
     }
 
     /// The decoders of the codecs transcoded from; no other decoder runs.
-    static let decoders: Set<String> = ["opus", "vorbis", "flac"]
+    static let decoders: Set<String> = ["opus", "vorbis", "flac", "aac", "mp3float", "mp3", "mp2float", "mp2", "ac3", "pcm_s16le",
+                                        "vp8", "vp9", "libdav1d", "theora", "h264", "hevc", "mpeg4", "mpeg1video", "mpeg2video", "h263"]
 
     static func transcode(source: String, type: MediaType, destinationBase: String, limits: Limits,
                           shouldStop: () -> Bool = { false }) -> Result<TranscodedMedia, Reason> {
-        let file = destinationBase + ".m4a"
+        let file = destinationBase + (type.kind == .video ? ".mp4" : ".m4a")
         do throws(Reason) {
-            return .success(try transcodeAudio(source: source, type: type, file: file, limits: limits, shouldStop: shouldStop))
+            return .success(try transcodeStreams(source: source, type: type, file: file, limits: limits, shouldStop: shouldStop))
         } catch {
             unlink(file)
             return .failure(error)
         }
     }
 
-    private static func transcodeAudio(source: String, type: MediaType, file: String, limits: Limits,
-                                       shouldStop: () -> Bool) throws(Reason) -> TranscodedMedia {
-        let input = try AVInput(path: source, demuxers: MediaProber.demuxers(for: type), decoders: decoders.sorted().joined(separator: ","))
-        guard let stream = input.streams.first(where: { $0.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_AUDIO }) else {
-            throw Reason(code: .corruptMedia, message: "the file has no audio stream")
+    /// One stream being re-encoded: its decoder, and where its packets go.
+    private final class Track {
+        let input: UnsafeMutablePointer<AVStream>
+        let decoder: AVDecoder
+        var output: UnsafeMutablePointer<AVStream>?
+        let encode: (UnsafeMutablePointer<AVFrame>?, (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void) throws(Reason) -> Void
+        let timeBase: () -> AVRational
+        var decoded = 0
+
+        init(input: UnsafeMutablePointer<AVStream>, decoder: AVDecoder,
+             encode: @escaping (UnsafeMutablePointer<AVFrame>?, (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void) throws(Reason) -> Void,
+             timeBase: @escaping () -> AVRational) {
+            (self.input, self.decoder, self.encode, self.timeBase) = (input, decoder, encode, timeBase)
         }
-        let sourceCodec = PlayableMedia.title(stream.pointee.codecpar.pointee.codec_id)
-        let decoder = try AVDecoder(stream: stream, allowed: decoders)
-        let encoder = try AudioEncoder(decoder: decoder)
-        let output = try AVOutput(path: file, format: "ipod")
-        let outputStream = try output.addStream(encoder: encoder.context)
+    }
+
+    private static func transcodeStreams(source: String, type: MediaType, file: String, limits: Limits,
+                                         shouldStop: () -> Bool) throws(Reason) -> TranscodedMedia {
+        let input = try AVInput(path: source, demuxers: MediaProber.demuxers(for: type), decoders: decoders.sorted().joined(separator: ","))
+        let videoStream = type.kind == .video ? input.streams.first {
+            $0.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_VIDEO && $0.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC == 0
+        } : nil
+        let audioStream = input.streams.first { $0.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_AUDIO }
+        guard videoStream != nil || audioStream != nil else {
+            throw Reason(code: .corruptMedia, message: "the file has no \(type.kind == .video ? "audio or video" : "audio") stream")
+        }
+        let sourceAudio = audioStream.map { PlayableMedia.title($0.pointee.codecpar.pointee.codec_id) }
+        let sourceVideo = videoStream.map { PlayableMedia.title($0.pointee.codecpar.pointee.codec_id) }
+        var tracks: [Track] = []
+        var audioEncoder: AudioEncoder?
+        var videoEncoder: VideoEncoder?
+        if let videoStream {
+            let decoder = try AVDecoder(stream: videoStream, allowed: decoders)
+            let parameters = videoStream.pointee.codecpar.pointee
+            let duration = input.duration ?? 0
+            // The most bits a second that keeps the whole clip within the limit (audio and the
+            // index aside), when the duration is known; CRF decides below it.
+            let budget = duration > 0 ? Int64(Double(limits.maxBytes) * 8 * 0.9 / duration) - 200_000 : nil
+            let encoder = try VideoEncoder(stream: videoStream, width: Int(parameters.width), height: Int(parameters.height),
+                                           maxLongEdge: limits.maxLongEdge, maxBitRate: budget.map { max(200_000, $0) })
+            videoEncoder = encoder
+            tracks.append(Track(input: videoStream, decoder: decoder, encode: { (frame, write) throws(Reason) in try encoder.encode(frame, write: write) },
+                                timeBase: { encoder.context.pointee.time_base }))
+        }
+        if let audioStream {
+            let decoder = try AVDecoder(stream: audioStream, allowed: decoders)
+            let encoder = try AudioEncoder(decoder: decoder)
+            audioEncoder = encoder
+            tracks.append(Track(input: audioStream, decoder: decoder, encode: { (frame, write) throws(Reason) in try encoder.encode(frame, write: write) },
+                                timeBase: { encoder.context.pointee.time_base }))
+        }
+        let output = try AVOutput(path: file, format: type.kind == .video ? "mp4" : "ipod")
+        if let videoEncoder, let track = tracks.first {
+            track.output = try output.addStream(encoder: videoEncoder.context, sideDataFrom: track.input)
+        }
+        if let audioEncoder, let track = tracks.last, track.decoder.stream == audioStream {
+            track.output = try output.addStream(encoder: audioEncoder.context, sideDataFrom: nil)
+        }
         try output.writeHeader(moovFirst: true)
         var written: Int64 = 0, packets: Int64 = 0
-        func write(_ packet: UnsafeMutablePointer<AVPacket>) throws(Reason) {
-            packet.pointee.stream_index = outputStream.pointee.index
-            av_packet_rescale_ts(packet, encoder.context.pointee.time_base, outputStream.pointee.time_base)
-            written += Int64(packet.pointee.size)
-            packets += 1
-            let status = av_interleaved_write_frame(output.context, packet)
-            guard status >= 0 else { throw FFmpeg.failure(.ioError, "FFmpeg cannot write the MPEG-4 audio file", status) }
+        func writer(_ track: Track) -> (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void {
+            { (packet: UnsafeMutablePointer<AVPacket>) throws(Reason) in
+                guard let stream = track.output else { return }
+                packet.pointee.stream_index = stream.pointee.index
+                av_packet_rescale_ts(packet, track.timeBase(), stream.pointee.time_base)
+                written += Int64(packet.pointee.size)
+                packets += 1
+                let status = av_interleaved_write_frame(output.context, packet)
+                guard status >= 0 else { throw FFmpeg.failure(.ioError, "FFmpeg cannot write the MPEG-4 file", status) }
+            }
         }
-        // What the file holds besides the packets: the header, and an index of about 8 bytes a
-        // packet (sizes and chunk offsets); a second of margin for what the encoder still holds.
-        func fits() -> Bool {
-            let secondOfAudio = encoder.context.pointee.bit_rate / 8
-            return written + packets * 8 + 8_192 + secondOfAudio <= limits.maxBytes
-        }
+        // Besides the packets: the header, an index of about 8 bytes a packet, and a second of
+        // margin for what the encoders still hold.
+        let margin = (audioEncoder?.context.pointee.bit_rate ?? 0) / 8 + (videoEncoder?.context.pointee.rc_max_rate ?? 0) / 8
+        func fits() -> Bool { written + packets * 8 + 16_384 + margin <= limits.maxBytes }
         let packet = try AVPacketBox(), frame = try AVFrameBox()
-        var decoded = 0, lastError: Int32 = 0, trimmed = false
+        var lastError: Int32 = 0, trimmed = false
         reading: while true {
             if shouldStop() { throw Reason(code: .cancelled, message: "abandoned") }
             let status = av_read_frame(input.context, packet.pointer)
@@ -78,35 +134,39 @@ enum MediaTranscoder {
                 break
             }
             defer { av_packet_unref(packet.pointer) }
-            guard packet.pointer.pointee.stream_index == stream.pointee.index else { continue }
-            let sent = avcodec_send_packet(decoder.context, packet.pointer)
+            guard let track = tracks.first(where: { $0.input.pointee.index == packet.pointer.pointee.stream_index }) else { continue }
+            let sent = avcodec_send_packet(track.decoder.context, packet.pointer)
             if sent < 0 { lastError = sent; continue }
-            while avcodec_receive_frame(decoder.context, frame.pointer) >= 0 {
+            while avcodec_receive_frame(track.decoder.context, frame.pointer) >= 0 {
                 defer { av_frame_unref(frame.pointer) }
-                decoded += 1
-                try encoder.encode(frame.pointer, write: write)
+                track.decoded += 1
+                try track.encode(frame.pointer, writer(track))
                 if !fits() {
                     trimmed = true
                     break reading
                 }
             }
         }
-        if !trimmed {
-            avcodec_send_packet(decoder.context, nil)
-            while avcodec_receive_frame(decoder.context, frame.pointer) >= 0 {
-                defer { av_frame_unref(frame.pointer) }
-                decoded += 1
-                try encoder.encode(frame.pointer, write: write)
+        for track in tracks {
+            if !trimmed {
+                avcodec_send_packet(track.decoder.context, nil)
+                while avcodec_receive_frame(track.decoder.context, frame.pointer) >= 0 {
+                    defer { av_frame_unref(frame.pointer) }
+                    track.decoded += 1
+                    try track.encode(frame.pointer, writer(track))
+                }
             }
+            guard track.decoded > 0 else {
+                let detail = lastError == 0 ? "" : " (\(FFmpeg.errorText(lastError)))"
+                let name = PlayableMedia.title(track.input.pointee.codecpar.pointee.codec_id)
+                throw Reason(code: .corruptMedia, message: "the \(name) \(track.decoder.stream == videoStream ? "video" : "audio") stream does not decode\(detail)")
+            }
+            try track.encode(nil, writer(track))
         }
-        guard decoded > 0 else {
-            let detail = lastError == 0 ? "" : " (\(FFmpeg.errorText(lastError)))"
-            throw Reason(code: .corruptMedia, message: "the \(sourceCodec) audio stream does not decode\(detail)")
-        }
-        try encoder.encode(nil, write: write)
         try output.finish()
         let made = try VideoRemuxer.describe(file)
-        return TranscodedMedia(file: file, type: .m4a, bytes: made.bytes, sha256: made.sha256, sourceAudioCodec: sourceCodec,
-                               duration: Double(encoder.samples) / Double(encoder.context.pointee.sample_rate), trimmed: trimmed)
+        let seconds = audioEncoder.map { Double($0.samples) / Double($0.context.pointee.sample_rate) } ?? videoEncoder?.seconds ?? 0
+        return TranscodedMedia(file: file, type: type.kind == .video ? .mp4 : .m4a, bytes: made.bytes, sha256: made.sha256,
+                               sourceAudioCodec: sourceAudio, sourceVideoCodec: sourceVideo, duration: seconds, trimmed: trimmed)
     }
 }

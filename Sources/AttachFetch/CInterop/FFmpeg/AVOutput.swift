@@ -108,23 +108,30 @@ final class AVOutput {
         stream.pointee.codecpar.pointee.codec_tag = input.pointee.codecpar.pointee.codec_id == AV_CODEC_ID_HEVC ? PlayableMedia.hvc1Tag : 0
         stream.pointee.time_base = input.pointee.time_base
         stream.pointee.sample_aspect_ratio = input.pointee.sample_aspect_ratio
-        var size = 0
-        if let matrix = av_stream_get_side_data(input, AV_PKT_DATA_DISPLAYMATRIX, &size), size > 0,
-           let copy = av_stream_new_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, size) {
-            copy.update(from: matrix, count: size)
-        }
+        Self.copyDisplayMatrix(from: input, to: stream)
         return stream
     }
 
-    /// A new output stream for what `encoder` makes.
-    func addStream(encoder: UnsafeMutablePointer<AVCodecContext>) throws(Reason) -> UnsafeMutablePointer<AVStream> {
+    /// A new output stream for what `encoder` makes, with `sideDataFrom`'s display matrix
+    /// (rotation) when given.
+    func addStream(encoder: UnsafeMutablePointer<AVCodecContext>,
+                   sideDataFrom source: UnsafeMutablePointer<AVStream>?) throws(Reason) -> UnsafeMutablePointer<AVStream> {
         guard let stream = avformat_new_stream(context, nil) else {
             throw Reason(code: .ioError, message: "FFmpeg cannot add a stream: out of memory")
         }
         let copied = avcodec_parameters_from_context(stream.pointee.codecpar, encoder)
         guard copied >= 0 else { throw FFmpeg.failure(.ioError, "FFmpeg cannot describe the encoded stream", copied) }
         stream.pointee.time_base = encoder.pointee.time_base
+        if let source { Self.copyDisplayMatrix(from: source, to: stream) }
         return stream
+    }
+
+    private static func copyDisplayMatrix(from input: UnsafeMutablePointer<AVStream>, to stream: UnsafeMutablePointer<AVStream>) {
+        var size = 0
+        if let matrix = av_stream_get_side_data(input, AV_PKT_DATA_DISPLAYMATRIX, &size), size > 0,
+           let copy = av_stream_new_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, size) {
+            copy.update(from: matrix, count: size)
+        }
     }
 
     /// `moovFirst`: the MPEG-4 index before the media (`movflags +faststart`), as a file that

@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+@testable import AttachFetch
+
+/// Video iOS does not play (WebM and Matroska: VP8, VP9, AV1) is delivered as H.264 High,
+/// 8-bit 4:2:0, with AAC-LC, in MPEG-4 with `moov` first: made here by FFmpeg's own encoders,
+/// each result checked with ffprobe.
+@Suite struct VideoTranscodeTests {
+    static func make(_ directory: String, _ name: String, size: String, seconds: Int, audio: Bool, _ encoding: [String]) throws {
+        let sound = audio ? ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"] : []
+        let made = try tool("/usr/bin/ffmpeg", ["-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", "testsrc2=size=\(size):rate=25"]
+                            + sound + ["-t", "\(seconds)"] + encoding + ["\(directory)/\(name)"])
+        try #require(made.status == 0, "ffmpeg \(encoding): \(made.errors)")
+    }
+
+    /// ffprobe's view: each stream's fields (`v.codec_name`, `a.profile`, ...) and `duration`.
+    static func streams(_ file: String) throws -> [String: String] {
+        let read = try tool("/usr/bin/ffprobe", ["-v", "error", "-show_entries",
+                                                 "stream=codec_type,codec_name,profile,pix_fmt,codec_tag_string,width,height:format=duration",
+                                                 "-of", "compact=p=0", file])
+        var fields: [String: String] = [:]
+        for line in read.output.split(separator: "\n") {
+            let pairs = line.split(separator: "|").compactMap { field -> (String, String)? in
+                let parts = field.split(separator: "=", maxSplits: 1).map(String.init)
+                return parts.count == 2 ? (parts[0], parts[1]) : nil
+            }
+            let prefix = pairs.first { $0.0 == "codec_type" }.map { String($0.1.prefix(1)) + "." } ?? ""
+            for (key, value) in pairs { fields[prefix + key] = value }
+        }
+        return fields
+    }
+
+    @Test func webMAndMatroskaBecomeH264AndAACInMPEG4ThatPlays() async throws {
+        let media = Scratch(), scratch = Scratch()
+        let cases: [(name: String, size: String, audio: Bool, encoding: [String], video: String, sound: String?)] = [
+            ("vp9-opus.webm", "1920x1080", true, ["-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8", "-c:a", "libopus"], "VP9", "Opus"),
+            ("vp8-vorbis.webm", "640x360", true, ["-c:v", "libvpx", "-deadline", "realtime", "-c:a", "libvorbis"], "VP8", "Vorbis"),
+            ("av1.mkv", "320x240", false, ["-c:v", "libaom-av1", "-cpu-used", "8", "-pix_fmt", "yuv420p"], "AV1", nil),
+        ]
+        try await offPool { for item in cases { try Self.make(media.path, item.name, size: item.size, seconds: 4, audio: item.audio, item.encoding) } }
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer(directory: media.path) { server in
+                let batch = await pipeline.process(cases.map { AttachmentRequest(url: "\(server.baseURL)/media/\($0.name)") },
+                                                   deadline: .seconds(60))
+                for (item, d) in zip(cases, batch.attachments) {
+                    #expect(d.status == .ready, "\(item.name): \(d.reason?.message ?? "")")
+                    #expect(d.kind == .video && d.mimeType == "video/mp4" && d.transforms == [.transcoded], "\(item.name): \(d.transforms ?? [])")
+                    #expect(d.sourceVideoCodec == item.video && d.sourceAudioCodec == item.sound && d.videoCodec == "h264"
+                            && d.audioCodec == (item.sound == nil ? nil : "aac"), "\(item.name)")
+                    let file = try #require(d.file, "\(item.name)")
+                    let read = try Self.streams(file)
+                    #expect(read["v.codec_name"] == "h264" && read["v.profile"] == "High" && read["v.pix_fmt"] == "yuv420p"
+                            && read["v.codec_tag_string"] == "avc1", "\(item.name): \(read)")
+                    if item.sound != nil { #expect(read["a.codec_name"] == "aac" && read["a.profile"] == "LC", "\(item.name): \(read)") }
+                    #expect(try !RealWorldCorpusTests.notPlayableByFFprobe(file))
+                    let longEdge = max(Int(read["v.width"] ?? "") ?? 0, Int(read["v.height"] ?? "") ?? 0)
+                    let source = try Self.streams("\(media.path)/\(item.name)")
+                    let sourceEdge = max(Int(source["v.width"] ?? "") ?? 0, Int(source["v.height"] ?? "") ?? 0)
+                    #expect(longEdge == min(1280, sourceEdge), "\(item.name): \(longEdge) from \(sourceEdge)")
+                    let duration = try #require(Double(read["duration"] ?? "")), sourceDuration = try #require(Double(source["duration"] ?? ""))
+                    #expect(abs(duration - sourceDuration) <= 0.3, "\(item.name): \(duration) s from \(sourceDuration) s")
+                    let boxes = try AudioTranscodeTests.topLevelBoxes(file)
+                    #expect((boxes.firstIndex(of: "moov") ?? .max) < (boxes.firstIndex(of: "mdat") ?? -1), "\(item.name): \(boxes)")
+                    #expect(d.thumbnail != nil, "\(item.name): a poster from the delivered file")
+                }
+            }
+        }
+    }
+
+    @Test func aTruncatedWebMIsRefusedClearlyAndLeavesNothing() async throws {
+        let media = Scratch(), scratch = Scratch()
+        try await offPool {
+            try Self.make(media.path, "whole.webm", size: "320x240", seconds: 2, audio: true,
+                          ["-c:v", "libvpx", "-deadline", "realtime", "-c:a", "libopus"])
+        }
+        let whole = try Data(contentsOf: URL(fileURLWithPath: "\(media.path)/whole.webm"))
+        try whole.prefix(600).write(to: URL(fileURLWithPath: "\(media.path)/cut.webm"))
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer(directory: media.path) { server in
+                let d = await fetchOne("\(server.baseURL)/media/cut.webm", pipeline)
+                #expect(d.status == .rejected && [.corruptMedia, .unsupportedType].contains(d.reason?.code), "\(d.status) \(d.reason?.message ?? "")")
+                #expect(d.reason?.message.isEmpty == false && d.file == nil)
+            }
+        }
+        #expect(scratch.tree() == [], "\(scratch.tree())")
+    }
+}
