@@ -26,15 +26,23 @@ int af_link_following(const char *from, const char *to) {
     return linkat(AT_FDCWD, from, AT_FDCWD, to, AT_SYMLINK_FOLLOW);
 }
 
+// A control buffer for SCM_RIGHTS: the union aligns it for the struct cmsghdr that CMSG_FIRSTHDR
+// points into it (a plain char array need not be; cmsg(3) declares it this way).
+typedef union {
+    char buffer[CMSG_SPACE(sizeof(int) * AF_MAX_PASSED_DESCRIPTORS)];
+    struct cmsghdr align;
+} af_control_buffer;
+_Static_assert(_Alignof(af_control_buffer) >= _Alignof(struct cmsghdr), "control buffer not aligned for cmsghdr");
+
 // sendmsg(2) with descriptors as SCM_RIGHTS (CMSG_* are macros Swift cannot call).
 ssize_t af_send_with_descriptors(int socket, const void *bytes, size_t count, const int *descriptors, int descriptor_count) {
     struct iovec vector = { .iov_base = (void *)bytes, .iov_len = count };
     struct msghdr message = { .msg_iov = &vector, .msg_iovlen = 1 };
-    char control[CMSG_SPACE(sizeof(int) * AF_MAX_PASSED_DESCRIPTORS)];
+    af_control_buffer control;
     if (descriptor_count > 0) {
         if (descriptor_count > AF_MAX_PASSED_DESCRIPTORS) { errno = EINVAL; return -1; }
-        memset(control, 0, sizeof control);
-        message.msg_control = control;
+        memset(&control, 0, sizeof control);
+        message.msg_control = control.buffer;
         message.msg_controllen = CMSG_SPACE(sizeof(int) * descriptor_count);
         struct cmsghdr *header = CMSG_FIRSTHDR(&message);
         header->cmsg_level = SOL_SOCKET;
@@ -48,8 +56,8 @@ ssize_t af_send_with_descriptors(int socket, const void *bytes, size_t count, co
 // recvmsg(2) taking any SCM_RIGHTS descriptors (close-on-exec) into `descriptors`.
 ssize_t af_receive_with_descriptors(int socket, void *bytes, size_t count, int *descriptors, int *descriptor_count) {
     struct iovec vector = { .iov_base = bytes, .iov_len = count };
-    char control[CMSG_SPACE(sizeof(int) * AF_MAX_PASSED_DESCRIPTORS)];
-    struct msghdr message = { .msg_iov = &vector, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control };
+    af_control_buffer control;
+    struct msghdr message = { .msg_iov = &vector, .msg_iovlen = 1, .msg_control = control.buffer, .msg_controllen = sizeof control.buffer };
     ssize_t got = recvmsg(socket, &message, MSG_CMSG_CLOEXEC);
     *descriptor_count = 0;
     if (got < 0) return got;

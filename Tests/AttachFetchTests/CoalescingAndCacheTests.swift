@@ -160,12 +160,14 @@ extension DeadlineBoundSuites {
 /// when their files are gone.
 @Suite struct ResultCacheTests {
     /// `withPipeline` with the result cache on, set by `adjust`.
-    private func withCachedPipeline<T: Sendable>(_ scratch: Scratch, _ adjust: (inout ResultCaching) -> Void = { _ in },
+    private func withCachedPipeline<T: Sendable>(_ scratch: Scratch, clock: AttachFetchClock = .system,
+                                                 _ adjust: (inout ResultCaching) -> Void = { _ in },
                                                  _ body: (AttachmentPipeline) async throws -> T) async throws -> T {
         try await withPipeline(scratch, { configuration in
             var caching = ResultCaching()
             adjust(&caching)
             configuration.cache = caching
+            configuration.clock = clock
         }, body)
     }
 
@@ -226,10 +228,9 @@ extension DeadlineBoundSuites {
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
         let time = ManualClock()
-        try await withCachedPipeline(scratch, {
+        try await withCachedPipeline(scratch, clock: time.clock, {
             $0.defaultFreshness = .seconds(60)
             $0.maximumFreshness = .seconds(60)
-            $0.clock = time.clock
         }) { pipeline in
             let silent = origin.url("photo.jpg")
             let forever = origin.url("rotated.jpg", "cc=max-age%3D86400")
@@ -246,14 +247,39 @@ extension DeadlineBoundSuites {
         }
     }
 
+    /// The cache measures freshness by the pipeline's one clock unless a clock of its own was
+    /// set (the deprecated `ResultCaching.clock`), `.system` included: "not set" is nil, not
+    /// a clock that happens to be the system's.
+    @Test func freshnessIsByThePipelinesClockUnlessTheCacheWasGivenOne() async throws {
+        let scratch = Scratch()
+        let origin = try CachingOrigin()
+        defer { origin.shutdown() }
+        let time = ManualClock()
+        #expect(ResultCaching().clockOverride == nil)
+        try await withCachedPipeline(scratch, clock: time.clock, { $0.defaultFreshness = .seconds(60) }) { pipeline in
+            let url = origin.url("photo.jpg")
+            _ = await fetchOne(url, pipeline)
+            time.advance(by: .seconds(61))
+            #expect(await fetchOne(url, pipeline).cache == .miss, "not measured by the pipeline's clock")
+        }
+        try await withCachedPipeline(scratch, clock: time.clock, {
+            $0.defaultFreshness = .seconds(60)
+            $0.clockOverride = .system
+        }) { pipeline in
+            let url = origin.url("photo.jpg", "n=2")
+            _ = await fetchOne(url, pipeline)
+            time.advance(by: .seconds(61))
+            #expect(await fetchOne(url, pipeline).cache == .hit, "the cache's own clock, the system's, has not moved a minute")
+        }
+    }
+
     @Test func failuresThatWouldRecurAreCachedBrieflyTransientOnesNever() async throws {
         let scratch = Scratch()
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
         let time = ManualClock()
-        try await withCachedPipeline(scratch, {
+        try await withCachedPipeline(scratch, clock: time.clock, {
             $0.failureFreshness = .seconds(30)
-            $0.clock = time.clock
         }) { pipeline in
             let missing = origin.url("photo.jpg", "status=404")
             let notMedia = origin.url("document.pdf")
@@ -268,8 +294,10 @@ extension DeadlineBoundSuites {
             time.advance(by: .seconds(2))
             #expect(await fetchOne(missing, pipeline).cache == .miss)
             #expect(origin.requests("photo.jpg") == 2)
-
-            // A connection refused, a timeout, a deadline: never cached.
+        }
+        // A connection refused, a timeout, a deadline: never cached. The deadline passes in real
+        // time here: the pipeline's own clock.
+        try await withCachedPipeline(scratch, { $0.failureFreshness = .seconds(30) }) { pipeline in
             let refused = "http://127.0.0.1:1/photo.jpg"
             #expect(await fetchOne(refused, pipeline).reason?.code == .connectFailed)
             #expect(await fetchOne(refused, pipeline).cache == .miss)

@@ -133,8 +133,12 @@ enum OpenAPIContract {
             return validate(value, target, at: location)
         }
         var problems: [String] = []
+        // A type or a list of types ("type": ["string", "null"]): the value is one of them.
         if let type = schema["type"] as? String, !matches(value, type) {
             return ["\(location): \(value) is not \(type)"]
+        }
+        if let types = schema["type"] as? [String], !types.contains(where: { matches(value, $0) }) {
+            return ["\(location): \(value) is none of \(types.joined(separator: ", "))"]
         }
         if let allowed = schema["enum"] as? [Any], !allowed.contains(where: { value.equals($0) }) {
             problems.append("\(location): \(value) is not one of \(allowed)")
@@ -146,8 +150,10 @@ enum OpenAPIContract {
                 problems.append("\(location): '\(string)' does not match \(pattern)")
             }
         case .number(let number):
-            if let minimum = schema["minimum"] as? Double, number < minimum { problems.append("\(location): under \(minimum)") }
-            if let minimum = schema["exclusiveMinimum"] as? Double, number <= minimum { problems.append("\(location): not over \(minimum)") }
+            if let minimum = bound(schema["minimum"]), number < minimum { problems.append("\(location): under \(minimum)") }
+            if let minimum = bound(schema["exclusiveMinimum"]), number <= minimum { problems.append("\(location): not over \(minimum)") }
+            if let maximum = bound(schema["maximum"]), number > maximum { problems.append("\(location): over \(maximum)") }
+            if let maximum = bound(schema["exclusiveMaximum"]), number >= maximum { problems.append("\(location): not under \(maximum)") }
         case .object(let object):
             let properties = schema["properties"] as? [String: Any] ?? [:]
             for name in schema["required"] as? [String] ?? [] where object[name] == nil {
@@ -164,6 +170,7 @@ enum OpenAPIContract {
             }
         case .array(let array):
             if let minimum = schema["minItems"] as? Int, array.count < minimum { problems.append("\(location): fewer than \(minimum) items") }
+            if let maximum = schema["maxItems"] as? Int, array.count > maximum { problems.append("\(location): more than \(maximum) items") }
             if let items = schema["items"] as? [String: Any] {
                 for (index, item) in array.enumerated() { problems += validate(item, items, at: "\(location)[\(index)]") }
             }
@@ -175,6 +182,12 @@ enum OpenAPIContract {
             if passing != 1 { problems.append("\(location): matches \(passing) of oneOf's \(choices.count) schemas") }
         }
         return problems
+    }
+
+    /// A numeric keyword's value: a number from the document (NSNumber) or a literal (Int or Double).
+    private static func bound(_ value: Any?) -> Double? {
+        if let value = value as? Int { return Double(value) }
+        return value as? Double
     }
 
     private static func matches(_ value: JSONValue, _ type: String) -> Bool {

@@ -36,6 +36,22 @@ import Testing
     }
 
     /// Every route the router registers, with its methods, is in the document, and nothing else.
+    /// The contract checker reads `maximum`, `maxItems` and lists of types as the document
+    /// means them.
+    @Test func theCheckerReportsAValueOverItsMaximumTooManyItemsAndATypeOutsideItsList() throws {
+        func problems(_ json: String, _ schema: [String: Any]) -> [String] { OpenAPIContract.validateJSON(Data(json.utf8), against: schema) }
+        let clipX: [String: Any] = ["type": "number", "minimum": 0, "maximum": 1]
+        #expect(problems("1", clipX).isEmpty)
+        #expect(problems("1.5", clipX) == ["$: over 1.0"])
+        let urls = (0..<101).map { "\"https://example.com/\($0).jpg\"" }
+        let byURLs: [String: Any] = ["$ref": "#/components/schemas/AttachmentsByURLs"]
+        #expect(problems(#"{"urls": [\#(urls.prefix(100).joined(separator: ","))]}"#, byURLs).isEmpty)
+        #expect(problems(#"{"urls": [\#(urls.joined(separator: ","))]}"#, byURLs) == ["$.urls: more than 100 items"])
+        let nullable: [String: Any] = ["type": ["string", "null"]]
+        #expect(problems(#""text""#, nullable).isEmpty && problems("null", nullable).isEmpty)
+        #expect(problems("3", nullable) == ["$: 3.0 is none of string, null"])
+    }
+
     @Test func routesAndDocumentedPathsAreTheSame() throws {
         let scratch = Scratch()
         var pipeline = AttachFetchConfiguration()

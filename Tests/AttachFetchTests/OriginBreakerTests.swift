@@ -25,7 +25,7 @@ import Testing
         #expect(reason.message == "3 requests to cdn.example.com timed out in a row; not contacted again until 12:00:30 UTC")
         #expect(breakers.admit(host, now: now + .seconds(29)) == .refuse(reason))
         #expect(breakers.admit("https://other.example.com", now: now) == .go, "another host is not affected")
-        #expect(breakers.openHosts == 1 && breakers.transitions == ["open": 1])
+        #expect(breakers.openHosts(now: now) == 1 && breakers.transitions == ["open": 1])
     }
 
     @Test func afterTheCooldownOneProbeClosesOrReopensIt() {
@@ -43,8 +43,54 @@ import Testing
         #expect(breakers.admit(host, now: start + .seconds(20)) == .refuse(again))
         #expect(breakers.admit(host, now: start + .seconds(21)) == .probe)
         #expect(breakers.record(host, failure: nil, now: start + .seconds(21), wall: wall) == .closed)
-        #expect(breakers.admit(host, now: start + .seconds(21)) == .go && breakers.openHosts == 0)
+        #expect(breakers.admit(host, now: start + .seconds(21)) == .go && breakers.openHosts(now: start + .seconds(21)) == 0)
         #expect(breakers.transitions == ["open": 2, "half_open": 2, "closed": 1])
+    }
+
+    @Test func aCampaignOverManyFailingHostsKeepsTheMapBoundedAndTheOpenHostsFirst() {
+        var breakers = OriginBreakers(failures: 2, cooldown: .seconds(60))
+        #expect(breakers.maxHosts == 10_000)
+        let start = ContinuousClock.now
+        // One host open for the whole campaign, then 100,000 others failing once each (closed,
+        // one failure counted), a microsecond apart.
+        _ = breakers.record(host, failure: "timed out", now: start, wall: wall)
+        guard case .opened(let reason) = breakers.record(host, failure: "timed out", now: start, wall: wall) else {
+            Issue.record("not opened")
+            return
+        }
+        var largest = 0
+        for n in 0..<100_000 {
+            _ = breakers.record("https://dead\(n).example.com", failure: "could not be connected to", now: start + .microseconds(n), wall: wall)
+            largest = max(largest, breakers.hostsRemembered)
+        }
+        #expect(largest <= 10_000, "the map held \(largest) hosts")
+        let end = start + .microseconds(100_000)
+        #expect(breakers.admit(host, now: end) == .refuse(reason), "the open host was forgotten before closed ones")
+        #expect(breakers.openHosts(now: end) == 1)
+        // The most recent failure is still counted: a second one opens that host's breaker.
+        #expect(breakers.record("https://dead99999.example.com", failure: "timed out", now: end, wall: wall) != .none)
+    }
+
+    @Test func openHostsPastTheBoundForgetThoseWhoseCooldownEndsSoonestAndCountOnlyTheOpen() {
+        var breakers = OriginBreakers(failures: 1, cooldown: .seconds(30))
+        let start = ContinuousClock.now
+        // 100,000 hosts opening a millisecond apart: 100 s, so most cool-downs end on the way.
+        for n in 0..<100_000 {
+            _ = breakers.record("https://dead\(n).example.com", failure: "timed out", now: start + .milliseconds(n), wall: wall)
+            #expect(breakers.hostsRemembered <= 10_000)
+        }
+        let end = start + .milliseconds(99_999)
+        // The last ones opened are the ones kept; the earliest cool-downs were forgotten.
+        guard case .refuse = breakers.admit("https://dead99999.example.com", now: end) else {
+            Issue.record("the host opened last was forgotten")
+            return
+        }
+        #expect(breakers.admit("https://dead0.example.com", now: end) == .go)
+        let open = breakers.openHosts(now: end)
+        #expect(open > 0 && open <= 10_000, "\(open)")
+        // Once every cool-down has ended, none counts as open, though the map still holds them.
+        #expect(breakers.openHosts(now: end + .seconds(30)) == 0)
+        #expect(breakers.hostsRemembered > 0)
     }
 
     @Test func failuresOfDifferentKindsAreNamedAsSuch() {
@@ -211,6 +257,29 @@ extension DeadlineBoundSuites {
                     #expect(stubborn.attachments[0].reason?.code == .httpStatus)
                     #expect(stubborn.attachments[0].reason?.message.contains("retried once already") == true)
                     #expect(server.counter("flaky /flaky/429/9/media/photo.jpg?retryAfter=0") == 2)
+                }
+            }
+        }
+
+        @Test func aRetryAfterDateIsReadAgainstThePipelinesClock() async throws {
+            let scratch = Scratch()
+            let clock = ManualClock()
+            // The pipeline's clock is an hour ahead of the system's.
+            clock.advance(by: .seconds(3600))
+            try await withPipeline(scratch, { $0.clock = clock.clock }) { pipeline in
+                try await withMediaServer { server in
+                    // Half an hour ahead by the system's clock, half an hour past by the pipeline's:
+                    // no wait, so retried at once (by the system's time, 1,800 s past the deadline).
+                    let formatter = DateFormatter()
+                    formatter.locale = Locale(identifier: "en_US_POSIX")
+                    formatter.timeZone = TimeZone(identifier: "UTC")
+                    formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+                    let date = formatter.string(from: Date().addingTimeInterval(1800))
+                    let query = date.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+                    let path = "/flaky/503/1/media/photo.jpg?retryAfter=\(query)"
+                    let batch = await pipeline.process([AttachmentRequest(url: server.baseURL + path)], deadline: .seconds(10))
+                    #expect(batch.attachments[0].status == .ready, "\(batch.attachments[0].reason?.message ?? "")")
+                    #expect(server.counter("flaky \(path)") == 2, "one retry")
                 }
             }
         }

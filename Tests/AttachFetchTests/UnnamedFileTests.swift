@@ -80,6 +80,30 @@ import Testing
         #expect(UnnamedFile.path(of: "/proc/self/fd/7", withExtension: "jpg") == "/proc/self/fd/7.jpg")
     }
 
+    /// Reading a working file's size leaves its shared offset where its writer left it.
+    @Test func sizeLeavesTheOffsetAlone() throws {
+        let scratch = Scratch()
+        let file = try #require(UnnamedFile.create(in: scratch.path))
+        let bytes: [UInt8] = Array(repeating: 7, count: 10)
+        #expect(bytes.withUnsafeBytes { write(file.descriptor, $0.baseAddress, $0.count) } == 10)
+        #expect(lseek(file.descriptor, 4, SEEK_SET) == 4)
+        #expect(UnnamedFile.size(of: file.path + ".jpg") == 10)
+        #expect(lseek(file.descriptor, 0, SEEK_CUR) == 4, "size(of:) moved the offset")
+        #expect(UnnamedFile.size(of: scratch.path + "/ordinary.jpg") == nil)
+    }
+
+    /// A closed ledger hands out no working path: the file it refuses is freed with the
+    /// caller's reference, and its descriptor's number is soon another file's.
+    @Test func aClosedLedgerHandsOutNoWorkingPath() throws {
+        let scratch = Scratch()
+        let ledger = FileLedger()
+        let kept = try #require(UnnamedFile.create(in: scratch.path))
+        #expect(ledger.own(kept) == kept.path)
+        ledger.close()
+        let late = try #require(UnnamedFile.create(in: scratch.path))
+        #expect(ledger.own(late) == nil)
+    }
+
     /// What this process's descriptors point to.
     static func ownOpenFiles() -> [String] { TestProcess.openFiles(getpid()) }
 }

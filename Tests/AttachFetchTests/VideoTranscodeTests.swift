@@ -67,6 +67,30 @@ import Testing
         }
     }
 
+    @Test func aClipLongerThanTheLimitIsCutToAPlayableStartAndSaysSo() async throws {
+        let media = Scratch(), scratch = Scratch()
+        try await offPool {
+            try Self.make(media.path, "long.webm", size: "640x360", seconds: 12, audio: true,
+                          ["-c:v", "libvpx", "-deadline", "realtime", "-b:v", "2M", "-c:a", "libopus"])
+        }
+        let limit: Int64 = 600_000
+        try await withPipeline(scratch, { $0.sizeLimits.video = limit }) { pipeline in
+            try await withMediaServer(directory: media.path) { server in
+                let d = await fetchOne("\(server.baseURL)/media/long.webm", pipeline, deadline: .seconds(60))
+                #expect(d.status == .ready, "\(d.reason?.message ?? "")")
+                #expect(d.transforms?.first == .transcoded, "\(d.transforms ?? [])")
+                let file = try #require(d.file)
+                #expect(Int64(fileSize(file)) <= limit, "\(fileSize(file)) bytes over \(limit)")
+                let read = try Self.streams(file)
+                let duration = try #require(Double(read["duration"] ?? ""))
+                #expect(duration > 1 && duration <= 12.1, "\(duration) s")
+                if d.transforms == [.transcoded, .trimmed] { #expect(duration < 11.5, "trimmed, yet \(duration) s") }
+                #expect(try tool("/usr/bin/ffmpeg", ["-v", "error", "-xerror", "-i", file, "-f", "null", "-"]).status == 0)
+                #expect(try !RealWorldCorpusTests.notPlayableByFFprobe(file))
+            }
+        }
+    }
+
     @Test func aTruncatedWebMIsRefusedClearlyAndLeavesNothing() async throws {
         let media = Scratch(), scratch = Scratch()
         try await offPool {

@@ -16,9 +16,17 @@ public struct ResultCaching: Sendable, Equatable {
     /// Bytes of files (delivered files, thumbnails, variants) the entries hold at most; the
     /// least recently used go first. Default 1 GiB.
     public var maxBytes: Int64 = 1 << 30
-    /// What freshness is measured by. Default `.system`, which here means the pipeline's
-    /// clock (`AttachFetchConfiguration.clock`, itself `.system` by default).
-    public var clock: CacheClock = .system
+    /// A clock for freshness other than the pipeline's; nil (the default): the pipeline's,
+    /// `AttachFetchConfiguration.clock`. Set only through the deprecated `clock`.
+    var clockOverride: CacheClock?
+
+    /// What freshness is measured by when set; unset, the pipeline's clock
+    /// (`AttachFetchConfiguration.clock`), and reading it gives `.system`.
+    @available(*, deprecated, message: "set AttachFetchConfiguration.clock: the pipeline has one clock, which the cache uses")
+    public var clock: CacheClock {
+        get { clockOverride ?? .system }
+        set { clockOverride = newValue }
+    }
 
     /// Turns the cache on; each default is the documented one.
     public init(maximumFreshness: Duration = .seconds(600), defaultFreshness: Duration = .seconds(60),

@@ -23,13 +23,13 @@ final class SharedResults: Sendable {
     /// Nil: results are shared only while their work runs.
     let caching: ResultCaching?
 
-    /// What freshness is measured by: `ResultCaching.clock` when one was given, else the
-    /// pipeline's.
+    /// What freshness is measured by: the pipeline's clock, unless the deprecated
+    /// `ResultCaching.clock` was set.
     private let clock: AttachFetchClock
 
     init(caching: ResultCaching?, clock: AttachFetchClock) {
         self.caching = caching
-        self.clock = caching.map { $0.clock == .system ? clock : $0.clock } ?? clock
+        self.clock = caching?.clockOverride ?? clock
         state = Locked(SharedResultsStateMachine(caching: caching, clock: clock))
     }
 

@@ -79,11 +79,13 @@ struct DescriptorBuilder: Sendable {
     }
 
     /// Audio or video re-encoded: the delivered file's facts, and the source's codec.
-    mutating func record(_ made: TranscodedMedia) {
+    /// `sourceVideo`: what the probe found the video to be, where it says more than the codec
+    /// ("H.264 High 10").
+    mutating func record(_ made: TranscodedMedia, sourceVideo: String? = nil) {
         descriptor.bytes = made.bytes
         descriptor.sha256 = made.sha256
         descriptor.sourceAudioCodec = made.sourceAudioCodec
-        descriptor.sourceVideoCodec = made.sourceVideoCodec
+        descriptor.sourceVideoCodec = sourceVideo ?? made.sourceVideoCodec
         descriptor.transforms = made.trimmed ? [.transcoded, .trimmed] : [.transcoded]
     }
 

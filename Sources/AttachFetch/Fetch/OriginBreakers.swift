@@ -13,6 +13,15 @@ import Foundation
 ///
 /// A pure state machine: no lock, no system call, time passed in. The engine keeps it behind
 /// its lock, beside the queue, and carries out what its answers say after letting go.
+///
+/// It remembers at most `maxHosts` hosts (10,000, the transfer queue's bound on what it knows
+/// of hosts), so that a campaign over many dead hosts cannot grow it without bound. A new host
+/// past that makes room by forgetting the least useful first: closed breakers (a count of
+/// failures) and open ones whose cool-down has ended, every one of them at once; then, while
+/// more than nine tenths of the bound are still open, those whose cool-down ends soonest.
+/// Forgetting that many at a time pays for the sweep over the map (O(1) amortised per new
+/// host). Half-open breakers are kept: the queue holds their host to one transfer until the
+/// probe's outcome comes back, which needs them (there are no more of them than probes running).
 struct OriginBreakers {
     /// What `admit` says of a new request.
     enum Admission: Equatable {
@@ -39,22 +48,34 @@ struct OriginBreakers {
         case halfOpen
     }
 
+    /// Hosts remembered at most by default.
+    static let maxHosts = 10_000
+
     let failures: Int
     let cooldown: Duration
+    /// Hosts remembered at most (see the type's comment).
+    let maxHosts: Int
     private var states: [String: State] = [:]
     /// Transitions since start, by the state entered: "open", "half_open", "closed".
     private(set) var transitions: [String: Int] = [:]
 
-    init(failures: Int, cooldown: Duration) {
+    init(failures: Int, cooldown: Duration, maxHosts: Int = OriginBreakers.maxHosts) {
         self.failures = failures
         self.cooldown = cooldown
+        self.maxHosts = max(1, maxHosts)
     }
 
-    /// Hosts whose breaker is open or half-open now.
-    var openHosts: Int {
+    /// Hosts remembered now (closed ones with failures counted, open and half-open ones).
+    var hostsRemembered: Int { states.count }
+
+    /// Hosts whose breaker is open at `now` (its cool-down not ended) or half-open.
+    func openHosts(now: ContinuousClock.Instant) -> Int {
         states.values.reduce(0) { count, state in
-            if case .closed = state { return count }
-            return count + 1
+            switch state {
+            case .closed: return count
+            case .open(let until, _): return until > now ? count + 1 : count
+            case .halfOpen: return count + 1
+            }
         }
     }
 
@@ -87,6 +108,7 @@ struct OriginBreakers {
                 return .none
             }
             kinds.insert(failure)
+            if count == 0 && states[host] == nil { makeRoom(now: now) }
             guard count + 1 >= failures else {
                 states[host] = .closed(failures: count + 1, kinds: kinds)
                 return .none
@@ -103,6 +125,25 @@ struct OriginBreakers {
         states[host] = .open(until: now + cooldown, reason: reason)
         transitions["open", default: 0] += 1
         return .opened(reason)
+    }
+
+    /// Room for one more host (see the type's comment).
+    private mutating func makeRoom(now: ContinuousClock.Instant) {
+        guard states.count >= maxHosts else { return }
+        states = states.filter { _, state in
+            switch state {
+            case .closed: return false
+            case .open(let until, _): return until > now
+            case .halfOpen: return true
+            }
+        }
+        let keep = maxHosts - max(1, maxHosts / 10)
+        guard states.count > keep else { return }
+        let soonest = states.compactMap { host, state -> (host: String, until: ContinuousClock.Instant)? in
+            guard case .open(let until, _) = state else { return nil }
+            return (host, until)
+        }.sorted { $0.until < $1.until }
+        for entry in soonest.prefix(states.count - keep) { states[entry.host] = nil }
     }
 
     /// The host as people write it: the origin without its scheme.

@@ -15,8 +15,9 @@ import Synchronization
 final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
     // @unchecked Sendable: `shared` is behind a lock; `sniffer`, `inflight`, `share`, `active`
     // and `pace` are used only by the engine thread (after `init` hands them over); `core.wakeup()` is
-    // safe from any thread; the counters are atomics.
-    private struct Shared {
+    // safe from any thread; the counters are atomics. The extensions in TransferEngine+*.swift
+    // keep to the same rules.
+    struct Shared {
         var queue: TransferQueue
         var breakers: OriginBreakers
         /// Jobs whose callers cancelled, for the engine to take out of the queue.
@@ -24,26 +25,27 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
         var stopping = false
     }
 
-    private let shared: Locked<Shared>
+    let shared: Locked<Shared>
     private let core: CurlEngine
     private let sniffer: MagicSniffer
     private let share: CurlShare
     private let inflight: InflightBytes
     private var pace: TransferPace
     /// Jobs per second the decoders get through, for the pace (nil: none finished yet).
-    private let decodeRate: @Sendable () -> Double?
+    let decodeRate: @Sendable () -> Double?
     private let logger: Logger
-    private var active: [UnsafeMutableRawPointer: EasyTransfer] = [:] {
+    private(set) var active: [UnsafeMutableRawPointer: EasyTransfer] = [:] {
         didSet { runningCount.store(active.count, ordering: .relaxed) }
     }
     /// `active.count`, readable from any thread (for metrics).
-    private let runningCount = Atomic<Int>(0)
-    /// Transfers a second the pace allowed at the last turn (0: not adaptive).
-    private let currentPace = Atomic<Int>(0)
-    private let connectionsOpened = Atomic<Int>(0)
-    private let connectionsReused = Atomic<Int>(0)
-    private let peakInflightBytes = Atomic<Int64>(0)
-    private let clock: AttachFetchClock
+    let runningCount = Atomic<Int>(0)
+    /// `pace` as it was made: `pace(decodeRate:)` reads only its settings, never what the
+    /// engine thread changes, so any thread may ask this copy.
+    let paceRule: TransferPace
+    let connectionsOpened = Atomic<Int>(0)
+    let connectionsReused = Atomic<Int>(0)
+    let peakInflightBytes = Atomic<Int64>(0)
+    let clock: AttachFetchClock
     /// Hosts that asked for a pause (Retry-After), until when. Engine thread only.
     private var pauses: [String: ContinuousClock.Instant] = [:]
     /// Room a retried request must still have after the delay the server asked for.
@@ -54,7 +56,7 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
          clock: AttachFetchClock, logger: Logger) throws(AttachFetchError) {
         // Idle connections kept for reuse: as many as may run, so a batch's connections are
         // still there for the next one.
-        self.core = try CurlEngine(threadName: "af-curl", maxIdleConnections: maxConcurrent, maxHostConnections: maxPerHost)
+        self.core = try CurlEngine(threadName: "af-curl", maxIdleConnections: maxConcurrent, maxHostConnections: maxPerHost, logger: logger)
         self.shared = Locked(Shared(queue: TransferQueue(maxPerHost: maxPerHost),
                                     breakers: OriginBreakers(failures: breaker.failures, cooldown: breaker.cooldown)))
         self.clock = clock
@@ -62,9 +64,9 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
         self.share = try CurlShare()
         self.inflight = InflightBytes(limit: maxInflightBytes)
         self.pace = TransferPace(cap: maxConcurrent, adaptive: adaptive, decoderThreads: decoderThreads)
+        self.paceRule = pace
         self.decodeRate = decodeRate
         self.logger = logger
-        currentPace.store(Int(pace.pace(decodeRate: nil) ?? 0), ordering: .relaxed)
         core.start(self)
     }
 
@@ -105,30 +107,6 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
         }
     }
 
-    /// Transfers holding a slot now, and jobs waiting for one.
-    var inFlight: (running: Int, queued: Int) {
-        (runningCount.load(ordering: .relaxed), shared.withLock { $0.queue.count })
-    }
-
-    /// Transfers a second allowed to start at the engine's last turn; nil when the limit is fixed.
-    var transferPace: Int? {
-        let pace = currentPace.load(ordering: .relaxed)
-        return pace > 0 ? pace : nil
-    }
-
-    /// Connections opened to origins since start, transfers that reused a kept-alive one, and the
-    /// most bytes running transfers ever held in temporary files at once.
-    var connections: (opened: Int, reused: Int, peakInflightBytes: Int64) {
-        (connectionsOpened.load(ordering: .relaxed), connectionsReused.load(ordering: .relaxed),
-         peakInflightBytes.load(ordering: .relaxed))
-    }
-
-    /// Breaker transitions since start, by the state entered ("open", "half_open", "closed"), and
-    /// the hosts whose breaker is open or half-open now.
-    var breakers: (transitions: [String: Int], openHosts: Int) {
-        shared.withLock { ($0.breakers.transitions, $0.breakers.openHosts) }
-    }
-
     /// Stops the thread after finishing every job as cancelled. Blocks until it has.
     func shutdown() {
         shared.withLock { $0.stopping = true }
@@ -151,7 +129,6 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
         }
         let rate = decodeRate()
         let freeSlots = pace.startable(now: realNow, running: active.count, decodeRate: rate)
-        currentPace.store(Int(pace.pace(decodeRate: rate) ?? 0), ordering: .relaxed)
         let resumed = pauses.filter { $0.value <= now }.map(\.key)
         for host in resumed { pauses[host] = nil }
         let (starting, cancelled, expired, stopping, stillQueued) = shared.withLock {
@@ -214,7 +191,7 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
     private func start(_ job: TransferJob, in multi: CurlMulti, now: ContinuousClock.Instant) {
         let transfer: EasyTransfer
         do {
-            transfer = try EasyTransfer(job: job, sniffer: sniffer, inflight: inflight, share: share)
+            transfer = try EasyTransfer(job: job, sniffer: sniffer, inflight: inflight, share: share, clock: clock)
         } catch {
             ended(job, .failed(.ioError, error.message))
             return
@@ -235,7 +212,7 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
         logger.trace("transfer started", metadata: ["url": "\(job.spec.url)"])
     }
 
-    private func finish(_ handle: UnsafeMutableRawPointer, curlCode: CURLcode?) {
+    func finish(_ handle: UnsafeMutableRawPointer, curlCode: CURLcode?) {
         guard let transfer = active.removeValue(forKey: handle) else { return }
         if let failure = core.multi.remove(handle) {
             logger.debug("transfer not removed cleanly", metadata: ["problem": "\(failure.message)"])
@@ -307,50 +284,5 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
     private static func seconds(_ duration: Duration) -> String {
         let milliseconds = duration.milliseconds
         return milliseconds % 1000 == 0 ? "\(milliseconds / 1000)" : String(format: "%.1f", Double(milliseconds) / 1000)
-    }
-
-    /// Cancels, deadline-expires and stall-expires active transfers. Returns how long the loop
-    /// may sleep before one of these clocks next needs looking at.
-    private func enforceLimits(now deadlineNow: ContinuousClock.Instant, realNow now: ContinuousClock.Instant) -> Duration {
-        // The batch deadline by the pipeline's clock; the stall timer, like libcurl's own
-        // timeouts, in real time.
-        var wait: Duration = .seconds(1)
-        var stopping: [UnsafeMutableRawPointer] = []
-        for (handle, transfer) in active {
-            let spec = transfer.job.spec
-            if deadlineNow >= spec.deadline {
-                transfer.abort(.deadlineExceeded, "the batch deadline passed during the transfer")
-            } else if transfer.job.isCancelRequested {
-                transfer.abort(.cancelled, "the request was cancelled")
-            } else {
-                wait = min(wait, spec.deadline - deadlineNow)
-                // A body paused for bytes in flight is waiting on us, not on the server.
-                if transfer.pausedSince != nil {
-                    transfer.lastActivity = now
-                } else if !transfer.stallArmed {
-                    // Armed once the request can be sent: on a fresh connection after connecting,
-                    // on a reused keep-alive connection (whose connect time stays 0) at once.
-                    if transfer.receivedAnything
-                        || (CurlOption.offset(handle, CURLINFO_PRETRANSFER_TIME_T) ?? 0) > 0
-                        || (CurlOption.offset(handle, CURLINFO_CONNECT_TIME_T) ?? 0) > 0 {
-                        transfer.stallArmed = true
-                        transfer.lastActivity = max(transfer.lastActivity, now)
-                    } else {
-                        wait = min(wait, .milliseconds(20))
-                    }
-                }
-                if transfer.stallArmed && transfer.pausedSince == nil {
-                    let quietUntil = transfer.lastActivity + spec.timeout.stall
-                    if now >= quietUntil {
-                        transfer.abort(.timeout, "no data arrived for \(spec.timeout.stall.milliseconds) ms")
-                    } else {
-                        wait = min(wait, quietUntil - now)
-                    }
-                }
-            }
-            if transfer.abortReason != nil { stopping.append(handle) }
-        }
-        for handle in stopping { finish(handle, curlCode: nil) }
-        return wait
     }
 }

@@ -20,10 +20,13 @@ import HeapModule
 /// over 8 slots went from 444 to 4,998 requests/s (`Benchmarks/Sources/TransferQueueLoad`).
 ///
 /// Not thread-safe: the engine keeps it behind its lock. It makes no system call.
+///
+/// Its state is internal rather than private only so that its claims
+/// (`TransferQueue+Claims.swift`) can keep it; nothing outside the two files touches it.
 struct TransferQueue {
     /// A host's or a batch's claim on the next slot: fewer running first, then the one whose
     /// oldest waiting job (its sequence number) came first.
-    private struct Claim<Owner: Hashable>: Comparable {
+    struct Claim<Owner: Hashable>: Comparable {
         var running: Int
         var oldest: UInt64
         var owner: Owner
@@ -33,10 +36,10 @@ struct TransferQueue {
         static func == (a: Claim, b: Claim) -> Bool { a.version == b.version && a.owner == b.owner }
     }
 
-    private typealias HostClaim = Claim<String>
-    private typealias BatchClaim = Claim<Int>
+    typealias HostClaim = Claim<String>
+    typealias BatchClaim = Claim<Int>
 
-    private struct Expiry: Comparable {
+    struct Expiry: Comparable {
         var deadline: ContinuousClock.Instant
         var sequence: UInt64
         var job: TransferJob
@@ -45,13 +48,13 @@ struct TransferQueue {
         static func == (a: Expiry, b: Expiry) -> Bool { a.sequence == b.sequence && a.deadline == b.deadline }
     }
 
-    private struct Waiting {
+    struct Waiting {
         var sequence: UInt64
         var job: TransferJob
     }
 
     /// One host's waiting jobs and running count.
-    private struct Host {
+    struct Host {
         var batches: [Int: Deque<Waiting>] = [:]
         /// Every waiting job of the host in queue order (stale entries dropped at the head).
         var order: Deque<Waiting> = []
@@ -63,11 +66,11 @@ struct TransferQueue {
     /// Transfers one host may run at once.
     let maxPerHost: Int
     /// Hosts that asked for a pause (Retry-After): none of their jobs start.
-    private var paused: Set<String> = []
+    var paused: Set<String> = []
     /// Hosts being probed after their breaker's cool-down: one job at a time.
-    private var probing: Set<String> = []
+    var probing: Set<String> = []
     /// What the queue knows of an https host's protocol (see `learn`).
-    private var protocols: [String: HostProtocol] = [:]
+    var protocols: [String: HostProtocol] = [:]
 
     /// An https host's protocol, as far as the queue knows it.
     enum HostProtocol {
@@ -84,19 +87,19 @@ struct TransferQueue {
 
     /// Streams libcurl puts on one HTTP/2 connection by default (CURLMOPT_MAX_CONCURRENT_STREAMS).
     static let streamsPerConnection = 100
-    private var hosts: [String: Host] = [:]
-    private var hostClaims = Heap<HostClaim>()
-    private var hostClaimVersions: [String: UInt64] = [:]
+    var hosts: [String: Host] = [:]
+    var hostClaims = Heap<HostClaim>()
+    var hostClaimVersions: [String: UInt64] = [:]
     /// Running transfers per batch, over every host.
-    private var batchRunning: [Int: Int] = [:]
+    var batchRunning: [Int: Int] = [:]
     /// The hosts each batch has waiting jobs for.
-    private var batchHosts: [Int: Set<String>] = [:]
-    private var expiries = Heap<Expiry>()
+    var batchHosts: [Int: Set<String>] = [:]
+    var expiries = Heap<Expiry>()
     /// The jobs waiting now; anything else met in a heap or at a FIFO's head is stale.
-    private var waiting: Set<ObjectIdentifier> = []
-    private var nextSequence: UInt64 = 0
+    var waiting: Set<ObjectIdentifier> = []
+    var nextSequence: UInt64 = 0
     /// Claim versions are never reused, so that a withdrawn claim can never look current again.
-    private var nextVersion: UInt64 = 0
+    var nextVersion: UInt64 = 0
 
     init(maxPerHost: Int = .max) {
         self.maxPerHost = maxPerHost
@@ -131,7 +134,7 @@ struct TransferQueue {
         renewHostClaim(host)
     }
 
-    private func limit(of host: String) -> Int {
+    func limit(of host: String) -> Int {
         if paused.contains(host) { return 0 }
         if probing.contains(host) { return 1 }
         switch protocols[host] {
@@ -232,92 +235,5 @@ struct TransferQueue {
         expiries = Heap()
         waiting = []
         return all
-    }
-
-    // MARK: Claims and stale entries
-
-    private mutating func takeOne(from host: String) -> TransferJob? {
-        while let claim = hosts[host]?.claims.popMin() {
-            let batch = claim.owner
-            guard hosts[host]?.claimVersions[batch] == claim.version else { continue }
-            dropStaleHeads(host: host, batch: batch)
-            guard let head = hosts[host]?.batches[batch]?.popFirst() else {
-                renewBatchClaim(host: host, batch: batch)
-                continue
-            }
-            waiting.remove(ObjectIdentifier(head.job))
-            hosts[host]!.running += 1
-            batchRunning[batch, default: 0] += 1
-            dropStaleHeads(host: host, batch: batch)
-            for waitingHost in batchHosts[batch] ?? [] { renewBatchClaim(host: waitingHost, batch: batch) }
-            return head.job
-        }
-        return nil
-    }
-
-    /// A waiting job left the queue without running: its batch's and host's claims move on.
-    private mutating func withdrawn(_ job: TransferJob) {
-        let (batch, host) = (job.spec.batch, job.spec.origin)
-        dropStaleHeads(host: host, batch: batch)
-        renewBatchClaim(host: host, batch: batch)
-        renewHostClaim(host)
-    }
-
-    private mutating func dropStaleHeads(host: String, batch: Int) {
-        guard hosts[host] != nil else { return }
-        while let head = hosts[host]!.batches[batch]?.first, !waiting.contains(ObjectIdentifier(head.job)) {
-            hosts[host]!.batches[batch]!.removeFirst()
-        }
-        if hosts[host]!.batches[batch]?.isEmpty == true {
-            hosts[host]!.batches[batch] = nil
-            batchHosts[batch]?.remove(host)
-            if batchHosts[batch]?.isEmpty == true { batchHosts[batch] = nil }
-        }
-        while let head = hosts[host]!.order.first, !waiting.contains(ObjectIdentifier(head.job)) {
-            hosts[host]!.order.removeFirst()
-        }
-    }
-
-    /// Replaces the batch's claim in `host` (the old one goes stale), or withdraws it when the
-    /// batch has nothing waiting there.
-    private mutating func renewBatchClaim(host: String, batch: Int) {
-        guard hosts[host] != nil else { return }
-        guard let head = hosts[host]!.batches[batch]?.first else {
-            hosts[host]!.claimVersions[batch] = nil
-            return
-        }
-        nextVersion += 1
-        hosts[host]!.claimVersions[batch] = nextVersion
-        hosts[host]!.claims.insert(BatchClaim(running: batchRunning[batch] ?? 0, oldest: head.sequence, owner: batch, version: nextVersion))
-    }
-
-    /// Replaces the host's claim, or withdraws it while the host has nothing waiting or is at
-    /// its cap; forgets a host with nothing waiting and nothing running.
-    private mutating func renewHostClaim(_ host: String) {
-        guard let state = hosts[host] else {
-            hostClaimVersions[host] = nil
-            return
-        }
-        guard let head = state.order.first, state.running < limit(of: host) else {
-            hostClaimVersions[host] = nil
-            if state.order.isEmpty && state.running == 0 { hosts[host] = nil }
-            return
-        }
-        nextVersion += 1
-        hostClaimVersions[host] = nextVersion
-        hostClaims.insert(HostClaim(running: state.running, oldest: head.sequence, owner: host, version: nextVersion))
-    }
-
-    private mutating func compactIfStale() {
-        if hostClaims.count > 2 * hostClaimVersions.count + 64 {
-            hostClaims = Heap(hostClaims.unordered.filter { hostClaimVersions[$0.owner] == $0.version })
-        }
-        for host in hosts.keys where hosts[host]!.claims.count > 2 * hosts[host]!.claimVersions.count + 64 {
-            let versions = hosts[host]!.claimVersions
-            hosts[host]!.claims = Heap(hosts[host]!.claims.unordered.filter { versions[$0.owner] == $0.version })
-        }
-        if expiries.count > 2 * waiting.count + 64 {
-            expiries = Heap(expiries.unordered.filter { waiting.contains(ObjectIdentifier($0.job)) })
-        }
     }
 }

@@ -93,8 +93,8 @@ extension AttachmentPipeline {
         spec.validators = validators
         let outcome = await engine.fetch(spec)
         // The transfer removed or dropped the body when it failed.
-        if let body = outcome.body { ledger.own(body) } else if outcome.failure == nil { ledger.own(namedBodyPath) }
-        let bodyPath = outcome.body?.path ?? namedBodyPath
+        let bodyPath = outcome.body.flatMap { ledger.own($0) } ?? namedBodyPath
+        if outcome.body == nil && outcome.failure == nil { ledger.own(namedBodyPath) }
         if outcome.notModified { return .notModified(outcome.cacheHeaders) }
         descriptor.record(outcome)
         func failed(_ reason: Reason) -> WorkOutcome { .made(descriptor.failed(reason), files: [], headers: outcome.cacheHeaders) }

@@ -19,41 +19,6 @@ public struct AttachFetchConfiguration: Sendable {
         }
     }
 
-    /// Largest body accepted per kind, in bytes. Defaults are Apple's UNNotificationAttachment
-    /// limits: image 10 MiB, audio 5 MiB, video 50 MiB. These bound what is delivered.
-    public struct SizeLimits: Sendable, Equatable {
-        /// Images, as delivered. Default 10 MiB.
-        public var image: Int64 = 10_485_760
-        /// Audio. Default 5 MiB.
-        public var audio: Int64 = 5_242_880
-        /// Video. Default 50 MiB.
-        public var video: Int64 = 52_428_800
-        /// With normalizing on, an image may download up to this size and is then re-encoded
-        /// and downscaled to fit `image`. Default 40 MiB.
-        public var imageSource: Int64 = 41_943_040
-
-        /// Makes the limits; each default is the documented one.
-        public init(image: Int64 = 10_485_760, audio: Int64 = 5_242_880, video: Int64 = 52_428_800,
-                    imageSource: Int64 = 41_943_040) {
-            self.image = image
-            self.audio = audio
-            self.video = video
-            self.imageSource = imageSource
-        }
-
-        /// The limit of a kind of media.
-        public func limit(for kind: AttachmentDescriptor.Kind) -> Int64 {
-            switch kind {
-            case .image: return image
-            case .audio: return audio
-            case .video: return video
-            }
-        }
-
-        /// A body longer than this is refused before its type is known.
-        public var largest: Int64 { max(image, audio, video, imageSource) }
-    }
-
     /// The per-host circuit breaker: after `failures` failures in a row (connect failures and
     /// refusals, timeouts, TLS failures, 5xx answers) a host's transfers end at once
     /// (`originUnavailable`) for `cooldown`; then one request probes it, and its success closes

@@ -41,29 +41,54 @@ enum SafeFile {
         return nil
     }
 
-    /// Copies `source` into a new file `destination` (O_EXCL, exactly `mode`, synced to disk).
-    /// A partial copy is left for the caller to remove.
+    /// Copies `source` into a new file `destination` (see `writeNew`: O_EXCL, exactly `mode`,
+    /// synced to disk). A partial copy is left for the caller to remove.
     static func copy(_ source: String, to destination: String, mode: mode_t) throws(Reason) {
-        let output = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-        guard output >= 0 else { throw Reason(code: .ioError, message: "cannot create \(destination): \(String(cString: strerror(errno)))") }
-        defer { close(output) }
+        try writeNew(destination, mode: mode) { emit throws(Reason) in
+            try eachChunk(of: source) { emit($0) }
+        }
+    }
+
+    /// Writes a new file at `path`: created with O_EXCL (never replacing anything) and exactly
+    /// `mode`, or for a working path (`UnnamedFile`) into its own file, which must be empty;
+    /// then synced to disk and closed, every call's result checked. `produce` hands the bytes
+    /// to `emit` in order; once a write has failed, `emit` drops what follows and the failure
+    /// is thrown at the end. A partial file is left for the caller to remove.
+    static func writeNew(_ path: String, mode: mode_t,
+                      _ produce: (_ emit: (UnsafeRawBufferPointer) -> Void) throws(Reason) -> Void) throws(Reason) {
+        let working = UnnamedFile.descriptor(in: path)
+        let descriptor = working ?? open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        guard descriptor >= 0 else { throw Reason(code: .ioError, message: "cannot create \(path): \(String(cString: strerror(errno)))") }
+        // A working file's descriptor is its owner's, open for as long as the result is kept.
+        var open = working == nil
+        defer { if open { close(descriptor) } }
         // The process umask may have narrowed the mode (published files are meant to be public).
-        fchmod(output, mode)
+        if working == nil && fchmod(descriptor, mode) != 0 {
+            throw Reason(code: .ioError, message: "cannot set the mode of \(path): \(String(cString: strerror(errno)))")
+        }
         var writeError: Int32 = 0
-        try eachChunk(of: source) { chunk in
+        // pwrite from 0: a working file's offset is shared with whoever else holds it.
+        var position: off_t = 0
+        try produce { bytes in
             var offset = 0
-            while writeError == 0 && offset < chunk.count {
-                let written = write(output, chunk.baseAddress! + offset, chunk.count - offset)
+            while writeError == 0 && offset < bytes.count {
+                let written = pwrite(descriptor, bytes.baseAddress! + offset, bytes.count - offset, position)
                 if written < 0 {
                     if errno != EINTR { writeError = errno }
                     continue
                 }
                 offset += written
+                position += off_t(written)
             }
         }
-        if writeError == 0 && fsync(output) != 0 { writeError = errno }
+        if writeError == 0 && fsync(descriptor) != 0 { writeError = errno }
+        if open {
+            open = false
+            // Linux frees the descriptor even when close fails (EINTR included): never retried.
+            if close(descriptor) != 0 && writeError == 0 { writeError = errno }
+        }
         if writeError != 0 {
-            throw Reason(code: .ioError, message: "cannot write \(destination): \(String(cString: strerror(writeError)))")
+            throw Reason(code: .ioError, message: "cannot write \(path): \(String(cString: strerror(writeError)))")
         }
     }
 

@@ -105,11 +105,12 @@ final class UnnamedFile: Sendable {
         return result == 0 ? 0 : errno
     }
 
-    /// The size of the file at a working path, without a stat call (lseek to its end; its
-    /// readers use pread or their own descriptor). Nil for an ordinary path.
+    /// The size of the file at a working path (fstat: the descriptor's offset is shared with
+    /// its writer and with the decoder worker's copy, so it is left where it is). Nil for an
+    /// ordinary path, or when fstat fails.
     static func size(of path: String) -> Int64? {
         guard let descriptor = descriptor(in: path) else { return nil }
-        let end = lseek(descriptor, 0, SEEK_END)
-        return end >= 0 ? Int64(end) : nil
+        var status = stat()
+        return fstat(descriptor, &status) == 0 ? Int64(status.st_size) : nil
     }
 }

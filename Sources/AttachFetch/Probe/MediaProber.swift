@@ -16,8 +16,12 @@ enum MediaProber {
         /// Packets read at most, in all.
         var maxPackets: Int
         var thumbnail: Thumbnailer.Limits
+        /// Converting is on: video iOS cannot play is answered with the conversion it needs
+        /// (``ProbeOutcome/conversion``), not refused.
+        var convertsUnplayable = false
 
         init(_ configuration: AttachFetchConfiguration) {
+            convertsUnplayable = configuration.normalize
             maxDecodedFrames = configuration.maxVideoDecodeFrames
             maxPackets = configuration.maxVideoDecodeFrames * 4
             thumbnail = Thumbnailer.Limits(configuration)
@@ -87,6 +91,12 @@ enum MediaProber {
         if let videoStream, area(videoStream) > limits.thumbnail.maxPixels {
             throw Reason(code: .pixelLimitExceeded,
                                message: "video frames of \(area(videoStream)) pixels are over the limit of \(limits.thumbnail.maxPixels)")
+        }
+        // A codec only the transcoder decodes (AV1, VP9 in MPEG-4): re-encoded, not probed here.
+        if limits.convertsUnplayable, let videoStream, let codec = avcodec_find_decoder(videoStream.pointee.codecpar.pointee.codec_id),
+           case let name = String(cString: codec.pointee.name), !decoders.contains(name), MediaTranscoder.decoders.contains(name) {
+            return ProbeOutcome(probe: probe, resolvedType: resolvedType,
+                                conversion: .transcode(PlayableMedia.title(videoStream.pointee.codecpar.pointee.codec_id)))
         }
         let video = try videoStream.map { stream throws(Reason) in try AVDecoder(stream: stream, allowed: decoders) }
         let audio = try audioStream.map { stream throws(Reason) in try AVDecoder(stream: stream, allowed: decoders) }
@@ -170,6 +180,10 @@ enum MediaProber {
             switch PlayableMedia.video(videoStream.pointee.codecpar, decodedFormat: poster.pointer.pointee.format) {
             case .plays:
                 break
+            case .needsHVC1Tag where limits.convertsUnplayable:
+                return ProbeOutcome(probe: probe, resolvedType: resolvedType, conversion: .retag)
+            case .cannotPlay(let what) where limits.convertsUnplayable:
+                return ProbeOutcome(probe: probe, resolvedType: resolvedType, conversion: .transcode(what))
             case .needsHVC1Tag:
                 throw Reason(code: .unsupportedType,
                              message: "the video is HEVC tagged hev1, which iOS does not play (\(PlayableMedia.rule)); it is not re-encoded or re-tagged")

@@ -13,6 +13,14 @@ enum PlayableMedia {
         case cannotPlay(String)
     }
 
+    /// What makes a video iOS cannot play into one it plays.
+    enum Conversion: Codable, Sendable, Equatable {
+        /// HEVC tagged `hev1`: moved into MPEG-4 tagged `hvc1`, not re-encoded.
+        case retag
+        /// Re-encoded; the associated text names what it was ("H.264 High 10", "AV1").
+        case transcode(String)
+    }
+
     /// The rule for the video stream's codec, profile, sample format and tag.
     static let rule = "iOS plays H.264 up to High profile in 8-bit 4:2:0, and HEVC Main or Main 10 tagged hvc1"
 

@@ -16,4 +16,6 @@ struct ProbeOutcome: Sendable, Codable {
     var resolvedType: MediaType
     /// The poster-frame thumbnail, for video, with the frame's time.
     var poster: ThumbnailOutcome?
+    /// Set instead of a poster when the video is one iOS cannot play and converting is on.
+    var conversion: PlayableMedia.Conversion?
 }

@@ -65,58 +65,44 @@ enum EncryptedCopy {
             throw Reason(code: .ioError, message: "cannot encrypt \(file.suffix): its SHA-256 is malformed")
         }
         let (key, salt) = encryption.secret.keys(forPlaintextSHA256: digestBytes)
-        let descriptor = open(UnnamedFile.openable(output), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            throw Reason(code: .ioError, message: "cannot create the encrypted copy: \(String(cString: strerror(errno)))")
-        }
-        defer { close(descriptor) }
-        let cipherDigest = SHA256Digest()
-        var written: Int64 = 0
-        var failure: Reason?
-        func emit(_ bytes: [UInt8]) {
-            guard failure == nil else { return }
-            bytes.withUnsafeBytes { buffer in
-                cipherDigest.update(buffer)
-                var offset = 0
-                while offset < buffer.count {
-                    let count = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                    if count < 0 {
-                        if errno == EINTR { continue }
-                        failure = Reason(code: .ioError, message: "cannot write the encrypted copy: \(String(cString: strerror(errno)))")
-                        return
-                    }
-                    offset += count
-                }
-            }
-            written += Int64(bytes.count)
-        }
         var encoder: ContentEncoder
         do throws(ContentEncryptionError) {
             encoder = try ContentEncoder(key: key, salt: salt, recordSize: encryption.recordSize)
         } catch {
             throw Reason(code: .ioError, message: "cannot encrypt \(file.suffix): \(error.message)")
         }
-        emit(encoder.header)
-        // One record is held back until the next byte shows it is not the last.
-        var record: [UInt8] = []
-        record.reserveCapacity(encoder.plaintextPerRecord)
+        let cipherDigest = SHA256Digest()
+        var written: Int64 = 0
         var sealError: ContentEncryptionError?
-        func seal(last: Bool) {
-            do throws(ContentEncryptionError) { emit(try encoder.seal(record, last: last)) } catch { sealError = error }
-            record.removeAll(keepingCapacity: true)
-        }
-        try SafeFile.eachChunk(of: file.path) { chunk in
-            var rest = chunk[...]
-            while !rest.isEmpty && sealError == nil {
-                if record.count == encoder.plaintextPerRecord { seal(last: false) }
-                let taken = rest.prefix(encoder.plaintextPerRecord - record.count)
-                record.append(contentsOf: taken)
-                rest = rest.dropFirst(taken.count)
+        // Written as every new file is (SafeFile.writeNew): never over an existing one, synced.
+        try SafeFile.writeNew(output, mode: 0o600) { emit throws(Reason) in
+            func put(_ bytes: [UInt8]) {
+                bytes.withUnsafeBytes { buffer in
+                    cipherDigest.update(buffer)
+                    emit(buffer)
+                }
+                written += Int64(bytes.count)
             }
+            put(encoder.header)
+            // One record is held back until the next byte shows it is not the last.
+            var record: [UInt8] = []
+            record.reserveCapacity(encoder.plaintextPerRecord)
+            func seal(last: Bool) {
+                do throws(ContentEncryptionError) { put(try encoder.seal(record, last: last)) } catch { sealError = error }
+                record.removeAll(keepingCapacity: true)
+            }
+            try SafeFile.eachChunk(of: file.path) { chunk in
+                var rest = chunk[...]
+                while !rest.isEmpty && sealError == nil {
+                    if record.count == encoder.plaintextPerRecord { seal(last: false) }
+                    let taken = rest.prefix(encoder.plaintextPerRecord - record.count)
+                    record.append(contentsOf: taken)
+                    rest = rest.dropFirst(taken.count)
+                }
+            }
+            if sealError == nil { seal(last: true) }
         }
-        if sealError == nil { seal(last: true) }
         if let sealError { throw Reason(code: .ioError, message: "cannot encrypt \(file.suffix): \(sealError.message)") }
-        if let failure { throw failure }
         return Made(file: .init(path: output, sha256: try cipherDigest.finalizeHex(), suffix: publishedSuffix),
                     encryption: .init(scheme: "aes128gcm", key: key.base64URL, recordSize: encryption.recordSize),
                     bytes: written)

@@ -48,6 +48,10 @@ struct AttachmentWork: Sendable {
     var thumbnail: ThumbnailOutcome?
     /// Variant files made, by platform.
     var variantFiles: [Platform: String] = [:]
+    /// What the probe found the video needs before iOS plays it; cleared once it is done.
+    var conversion: PlayableMedia.Conversion?
+    /// The delivered file was made playable after the probe: probe it again.
+    var reprobe = false
 
     /// The delivered file, once admitted (the stages after admission rely on it).
     var admitted: TypedFile {
@@ -79,9 +83,10 @@ extension AttachmentWork {
         return path
     }
 
+    /// The named path when the ledger is closed too: a file written there arrives late and is
+    /// removed at once (`FileLedger.own`).
     private func newWorkingFile(or named: String) -> String {
         guard let directory = plan.workDirectory, let file = UnnamedFile.create(in: directory) else { return named }
-        ledger.own(file)
-        return file.path
+        return ledger.own(file) ?? named
     }
 }

@@ -1,7 +1,5 @@
 #if canImport(Glibc)
-#if canImport(Glibc)
 import Glibc
-#endif
 #endif
 
 /// Owns every file made for one attachment on its way: the downloaded body, a converted image or
@@ -42,13 +40,17 @@ final class FileLedger: Sendable {
 
     func own(_ path: String) { own([path]) }
 
-    /// Takes ownership of an unnamed file; its working path (with or without an extension)
-    /// stands for it in `remove` and `deliver`.
-    func own(_ file: UnnamedFile) {
-        // Late (closed), it is not kept: the caller's reference is the last, and frees it.
-        state.withLock { state in
-            if !state.closed { state.unnamed[file.descriptor] = file }
+    /// Takes ownership of an unnamed file and returns its working path, which (with or without
+    /// an extension) stands for it in `remove` and `deliver`. Nil once closed: the file is not
+    /// kept, the caller's reference is the last and frees it, and its descriptor's number may
+    /// then name another file of the process, so no path to it is handed out.
+    func own(_ file: UnnamedFile) -> String? {
+        let kept = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            state.unnamed[file.descriptor] = file
+            return true
         }
+        return kept ? file.path : nil
     }
 
     /// Removes an owned file now (superseded: the original after a conversion). A file the

@@ -27,12 +27,10 @@ struct RacedRunner: Sendable {
                 if let reason = check(&work, configuration) { return reason }
             case .files(let applies, let body):
                 guard applies(configuration) else { continue }
-                let (done, reason) = await withCheckedContinuation { (finished: CheckedContinuation<(AttachmentWork, Reason?), Never>) in
-                    fileWorkers.submit { [work, configuration] _ in
-                        var copy = work
-                        let reason = body(&copy, configuration)
-                        finished.resume(returning: (copy, reason))
-                    }
+                let (done, reason) = await fileWorkers.run { [work, configuration] _ in
+                    var copy = work
+                    let reason = body(&copy, configuration)
+                    return (copy, reason)
                 }
                 work = done
                 if let reason { return reason }

@@ -71,7 +71,8 @@ struct Stage: Sendable {
 
 extension Stage {
     /// The steps after the download, in order. Each applies only to the kinds it names.
-    static let afterDownload: [Stage] = [admit, convertImage, remuxVideo, transcode, thumbnail, probe, deliveredLimit,
+    static let afterDownload: [Stage] = [admit, convertImage, remuxVideo, transcode, thumbnail, probe, makePlayable, probePlayable,
+                                         deliveredLimit,
                                          androidSupport, androidVariant, publish, publishToStore]
 
     /// The type `BodyAdmission` admitted the bytes as, while they arrived, becomes the
@@ -116,16 +117,18 @@ extension Stage {
             work.descriptor.record(video)
         }))
 
-    /// Audio iOS does not play (Ogg, FLAC) is re-encoded into AAC in MPEG-4 audio, or fails.
+    /// What iOS does not play is re-encoded: audio (Ogg, FLAC) into AAC in MPEG-4 audio, video
+    /// (WebM, Matroska) into H.264 and AAC in MPEG-4; or fails.
     static let transcode = Stage(name: "transcode", body: .decode(
         on: .probe,
-        whenLate: .fail(Reason(code: .deadlineExceeded, message: "the batch deadline passed while the audio was being transcoded")),
+        whenLate: .fail(Reason(code: .deadlineExceeded, message: "the batch deadline passed while the media was being transcoded")),
         timing: .normalize,
         job: { work, configuration in
             let file = work.admitted
             guard MediaPolicy.needsTranscode(file.type) else { return nil }
             return .transcode(source: file.path, type: file.type, destinationBase: work.plan.convertedBase,
-                              limits: .init(maxBytes: configuration.sizeLimits.limit(for: file.type.kind)))
+                              limits: .init(maxBytes: configuration.sizeLimits.limit(for: file.type.kind),
+                                            maxLongEdge: configuration.transcodeMaxLongEdge))
         },
         take: { answer, work in
             guard let made = answer.transcoded else { return }
@@ -152,24 +155,9 @@ extension Stage {
 
     /// Audio and video are probed with FFmpeg (streams decoded; kind from the streams) and a
     /// video gets a poster frame. Any MPEG-4 file may turn out to hold video. Late, the file is
-    /// delivered as sniffed, without probe or poster.
-    static let probe = Stage(name: "probe", body: .decode(
-        on: .probe, whenLate: .degrade, timing: .probe,
-        job: { work, configuration in
-            let file = work.admitted
-            guard file.type.kind != .image else { return nil }
-            return .probe(source: file.path, type: file.type, thumbnailTime: work.plan.thumbnailTime,
-                          // Audio has no poster: no file made for one.
-                          thumbnailBase: file.type.kind == .audio ? work.plan.thumbnailBase : work.thumbnailOutput(),
-                          shape: work.plan.shape,
-                          limits: MediaProber.Limits(configuration))
-        },
-        take: { answer, work in
-            guard let probed = answer.probed else { return }
-            work.delivered?.type = probed.resolvedType
-            work.descriptor.record(probed.probe)
-            work.thumbnail = probed.poster
-        }))
+    /// delivered as sniffed, without probe or poster. Video iOS cannot play is left to
+    /// `makePlayable` (Stage+Playable.swift).
+    static let probe = probing(name: "probe") { _ in true }
 
     /// Audio or video against its final kind's limit (an MPEG-4 file streamed under the larger
     /// of the audio and video limits).
@@ -223,23 +211,13 @@ extension Stage {
     static let publish = Stage(name: "publish", body: .files(applies: { $0.publish != nil }) { work, configuration in
         guard let publishing = configuration.publish else { return nil }
         do throws(Reason) {
-            let files = work.filesToPublish
-            func url(_ file: AttachmentWork.FileToPublish) throws(Reason) -> DescriptorBuilder.PublishedFile {
-                guard let encryption = work.plan.encryption else {
-                    return .init(url: publishing.url(of: try Publisher.publish(file.path, sha256: file.sha256, suffix: file.suffix,
-                                                                               into: publishing.directory)))
-                }
-                let output = work.encryptedCopyOutput()
-                defer { work.ledger.remove(output) }
-                let copy = try EncryptedCopy.make(file, with: encryption, output: output)
-                let name = try Publisher.publish(copy.file.path, sha256: copy.file.sha256, suffix: copy.file.suffix, into: publishing.directory)
-                return .init(url: publishing.url(of: name), bytes: copy.bytes, encryption: copy.encryption)
+            let files = try work.publishables()
+            defer { work.removeEncryptedCopies(files) }
+            let urls = try files.map { (_, publishable) throws(Reason) in
+                let file = publishable.file
+                return publishing.url(of: try Publisher.publish(file.path, sha256: file.sha256, suffix: file.suffix, into: publishing.directory))
             }
-            let main = try url(files.main)
-            let thumbnail = try files.thumbnail.map(url)
-            var variants: [Platform: DescriptorBuilder.PublishedFile] = [:]
-            for (platform, file) in files.variants { variants[platform] = try url(file) }
-            work.descriptor.recordPublished(file: main, thumbnail: thumbnail, variants: variants)
+            work.recordPublished(files, at: urls)
             return nil
         } catch {
             return error
@@ -252,45 +230,16 @@ extension Stage {
     /// A store that refuses (after retries) fails the attachment with `publishFailed`.
     static let publishToStore = Stage(name: "publishToStore", body: .upload { work, publisher, batch in
         do throws(Reason) {
-            let files = work.filesToPublish
-            let encryption = work.plan.encryption
-            func put(_ file: AttachmentWork.FileToPublish) async throws(Reason) -> DescriptorBuilder.PublishedFile {
-                guard let encryption else { return .init(url: try await publisher.publish(file, batch: batch)) }
-                let output = work.encryptedCopyOutput()
-                defer { work.ledger.remove(output) }
-                let copy = try await publisher.encryptedCopy(of: file, with: encryption, output: output)
-                return .init(url: try await publisher.publish(copy.file, batch: batch), bytes: copy.bytes, encryption: copy.encryption)
-            }
-            let main = try await put(files.main)
-            var thumbnail: DescriptorBuilder.PublishedFile?
-            if let file = files.thumbnail { thumbnail = try await put(file) }
-            var variants: [Platform: DescriptorBuilder.PublishedFile] = [:]
-            for (platform, file) in files.variants { variants[platform] = try await put(file) }
-            work.descriptor.recordPublished(file: main, thumbnail: thumbnail, variants: variants)
+            let files = try await publisher.fileWorkers.run { [work] _ throws(Reason) in try work.publishables() }
+            defer { work.removeEncryptedCopies(files) }
+            var urls: [String] = []
+            for (_, publishable) in files { urls.append(try await publisher.publish(publishable.file, batch: batch)) }
+            work.recordPublished(files, at: urls)
             return nil
         } catch {
             return error
         }
     })
-}
-
-extension AttachmentWork {
-    /// A ready file as publishing stores it: under `<sha256>.<suffix>`.
-    struct FileToPublish: Sendable {
-        var path: String
-        /// Known for the delivered file (hashed as it streamed in); computed for the others.
-        var sha256: String?
-        var suffix: String
-    }
-
-    /// What publishing stores, to a directory or an object store alike: the delivered file,
-    /// the thumbnail (`thumb.<ext>`) and each platform's variant.
-    var filesToPublish: (main: FileToPublish, thumbnail: FileToPublish?, variants: [(Platform, FileToPublish)]) {
-        let file = admitted
-        return (FileToPublish(path: file.path, sha256: descriptor.deliveredSHA256, suffix: file.type.fileExtension),
-                thumbnail.map { FileToPublish(path: $0.file, suffix: "thumb." + ($0.file as NSString).pathExtension) },
-                variantFiles.map { ($0.key, FileToPublish(path: $0.value, suffix: ($0.value as NSString).pathExtension)) })
-    }
 }
 
 extension AttachmentWork {

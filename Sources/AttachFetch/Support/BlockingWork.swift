@@ -7,15 +7,11 @@ package enum BlockingWork {
 
     /// Runs `body` on a pool thread and returns its result.
     package static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { (done: CheckedContinuation<T, Never>) in
-            pool.submit { _ in done.resume(returning: body()) }
-        }
+        await pool.run { _ in body() }
     }
 
     /// Runs `body` on a pool thread and returns its result or its error.
     package static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { (done: CheckedContinuation<T, any Error>) in
-            pool.submit { _ in done.resume(with: Result { try body() }) }
-        }
+        try await pool.run { _ throws in try body() }
     }
 }

@@ -99,6 +99,19 @@ final class WorkerPool<Slot: AnyObject>: Sendable {
         state.condition.unlock()
     }
 
+    /// Runs `job` on a pool thread and returns its result: the one way async code waits for
+    /// blocking work, off the cooperative pool.
+    func run<T: Sendable>(_ job: @escaping @Sendable (Slot) -> T) async -> T {
+        await withCheckedContinuation { (done: CheckedContinuation<T, Never>) in
+            submit { slot in done.resume(returning: job(slot)) }
+        }
+    }
+
+    /// Runs `job` on a pool thread and returns its result or its error.
+    func run<T: Sendable, Failure: Error>(_ job: @escaping @Sendable (Slot) throws(Failure) -> T) async throws(Failure) -> T {
+        try await run { slot in Result<T, Failure> { () throws(Failure) -> T in try job(slot) } }.get()
+    }
+
     private static func work(_ state: State, _ slot: Slot, _ jobSeconds: Locked<Double?>) {
         // A thread's first job pays for its start (a decoder worker loading its libraries):
         // left out of the average, which would otherwise start an order of magnitude high.

@@ -86,7 +86,9 @@ enum MediaTranscoder {
             let duration = input.duration ?? 0
             // The most bits a second that keeps the whole clip within the limit (audio and the
             // index aside), when the duration is known; CRF decides below it.
-            let budget = duration > 0 ? Int64(Double(limits.maxBytes) * 8 * 0.9 / duration) - 200_000 : nil
+            // Capped at 8 Mb/s, past what CRF 23 asks at 1280 pixels, so that a short clip's budget
+            // does not make the encoder's buffer (and the margin below) huge.
+            let budget = duration > 0 ? min(8_000_000, Int64(Double(limits.maxBytes) * 8 * 0.9 / duration) - 200_000) : nil
             let encoder = try VideoEncoder(stream: videoStream, width: Int(parameters.width), height: Int(parameters.height),
                                            maxLongEdge: limits.maxLongEdge, maxBitRate: budget.map { max(200_000, $0) })
             videoEncoder = encoder

@@ -78,8 +78,9 @@ final class CurlMulti {
         return nil
     }
 
-    /// Breaks a `poll` from any thread. Its only failure is a bad handle, which `init` rules out.
-    func wakeup() { _ = curl_multi_wakeup(handle) }
+    /// Breaks a `poll` from any thread, or says why it could not (the wakeup pipe could not be
+    /// written).
+    func wakeup() -> Reason? { check(curl_multi_wakeup(handle), "curl_multi_wakeup") }
 }
 
 /// Owns one libcurl share handle that lets the easy handles of one engine resume each other's

@@ -1,5 +1,6 @@
 internal import CCurl
 import Foundation
+import Logging
 
 /// What a `CurlEngine` runs: the downloads (`TransferEngine`) or the object-store requests
 /// (`StoreEngine`). Every method is called on the engine's own thread, one at a time, so a
@@ -31,11 +32,14 @@ final class CurlEngine: @unchecked Sendable {
     let multi: CurlMulti
     private let stopped = DispatchSemaphore(value: 0)
     private let threadName: String
+    private let logger: Logger
 
     /// Makes the multi handle; `start` starts the thread.
-    init(threadName: String, maxIdleConnections: Int, maxHostConnections: Int? = nil) throws(AttachFetchError) {
+    init(threadName: String, maxIdleConnections: Int, maxHostConnections: Int? = nil,
+         logger: Logger = AttachmentPipeline.silentLogger) throws(AttachFetchError) {
         self.multi = try CurlMulti(maxIdleConnections: maxIdleConnections, maxHostConnections: maxHostConnections)
         self.threadName = threadName
+        self.logger = logger
     }
 
     /// Starts the thread running `workload` until its `turn` returns nil. The thread holds the
@@ -48,8 +52,13 @@ final class CurlEngine: @unchecked Sendable {
         thread.start()
     }
 
-    /// Breaks the engine's sleep, from any thread.
-    func wakeup() { multi.wakeup() }
+    /// Breaks the engine's sleep, from any thread. A failure is logged, as nothing else can be
+    /// done: the loop then sees the work at its next turn, when its poll times out.
+    func wakeup() {
+        if let failure = multi.wakeup() {
+            logger.error("the engine could not be woken", metadata: ["thread": "\(threadName)", "reason": "\(failure.message)"])
+        }
+    }
 
     /// Blocks until the loop has stopped (the workload's `turn` returned nil).
     func waitUntilStopped() { stopped.wait() }

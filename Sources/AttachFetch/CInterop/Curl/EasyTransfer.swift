@@ -63,13 +63,16 @@ final class EasyTransfer {
     private var pausedFor: Duration = .zero
     /// The engine's TLS session cache, shared by its easy handles.
     let share: CurlShare?
+    /// The pipeline's clock, whose wall time a Retry-After date is read against.
+    private let clock: AttachFetchClock
 
     /// Easy handles alive in this process (tests check that none leak).
     static let live = Atomic<Int>(0)
 
-    init(job: TransferJob, sniffer: MagicSniffer, inflight: InflightBytes, share: CurlShare?) throws(AttachFetchError) {
+    init(job: TransferJob, sniffer: MagicSniffer, inflight: InflightBytes, share: CurlShare?, clock: AttachFetchClock) throws(AttachFetchError) {
         guard let handle = curl_easy_init() else { throw .libraryInitialisation("curl_easy_init failed") }
         self.job = job
+        self.clock = clock
         self.handle = handle
         self.inflight = inflight
         self.share = share
@@ -266,7 +269,7 @@ final class EasyTransfer {
         outcome.originFailure = OriginFailure.describe(outcome.failure, status: status,
                                                        osError: CurlOption.long(handle, CURLINFO_OS_ERRNO) ?? 0)
         if status == 429 || status == 503, let retryAfter {
-            outcome.retryAfter = RetryAfter.delay(retryAfter, now: Date())
+            outcome.retryAfter = RetryAfter.delay(retryAfter, now: Date(timeIntervalSince1970: clock.wallSeconds))
             outcome.httpStatus = status
         }
         if body == nil { close(fileDescriptor) }

@@ -8,7 +8,8 @@ import Glibc
 /// `Cache-Control` and a SHA-256 the store checks. Content already there is not sent again.
 struct ObjectPublisher: Sendable {
     let store: ObjectStore
-    /// Hashing a thumbnail or a variant reads a file: done there, never on the cooperative pool.
+    /// Hashing a thumbnail or a variant, or encrypting a file, reads a file: done there, never on
+    /// the cooperative pool.
     let fileWorkers: BlockingPool
 
     static let cacheControl = "public, max-age=31536000, immutable"
@@ -37,37 +38,15 @@ struct ObjectPublisher: Sendable {
         return store.target.publicURL(of: name)
     }
 
-    /// The encrypted copy of `file` in `output`, written on a file thread.
-    func encryptedCopy(of file: AttachmentWork.FileToPublish, with encryption: MediaEncryption,
-                       output: String) async throws(Reason) -> EncryptedCopy.Made {
-        let result = await withCheckedContinuation { (done: CheckedContinuation<Result<EncryptedCopy.Made, Reason>, Never>) in
-            fileWorkers.submit { _ in
-                do throws(Reason) {
-                    done.resume(returning: .success(try EncryptedCopy.make(file, with: encryption, output: output)))
-                } catch {
-                    done.resume(returning: .failure(error))
-                }
-            }
-        }
-        return try result.get()
-    }
-
     /// The file's SHA-256 (the one given, else computed on a file thread) and size.
     private func fileFacts(_ path: String, sha256: String?) async -> Result<(String, Int64), Reason> {
-        await withCheckedContinuation { (done: CheckedContinuation<Result<(String, Int64), Reason>, Never>) in
-            fileWorkers.submit { _ in
-                var status = stat()
-                guard stat(UnnamedFile.openable(path), &status) == 0 else {
-                    return done.resume(returning: .failure(Reason(code: .ioError, message: "cannot read \(path): \(String(cString: strerror(errno)))")))
-                }
-                if let sha256 { return done.resume(returning: .success((sha256, Int64(status.st_size)))) }
-                do throws(Reason) {
-                    let digest = try Publisher.hash(path)
-                    done.resume(returning: .success((digest, Int64(status.st_size))))
-                } catch {
-                    done.resume(returning: .failure(error))
-                }
+        await fileWorkers.run { _ -> Result<(String, Int64), Reason> in
+            var status = stat()
+            guard stat(UnnamedFile.openable(path), &status) == 0 else {
+                return .failure(Reason(code: .ioError, message: "cannot read \(path): \(String(cString: strerror(errno)))"))
             }
+            if let sha256 { return .success((sha256, Int64(status.st_size))) }
+            return Result { () throws(Reason) in (try Publisher.hash(path), Int64(status.st_size)) }
         }
     }
 

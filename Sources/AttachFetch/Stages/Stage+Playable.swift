@@ -1,0 +1,65 @@
+/// Probing, and making playable what the probe found iOS cannot play: HEVC tagged `hev1` is
+/// re-tagged `hvc1` (a remux, no re-encoding); other video (H.264 above High or not 8-bit
+/// 4:2:0, AV1 or VP9 in MPEG-4, ...) is transcoded; then the new file is probed.
+extension Stage {
+    /// A probe stage, run when `when` says so.
+    static func probing(name: String, when: @escaping @Sendable (AttachmentWork) -> Bool) -> Stage {
+        Stage(name: name, body: .decode(
+            on: .probe, whenLate: .degrade, timing: .probe,
+            job: { work, configuration in
+                let file = work.admitted
+                guard file.type.kind != .image, when(work) else { return nil }
+                return .probe(source: file.path, type: file.type, thumbnailTime: work.plan.thumbnailTime,
+                              // Audio has no poster: no file made for one.
+                              thumbnailBase: file.type.kind == .audio ? work.plan.thumbnailBase : work.thumbnailOutput(),
+                              shape: work.plan.shape,
+                              limits: MediaProber.Limits(configuration))
+            },
+            take: { answer, work in
+                guard let probed = answer.probed else { return }
+                work.delivered?.type = probed.resolvedType
+                if let conversion = probed.conversion {
+                    work.conversion = conversion
+                    return
+                }
+                work.descriptor.record(probed.probe)
+                work.thumbnail = probed.poster
+            }))
+    }
+
+    /// What the probe found iOS cannot play becomes what it plays, or fails.
+    static let makePlayable = Stage(name: "make playable", body: .decode(
+        on: .probe,
+        whenLate: .fail(Reason(code: .deadlineExceeded, message: "the batch deadline passed while the video was being made playable")),
+        timing: .normalize,
+        job: { work, configuration in
+            guard let conversion = work.conversion else { return nil }
+            let file = work.admitted
+            // Beside an earlier conversion's file (a QuickTime file remuxed, then found unplayable).
+            let base = work.plan.convertedBase + ".playable"
+            switch conversion {
+            case .retag:
+                return .remux(source: file.path, destinationBase: base)
+            case .transcode:
+                return .transcode(source: file.path, type: file.type, destinationBase: base,
+                                  limits: .init(maxBytes: configuration.sizeLimits.limit(for: .video),
+                                                maxLongEdge: configuration.transcodeMaxLongEdge))
+            }
+        },
+        take: { answer, work in
+            let conversion = work.conversion
+            work.conversion = nil
+            work.reprobe = true
+            if let video = answer.remuxed {
+                work.supersede(with: .init(path: video.file, type: .mp4))
+                work.descriptor.record(video)
+            } else if let made = answer.transcoded {
+                work.supersede(with: .init(path: made.file, type: made.type))
+                guard case .transcode(let what)? = conversion else { return work.descriptor.record(made) }
+                work.descriptor.record(made, sourceVideo: what)
+            }
+        }))
+
+    /// The file `makePlayable` made, probed: its codecs, size and poster.
+    static let probePlayable = probing(name: "probe the playable file") { $0.reprobe }
+}
