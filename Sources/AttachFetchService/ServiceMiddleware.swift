@@ -92,8 +92,10 @@ struct ErrorsLogsAndMetrics: RouterMiddleware {
                 response = Self.response(APIError(status: .internalServerError, code: "internal", message: "\(error)"))
             }
         }
-        // The route the router resolved: it recorded the pattern in the context's shared box.
-        let route = label ?? Routes.route(pattern: context.endpointPath)?.label
+        // The route the router resolved (it recorded the pattern in the context's shared box); for
+        // a path it did not resolve, the route whose prefix it has (`/media/a/b` → `/media`), a
+        // label only: nothing was served.
+        let route = label ?? Routes.route(pattern: context.endpointPath)?.label ?? Routes.route(of: path)?.label
         let elapsed = ContinuousClock.now - started
         metrics.request(route: route ?? "unknown", status: response.status.code, duration: elapsed)
         var metadata: Logger.Metadata = [

@@ -46,6 +46,12 @@ struct PipelineOptions: ParsableArguments {
     @Flag(name: .customLong("no-normalize"), help: "Deliver media only as downloaded: refuse WebP/HEIC/AVIF, images over the limit, QuickTime/3GPP/transport streams, Ogg and FLAC instead of converting, fitting, remuxing and transcoding them.")
     var noNormalize = false
 
+    @Flag(inversion: .prefixedNo, help: "Re-encode sound and video iOS cannot play (Ogg, FLAC, WebM, Matroska; H.264 above High or not 8-bit 4:2:0, AV1 or VP9 in MPEG-4) into AAC and H.264; --no-transcode refuses them.")
+    var transcode = library.transcode
+
+    @Option(name: .customLong("transcode-max-edge"), help: ArgumentHelp("Longest edge of re-encoded video, in pixels; 16 to 4096.", valueName: "PX"))
+    var transcodeMaxEdge: Int = library.transcodeMaxLongEdge
+
     @Option(name: .customLong("decoder-isolation"), help: "Where decoders run: 'processes' (confined worker processes; a crash costs one attachment) or 'none' (in this process; unsafe for untrusted input).")
     var decoderIsolation: String = "processes"
 
@@ -88,6 +94,9 @@ struct PipelineOptions: ParsableArguments {
         }
         _ = try inflightBytes()
         guard (1...4096).contains(thumbnailSize) else { throw ValidationError("--thumbnail-size must be between 1 and 4096 pixels") }
+        guard (16...4096).contains(transcodeMaxEdge) else {
+            throw ValidationError("--transcode-max-edge must be between 16 and 4096 pixels, not \(transcodeMaxEdge)")
+        }
         if clip != nil { _ = try parsedClip() }
         guard ["processes", "none"].contains(decoderIsolation) else {
             throw ValidationError("--decoder-isolation must be 'processes' or 'none', not '\(decoderIsolation)'")
@@ -182,6 +191,8 @@ struct PipelineOptions: ParsableArguments {
         configuration.thumbnailMaxEdge = thumbnailSize
         configuration.allowPrivateNetwork = allowPrivateNetwork
         configuration.normalize = !noNormalize
+        configuration.transcode = transcode
+        configuration.transcodeMaxLongEdge = transcodeMaxEdge
         configuration.isolation = decoderIsolation == "none" ? .none : .processes
         configuration.allowedRanges = try ranges(allowCIDR, "--allow-cidr")
         configuration.deniedRanges = try ranges(denyCIDR, "--deny-cidr")

@@ -97,6 +97,26 @@ import Testing
         }
     }
 
+    @Test func withTranscodingOffWhatMustBeReencodedIsRefusedSayingSo() async throws {
+        let media = Scratch(), scratch = Scratch()
+        try await offPool {
+            try Self.make(media.path, "note.ogg", seconds: 2, ["-ac", "1", "-c:a", "libopus"])
+            try PlayabilityTests.make(media.path, "h444.mp4", ["-c:v", "libx264", "-pix_fmt", "yuv444p"])
+            try PlayabilityTests.make(media.path, "hev1.mp4", ["-c:v", "libx265", "-x265-params", "log-level=error", "-pix_fmt", "yuv420p"])
+        }
+        try await withPipeline(scratch, { $0.transcode = false }) { pipeline in
+            try await withMediaServer(directory: media.path) { server in
+                let batch = await pipeline.process(["note.ogg", "h444.mp4", "hev1.mp4"].map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)") })
+                let (note, h444, hev1) = (batch.attachments[0], batch.attachments[1], batch.attachments[2])
+                #expect(note.status == .rejected && note.reason?.code == .unsupportedType
+                        && note.reason?.message.contains("transcoding it is turned off") == true, "\(note.reason?.message ?? "ready")")
+                #expect(h444.status == .rejected && h444.reason?.message.contains("High 4:4:4 Predictive") == true, "\(h444.reason?.message ?? "ready")")
+                // Re-tagging is not re-encoding: still done.
+                #expect(hev1.status == .ready && hev1.transforms == [.remuxed], "\(hev1.reason?.message ?? "") \(hev1.transforms ?? [])")
+            }
+        }
+    }
+
     @Test func aCorruptOpusFileIsRefusedClearlyAndLeavesNothing() async throws {
         let media = Scratch(), scratch = Scratch()
         try await offPool { try Self.make(media.path, "good.opus", seconds: 3, ["-ac", "1", "-c:a", "libopus"]) }

@@ -11,7 +11,7 @@ import Testing
         let text = help.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
         for (option, range) in [("--breaker-failures", "1 to 1000"), ("--breaker-cooldown", "at most 3600"),
                                 ("--deadline", "at most 3600"), ("--max-inflight-bytes", "to 1T"),
-                                ("--thumbnail-size", "1 to 4096")] {
+                                ("--thumbnail-size", "1 to 4096"), ("--transcode-max-edge", "16 to 4096")] {
             let entry = text.components(separatedBy: option).dropFirst().first ?? ""
             #expect(entry.prefix(260).contains(range), "\(option): \(entry.prefix(260))")
         }
@@ -24,6 +24,9 @@ import Testing
                 #expect(run.status == 2 && run.stderr.contains("--max-inflight-bytes"), "\(value): \(run.stderr)")
             }
         }
+        #expect(text.contains("--transcode/--no-transcode"), "\(text.prefix(200))")
+        let edge = try await CLITests.run(["--transcode-max-edge", "8", "http://127.0.0.1:9/a.jpg"])
+        #expect(edge.status == 2 && edge.stderr.contains("--transcode-max-edge must be between 16 and 4096"), "\(edge.stderr)")
         let failures = try await CLITests.run(["--breaker-failures", "1001", "http://127.0.0.1:9/a.jpg"])
         #expect(failures.status == 2 && failures.stderr.contains("between 1 and 1000"))
     }

@@ -147,7 +147,7 @@ import Testing
         }
     }
 
-    @Test func anAnimatedGIFBecomesItsFirstFrameAndAudioVideoAreUnsupported() async throws {
+    @Test func anAnimatedGIFBecomesItsFirstFrameAVideoItsPosterAndAudioIsUnsupported() async throws {
         let scratch = Scratch()
         try await withMediaServer { server in
             let batch = try await withPipeline(scratch, { $0.platforms = [.ios, .android] }) { pipeline in
@@ -160,11 +160,16 @@ import Testing
             let still = try #require(gif.variants?["android"])
             #expect(["image/jpeg", "image/png"].contains(still.mimeType ?? ""))
             #expect(still.transforms == [.transcoded])
-            for media in batch.attachments[1...2] {
-                #expect(media.status == .ready)
-                #expect(media.variants?["android"]?.status == .unsupported)
-                #expect(media.variants?["android"]?.reason?.code == .unsupportedOnPlatform)
-            }
+            // Audio has nothing Android shows; a video's Android variant is its poster, a JPEG within 1 MB.
+            let audio = batch.attachments[2]
+            #expect(audio.status == .ready && audio.variants?["android"]?.status == .unsupported)
+            #expect(audio.variants?["android"]?.reason?.code == .unsupportedOnPlatform)
+            let video = batch.attachments[1]
+            let poster = try #require(video.variants?["android"], "\(video.variants ?? [:])")
+            #expect(video.status == .ready && poster.status == nil && poster.mimeType == "image/jpeg", "\(poster)")
+            let posterFile = try #require(poster.file)
+            #expect(fileSize(posterFile) <= Platform.androidImageLimit && imageSize(posterFile) != nil)
+            #expect(poster.width == video.thumbnail?.width && poster.height == video.thumbnail?.height, "made from the thumbnail's frame")
             #expect(batch.attachments[3].variants == nil, "a small JPEG shows on Android as it is")
         }
     }

@@ -22,6 +22,8 @@ struct TransferSpec: Sendable {
     let imagesOnly: Bool
     /// Convertible images are admitted, and images may grow to the source limit.
     let normalize: Bool
+    /// With `normalize`: sound and video that must be re-encoded (Ogg, FLAC, WebM) are admitted.
+    var transcode = true
     /// Certificates trusted besides the system's, when the configuration adds some.
     let trustStore: TrustStore?
     /// The egress proxy (HTTP CONNECT), when one is configured.

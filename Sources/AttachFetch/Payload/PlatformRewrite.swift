@@ -109,10 +109,14 @@ extension PushPayload {
                         message: "the image is \(bytes) bytes; Android shows notification images only up to \(Platform.androidImageLimit) bytes (use --rewrite with publishing to send a variant that fits)",
                         path: item.path))
                 }
+            case .video? where rewriting && descriptor.variants?[Platform.android.rawValue]?.publishedUrl != nil:
+                break // the rewrite sends the poster there
             case .audio?, .video?:
+                let poster = descriptor.kind == .video && descriptor.variants?[Platform.android.rawValue]?.status == nil
+                    ? " (with --rewrite and publishing, the key gets the video's poster)" : ""
                 findings.append(PayloadLintFinding(
                     code: "unsupportedOnPlatform", severity: .warning,
-                    message: "\(descriptor.kind!.rawValue) under a key Android reads: Android shows only still images in notifications",
+                    message: "\(descriptor.kind!.rawValue) under a key Android reads: Android shows only still images in notifications\(poster)",
                     path: item.path))
             case nil:
                 break

@@ -124,10 +124,12 @@ extension AttachmentPipeline {
         if let shorter = request.timeout ?? (request.role == .avatar ? configuration.avatarTimeout : nil) {
             timeout.request = min(timeout.request, shorter)
         }
-        return TransferSpec(batch: batch.id, url: request.url, origin: URLCheck.origin(of: request.url), bodyPath: bodyPath, runningUnder: batch, timeout: timeout,
-                            sizeLimits: configuration.sizeLimits, maxRedirects: configuration.maxRedirects,
-                            addressPolicy: configuration.addressPolicy, imagesOnly: request.role == .avatar,
-                            normalize: configuration.normalize, trustStore: trustStore, proxy: configuration.proxy)
+        var spec = TransferSpec(batch: batch.id, url: request.url, origin: URLCheck.origin(of: request.url), bodyPath: bodyPath, runningUnder: batch, timeout: timeout,
+                                sizeLimits: configuration.sizeLimits, maxRedirects: configuration.maxRedirects,
+                                addressPolicy: configuration.addressPolicy, imagesOnly: request.role == .avatar,
+                                normalize: configuration.normalize, trustStore: trustStore, proxy: configuration.proxy)
+        spec.transcode = configuration.transcode
+        return spec
     }
 
     /// Moves the delivered file, its thumbnail and its variants to their result names in

@@ -117,6 +117,11 @@ public struct AttachFetchConfiguration: Sendable {
     /// to `sizeLimits.imageSource`) is re-encoded and downscaled until it fits. Off: strict
     /// accept-or-reject by the table and the limits.
     public var normalize = true
+    /// Re-encode sound and video iOS cannot play (default on; only while `normalize` is on):
+    /// Ogg and FLAC into AAC, WebM and Matroska into H.264 and AAC, and video in MPEG-4 that
+    /// iOS cannot play (H.264 above High or not 8-bit 4:2:0, AV1, VP9) into H.264. Off: those
+    /// are refused (`unsupportedType`); HEVC tagged `hev1` is still re-tagged (no re-encoding).
+    public var transcode = true
     /// The longest edge, in pixels, of video that is re-encoded (WebM, Matroska). Default 1280:
     /// sharp on a phone's notification and fast to encode (720p-class). From 16 to 4096.
     public var transcodeMaxLongEdge = 1280

@@ -69,7 +69,7 @@ public final class LocalMediaInspector {
         let size = fstat(handle.fileDescriptor, &status) == 0 ? Int64(status.st_size) : nil
         let configuration = stages.configuration
         var admission = BodyAdmission(limits: configuration.sizeLimits, imagesOnly: false,
-                                      normalize: configuration.normalize, sniffer: sniffer)
+                                      normalize: configuration.normalize, transcode: configuration.transcode, sniffer: sniffer)
         let digest = SHA256Digest()
         var bytes: Int64 = 0
         while true {

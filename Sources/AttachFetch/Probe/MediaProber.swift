@@ -16,12 +16,15 @@ enum MediaProber {
         /// Packets read at most, in all.
         var maxPackets: Int
         var thumbnail: Thumbnailer.Limits
-        /// Converting is on: video iOS cannot play is answered with the conversion it needs
+        /// Converting is on: HEVC tagged `hev1` is answered with the re-tagging it needs
         /// (``ProbeOutcome/conversion``), not refused.
         var convertsUnplayable = false
+        /// Transcoding is on too: so is video that must be re-encoded.
+        var transcodesUnplayable = false
 
         init(_ configuration: AttachFetchConfiguration) {
             convertsUnplayable = configuration.normalize
+            transcodesUnplayable = configuration.normalize && configuration.transcode
             maxDecodedFrames = configuration.maxVideoDecodeFrames
             maxPackets = configuration.maxVideoDecodeFrames * 4
             thumbnail = Thumbnailer.Limits(configuration)
@@ -93,7 +96,7 @@ enum MediaProber {
                                message: "video frames of \(area(videoStream)) pixels are over the limit of \(limits.thumbnail.maxPixels)")
         }
         // A codec only the transcoder decodes (AV1, VP9 in MPEG-4): re-encoded, not probed here.
-        if limits.convertsUnplayable, let videoStream, let codec = avcodec_find_decoder(videoStream.pointee.codecpar.pointee.codec_id),
+        if limits.transcodesUnplayable, let videoStream, let codec = avcodec_find_decoder(videoStream.pointee.codecpar.pointee.codec_id),
            case let name = String(cString: codec.pointee.name), !decoders.contains(name), MediaTranscoder.decoders.contains(name) {
             return ProbeOutcome(probe: probe, resolvedType: resolvedType,
                                 conversion: .transcode(PlayableMedia.title(videoStream.pointee.codecpar.pointee.codec_id)))
@@ -182,7 +185,7 @@ enum MediaProber {
                 break
             case .needsHVC1Tag where limits.convertsUnplayable:
                 return ProbeOutcome(probe: probe, resolvedType: resolvedType, conversion: .retag)
-            case .cannotPlay(let what) where limits.convertsUnplayable:
+            case .cannotPlay(let what) where limits.transcodesUnplayable:
                 return ProbeOutcome(probe: probe, resolvedType: resolvedType, conversion: .transcode(what))
             case .needsHVC1Tag:
                 throw Reason(code: .unsupportedType,

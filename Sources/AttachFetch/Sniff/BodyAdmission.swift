@@ -19,6 +19,7 @@ struct BodyAdmission {
     private let limits: AttachFetchConfiguration.SizeLimits
     private let imagesOnly: Bool
     private let normalize: Bool
+    private let transcode: Bool
     private let sniffer: MagicSniffer
     private var held: [UInt8] = []
     private var passed: Int64 = 0
@@ -31,7 +32,8 @@ struct BodyAdmission {
     private var refused = false
     private var admitted = false
 
-    init(limits: AttachFetchConfiguration.SizeLimits, imagesOnly: Bool, normalize: Bool, sniffer: MagicSniffer) {
+    init(limits: AttachFetchConfiguration.SizeLimits, imagesOnly: Bool, normalize: Bool, transcode: Bool = true, sniffer: MagicSniffer) {
+        self.transcode = transcode
         self.limits = limits
         self.imagesOnly = imagesOnly
         self.normalize = normalize
@@ -95,7 +97,8 @@ struct BodyAdmission {
         case .refused(let code, let message):
             return Reason(code: code, message: message)
         }
-        switch MediaPolicy.admit(sniffed: sniffed, size: declared, limits: limits, imagesOnly: imagesOnly, normalize: normalize) {
+        switch MediaPolicy.admit(sniffed: sniffed, size: declared, limits: limits, imagesOnly: imagesOnly, normalize: normalize,
+                                 transcode: transcode) {
         case .success(let admitted):
             type = admitted
             self.admitted = true

@@ -9,9 +9,11 @@ enum MediaPolicy {
     ///     the source limit (they are fitted after the download).
     static func admit(sniffed: String, size: (value: Int64, source: String)?,
                       limits: AttachFetchConfiguration.SizeLimits,
-                      imagesOnly: Bool, normalize: Bool) -> Result<MediaType, Reason> {
-        guard let type = MediaType.forSniffedMIME(sniffed) ?? (normalize ? MediaType.convertibleForSniffedMIME(sniffed) : nil) else {
-            let why = MediaType.convertibleForSniffedMIME(sniffed) != nil ? " (converting it is turned off)" : ""
+                      imagesOnly: Bool, normalize: Bool, transcode: Bool = true) -> Result<MediaType, Reason> {
+        let convertible = MediaType.convertibleForSniffedMIME(sniffed).flatMap { !needsTranscode($0) || transcode ? $0 : nil }
+        guard let type = MediaType.forSniffedMIME(sniffed) ?? (normalize ? convertible : nil) else {
+            let why = MediaType.convertibleForSniffedMIME(sniffed).map { needsTranscode($0) && normalize
+                ? " (transcoding it is turned off)" : " (converting it is turned off)" } ?? ""
             return .failure(Reason(code: .unsupportedType,
                                   message: "the bytes are \(sniffed), which is not an attachment type iOS accepts\(why)"))
         }

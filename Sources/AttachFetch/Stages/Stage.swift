@@ -176,22 +176,30 @@ extension Stage {
     /// which iOS still shows.
     static let androidSupport = Stage(name: "android support", body: .check { work, _ in
         let kind = work.admitted.type.kind
-        if work.plan.platforms.contains(.android) && kind != .image {
+        // A video with a poster gets the poster as its Android variant (`androidVariant`).
+        if work.plan.platforms.contains(.android) && (kind == .audio || kind == .video && work.thumbnail == nil) {
             work.descriptor.record(.android, variant: .init(status: .unsupported, reason: Reason(
                 code: .unsupportedOnPlatform,
-                message: "Android shows no \(kind.rawValue) in a notification: only a still image (JPEG, PNG or BMP) of at most 1 MB")))
+                message: "Android shows no \(kind.rawValue) in a notification: only a still image (JPEG, PNG or BMP) of at most 1 MB"
+                    + (kind == .video ? "; this video has no poster to send instead" : ""))))
         }
         return nil
     })
 
     /// An image Android would not show as delivered (not a still JPEG or PNG within 1 MB) gets
-    /// an Android variant that fits. Failing or late, the variant is missing and says why; the
-    /// attachment is still delivered.
+    /// an Android variant that fits; a video gets its poster frame (the frame its thumbnail was
+    /// made from, at the thumbnail's size) as a JPEG. Failing or late, the variant is missing and
+    /// says why; the attachment is still delivered.
     static let androidVariant = Stage(name: "android variant", body: .decode(
         on: .image, whenLate: .degrade, timing: .variants,
         job: { work, configuration in
             let file = work.admitted
-            guard work.plan.platforms.contains(.android), file.type.kind == .image,
+            guard work.plan.platforms.contains(.android) else { return nil }
+            if file.type.kind == .video, let poster = work.thumbnail {
+                return .normalize(source: UnnamedFile.openable(poster.file), type: .jpeg, destinationBase: work.plan.variantBase,
+                                  limits: ImageNormalizer.Limits(android: configuration))
+            }
+            guard file.type.kind == .image,
                   !Platform.androidShows(file.type, bytes: work.descriptor.deliveredBytes ?? work.source.bytes) else { return nil }
             return .normalize(source: file.path, type: file.type, destinationBase: work.plan.variantBase,
                               limits: ImageNormalizer.Limits(android: configuration))

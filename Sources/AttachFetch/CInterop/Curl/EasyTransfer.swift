@@ -77,7 +77,7 @@ final class EasyTransfer {
         self.inflight = inflight
         self.share = share
         self.admission = BodyAdmission(limits: job.spec.sizeLimits, imagesOnly: job.spec.imagesOnly,
-                                       normalize: job.spec.normalize, sniffer: sniffer)
+                                       normalize: job.spec.normalize, transcode: job.spec.transcode, sniffer: sniffer)
         self.startedAt = .now
         self.lastActivity = .now
         self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
