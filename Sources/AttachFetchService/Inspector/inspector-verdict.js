@@ -183,8 +183,10 @@ export function transformSentences(descriptor) {
     out.push('The original is ' + formatArticle(source) + ' ' + formatName(source) + ' (' + (source || 'unknown type') +
       '), which iOS does not play as it is: its streams were copied, not re-encoded, into ' + formatName(delivered) + ' (' + delivered + ').');
   }
-  if (transforms.indexOf('transcoded') >= 0 && descriptor.sourceAudioCodec) {
-    out.push('The original is ' + (source || 'unknown type') + ' with ' + descriptor.sourceAudioCodec + ' audio, which iOS does not play: it was re-encoded to AAC in ' +
+  if (transforms.indexOf('transcoded') >= 0 && (descriptor.sourceAudioCodec || descriptor.sourceVideoCodec)) {
+    const from = [descriptor.sourceVideoCodec ? descriptor.sourceVideoCodec + ' video' : '', descriptor.sourceAudioCodec ? descriptor.sourceAudioCodec + ' audio' : ''].filter(Boolean).join(' and ');
+    const to = [descriptor.sourceVideoCodec ? 'H.264' : '', descriptor.sourceAudioCodec ? 'AAC' : ''].filter(Boolean).join(' and ');
+    out.push('The original is ' + (source || 'unknown type') + ' with ' + from + ', which iOS does not play: it was re-encoded to ' + to + ' in ' +
       formatName(delivered) + ' (' + delivered + '), ' + bytes(sourceBytes) + ' → ' + bytes(descriptor.bytes) + '.');
     if (transforms.indexOf('trimmed') >= 0) {
       out.push('It was longer than fits the ' + limitText(limit) + ' limit: the first ' + (isNum(descriptor.duration) ? descriptor.duration.toFixed(1) + ' s are' : 'part is') + ' delivered.');
