@@ -7,17 +7,8 @@ import Testing
 /// into the service's answer by encoding. Every document type, with every optional field present
 /// or absent, hostile strings and awkward numbers, is written, read back and compared.
 @Suite struct JSONWriterTests {
-    /// SplitMix64: the same documents on every run.
-    private struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
+    /// The same documents on every run.
+    private typealias Seeded = SeededRandom
 
     /// Quotes, backslashes, slashes, every control character, DEL, accents, CJK, emoji with a
     /// modifier, the JavaScript line separators, a combining mark.

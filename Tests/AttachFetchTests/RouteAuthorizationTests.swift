@@ -70,22 +70,11 @@ import Testing
         ("fragment", { $0 + "#x" }),
     ]
 
-    /// A seeded generator, so a failing spelling can be replayed.
-    struct SplitMix64: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// `count` spellings made by stacking two to four of the above, and random percent-encoding
     /// of single bytes, on the `/v1` routes.
     static func fuzzedSpellings(_ routes: [String], count: Int, seed: UInt64) -> [String] {
-        var random = SplitMix64(state: seed)
+        // Seeded, so a failing spelling can be replayed.
+        var random = SeededRandom(state: seed)
         var made = Set<String>()
         while made.count < count {
             var path = routes.randomElement(using: &random)!

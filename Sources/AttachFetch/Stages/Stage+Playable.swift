@@ -50,16 +50,26 @@ extension Stage {
             let conversion = work.conversion
             work.conversion = nil
             work.reprobe = true
-            if let video = answer.remuxed {
-                work.supersede(with: .init(path: video.file, type: .mp4))
-                work.descriptor.record(video)
-            } else if let made = answer.transcoded {
-                work.supersede(with: .init(path: made.file, type: made.type))
-                guard case .transcode(let what)? = conversion else { return work.descriptor.record(made) }
-                work.descriptor.record(made, sourceVideo: what)
-            }
+            guard case .transcode(let what)? = conversion else { return work.takeRemuxed(answer) }
+            work.takeTranscoded(answer, sourceVideo: what)
         }))
 
     /// The file `makePlayable` made, probed: its codecs, size and poster.
     static let probePlayable = probing(name: "probe the playable file") { $0.reprobe }
+}
+
+extension AttachmentWork {
+    /// A remuxed MPEG-4 file becomes the delivered file.
+    mutating func takeRemuxed(_ answer: DecodeAnswer) {
+        guard let video = answer.remuxed else { return }
+        supersede(with: .init(path: video.file, type: .mp4))
+        descriptor.record(video)
+    }
+
+    /// A transcoded file becomes the delivered file; `sourceVideo` says what the probe found.
+    mutating func takeTranscoded(_ answer: DecodeAnswer, sourceVideo: String? = nil) {
+        guard let made = answer.transcoded else { return }
+        supersede(with: .init(path: made.file, type: made.type))
+        descriptor.record(made, sourceVideo: sourceVideo)
+    }
 }

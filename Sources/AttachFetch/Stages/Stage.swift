@@ -111,11 +111,7 @@ extension Stage {
             guard MediaPolicy.needsRemux(file.type) else { return nil }
             return .remux(source: file.path, destinationBase: work.plan.convertedBase)
         },
-        take: { answer, work in
-            guard let video = answer.remuxed else { return }
-            work.supersede(with: .init(path: video.file, type: .mp4))
-            work.descriptor.record(video)
-        }))
+        take: { answer, work in work.takeRemuxed(answer) }))
 
     /// What iOS does not play is re-encoded: audio (Ogg, FLAC) into AAC in MPEG-4 audio, video
     /// (WebM, Matroska) into H.264 and AAC in MPEG-4; or fails.
@@ -130,11 +126,7 @@ extension Stage {
                               limits: .init(maxBytes: configuration.sizeLimits.limit(for: file.type.kind),
                                             maxLongEdge: configuration.transcodeMaxLongEdge))
         },
-        take: { answer, work in
-            guard let made = answer.transcoded else { return }
-            work.supersede(with: .init(path: made.file, type: made.type))
-            work.descriptor.record(made)
-        }))
+        take: { answer, work in work.takeTranscoded(answer) }))
 
     /// An image is decoded in full (so truncated or corrupt files fail) and thumbnailed. Late,
     /// it is delivered without a thumbnail — and so without that full decode: a truncated image
