@@ -44,12 +44,15 @@ import Testing
         #expect(descriptors[2].sourceMimeType == "video/mp2t" && descriptors[3].videoCodec == "hevc")
     }
 
-    /// MPEG-4 can hold MPEG-1 Layer II audio, but iOS does not play it: a refusal that says so
-    /// and what to do.
-    @Test func transportStreamWithAudioIOSCannotPlayIsRefusedSayingWhy() async throws {
+    /// MPEG-4 can hold MPEG-1 Layer II audio, but iOS does not play it: transcoded (AAC), or
+    /// with transcoding off a refusal that says so and what to do.
+    @Test func transportStreamWithAudioIOSCannotPlayIsTranscodedOrRefusedSayingWhy() async throws {
         let scratch = Scratch()
         defer { withExtendedLifetime(scratch) {} }
-        let descriptors = try await fetch(["ts-h264-mp2.ts"], into: scratch)
+        let made = try await fetch(["ts-h264-mp2.ts"], into: scratch)[0]
+        #expect(made.status == .ready && made.transforms == [.transcoded] && made.audioCodec == "aac" && made.sourceAudioCodec == "MP2",
+                "\(made.reason?.message ?? "") \(made.transforms ?? [])")
+        let descriptors = try await RealWorldMediaTests().fetchCases(["ts-h264-mp2.ts"], into: scratch) { $0.transcode = false }
         let reason = try #require(descriptors[0].reason)
         #expect(reason.code == .unsupportedType)
         #expect(reason.message.contains("MP2") && reason.message.contains("re-encode"), "\(reason.message)")

@@ -299,7 +299,7 @@ import Testing
     /// QuickTime (what iPhones record) and 3GPP/3GPP2 (also under a brand libmagic does not
     /// know, typed from the ftyp box's compatible brands) with codecs MPEG-4 carries are moved
     /// into MPEG-4 without re-encoding: delivered as `.mp4`, `transforms: ["remuxed"]`, the
-    /// source facts kept, the file decodable by ffmpeg at the same size. ProRes is refused.
+    /// source facts kept, the file decodable by ffmpeg at the same size. ProRes is transcoded.
     @Test func quickTimeAnd3GPPAreRemuxedIntoMPEG4() async throws {
         let names = ["mov-h264-aac.mov", "video.3gp", "video.3g2", "video-kddi.3g2", "mov-prores.mov"]
         let scratch = Scratch()
@@ -323,9 +323,15 @@ import Testing
         #expect(descriptors[0].audioCodec == "aac" && descriptors[0].videoCodec == "h264")
         // Typed from its compatible brand (libmagic does not know "kddi").
         #expect(descriptors[3].sourceMimeType == "video/3gpp2")
+        // ProRes is not what MPEG-4 carries for iOS: transcoded to H.264 High 8-bit 4:2:0.
         let prores = descriptors[4]
-        #expect(prores.reason?.code == .unsupportedType && prores.reason?.message.contains("ProRes") == true,
-                "\(prores.reason?.message ?? "ready")")
+        #expect(prores.status == .ready && prores.transforms == [.transcoded] && prores.videoCodec == "h264"
+                && prores.sourceVideoCodec == "ProRes", "\(prores.reason?.message ?? "ready") \(prores.transforms ?? [])")
+        #expect(try !RealWorldCorpusTests.notPlayableByFFprobe(try #require(prores.file)))
+        // With transcoding off it is refused, naming the codec.
+        let refused = try await fetchCases(["mov-prores.mov"], into: scratch) { $0.transcode = false }[0]
+        #expect(refused.reason?.code == .unsupportedType && refused.reason?.message.contains("ProRes") == true,
+                "\(refused.reason?.message ?? "ready")")
         // Strict accept-or-reject: refused as today.
         let strict = try await fetchCases(["mov-h264-aac.mov"], into: scratch) { $0.normalize = false }
         #expect(strict[0].reason?.code == .unsupportedType, "\(strict[0].reason?.message ?? "ready")")

@@ -8,7 +8,9 @@ enum DecodeJob: Codable, Sendable {
     case normalize(source: String, type: MediaType, destinationBase: String, limits: ImageNormalizer.Limits)
     case probe(source: String, type: MediaType, thumbnailTime: Double?, thumbnailBase: String?,
                shape: Thumbnailer.Shape, limits: MediaProber.Limits)
-    case remux(source: String, destinationBase: String)
+    /// `orTranscode`: when a stream cannot be carried in MPEG-4 as it is (H.263, MP2, PCM, ...),
+    /// the file is transcoded instead (the answer is then `transcoded`).
+    case remux(source: String, destinationBase: String, orTranscode: MediaTranscoder.Fallback? = nil)
     case transcode(source: String, type: MediaType, destinationBase: String, limits: MediaTranscoder.Limits)
 
     /// Runs the job here, on the calling thread. `shouldStop` is checked between steps.
@@ -27,8 +29,14 @@ enum DecodeJob: Codable, Sendable {
             answer = .init(MediaProber.probe(source: source, type: type, thumbnailTime: thumbnailTime,
                                              thumbnailBase: thumbnailBase, shape: shape, limits: limits,
                                              shouldStop: shouldStop), \.probed)
-        case .remux(let source, let destinationBase):
-            answer = .init(VideoRemuxer.remux(source: source, destinationBase: destinationBase, shouldStop: shouldStop), \.remuxed)
+        case .remux(let source, let destinationBase, let fallback):
+            let remuxed = VideoRemuxer.remux(source: source, destinationBase: destinationBase, shouldStop: shouldStop)
+            if case .failure(let reason) = remuxed, reason.code == .unsupportedType, let fallback {
+                answer = .init(MediaTranscoder.transcode(source: source, type: fallback.type, destinationBase: destinationBase,
+                                                         limits: fallback.limits, shouldStop: shouldStop), \.transcoded)
+            } else {
+                answer = .init(remuxed, \.remuxed)
+            }
         case .transcode(let source, let type, let destinationBase, let limits):
             answer = .init(MediaTranscoder.transcode(source: source, type: type, destinationBase: destinationBase, limits: limits,
                                                      shouldStop: shouldStop), \.transcoded)
@@ -39,7 +47,7 @@ enum DecodeJob: Codable, Sendable {
     var source: String {
         switch self {
         case .thumbnail(let source, _, _, _), .normalize(let source, _, _, _), .probe(let source, _, _, _, _, _),
-             .remux(let source, _), .transcode(let source, _, _, _): return source
+             .remux(let source, _, _), .transcode(let source, _, _, _): return source
         }
     }
 
@@ -48,7 +56,7 @@ enum DecodeJob: Codable, Sendable {
         switch self {
         case .thumbnail(_, let base, _, _), .normalize(_, _, let base, _): return base
         case .probe(_, _, _, let base, _, _): return base
-        case .remux(_, let base), .transcode(_, _, let base, _): return base
+        case .remux(_, let base, _), .transcode(_, _, let base, _): return base
         }
     }
 
@@ -80,8 +88,8 @@ enum DecodeJob: Codable, Sendable {
             return .normalize(source: map(source), type: type, destinationBase: map(base), limits: limits)
         case .probe(let source, let type, let time, let base, let shape, let limits):
             return .probe(source: map(source), type: type, thumbnailTime: time, thumbnailBase: base.map(map), shape: shape, limits: limits)
-        case .remux(let source, let base):
-            return .remux(source: map(source), destinationBase: map(base))
+        case .remux(let source, let base, let fallback):
+            return .remux(source: map(source), destinationBase: map(base), orTranscode: fallback)
         case .transcode(let source, let type, let base, let limits):
             return .transcode(source: map(source), type: type, destinationBase: map(base), limits: limits)
         }

@@ -101,17 +101,25 @@ extension Stage {
             work.descriptor.record(image)
         }))
 
-    /// QuickTime or 3GPP is copied into MPEG-4, or fails.
+    /// QuickTime, 3GPP or a transport stream is copied into MPEG-4; with a stream MPEG-4 cannot
+    /// carry (H.263, MP2, PCM, ...) it is transcoded instead when transcoding is on; or fails.
     static let remuxVideo = Stage(name: "remux video", body: .decode(
         on: .probe,
         whenLate: .fail(Reason(code: .deadlineExceeded, message: "the batch deadline passed while the video was being moved into MPEG-4")),
         timing: .normalize,
-        job: { work, _ in
+        job: { work, configuration in
             let file = work.admitted
             guard MediaPolicy.needsRemux(file.type) else { return nil }
-            return .remux(source: file.path, destinationBase: work.plan.convertedBase)
+            let fallback = configuration.transcode
+                ? MediaTranscoder.Fallback(type: file.type, limits: .init(maxBytes: configuration.sizeLimits.limit(for: .video),
+                                                                          maxLongEdge: configuration.transcodeMaxLongEdge))
+                : nil
+            return .remux(source: file.path, destinationBase: work.plan.convertedBase, orTranscode: fallback)
         },
-        take: { answer, work in work.takeRemuxed(answer) }))
+        take: { answer, work in
+            work.takeRemuxed(answer)
+            work.takeTranscoded(answer)
+        }))
 
     /// What iOS does not play is re-encoded: audio (Ogg, FLAC) into AAC in MPEG-4 audio, video
     /// (WebM, Matroska) into H.264 and AAC in MPEG-4; or fails.

@@ -34,9 +34,20 @@ enum MediaTranscoder {
         var maxLongEdge: Int = 1280
     }
 
+    /// A remux's way out: transcode `type` within `limits` when a stream cannot be copied.
+    struct Fallback: Sendable, Codable {
+        var type: MediaType
+        var limits: Limits
+    }
+
     /// The decoders of the codecs transcoded from; no other decoder runs.
-    static let decoders: Set<String> = ["opus", "vorbis", "flac", "aac", "mp3float", "mp3", "mp2float", "mp2", "ac3", "pcm_s16le",
-                                        "vp8", "vp9", "libdav1d", "theora", "h264", "hevc", "mpeg4", "mpeg1video", "mpeg2video", "h263"]
+    static let decoders: Set<String> = [
+        "opus", "vorbis", "flac", "aac", "aac_fixed", "mp3float", "mp3", "mp2float", "mp2", "ac3", "eac3", "dca", "alac",
+        "amrnb", "amrwb", "pcm_s16le", "pcm_s16be", "pcm_s24le", "pcm_s24be", "pcm_s32le", "pcm_s32be", "pcm_u8", "pcm_s8",
+        "pcm_f32le", "pcm_f32be", "pcm_alaw", "pcm_mulaw", "adpcm_ima_qt", "adpcm_ima_wav", "adpcm_ms",
+        "vp8", "vp9", "libdav1d", "theora", "h264", "hevc", "mpeg4", "mpeg1video", "mpeg2video", "h263", "msmpeg4v2", "msmpeg4v3",
+        "mjpeg", "prores",
+    ]
 
     static func transcode(source: String, type: MediaType, destinationBase: String, limits: Limits,
                           shouldStop: () -> Bool = { false }) -> Result<TranscodedMedia, Reason> {
