@@ -157,10 +157,12 @@ import Testing
             switch dead {
             case .stalls:
                 #expect(error.code == .deadlineExceeded, "\(error)")
-                #expect(took >= .milliseconds(2_900) && took < .seconds(5), "answered at the 3 s deadline: \(took)")
+                // Slack for the parallel phase it runs in; a stall without the deadline would hold
+                // the answer until URLSession's own 60 s timeout.
+                #expect(took >= .milliseconds(2_900) && took < .seconds(8), "answered at the 3 s deadline: \(took)")
             case .refuses:
                 #expect(error.code == .transferFailed, "\(error)")
-                #expect(took < .seconds(5), "answered when the three were done, not at the 20 s deadline: \(took)")
+                #expect(took < .seconds(10), "answered when the three were done, not at the 20 s deadline: \(took)")
             }
             print("three attachments, one that \(dead): two delivered, the dead one \(error.code), in \(took)")
             // The dead one leaves no file; the two delivered are the directory's only files.
