@@ -43,8 +43,12 @@ ff -f lavfi -i testsrc=size=160x120:rate=2 -t 600 -c:v libx264 -pix_fmt yuv420p 
 # MPEG-4 brand confusion: audio only in an "isom" MP4 (libmagic: video/mp4), video in an "M4A " file.
 ff -f lavfi -i "sine=frequency=330:duration=2" -ac 1 -ar 22050 -c:a aac -b:a 32k -f mp4 audio-only.mp4
 ff -f lavfi -i testsrc=size=160x120:rate=10 -t 1 -c:v libx264 -pix_fmt yuv420p -preset veryfast -crf 35 -brand "M4A " -f ipod video-branded.m4a
-# VP9 in MP4: a container iOS takes, a codec no supported format carries (refused by decoder).
+# VP9 in MP4: a container iOS takes, a codec iOS does not play (re-encoded to H.264).
 ff -f lavfi -i testsrc=size=160x120:rate=10 -t 1 -c:v libvpx-vp9 -b:v 100k -f mp4 vp9.mp4
+# An Opus voice note and a WebM (VP9 + Opus): re-encoded to AAC in .m4a and H.264 + AAC in .mp4.
+ff -f lavfi -i "sine=frequency=330:sample_rate=48000" -t 2 -ac 1 -c:a libopus -b:a 16k voice.opus
+ff -f lavfi -i testsrc=size=160x120:rate=10 -f lavfi -i "sine=frequency=440:sample_rate=48000" -t 1 \
+   -c:v libvpx-vp9 -b:v 100k -c:a libopus -b:a 24k clip.webm
 python3 - <<'PY'
 import random, struct
 # rotated.mp4: clip.mp4 with a display matrix turning it 90 degrees clockwise (phones do this).

@@ -18,11 +18,12 @@ base="$(head -n 1 "$url_file")"
 echo "TestMedia is served at $base (loopback only)"
 echo
 
-# Every supported type, the formats converted to one (WebP, HEIC, AVIF), MPEG-4 typed by its
-# streams, then inputs that must be refused, each for its own reason.
+# Every supported type, the formats converted to one (WebP, HEIC, AVIF; an Opus voice note, a
+# WebM and VP9 in MPEG-4 transcoded), MPEG-4 typed by its streams, then inputs that must be
+# refused, each for its own reason.
 urls=()
 for f in photo.jpg rotated.jpg alpha.png animated.gif tone.mp3 tone.wav tone.aiff tone.m4a clip.mp4 clip.mpg clip.avi \
-         image.webp animated.webp image.heic image.avif audio-only.mp4 \
+         image.webp animated.webp image.heic image.avif audio-only.mp4 voice.opus clip.webm vp9.mp4 \
          document.pdf truncated.jpg corrupt.mp4 empty.bin; do
   urls+=("$base/media/$f")
 done
