@@ -60,19 +60,18 @@ enum MediaTranscoder {
         }
     }
 
-    /// One stream being re-encoded: its decoder, and where its packets go.
+    /// One stream being re-encoded: its decoder, its encoder's time base, and where its packets go.
     private final class Track {
         let input: UnsafeMutablePointer<AVStream>
         let decoder: AVDecoder
-        var output: UnsafeMutablePointer<AVStream>?
+        let output: UnsafeMutablePointer<AVStream>
+        let timeBase: AVRational
         let encode: (UnsafeMutablePointer<AVFrame>?, (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void) throws(Reason) -> Void
-        let timeBase: () -> AVRational
         var decoded = 0
 
-        init(input: UnsafeMutablePointer<AVStream>, decoder: AVDecoder,
-             encode: @escaping (UnsafeMutablePointer<AVFrame>?, (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void) throws(Reason) -> Void,
-             timeBase: @escaping () -> AVRational) {
-            (self.input, self.decoder, self.encode, self.timeBase) = (input, decoder, encode, timeBase)
+        init(input: UnsafeMutablePointer<AVStream>, decoder: AVDecoder, output: UnsafeMutablePointer<AVStream>, timeBase: AVRational,
+             encode: @escaping (UnsafeMutablePointer<AVFrame>?, (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void) throws(Reason) -> Void) {
+            (self.input, self.decoder, self.output, self.timeBase, self.encode) = (input, decoder, output, timeBase, encode)
         }
     }
 
@@ -88,6 +87,7 @@ enum MediaTranscoder {
         }
         let sourceAudio = audioStream.map { PlayableMedia.title($0.pointee.codecpar.pointee.codec_id) }
         let sourceVideo = videoStream.map { PlayableMedia.title($0.pointee.codecpar.pointee.codec_id) }
+        let output = try AVOutput(path: file, format: type.kind == .video ? "mp4" : "ipod")
         var tracks: [Track] = []
         var audioEncoder: AudioEncoder?
         var videoEncoder: VideoEncoder?
@@ -96,37 +96,33 @@ enum MediaTranscoder {
             let parameters = videoStream.pointee.codecpar.pointee
             let duration = input.duration ?? 0
             // The most bits a second that keeps the whole clip within the limit (audio and the
-            // index aside), when the duration is known; CRF decides below it.
-            // Capped at 8 Mb/s, past what CRF 23 asks at 1280 pixels, so that a short clip's budget
-            // does not make the encoder's buffer (and the margin below) huge.
+            // index aside), when the duration is known; CRF decides below it. At most 8 Mb/s,
+            // past what CRF 23 asks at 1280 pixels, so that a short clip's budget does not make
+            // the encoder's buffer (and the margin below) huge.
             let budget = duration > 0 ? min(8_000_000, Int64(Double(limits.maxBytes) * 8 * 0.9 / duration) - 200_000) : nil
             let encoder = try VideoEncoder(stream: videoStream, width: Int(parameters.width), height: Int(parameters.height),
                                            maxLongEdge: limits.maxLongEdge, maxBitRate: budget.map { max(200_000, $0) })
             videoEncoder = encoder
-            tracks.append(Track(input: videoStream, decoder: decoder, encode: { (frame, write) throws(Reason) in try encoder.encode(frame, write: write) },
-                                timeBase: { encoder.context.pointee.time_base }))
+            tracks.append(Track(input: videoStream, decoder: decoder,
+                                output: try output.addStream(encoder: encoder.context, sideDataFrom: videoStream),
+                                timeBase: encoder.context.pointee.time_base,
+                                encode: { (frame, write) throws(Reason) in try encoder.encode(frame, write: write) }))
         }
         if let audioStream {
             let decoder = try AVDecoder(stream: audioStream, allowed: decoders)
             let encoder = try AudioEncoder(decoder: decoder)
             audioEncoder = encoder
-            tracks.append(Track(input: audioStream, decoder: decoder, encode: { (frame, write) throws(Reason) in try encoder.encode(frame, write: write) },
-                                timeBase: { encoder.context.pointee.time_base }))
-        }
-        let output = try AVOutput(path: file, format: type.kind == .video ? "mp4" : "ipod")
-        if let videoEncoder, let track = tracks.first {
-            track.output = try output.addStream(encoder: videoEncoder.context, sideDataFrom: track.input)
-        }
-        if let audioEncoder, let track = tracks.last, track.decoder.stream == audioStream {
-            track.output = try output.addStream(encoder: audioEncoder.context, sideDataFrom: nil)
+            tracks.append(Track(input: audioStream, decoder: decoder,
+                                output: try output.addStream(encoder: encoder.context, sideDataFrom: nil),
+                                timeBase: encoder.context.pointee.time_base,
+                                encode: { (frame, write) throws(Reason) in try encoder.encode(frame, write: write) }))
         }
         try output.writeHeader(moovFirst: true)
         var written: Int64 = 0, packets: Int64 = 0
         func writer(_ track: Track) -> (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void {
             { (packet: UnsafeMutablePointer<AVPacket>) throws(Reason) in
-                guard let stream = track.output else { return }
-                packet.pointee.stream_index = stream.pointee.index
-                av_packet_rescale_ts(packet, track.timeBase(), stream.pointee.time_base)
+                packet.pointee.stream_index = track.output.pointee.index
+                av_packet_rescale_ts(packet, track.timeBase, track.output.pointee.time_base)
                 written += Int64(packet.pointee.size)
                 packets += 1
                 let status = av_interleaved_write_frame(output.context, packet)
