@@ -87,6 +87,9 @@ struct DescriptorBuilder: Sendable {
         descriptor.sourceAudioCodec = made.sourceAudioCodec
         descriptor.sourceVideoCodec = sourceVideo ?? made.sourceVideoCodec
         descriptor.transforms = made.trimmed ? [.transcoded, .trimmed] : [.transcoded]
+        // Cut short by the deadline: a best attempt, never cached, so a caller with more time
+        // gets the whole clip.
+        if made.outOfTime { descriptor.skippedAtDeadline = (descriptor.skippedAtDeadline ?? []) + ["transcode"] }
     }
 
     /// FFmpeg's probe of audio or video (streams are never re-encoded, so source size = delivered).

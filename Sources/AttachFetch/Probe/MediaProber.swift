@@ -101,6 +101,14 @@ enum MediaProber {
             return ProbeOutcome(probe: probe, resolvedType: resolvedType,
                                 conversion: .transcode(PlayableMedia.title(videoStream.pointee.codecpar.pointee.codec_id)))
         }
+        if [.mp4, .m4v, .m4a].contains(resolvedType), let audioStream,
+           case .cannotPlay(let what) = PlayableMedia.audioInMPEG4(audioStream.pointee.codecpar.pointee.codec_id) {
+            guard limits.transcodesUnplayable else {
+                throw Reason(code: .unsupportedType,
+                             message: "the sound is \(what), which iOS cannot play (\(PlayableMedia.audioRule)); it is not re-encoded")
+            }
+            return ProbeOutcome(probe: probe, resolvedType: resolvedType, conversion: .transcodeAudio(what))
+        }
         let video = try videoStream.map { stream throws(Reason) in try AVDecoder(stream: stream, allowed: decoders) }
         let audio = try audioStream.map { stream throws(Reason) in try AVDecoder(stream: stream, allowed: decoders) }
         probe.videoCodec = video?.codecName

@@ -17,12 +17,23 @@ enum PlayableMedia {
     enum Conversion: Codable, Sendable, Equatable {
         /// HEVC tagged `hev1`: moved into MPEG-4 tagged `hvc1`, not re-encoded.
         case retag
-        /// Re-encoded; the associated text names what it was ("H.264 High 10", "AV1").
+        /// Re-encoded for its video; the associated text names it ("H.264 High 10", "AV1").
         case transcode(String)
+        /// Re-encoded for its sound ("Opus", "PCM" in MPEG-4).
+        case transcodeAudio(String)
     }
 
     /// The rule for the video stream's codec, profile, sample format and tag.
     static let rule = "iOS plays H.264 up to High profile in 8-bit 4:2:0, and HEVC Main or Main 10 tagged hvc1"
+
+    /// The rule for sound in MPEG-4 (video's or alone).
+    static let audioRule = "iOS plays AAC, MP3 and ALAC in MPEG-4"
+
+    /// Sound in an MPEG-4 file: AAC, MP3 or ALAC plays; Opus, FLAC, PCM, AC-3, ... in MPEG-4 do
+    /// not (`AVURLAsset.audiovisualTypes`; AC-3 and E-AC-3 only through an HDMI receiver).
+    static func audioInMPEG4(_ codec: AVCodecID) -> Verdict {
+        [AV_CODEC_ID_AAC, AV_CODEC_ID_MP3, AV_CODEC_ID_ALAC].contains(codec) ? .plays : .cannotPlay(title(codec))
+    }
 
     /// `hvc1`, as the MPEG-4 muxer's `codec_tag`.
     static let hvc1Tag = tag("hvc1")

@@ -38,7 +38,8 @@ struct RacedRunner: Sendable {
                 guard let objectPublisher else { continue }
                 if let reason = await body(&work, objectPublisher, batch) { return reason }
             case .decode(let workers, let whenLate, let timing, let job, let take, let ifFailed):
-                guard let job = job(work, configuration) else { continue }
+                // A transcode stops in time to finish what it encoded as a clip (`TranscodeBudget`).
+                guard let job = job(work, configuration)?.budgeted(remaining: batch.remaining) else { continue }
                 let started = ContinuousClock.now
                 guard let answer = await decode(job, on: workers == .image ? imageWorkers : probeWorkers, ledger: work.ledger) else {
                     switch (batch.stopCause, whenLate) {

@@ -1,6 +1,7 @@
 /// Probing, and making playable what the probe found iOS cannot play: HEVC tagged `hev1` is
 /// re-tagged `hvc1` (a remux, no re-encoding); other video (H.264 above High or not 8-bit
-/// 4:2:0, AV1 or VP9 in MPEG-4, ...) is transcoded; then the new file is probed.
+/// 4:2:0, AV1 or VP9 in MPEG-4, ...) and sound (Opus, FLAC, PCM, AC-3 in MPEG-4) is
+/// transcoded; then the new file is probed.
 extension Stage {
     /// A probe stage, run when `when` says so.
     static func probing(name: String, when: @escaping @Sendable (AttachmentWork) -> Bool) -> Stage {
@@ -40,9 +41,9 @@ extension Stage {
             switch conversion {
             case .retag:
                 return .remux(source: file.path, destinationBase: base)
-            case .transcode:
+            case .transcode, .transcodeAudio:
                 return .transcode(source: file.path, type: file.type, destinationBase: base,
-                                  limits: .init(maxBytes: configuration.sizeLimits.limit(for: .video),
+                                  limits: .init(maxBytes: configuration.sizeLimits.limit(for: file.type.kind),
                                                 maxLongEdge: configuration.transcodeMaxLongEdge))
             }
         },
@@ -50,8 +51,11 @@ extension Stage {
             let conversion = work.conversion
             work.conversion = nil
             work.reprobe = true
-            guard case .transcode(let what)? = conversion else { return work.takeRemuxed(answer) }
-            work.takeTranscoded(answer, sourceVideo: what)
+            switch conversion {
+            case .transcode(let what)?: work.takeTranscoded(answer, sourceVideo: what)
+            case .transcodeAudio?: work.takeTranscoded(answer)
+            case .retag?, nil: work.takeRemuxed(answer)
+            }
         }))
 
     /// The file `makePlayable` made, probed: its codecs, size and poster.

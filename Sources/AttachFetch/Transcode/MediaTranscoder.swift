@@ -14,8 +14,10 @@ struct TranscodedMedia: Sendable, Codable {
     var sourceVideoCodec: String?
     /// Seconds delivered.
     var duration: Double
-    /// Cut short to fit the size limit: the first `duration` seconds.
+    /// Cut short to fit the size limit or the time budget: the first `duration` seconds.
     var trimmed: Bool
+    /// Cut short because the time budget (`Limits.stopAt`) ran out, not the size limit.
+    var outOfTime = false
 }
 
 /// Re-encodes what iOS cannot play into what it does, with FFmpeg's libraries (never the
@@ -25,13 +27,19 @@ struct TranscodedMedia: Sendable, Codable {
 ///   `maxLongEdge`, with its first audio stream as AAC-LC, in MPEG-4 (`.mp4`).
 ///
 /// `moov` comes first. A source whose result would not fit the limit is cut at the last frame
-/// that fits, and says so (`trimmed`). Blocking: a decode job.
+/// that fits, and one that cannot be encoded whole by `stopAt` at the last frame encoded by
+/// then (once the first stream, the video if any, has a frame: flushing the encoder makes
+/// a clip of whatever it was given); both say so (`trimmed`).
+/// Blocking: a decode job.
 enum MediaTranscoder {
     struct Limits: Sendable, Codable {
         /// The delivered file's most bytes (its kind's limit).
         var maxBytes: Int64
         /// The video's longest edge at most, in pixels.
         var maxLongEdge: Int = 1280
+        /// When reading stops and what was encoded is finished as a clip: `CLOCK_MONOTONIC`
+        /// nanoseconds, the same clock in every process (`TranscodeBudget`). Nil: no budget.
+        var stopAt: UInt64? = nil
     }
 
     /// A remux's way out: transcode `type` within `limits` when a stream cannot be copied.
@@ -68,6 +76,7 @@ enum MediaTranscoder {
         let timeBase: AVRational
         let encode: (UnsafeMutablePointer<AVFrame>?, (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void) throws(Reason) -> Void
         var decoded = 0
+        var written = 0
 
         init(input: UnsafeMutablePointer<AVStream>, decoder: AVDecoder, output: UnsafeMutablePointer<AVStream>, timeBase: AVRational,
              encode: @escaping (UnsafeMutablePointer<AVFrame>?, (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void) throws(Reason) -> Void) {
@@ -125,6 +134,7 @@ enum MediaTranscoder {
                 av_packet_rescale_ts(packet, track.timeBase, track.output.pointee.time_base)
                 written += Int64(packet.pointee.size)
                 packets += 1
+                track.written += 1
                 let status = av_interleaved_write_frame(output.context, packet)
                 guard status >= 0 else { throw FFmpeg.failure(.ioError, "FFmpeg cannot write the MPEG-4 file", status) }
             }
@@ -134,9 +144,13 @@ enum MediaTranscoder {
         let margin = (audioEncoder?.context.pointee.bit_rate ?? 0) / 8 + (videoEncoder?.context.pointee.rc_max_rate ?? 0) / 8
         func fits() -> Bool { written + packets * 8 + 16_384 + margin <= limits.maxBytes }
         let packet = try AVPacketBox(), frame = try AVFrameBox()
-        var lastError: Int32 = 0, trimmed = false
+        var lastError: Int32 = 0, trimmed = false, outOfTime = false
         reading: while true {
             if shouldStop() { throw Reason(code: .cancelled, message: "abandoned") }
+            if let stopAt = limits.stopAt, TranscodeBudget.now() >= stopAt, tracks[0].decoded > 0 {
+                (trimmed, outOfTime) = (true, true)
+                break
+            }
             let status = av_read_frame(input.context, packet.pointer)
             if status < 0 {
                 if status != FFmpeg.endOfFile { lastError = status }
@@ -165,7 +179,7 @@ enum MediaTranscoder {
                     try track.encode(frame.pointer, writer(track))
                 }
             }
-            guard track.decoded > 0 else {
+            guard track.decoded > 0 || outOfTime else {
                 let detail = lastError == 0 ? "" : " (\(FFmpeg.errorText(lastError)))"
                 let name = PlayableMedia.title(track.input.pointee.codecpar.pointee.codec_id)
                 throw Reason(code: .corruptMedia, message: "the \(name) \(track.decoder.stream == videoStream ? "video" : "audio") stream does not decode\(detail)")
@@ -176,6 +190,7 @@ enum MediaTranscoder {
         let made = try VideoRemuxer.describe(file)
         let seconds = audioEncoder.map { Double($0.samples) / Double($0.context.pointee.sample_rate) } ?? videoEncoder?.seconds ?? 0
         return TranscodedMedia(file: file, type: type.kind == .video ? .mp4 : .m4a, bytes: made.bytes, sha256: made.sha256,
-                               sourceAudioCodec: sourceAudio, sourceVideoCodec: sourceVideo, duration: seconds, trimmed: trimmed)
+                               sourceAudioCodec: sourceAudio, sourceVideoCodec: sourceVideo, duration: seconds, trimmed: trimmed,
+                               outOfTime: outOfTime)
     }
 }
