@@ -6,11 +6,15 @@ import Foundation
 enum APIRequests {
     /// `{"requests": [{"url", "identifier"?, "clip"?: {"x","y","width","height"}, "thumbnailTime"?, "role"?}], "deadlineMs"?, "files"?}`
     /// or `{"urls": [...], "deadlineMs"?, "files"?}`.
-    static func attachments(_ data: Data, maxRequests: Int) throws(APIError)
+    /// `transcoding`: the service's own, which a request's `transcode` or `transcodeMaxEdge`
+    /// changes for that request alone.
+    static func attachments(_ data: Data, maxRequests: Int, transcoding: TranscodeSettings? = nil) throws(APIError)
         -> (requests: [AttachmentRequest], deadlineMs: Double?, keepsFiles: Bool, encrypt: Bool?) {
         let body: AttachmentsBody
         do {
-            body = try JSONDecoder().decode(AttachmentsBody.self, from: data)
+            let decoder = JSONDecoder()
+            if let transcoding { decoder.userInfo[AttachmentsBody.transcodingKey] = transcoding }
+            body = try decoder.decode(AttachmentsBody.self, from: data)
         } catch let error as APIError {
             throw error
         } catch {
@@ -108,7 +112,9 @@ private extension KeyedDecodingContainer where Key == FieldName {
 struct AttachmentsBody: Decodable {
     /// The body's fields, and each request's (the OpenAPI document's are checked against them).
     static let fields = ["requests", "urls", "deadlineMs", "files", "encrypt"]
-    static let requestFields = ["url", "identifier", "clip", "thumbnailTime", "role"]
+    static let requestFields = ["url", "identifier", "clip", "thumbnailTime", "role", "transcode", "transcodeMaxEdge"]
+    /// Where the decoder finds the service's `TranscodeSettings`.
+    static let transcodingKey = CodingUserInfoKey(rawValue: "transcoding")!
 
     var requests: [AttachmentRequest] = []
     /// The field the list came in: `requests` or `urls`.
@@ -192,6 +198,19 @@ struct AttachmentsBody: Decodable {
         if let seconds = try fields.optional(Double.self, "thumbnailTime", else: badTime) {
             guard seconds.isFinite, seconds >= 0 else { throw badTime }
             request.options = AttachmentOptions(thumbnailTime: seconds)
+        }
+        let badTranscode = APIError.invalidRequest("\(path).transcode must be true or false")
+        let badEdge = APIError.invalidRequest("\(path).transcodeMaxEdge must be a whole number of pixels from 16 to 4096")
+        let transcode = try fields.optional(Bool.self, "transcode", else: badTranscode)
+        let edge = try fields.optional(Int.self, "transcodeMaxEdge", else: badEdge)
+        if transcode != nil || edge != nil {
+            let service = decoder.userInfo[transcodingKey] as? TranscodeSettings
+            do {
+                request.transcoding = try TranscodeSettings(enabled: transcode ?? service?.enabled ?? true,
+                                                            maxLongEdge: edge ?? service?.maxLongEdge ?? 1280)
+            } catch {
+                throw badEdge
+            }
         }
         let badRole = APIError.invalidRequest("\(path).role must be \"attachment\" or \"avatar\"")
         if let role = try fields.optional(String.self, "role", else: badRole) {

@@ -123,7 +123,8 @@ public final class AttachFetchServer: Sendable {
 
     func attachments(_ request: Request, _ context: ServiceContext) async throws -> Response {
         let data = try await body(request.body)
-        var (requests, milliseconds, keepsFiles, encrypt) = try APIRequests.attachments(data, maxRequests: configuration.maxRequestsPerCall)
+        var (requests, milliseconds, keepsFiles, encrypt) = try APIRequests.attachments(
+            data, maxRequests: configuration.maxRequestsPerCall, transcoding: configuration.pipeline.transcoding)
         if let encrypt = try APIRequests.encryption(encrypt, configured: configuration.pipeline.mediaEncryption, field: "encrypt") {
             for index in requests.indices { requests[index].encrypt = encrypt }
         }

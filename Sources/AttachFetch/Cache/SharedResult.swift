@@ -6,7 +6,7 @@ import Synchronization
 
 /// What makes two requests' results the same, beyond the pipeline's own settings (thumbnail
 /// size, converting on or off, limits): the URL, the clip, the thumbnail time, the role and
-/// the platforms.
+/// the platforms, and transcoding settings of the request's own.
 struct ResultKey: Hashable, Sendable {
     let url: String
     let clip: [Double]?
@@ -15,9 +15,12 @@ struct ResultKey: Hashable, Sendable {
     let platforms: [Platform]
     /// Published encrypted: other objects and keys than the same request in plaintext.
     let encrypted: Bool
+    /// The request's own transcoding, when it differs from the pipeline's (nil: the pipeline's).
+    let transcoding: TranscodeSettings?
 
-    init(_ request: AttachmentRequest, platforms: Set<Platform>, encrypted: Bool = false) {
+    init(_ request: AttachmentRequest, platforms: Set<Platform>, encrypted: Bool = false, pipeline: TranscodeSettings? = nil) {
         self.encrypted = encrypted
+        transcoding = request.transcoding == pipeline ? nil : request.transcoding
         url = request.url
         clip = request.clip.map { [$0.x, $0.y, $0.width, $0.height] }
         thumbnailTime = request.options?.thumbnailTime

@@ -69,6 +69,7 @@ struct StoreResults: Sendable {
         let text = [key.url, clip, key.thumbnailTime.map { "\($0)" } ?? "-", key.role?.rawValue ?? "-",
                     key.platforms.map(\.rawValue).joined(separator: ","), settings]
             .joined(separator: "\n") + (key.encrypted ? "\nencrypted" : "")
+            + (key.transcoding.map { "\ntranscode=\($0.enabled),\($0.maxLongEdge)" } ?? "")
         return try? SHA256Digest.hex(of: Array(text.utf8))
     }
 

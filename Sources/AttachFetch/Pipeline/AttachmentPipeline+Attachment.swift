@@ -21,7 +21,7 @@ extension AttachmentPipeline {
                                             message: "encrypted publishing was asked for, but no media key is configured"))
         }
         let platforms = request.platforms ?? configuration.platforms
-        let key = ResultKey(request, platforms: platforms, encrypted: encrypted)
+        let key = ResultKey(request, platforms: platforms, encrypted: encrypted, pipeline: configuration.transcoding)
         while true {
             let delivery = await results.result(
                 for: key, deadline: batch.deadline, fairnessID: batch.id,
@@ -61,7 +61,7 @@ extension AttachmentPipeline {
         for (index, request) in requests.enumerated() {
             guard urlProblem(request) == nil,
                   let result = results.freshResult(for: ResultKey(request, platforms: request.platforms ?? configuration.platforms,
-                                                                  encrypted: encrypts(request)))
+                                                                  encrypted: encrypts(request), pipeline: configuration.transcoding))
             else {
                 for hit in hits { hit.result.release() }
                 return nil

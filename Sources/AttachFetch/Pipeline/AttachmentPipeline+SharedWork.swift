@@ -110,7 +110,8 @@ extension AttachmentPipeline {
                         thumbnailTime: request.options?.thumbnailTime, imagesOnly: request.role == .avatar,
                         convertedBase: "\(directory)/.norm-\(number)", thumbnailBase: "\(directory)/.thumb-\(number)",
                         variantBase: "\(directory)/.variant-\(number)", workDirectory: directory, platforms: platforms,
-                        encryption: encrypts(request) ? configuration.mediaEncryption : nil),
+                        encryption: encrypts(request) ? configuration.mediaEncryption : nil,
+                        transcoding: configuration.transcoding(for: request)),
             ledger: ledger)
         if let reason = await stages.run(Stage.afterDownload, on: &work, batch: batch) {
             return .made(work.descriptor.failed(reason), files: [], headers: outcome.cacheHeaders)
@@ -128,7 +129,7 @@ extension AttachmentPipeline {
                                 sizeLimits: configuration.sizeLimits, maxRedirects: configuration.maxRedirects,
                                 addressPolicy: configuration.addressPolicy, imagesOnly: request.role == .avatar,
                                 normalize: configuration.normalize, trustStore: trustStore, proxy: configuration.proxy)
-        spec.transcode = configuration.transcode
+        spec.transcode = configuration.transcoding(for: request).enabled
         return spec
     }
 

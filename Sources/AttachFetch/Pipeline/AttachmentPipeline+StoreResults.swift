@@ -15,7 +15,7 @@ extension AttachmentPipeline {
         // An encrypted result's record would put its keys in the store beside the ciphertext:
         // it is not shared. Replicas still publish the same objects (encryption is deterministic).
         let encrypted = encrypts(request)
-        guard !encrypted, let name = shared.name(for: ResultKey(request, platforms: platforms, encrypted: encrypted)) else {
+        guard !encrypted, let name = shared.name(for: ResultKey(request, platforms: platforms, encrypted: encrypted, pipeline: configuration.transcoding)) else {
             return await work(request, platforms: platforms, number: number, directory: directory,
                               validators: stale?.headers.validators, batch: batch, logger: logger)
         }

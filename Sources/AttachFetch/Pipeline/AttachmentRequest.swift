@@ -22,6 +22,10 @@ public struct AttachmentRequest: Sendable, Equatable {
     /// `mediaEncryption.encryptsEverything` (false without `mediaEncryption`). True without
     /// `mediaEncryption` fails the attachment with `encryptionUnavailable`.
     public var encrypt: Bool?
+    /// This attachment's own transcoding (on or off, the video's long edge); nil: the
+    /// pipeline's (`AttachFetchConfiguration.transcode`, `transcodeMaxLongEdge`). Results made
+    /// under other settings are not shared with it.
+    public var transcoding: TranscodeSettings?
 
     /// Makes a request; only `url` is required.
     public init(url: String, identifier: String? = nil, clip: ClippingRectangle? = nil,

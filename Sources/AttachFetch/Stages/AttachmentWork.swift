@@ -31,6 +31,8 @@ struct AttachmentWork: Sendable {
         var platforms: Set<Platform> = [.ios]
         /// Set when what is published is encrypted.
         var encryption: MediaEncryption? = nil
+        /// Whether, and how far, sound and video are re-encoded (the request's or the pipeline's).
+        var transcoding: TranscodeSettings? = nil
     }
 
     /// A file and its type.
@@ -52,6 +54,16 @@ struct AttachmentWork: Sendable {
     var conversion: PlayableMedia.Conversion?
     /// The delivered file was made playable after the probe: probe it again.
     var reprobe = false
+
+    /// The transcoding this attachment runs under.
+    func transcoding(_ configuration: AttachFetchConfiguration) -> TranscodeSettings {
+        plan.transcoding ?? configuration.transcoding
+    }
+
+    /// What a transcode of the delivered file may make, of `kind`.
+    func transcodeLimits(_ kind: AttachmentDescriptor.Kind, _ configuration: AttachFetchConfiguration) -> MediaTranscoder.Limits {
+        .init(maxBytes: configuration.sizeLimits.limit(for: kind), maxLongEdge: transcoding(configuration).maxLongEdge)
+    }
 
     /// The delivered file, once admitted (the stages after admission rely on it).
     var admitted: TypedFile {

@@ -10,11 +10,13 @@ extension Stage {
             job: { work, configuration in
                 let file = work.admitted
                 guard file.type.kind != .image, when(work) else { return nil }
+                var limits = MediaProber.Limits(configuration)
+                limits.transcodesUnplayable = configuration.normalize && work.transcoding(configuration).enabled
                 return .probe(source: file.path, type: file.type, thumbnailTime: work.plan.thumbnailTime,
                               // Audio has no poster: no file made for one.
                               thumbnailBase: file.type.kind == .audio ? work.plan.thumbnailBase : work.thumbnailOutput(),
                               shape: work.plan.shape,
-                              limits: MediaProber.Limits(configuration))
+                              limits: limits)
             },
             take: { answer, work in
                 guard let probed = answer.probed else { return }
@@ -43,8 +45,7 @@ extension Stage {
                 return .remux(source: file.path, destinationBase: base)
             case .transcode, .transcodeAudio:
                 return .transcode(source: file.path, type: file.type, destinationBase: base,
-                                  limits: .init(maxBytes: configuration.sizeLimits.limit(for: file.type.kind),
-                                                maxLongEdge: configuration.transcodeMaxLongEdge))
+                                  limits: work.transcodeLimits(file.type.kind, configuration))
             }
         },
         take: { answer, work in

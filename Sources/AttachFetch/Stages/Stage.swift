@@ -110,9 +110,8 @@ extension Stage {
         job: { work, configuration in
             let file = work.admitted
             guard MediaPolicy.needsRemux(file.type) else { return nil }
-            let fallback = configuration.transcode
-                ? MediaTranscoder.Fallback(type: file.type, limits: .init(maxBytes: configuration.sizeLimits.limit(for: .video),
-                                                                          maxLongEdge: configuration.transcodeMaxLongEdge))
+            let fallback = work.transcoding(configuration).enabled
+                ? MediaTranscoder.Fallback(type: file.type, limits: work.transcodeLimits(.video, configuration))
                 : nil
             return .remux(source: file.path, destinationBase: work.plan.convertedBase, orTranscode: fallback)
         },
@@ -131,8 +130,7 @@ extension Stage {
             let file = work.admitted
             guard MediaPolicy.needsTranscode(file.type) else { return nil }
             return .transcode(source: file.path, type: file.type, destinationBase: work.plan.convertedBase,
-                              limits: .init(maxBytes: configuration.sizeLimits.limit(for: file.type.kind),
-                                            maxLongEdge: configuration.transcodeMaxLongEdge))
+                              limits: work.transcodeLimits(file.type.kind, configuration))
         },
         take: { answer, work in work.takeTranscoded(answer) }))
 
