@@ -23,8 +23,16 @@ enum DecodeJob: Codable, Sendable {
         case .thumbnail(let source, let destinationBase, let shape, let limits):
             answer = .init(Thumbnailer.make(source: source, destinationBase: destinationBase, shape: shape, limits: limits), \.thumbnail)
         case .normalize(let source, let type, let destinationBase, let limits):
-            answer = .init(ImageNormalizer.normalize(source: source, type: type, destinationBase: destinationBase,
-                                                     limits: limits, shouldStop: shouldStop), \.normalized)
+            switch ImageNormalizer.normalize(source: source, type: type, destinationBase: destinationBase,
+                                             limits: limits, shouldStop: shouldStop) {
+            case .success(let image?): answer = .init(.success(image), \.normalized)
+            case .failure(let reason): answer = .init(failure: reason)
+            case .success(nil):
+                // An animation too large as a GIF, moving as a video (`animationAsVideo`).
+                answer = .init(MediaTranscoder.transcode(source: source, type: type, destinationBase: destinationBase,
+                                                         limits: limits.animationAsVideo ?? .init(maxBytes: limits.maxBytes),
+                                                         shouldStop: shouldStop), \.transcoded)
+            }
         case .probe(let source, let type, let thumbnailTime, let thumbnailBase, let shape, let limits):
             answer = .init(MediaProber.probe(source: source, type: type, thumbnailTime: thumbnailTime,
                                              thumbnailBase: thumbnailBase, shape: shape, limits: limits,

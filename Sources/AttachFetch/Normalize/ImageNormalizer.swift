@@ -14,6 +14,9 @@ enum ImageNormalizer {
         var decode: Thumbnailer.Limits
         /// An animation may stay one (iOS plays GIFs); off, its first frame becomes a still.
         var keepsAnimation = true
+        /// Set (transcoding on): an animation that does not fit as a GIF becomes a video within
+        /// these limits, instead of a still (`normalize` answers nil for it).
+        var animationAsVideo: MediaTranscoder.Limits? = nil
 
         init(_ configuration: AttachFetchConfiguration) {
             maxBytes = configuration.sizeLimits.image
@@ -33,8 +36,10 @@ enum ImageNormalizer {
     static let jpegQuality = 85
 
     /// - Parameter shouldStop: checked before each attempt; true when nobody waits any more.
+    /// - Returns: nil for an animation that does not fit as a GIF, when `animationAsVideo` asks
+    ///   for it as a video (the caller transcodes it).
     static func normalize(source: String, type: MediaType, destinationBase: String, limits: Limits,
-                          shouldStop: () -> Bool = { false }) -> Result<NormalizedImage, Reason> {
+                          shouldStop: () -> Bool = { false }) -> Result<NormalizedImage?, Reason> {
         do throws(Reason) {
             return .success(try normalizeThrowing(source: source, type: type, destinationBase: destinationBase,
                                                   limits: limits, shouldStop: shouldStop))
@@ -44,7 +49,7 @@ enum ImageNormalizer {
     }
 
     private static func normalizeThrowing(source: String, type: MediaType, destinationBase: String, limits: Limits,
-                                          shouldStop: () -> Bool) throws(Reason) -> NormalizedImage {
+                                          shouldStop: () -> Bool) throws(Reason) -> NormalizedImage? {
         if [.heic, .heif, .avif].contains(type) { _ = Vips.heifLoader }
         let header = try Thumbnailer.openHeader(source, limits: limits.decode)
         func delivered(_ encoded: EncodedImage, downscaled: Bool) throws(Reason) -> NormalizedImage {
@@ -62,13 +67,14 @@ enum ImageNormalizer {
                                    sourceWidth: header.width, sourceHeight: header.height, transforms: transforms)
         }
 
-        // An animation stays one while it fits as a GIF at full size; otherwise its first frame
-        // is delivered as a still.
+        // An animation stays one while it fits as a GIF at full size; otherwise it becomes a
+        // video when transcoding is on, else its first frame is delivered as a still.
         if limits.keepsAnimation, let frames = header.image.integer("n-pages"), frames > 1 {
             if shouldStop() { throw Reason(code: .cancelled, message: "abandoned") }
             if let gif = try? animatedGIF(source), Int64(gif.data.count) <= limits.maxBytes {
                 return try delivered(gif, downscaled: false)
             }
+            if limits.animationAsVideo != nil { return nil }
         }
 
         var scale = 1.0

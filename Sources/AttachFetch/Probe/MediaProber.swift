@@ -44,6 +44,7 @@ enum MediaProber {
         case .ogg: return "ogg"
         case .flac: return "flac"
         case .webm, .matroska: return "matroska,webm"
+        case .gif: return "gif"
         default: return "none"
         }
     }

@@ -84,7 +84,8 @@ extension Stage {
         return nil
     })
 
-    /// An image iOS would not show as it is (type or size) is converted and fitted, or fails.
+    /// An image iOS would not show as it is (type or size) is converted and fitted, or fails;
+    /// an animation too large as a GIF becomes an H.264 video when transcoding is on.
     static let convertImage = Stage(name: "convert image", body: .decode(
         on: .image,
         whenLate: .fail(Reason(code: .deadlineExceeded, message: "the batch deadline passed while the image was being converted to fit")),
@@ -92,10 +93,16 @@ extension Stage {
         job: { work, configuration in
             let file = work.admitted
             guard MediaPolicy.needsConversion(file.type, bytes: work.source.bytes, limits: configuration.sizeLimits) else { return nil }
-            return .normalize(source: file.path, type: file.type, destinationBase: work.plan.convertedBase,
-                              limits: ImageNormalizer.Limits(configuration))
+            var limits = ImageNormalizer.Limits(configuration)
+            // GIF only: FFmpeg decodes no animated WebP.
+            if file.type == .gif, work.transcoding(configuration).enabled {
+                limits.animationAsVideo = work.transcodeLimits(.video, configuration)
+            }
+            return .normalize(source: file.path, type: file.type, destinationBase: work.plan.convertedBase, limits: limits)
         },
         take: { answer, work in
+            // An animation too large as a GIF arrives as a video.
+            work.takeTranscoded(answer)
             guard let image = answer.normalized else { return }
             work.supersede(with: .init(path: image.file, type: image.type))
             work.descriptor.record(image)

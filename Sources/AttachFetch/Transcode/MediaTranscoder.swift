@@ -23,8 +23,9 @@ struct TranscodedMedia: Sendable, Codable {
 /// Re-encodes what iOS cannot play into what it does, with FFmpeg's libraries (never the
 /// `ffmpeg` program), in the decoder workers:
 /// - audio alone (Opus and Vorbis in Ogg, FLAC) into AAC-LC in MPEG-4 audio (`.m4a`);
-/// - video (WebM and Matroska: VP8, VP9, AV1, ...) into H.264 High, 8-bit 4:2:0, at most
-///   `maxLongEdge`, with its first audio stream as AAC-LC, in MPEG-4 (`.mp4`).
+/// - video (WebM and Matroska: VP8, VP9, AV1, ...; an animated GIF too large as a GIF) into
+///   H.264 High, 8-bit 4:2:0, at most `maxLongEdge`, with its first audio stream as AAC-LC, in
+///   MPEG-4 (`.mp4`).
 ///
 /// `moov` comes first. A source whose result would not fit the limit is cut at the last frame
 /// that fits, and one that cannot be encoded whole by `stopAt` at the last frame encoded by
@@ -54,12 +55,12 @@ enum MediaTranscoder {
         "amrnb", "amrwb", "pcm_s16le", "pcm_s16be", "pcm_s24le", "pcm_s24be", "pcm_s32le", "pcm_s32be", "pcm_u8", "pcm_s8",
         "pcm_f32le", "pcm_f32be", "pcm_alaw", "pcm_mulaw", "adpcm_ima_qt", "adpcm_ima_wav", "adpcm_ms",
         "vp8", "vp9", "libdav1d", "theora", "h264", "hevc", "mpeg4", "mpeg1video", "mpeg2video", "h263", "msmpeg4v2", "msmpeg4v3",
-        "mjpeg", "prores",
+        "mjpeg", "prores", "gif",
     ]
 
     static func transcode(source: String, type: MediaType, destinationBase: String, limits: Limits,
                           shouldStop: () -> Bool = { false }) -> Result<TranscodedMedia, Reason> {
-        let file = destinationBase + (type.kind == .video ? ".mp4" : ".m4a")
+        let file = destinationBase + (type.kind == .audio ? ".m4a" : ".mp4")
         do throws(Reason) {
             return .success(try transcodeStreams(source: source, type: type, file: file, limits: limits, shouldStop: shouldStop))
         } catch {
@@ -87,16 +88,17 @@ enum MediaTranscoder {
     private static func transcodeStreams(source: String, type: MediaType, file: String, limits: Limits,
                                          shouldStop: () -> Bool) throws(Reason) -> TranscodedMedia {
         let input = try AVInput(path: source, demuxers: MediaProber.demuxers(for: type), decoders: decoders.sorted().joined(separator: ","))
-        let videoStream = type.kind == .video ? input.streams.first {
+        // An animated GIF is video here.
+        let videoStream = type.kind != .audio ? input.streams.first {
             $0.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_VIDEO && $0.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC == 0
         } : nil
         let audioStream = input.streams.first { $0.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_AUDIO }
         guard videoStream != nil || audioStream != nil else {
-            throw Reason(code: .corruptMedia, message: "the file has no \(type.kind == .video ? "audio or video" : "audio") stream")
+            throw Reason(code: .corruptMedia, message: "the file has no \(type.kind == .audio ? "audio" : "audio or video") stream")
         }
         let sourceAudio = audioStream.map { PlayableMedia.title($0.pointee.codecpar.pointee.codec_id) }
         let sourceVideo = videoStream.map { PlayableMedia.title($0.pointee.codecpar.pointee.codec_id) }
-        let output = try AVOutput(path: file, format: type.kind == .video ? "mp4" : "ipod")
+        let output = try AVOutput(path: file, format: type.kind == .audio ? "ipod" : "mp4")
         var tracks: [Track] = []
         var audioEncoder: AudioEncoder?
         var videoEncoder: VideoEncoder?
@@ -189,7 +191,7 @@ enum MediaTranscoder {
         try output.finish()
         let made = try VideoRemuxer.describe(file)
         let seconds = audioEncoder.map { Double($0.samples) / Double($0.context.pointee.sample_rate) } ?? videoEncoder?.seconds ?? 0
-        return TranscodedMedia(file: file, type: type.kind == .video ? .mp4 : .m4a, bytes: made.bytes, sha256: made.sha256,
+        return TranscodedMedia(file: file, type: type.kind == .audio ? .m4a : .mp4, bytes: made.bytes, sha256: made.sha256,
                                sourceAudioCodec: sourceAudio, sourceVideoCodec: sourceVideo, duration: seconds, trimmed: trimmed,
                                outOfTime: outOfTime)
     }

@@ -37,6 +37,9 @@ extension DecodeJob {
         case .transcode(let source, let type, let base, var limits):
             limits.stopAt = TranscodeBudget.stopAt(remaining: remaining)
             return .transcode(source: source, type: type, destinationBase: base, limits: limits)
+        case .normalize(let source, let type, let base, var limits) where limits.animationAsVideo != nil:
+            limits.animationAsVideo?.stopAt = TranscodeBudget.stopAt(remaining: remaining)
+            return .normalize(source: source, type: type, destinationBase: base, limits: limits)
         case .remux(let source, let base, var fallback?):
             fallback.limits.stopAt = TranscodeBudget.stopAt(remaining: remaining)
             return .remux(source: source, destinationBase: base, orTranscode: fallback)

@@ -92,8 +92,14 @@ final class VideoEncoder {
 
     private func drain(_ write: (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void) throws(Reason) {
         let packet = try AVPacketBox()
+        let rate = context.pointee.framerate
         while avcodec_receive_packet(context, packet.pointer) >= 0 {
             defer { av_packet_unref(packet.pointer) }
+            // libx264 leaves durations unset; without one the muxer ends the track (and its edit
+            // list) at the last frame's start, and players drop that frame.
+            if packet.pointer.pointee.duration <= 0, rate.num > 0, rate.den > 0 {
+                packet.pointer.pointee.duration = max(1, av_rescale_q(1, av_inv_q(rate), context.pointee.time_base))
+            }
             try write(packet.pointer)
         }
     }
