@@ -188,7 +188,10 @@ export function transformSentences(descriptor) {
     const to = [descriptor.sourceVideoCodec ? 'H.264' : '', descriptor.sourceAudioCodec ? 'AAC' : ''].filter(Boolean).join(' and ');
     out.push('The original is ' + (source || 'unknown type') + ' with ' + from + ', which iOS does not play: it was re-encoded to ' + to + ' in ' +
       formatName(delivered) + ' (' + delivered + '), ' + bytes(sourceBytes) + ' → ' + bytes(descriptor.bytes) + '.');
-    if (transforms.indexOf('trimmed') >= 0) {
+    const byDeadline = Array.isArray(descriptor.skippedAtDeadline) && descriptor.skippedAtDeadline.indexOf('transcode') >= 0;
+    if (transforms.indexOf('trimmed') >= 0 && byDeadline) {
+      out.push('The deadline came before all of it was re-encoded: the first ' + (isNum(descriptor.duration) ? descriptor.duration.toFixed(1) + ' s are' : 'part is') + ' delivered.');
+    } else if (transforms.indexOf('trimmed') >= 0) {
       out.push('It was longer than fits the ' + limitText(limit) + ' limit: the first ' + (isNum(descriptor.duration) ? descriptor.duration.toFixed(1) + ' s are' : 'part is') + ' delivered.');
     }
   } else if (transforms.indexOf('transcoded') >= 0) {
@@ -218,4 +221,5 @@ export const SKIPPED_TEXT = {
   thumbnail: 'The deadline came before the thumbnail was made: it is delivered without one, and without the full decode that catches a damaged image.',
   probe: 'The deadline came before the file was probed: it is delivered as sniffed, with no duration, codecs or poster frame.',
   variants: 'The deadline came before the platform variants were made: the Android copy is missing.',
+  transcode: 'The deadline came before the whole clip was re-encoded: its first seconds are delivered, and the result is not cached, so a call with more time gets all of it.',
 };
