@@ -27,6 +27,9 @@ final class Downloads: NSObject, URLSessionDataDelegate, @unchecked Sendable {
         }
     }
 
+    /// Whether a download of `url` has started and not completed.
+    func isUnderWay(_ url: URL) -> Bool { lock.withLock { table.values.contains { $0.task.originalRequest?.url == url } } }
+
     /// The call has returned.
     func forget(call: UInt64) { _ = lock.withLock { expiredCalls.remove(call) } }
 

@@ -52,6 +52,9 @@ public final class EncryptedAttachmentFetcher: Sendable {
         session.invalidateAndCancel()
     }
 
+    /// Whether a download of `url` is under way (for tests, which wait for one to have started).
+    func isDownloading(_ url: URL) -> Bool { downloads.isUnderWay(url) }
+
     /// Fetches every attachment the notification's `userInfo` lists (`EncryptedPayload`), at
     /// the same time, until `deadline`. Returns one result per attachment, in order: what is
     /// done by the deadline or cancellation is kept; the rest is `deadlineExceeded` or

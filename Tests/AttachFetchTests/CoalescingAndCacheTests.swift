@@ -85,7 +85,7 @@ extension DeadlineBoundSuites {
             let url = origin.url("photo.jpg", "delay=1000")
             let (early, elapsed, patient) = try await withPipeline(scratch) { pipeline in
                 async let short = timed(url, pipeline, deadline: .milliseconds(300))
-                try await Task.sleep(for: .milliseconds(50))
+                try await waitUntil("the first caller's request at the origin") { origin.requests("photo.jpg") == 1 }
                 async let long = pipeline.process([AttachmentRequest(url: url)], deadline: .seconds(10)).attachments[0]
                 let (early, elapsed) = await short
                 let patient = await long
@@ -105,9 +105,9 @@ extension DeadlineBoundSuites {
             let url = origin.url("photo.jpg", "delay=800")
             let (left, finished) = try await withPipeline(scratch) { pipeline in
                 let cancelled = Task { await pipeline.process([AttachmentRequest(url: url)]).attachments[0] }
-                try await Task.sleep(for: .milliseconds(50))
+                try await waitUntil("the first caller's request at the origin") { origin.requests("photo.jpg") == 1 }
                 let other = Task { await pipeline.process([AttachmentRequest(url: url)]).attachments[0] }
-                try await Task.sleep(for: .milliseconds(200))
+                try await waitUntil("the second caller joined the work") { pipeline.results.waiting == 2 }
                 cancelled.cancel()
                 let left = await cancelled.value
                 let finished = await other.value
@@ -124,7 +124,7 @@ extension DeadlineBoundSuites {
             defer { origin.shutdown() }
             try await withPipeline(scratch) { pipeline in
                 let task = Task { await pipeline.process([AttachmentRequest(url: origin.url("photo.jpg", "delay=3000"))]).attachments[0] }
-                try await Task.sleep(for: .milliseconds(200))
+                try await waitUntil("the request at the origin") { origin.requests("photo.jpg") == 1 }
                 let started = ContinuousClock.now
                 task.cancel()
                 let descriptor = await task.value

@@ -49,7 +49,8 @@ extension DeadlineBoundSuites {
                     try await waitUntil("one transfer running, one queued") { pipeline.transfersInFlight == (1, 1) }
                     #expect(clock.sleeping >= 1, "the deadline sentinel waits on the pipeline's clock")
                     clock.advance(by: .seconds(19))
-                    try await Task.sleep(for: .milliseconds(50))
+                    // `advance` wakes what is due before it returns: a sentinel still asleep was not due.
+                    #expect(clock.sleeping >= 1, "not yet: a second is left")
                     #expect(pipeline.transfersInFlight == (1, 1), "not yet: a second is left")
                     clock.advance(by: .seconds(1))
                     let attachments = await batch.value.attachments
@@ -128,7 +129,9 @@ extension DeadlineBoundSuites {
                 try await withMediaServer { server in
                     let requests = (0..<4).map { AttachmentRequest(url: "\(server.baseURL)/stall/clip.mp4?n=\($0)") }
                     let task = Task { await pipeline.process(requests, deadline: .seconds(20)) }
-                    try await Task.sleep(for: .milliseconds(300))
+                    try await waitUntil("two transfers connected, two queued") {
+                        pipeline.transfersInFlight == (2, 2) && server.acceptedConnections == 2
+                    }
                     let cancelled = ContinuousClock.now
                     task.cancel()
                     let batch = await task.value
@@ -398,8 +401,7 @@ extension DeadlineBoundSuites {
                     #expect(d.reason?.code == .deadlineExceeded)
                     #expect(elapsed < deadline + .milliseconds(300), "\(elapsed)")
                     // The abandoned conversion finishes on its thread and removes what it made.
-                    for _ in 0..<100 where !scratch.tree().isEmpty { try await Task.sleep(for: .milliseconds(100)) }
-                    #expect(scratch.tree() == [])
+                    try await waitUntil("the abandoned conversion removed its files", timeout: .seconds(10)) { scratch.tree().isEmpty }
                 }
             }
         }

@@ -1,4 +1,4 @@
-import AttachFetchDevice
+@testable import AttachFetchDevice
 import EncryptedContent
 import Foundation
 #if canImport(Glibc)
@@ -347,7 +347,7 @@ extension DeadlineBoundSuites {
             async let other = fetcher.fetch([otherAttachment], deadline: Date().addingTimeInterval(30))
             // The subject: the other call's download (a second long) is under way when this call's
             // deadline fires.
-            try await Task.sleep(for: .milliseconds(300))
+            try await waitUntil("the other call's download under way") { fetcher.isDownloading(otherAttachment.url) }
             let passed = await fetcher.fetch([passedAttachment], deadline: Date().addingTimeInterval(-1))
             guard case .failure(let passedError) = passed[0] else { Issue.record("a download past its deadline was accepted"); return }
             #expect(passedError.code == .deadlineExceeded)

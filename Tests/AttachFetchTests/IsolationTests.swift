@@ -240,6 +240,7 @@ extension ProcessWideSuites {
             let answers: [DecodeAnswer] = [
                 DecodeAnswer(.success(ThumbnailOutcome(sourceWidth: 4032, sourceHeight: 3024, file: "/x/t.jpg", width: 320, height: 240)), \.thumbnail),
                 DecodeAnswer(.success(ThumbnailOutcome(sourceWidth: 1, sourceHeight: 2, file: "p.png", width: 3, height: 4, time: 1.5)), \.thumbnail),
+                DecodeAnswer(.success(ThumbnailOutcome(sourceWidth: 5, sourceHeight: 6, file: "b.jpg", width: 7, height: 8, bytes: 9_876)), \.thumbnail),
                 DecodeAnswer(failure: Reason(code: .decoderCrashed, message: "the decoder process died from signal 11 (SIGSEGV)")),
                 DecodeAnswer(.success(RemuxedVideo(file: "/x/v.mp4", bytes: 10, sha256: "ab")), \.remuxed),
             ]
@@ -249,7 +250,8 @@ extension ProcessWideSuites {
                 #expect(JobWire.encode(back) == wire)
                 #expect(back.failure == answer.failure && back.files == answer.files)
                 #expect(back.thumbnail?.width == answer.thumbnail?.width && back.thumbnail?.height == answer.thumbnail?.height
-                        && back.thumbnail?.sourceWidth == answer.thumbnail?.sourceWidth && back.thumbnail?.time == answer.thumbnail?.time)
+                        && back.thumbnail?.sourceWidth == answer.thumbnail?.sourceWidth && back.thumbnail?.time == answer.thumbnail?.time
+                        && back.thumbnail?.bytes == answer.thumbnail?.bytes)
                 for count in 0..<wire.count { #expect(JobWire.decodeAnswer(wire.prefix(count)) == nil, "\(count) of \(wire.count)") }
             }
         }

@@ -103,7 +103,11 @@ extension TimerBoundSuites {
                             AttachmentRequest(url: origin.url("missing.jpg", "status=404")),
                             AttachmentRequest(url: origin.url("document.pdf"))]
             let (batch, elapsed) = try await withStorePipeline(scratch, store, prefix: "stopping", cache: false) { pipeline in
-                let stopper = Task { try await Task.sleep(for: .milliseconds(700)); store.stop() }
+                // The photo's origin answers 1.5 s after its request: the store stops while it is on its way.
+                let stopper = Task {
+                    try await waitUntil("the photo's request at the origin") { origin.requests("photo.jpg") == 1 }
+                    store.stop()
+                }
                 let started = ContinuousClock.now
                 let batch = await pipeline.process(requests, deadline: .seconds(6))
                 let elapsed = ContinuousClock.now - started

@@ -35,7 +35,6 @@ import Testing
         await service.stop()
     }
 
-    /// Every route the router registers, with its methods, is in the document, and nothing else.
     /// The contract checker reads `maximum`, `maxItems` and lists of types as the document
     /// means them.
     @Test func theCheckerReportsAValueOverItsMaximumTooManyItemsAndATypeOutsideItsList() throws {
@@ -52,50 +51,11 @@ import Testing
         #expect(problems("3", nullable) == ["$: 3.0 is none of string, null"])
     }
 
-    @Test func routesAndDocumentedPathsAreTheSame() throws {
-        let scratch = Scratch()
-        var pipeline = AttachFetchConfiguration()
-        pipeline.temporaryDirectory = scratch.path
-        let server = try AttachFetchServer(configuration: ServiceConfiguration(pipeline: pipeline), logger: AttachmentPipeline.silentLogger)
-        let registered = Set(server.makeRouter().routes.map { "\($0.method.rawValue) \($0.path.description.hasPrefix("/") ? "" : "/")\($0.path)" })
-        let documented = Set(OpenAPIContract.paths.flatMap { path, operations in
-            operations.keys.filter { ["get", "head", "post", "put", "delete", "patch"].contains($0) }.map { "\($0.uppercased()) \(path)" }
-        })
-        withExtendedLifetime(scratch) {}
-        #expect(registered == documented, "registered, not documented: \(registered.subtracting(documented).sorted()); documented, not registered: \(documented.subtracting(registered).sorted())")
-    }
+    // The descriptor's schemas against its Codable fields: `ContractListTests`.
 
-    /// The descriptor's fields are docs/descriptor.md's table (which `JSONWriterTests` holds to
-    /// the code), and its parts' fields are what the code writes.
-    @Test func descriptorSchemaIsTheDescriptorsFields() throws {
-        let table = try JSONWriterTests.descriptorFieldTable()
-        #expect(properties("AttachmentDescriptor") == Set(table.keys),
-                "in the document only: \(properties("AttachmentDescriptor").subtracting(table.keys)); in the table only: \(Set(table.keys).subtracting(properties("AttachmentDescriptor")))")
-        var timings = AttachmentDescriptor.Timings(total: 1, connect: 1, firstByte: 1, download: 1, thumbnail: 1, normalize: 1,
-                                                   probe: 1, variants: 1)
-        timings.queued = 1
-        #expect(try keys(timings) == properties("Timings"))
-        let encryption = AttachmentDescriptor.Encryption(scheme: "aes128gcm", key: "k", recordSize: 65_536)
-        var thumbnail = AttachmentDescriptor.Thumbnail(file: "/a", width: 1, height: 1, time: 1, publishedUrl: "https://a.test/x")
-        (thumbnail.publishedBytes, thumbnail.encryption) = (1, encryption)
-        #expect(try keys(thumbnail) == properties("Thumbnail"))
-        #expect(try keys(encryption) == properties("Encryption"))
-        var variant = AttachmentDescriptor.Variant(status: .failed, reason: .init(code: .ioError, message: "m"))
-        (variant.file, variant.bytes, variant.sha256, variant.mimeType) = ("/a", 1, "00", "image/jpeg")
-        (variant.width, variant.height, variant.transforms, variant.publishedUrl) = (1, 1, [.downscaled], "https://a.test/x")
-        (variant.publishedBytes, variant.encryption) = (1, encryption)
-        #expect(try keys(variant) == properties("Variant"))
-        #expect(try keys(AttachmentDescriptor.Reason(code: .ioError, message: "m")) == properties("Reason"))
-        let options = AttachmentOptions(clippingRect: .init(x: 0, y: 0, width: 1, height: 1), thumbnailTime: 1, thumbnailHidden: true)
-        #expect(try keys(options) == properties("AttachmentOptions"))
-        #expect(try keys(ATSVerdict(problems: [])) == properties("ATSVerdict"))
-    }
-
-    /// The codes are enums in the document: every reason code, and every error code the service
-    /// can answer with (each `code: "…"` in its sources).
-    @Test func reasonAndErrorCodesAreTheCodes() throws {
-        let reason = (schemas["Reason"]?["properties"] as? [String: Any])?["code"] as? [String: Any]
-        #expect(enumeration(reason) == Set(ReasonCode.allKnown.map(\.rawValue)))
+    /// Every error code the service can answer with (each `code: "…"` in its sources) is in the
+    /// document's enum. (Reason codes and routes: `ContractListTests`.)
+    @Test func errorCodesAreTheCodes() throws {
         let sources = URL(fileURLWithPath: OpenAPIContract.path).deletingLastPathComponent().deletingLastPathComponent()
         var thrown: Set<String> = []
         for name in try FileManager.default.contentsOfDirectory(atPath: sources.path) where name.hasSuffix(".swift") {

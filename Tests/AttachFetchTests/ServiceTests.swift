@@ -601,12 +601,12 @@ extension TimerBoundSuites {
             // The batch is cancelled: the slow transfer stops (the origin, which answers after 2 s
             // unless its client has gone, never sends that body), and the finished file is removed
             // from the batch's directory (the cache keeps its own copy in the hidden work store).
-            // The subject: past the origin's 2-s delay, when it would have sent the body to a
-            // transfer that went on.
-            try await Task.sleep(for: .milliseconds(2000))
+            // A transfer that went on would run until the origin's 2-s delay and receive the body.
+            try await waitUntil("the batch's transfers ended") { service.server.pipeline.transfersInFlight == (0, 0) }
+            try await waitUntil("the batch's files removed") {
+                scratch.tree().filter { $0.hasPrefix("attach-fetch-serve-") && $0.hasSuffix(".jpg") }.isEmpty
+            }
             #expect(origin.requests("rotated.jpg") == 1 && origin.bodies("rotated.jpg") == 0)
-            let batchFiles = scratch.tree().filter { $0.hasPrefix("attach-fetch-serve-") && $0.hasSuffix(".jpg") }
-            #expect(batchFiles.isEmpty, "\(scratch.tree())")
             await service.stop()
         }
     }

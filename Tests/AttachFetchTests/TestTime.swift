@@ -63,8 +63,6 @@ final class ManualClock: Sendable {
     var sleeping: Int { state.withLock { $0.sleepers.count } }
 }
 
-/// Polls `condition` every 10 ms until it holds: how a test waits for an event it can observe
-/// (a metric, a count, a state). Records an issue after `timeout`, which only bounds a failure.
 /// `waitUntil` for code that cannot suspend (a child process's start, in an initializer): polls
 /// `condition` every 10 ms. Returns whether it came true within `timeout`; the caller says what
 /// failed, with what it knows.
@@ -77,6 +75,8 @@ func pollUntil(timeout: Duration, _ condition: () throws -> Bool) rethrows -> Bo
     return true
 }
 
+/// Polls `condition` every 10 ms until it holds: how a test waits for an event it can observe
+/// (a metric, a count, a state). Records an issue after `timeout`, which only bounds a failure.
 func waitUntil(_ what: String = "the condition", timeout: Duration = .seconds(20),
                _ condition: () throws -> Bool) async throws {
     let end = ContinuousClock.now + timeout

@@ -52,4 +52,12 @@ public struct ResultCaching: Sendable, Equatable {
         .invalidURL, .unsupportedScheme, .forbiddenAddress, .httpStatus, .tooManyRedirects, .sizeLimitExceeded,
         .unsupportedType, .corruptMedia, .emptyBody, .pixelLimitExceeded, .decoderCrashed, .tlsFailed,
     ]
+
+    /// Failures never reused: they depend on the moment, the caller or the service, not on the
+    /// media. With `cachedFailures` every known code (`ContractListTests`), so a new code is
+    /// decided on rather than left out by default.
+    static let uncachedFailures: Set<ReasonCode> = [
+        .connectFailed, .transferFailed, .timeout, .deadlineExceeded, .cancelled, .ioError, .unsupportedOnPlatform,
+        .publishFailed, .originUnavailable, .encryptionUnavailable,
+    ]
 }

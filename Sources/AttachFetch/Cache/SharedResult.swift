@@ -48,9 +48,10 @@ final class SharedResult: Sendable {
     /// The unnamed files among `files`: open while the result is held, freed with it.
     private let unnamed: Mutex<[UnnamedFile]>
 
-    /// Starts with one holder: the work that made it.
+    /// Starts with one holder: the work that made it. `sizes`: the files' sizes where their
+    /// writers know them; any other file is asked (a stat per file).
     init(descriptor: AttachmentDescriptor, files: [String], publishedFiles: [String], headers: CacheHeaders,
-         lifetime: Duration?, store: WorkStore?, unnamed: [UnnamedFile] = []) {
+         lifetime: Duration?, store: WorkStore?, unnamed: [UnnamedFile] = [], sizes: [String: Int64] = [:]) {
         self.descriptor = descriptor
         self.files = files
         self.publishedFiles = publishedFiles
@@ -63,7 +64,7 @@ final class SharedResult: Sendable {
         if !files.isEmpty { _ = try? store?.acquire() }
         var total: Int64 = 0
         for file in files {
-            if let size = UnnamedFile.size(of: file) {
+            if let size = sizes[file] ?? UnnamedFile.size(of: file) {
                 total += size
                 continue
             }

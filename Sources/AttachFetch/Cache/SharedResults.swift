@@ -123,4 +123,7 @@ final class SharedResults: Sendable {
 
     /// Entries cached now (for tests and metrics).
     var count: Int { state.withLock { $0.count } }
+
+    /// Callers waiting on work in flight now: a test waits for a caller to have joined.
+    var waiting: Int { state.withLock { $0.waiting } }
 }

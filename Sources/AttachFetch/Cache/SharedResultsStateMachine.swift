@@ -51,6 +51,9 @@ struct SharedResultsStateMachine<Waiter> {
     /// Entries cached now.
     var count: Int { entries.count }
 
+    /// Callers waiting on work in flight now.
+    var waiting: Int { flights.values.reduce(0) { $0 + $1.waiters.count } }
+
     /// A new waiter's identity.
     mutating func newWaiter() -> UInt64 { next() }
 

@@ -63,6 +63,12 @@ enum JobWire {
             } else {
                 out.byte(0)
             }
+            if let bytes = made.bytes {
+                out.byte(1)
+                out.integer(Int(bytes))
+            } else {
+                out.byte(0)
+            }
             return out.data
         }
         if others, answer.thumbnail == nil, let problem = answer.failure {
@@ -82,9 +88,12 @@ enum JobWire {
             guard let sourceWidth = input.integer(), let sourceHeight = input.integer(), let width = input.integer(),
                   let height = input.integer(), let file = input.string(), let hasTime = input.byte() else { return nil }
             let time = hasTime == 1 ? input.double() : nil
-            guard hasTime == 0 || time != nil, input.isAtEnd else { return nil }
+            guard hasTime == 0 || time != nil, let hasBytes = input.byte() else { return nil }
+            let bytes = hasBytes == 1 ? input.integer() : nil
+            guard hasBytes == 0 || bytes != nil, input.isAtEnd else { return nil }
             return DecodeAnswer(.success(ThumbnailOutcome(sourceWidth: sourceWidth, sourceHeight: sourceHeight, file: file,
-                                                          width: width, height: height, time: time)), \.thumbnail)
+                                                          width: width, height: height, time: time, bytes: bytes.map(Int64.init))),
+                                \.thumbnail)
         case failure:
             guard let code = input.string(), let message = input.string(), input.isAtEnd else { return nil }
             return DecodeAnswer(failure: Reason(code: ReasonCode(rawValue: code), message: message))

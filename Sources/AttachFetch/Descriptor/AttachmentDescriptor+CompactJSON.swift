@@ -1,6 +1,7 @@
 // The descriptor's own compact writer (see `CompactJSONWritable` for why): every field of the
-// `Codable` types, keys in sorted (byte) order. A field added to a type must be added here too;
-// `JSONWriterTests` fails on any difference from `JSONEncoder`.
+// `Codable` types, keys in sorted (byte) order. A field added to a type must be added here too:
+// `ContractListTests` names any key path written by `JSONEncoder` and not here (or the reverse),
+// and `JSONWriterTests` fails on any byte that differs.
 
 extension AttachmentDescriptor: CompactJSONWritable {
     package func write(to json: inout CompactJSON) {

@@ -43,7 +43,7 @@ extension AttachmentPipeline {
             guard let stale else { preconditionFailure("a 304 without a conditional request") }
             let lifetime = headers.speaksOfFreshness ? freshness(ready: true, code: nil, headers: headers) : stale.lifetime
             return .init(result: stale, lifetime: lifetime, revalidated: true)
-        case .made(let descriptor, let files, let unnamed, let headers):
+        case .made(let descriptor, let files, let unnamed, let sizes, let headers):
             // A result the deadline cut short is this caller's only: kept, it would answer
             // callers with time to spare, for its whole freshness, without a thumbnail (an image
             // never decoded in full), a probe or a variant.
@@ -54,9 +54,21 @@ extension AttachmentPipeline {
                     .compactMap { $0 }.map { "\(publishing.directory)/\(($0 as NSString).lastPathComponent)" }
             } ?? []
             let result = SharedResult(descriptor: descriptor, files: files, publishedFiles: published, headers: headers,
-                                      lifetime: lifetime, store: store, unnamed: unnamed)
+                                      lifetime: lifetime, store: store, unnamed: unnamed, sizes: sizes)
             return .init(result: result, lifetime: lifetime, revalidated: false)
         }
+    }
+
+    /// The sizes of a ready result's files as the work knows them: the delivered file's and the
+    /// variants' from the descriptor, the thumbnail's from its writer.
+    static func knownSizes(of ready: AttachmentDescriptor, thumbnail: ThumbnailOutcome?) -> [String: Int64] {
+        var sizes: [String: Int64] = [:]
+        if let file = ready.file, let bytes = ready.bytes { sizes[file] = bytes }
+        if let file = ready.thumbnail?.file, let bytes = thumbnail?.bytes { sizes[file] = bytes }
+        for variant in (ready.variants ?? [:]).values {
+            if let file = variant.file, let bytes = variant.bytes { sizes[file] = bytes }
+        }
+        return sizes
     }
 
     /// How long a result may be reused: nil when caching is off or the result must not be kept.
@@ -71,8 +83,8 @@ extension AttachmentPipeline {
 
     enum WorkOutcome: Sendable {
         /// The descriptor (its files: `files`, working paths of `unnamed` files or names in the
-        /// store) and the response's caching headers.
-        case made(AttachmentDescriptor, files: [String], unnamed: [UnnamedFile] = [], headers: CacheHeaders)
+        /// store; their sizes where known) and the response's caching headers.
+        case made(AttachmentDescriptor, files: [String], unnamed: [UnnamedFile] = [], sizes: [String: Int64] = [:], headers: CacheHeaders)
         /// The origin confirmed the stale result (304).
         case notModified(CacheHeaders)
         /// A result of the shared store (files downloaded into the work store): another
@@ -117,7 +129,8 @@ extension AttachmentPipeline {
             return .made(work.descriptor.failed(reason), files: [], headers: outcome.cacheHeaders)
         }
         let (ready, files, unnamed) = moveIntoPlace(work, name: "r\(number)", directory: directory, logger: logger)
-        return .made(ready, files: files, unnamed: unnamed, headers: outcome.cacheHeaders)
+        return .made(ready, files: files, unnamed: unnamed, sizes: Self.knownSizes(of: ready, thumbnail: work.thumbnail),
+                     headers: outcome.cacheHeaders)
     }
 
     func transferSpec(for request: AttachmentRequest, bodyPath: String, batch: Batch) -> TransferSpec {

@@ -56,7 +56,7 @@ extension AttachmentPipeline {
                                  validators: validators, batch: batch, logger: logger)
         var finished = outcome
         switch outcome {
-        case .made(let descriptor, _, _, let headers):
+        case .made(let descriptor, _, _, _, let headers):
             if descriptor.skippedAtDeadline == nil,
                let lifetime = freshness(ready: descriptor.status == .ready, code: descriptor.reason?.code, headers: headers) {
                 await shared.write(shared.record(of: descriptor, headers: headers, lifetime: lifetime), name: name, deadline: batch.deadline)

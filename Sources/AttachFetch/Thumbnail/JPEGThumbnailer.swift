@@ -64,7 +64,7 @@ enum JPEGThumbnailer {
                 throw Reason(code: .ioError, message: problem)
             }
             return .success(ThumbnailOutcome(sourceWidth: Int(width), sourceHeight: Int(height), file: file,
-                                              width: image.width, height: image.height))
+                                              width: image.width, height: image.height, bytes: Int64(length)))
         } catch {
             return .failure(error)
         }

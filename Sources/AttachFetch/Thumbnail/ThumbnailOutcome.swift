@@ -8,4 +8,6 @@ struct ThumbnailOutcome: Sendable, Codable {
     var height: Int
     /// For a video's poster frame: its time in seconds.
     var time: Double?
+    /// The size of the file written, as its writer knows it (so nobody asks the file).
+    var bytes: Int64?
 }

@@ -188,7 +188,7 @@ enum Thumbnailer {
             throw Reason(code: .ioError, message: problem)
         }
         return ThumbnailOutcome(sourceWidth: sourceWidth, sourceHeight: sourceHeight, file: file,
-                                width: encoded.width, height: encoded.height)
+                                width: encoded.width, height: encoded.height, bytes: Int64(encoded.data.count))
     }
 
     /// Encodes a rendered image as JPEG, or as PNG when some pixel is transparent.

@@ -142,6 +142,10 @@ export function reasonSentence(descriptor, context) {
       return 'The service could not write or read a file (' + message + '). This is a problem of the service, not of the media: tell whoever runs it.';
     case 'unsupportedOnPlatform':
       return sentence(message);
+    case 'publishFailed':
+      return 'The file was ready but could not be published (' + message + '): the object store refused it or could not be reached. This is a problem of the service\'s storage, not of the media: tell whoever runs it.';
+    case 'encryptionUnavailable':
+      return 'Encrypted publishing was asked for, but the service has no media key (' + message + '), so nothing was fetched. Ask without encryption, or have the service configured with a key.';
     default:
       return (message ? sentence(message) : 'The attachment is ' + str(descriptor.status) + ' without a reason.') +
         (codeName ? ' (This page does not know the reason code ' + codeName + ' yet: the service\'s message is shown as it is.)' : '');
