@@ -10,6 +10,10 @@ extension AttachFetchServer {
     /// without a socket).
     func makeRouter() -> Router<ServiceContext> {
         let router = Router(context: ServiceContext.self)
+        // The server span (a child of the caller's `traceparent`) around everything; its
+        // context goes back in the answer. No-ops unless a tracer was bootstrapped.
+        router.add(middleware: TracingMiddleware(redactingQueryParameters: ["X-Amz-Signature", "X-Amz-Credential", "token", "signature"]))
+        router.add(middleware: TraceResponseHeaders())
         router.add(middleware: ErrorsLogsAndMetrics(metrics: metrics, maxBodyBytes: configuration.maxBodyBytes))
         let tokens = BearerTokens(tokens: configuration.tokens.map { Array($0.utf8) })
         let add = { (route: ServiceRoute, method: HTTPRequest.Method, handler: @escaping Handler) in
@@ -21,7 +25,7 @@ extension AttachFetchServer {
         add(Routes.readyz, .head) { _, _ in _ = try await self.ready(); return Response(status: .ok) }
         add(Routes.metrics, .get) { _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                     body: .init(byteBuffer: ByteBuffer(string: self.metrics.text(transfers: self.pipeline.transfersInFlight, connections: self.pipeline.originConnections, breakers: self.pipeline.originBreakers, objectStoreRequests: self.pipeline.objectStoreRequests, transferPace: self.pipeline.transferPace))))
+                     body: .init(byteBuffer: ByteBuffer(string: self.metrics.text(transfers: self.pipeline.transfersInFlight, connections: self.pipeline.originConnections, breakers: self.pipeline.originBreakers, objectStoreRequests: self.pipeline.objectStoreRequests, transferPace: self.pipeline.transferPace, traces: self.traces?.queue))))
         }
         // The contract (docs/service.md#the-openapi-document): without a token, like the health routes.
         add(Routes.openapi, .get) { _, _ in

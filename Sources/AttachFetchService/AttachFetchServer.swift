@@ -18,10 +18,17 @@ public final class AttachFetchServer: Sendable {
     let files: BatchFiles
     private let logger: Logger
     private let draining = Atomic<Bool>(false)
+    let traces: OTLPExporter?
 
     /// Makes the server and its pipeline; throws ``AttachFetchError`` when a setting cannot work.
     /// Nothing listens until `run`.
-    public init(configuration: ServiceConfiguration, logger: Logger) throws(AttachFetchError) {
+    public convenience init(configuration: ServiceConfiguration, logger: Logger) throws(AttachFetchError) {
+        try self.init(configuration: configuration, logger: logger, traces: nil)
+    }
+
+    /// `traces`: the exporter `bootstrapTracing` made, run beside the server (`serve` only).
+    package init(configuration: ServiceConfiguration, logger: Logger, traces: OTLPExporter?) throws(AttachFetchError) {
+        self.traces = traces
         try configuration.validate()
         self.configuration = configuration
         self.logger = logger
@@ -56,7 +63,9 @@ public final class AttachFetchServer: Sendable {
         // the listener still open) before the server stops accepting. Inside the application
         // it would run after the server had already stopped.
         let drain = DrainWatch(delay: configuration.drainDelay) { [weak self] in self?.draining.store(true, ordering: .relaxed) }
-        let group = ServiceGroup(configuration: .init(services: [application, drain], gracefulShutdownSignals: gracefulShutdownSignals,
+        // The trace exporter first: it stops last, after the requests it traces.
+        let services: [any Service] = (traces.map { [TraceExportService(exporter: $0)] } ?? []) + [application, drain]
+        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: gracefulShutdownSignals,
                                                       logger: logger))
         do {
             try await group.run()

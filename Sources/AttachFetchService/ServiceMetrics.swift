@@ -28,6 +28,7 @@ final class ServiceMetrics: Sendable {
     private let attachmentCounters = Made<AttachmentLabels, Counter>()
     private let cacheCounters = Made<String, Counter>()
     private let stageDurations = Made<String, DurationHistogram>()
+    private let traceSpans = Made<String, Gauge>()
 
     // Label values as keys: no array or status string built per request to look one up.
     private struct RequestLabels: Hashable {
@@ -152,7 +153,16 @@ final class ServiceMetrics: Sendable {
 
     func text(transfers: (running: Int, queued: Int), connections: (opened: Int, reused: Int, peakInflightBytes: Int64),
               breakers: (transitions: [String: Int], openHosts: Int), objectStoreRequests: [String: Int] = [:],
-              transferPace pace: Int? = nil) -> String {
+              transferPace pace: Int? = nil, traces: SpanExportQueue? = nil) -> String {
+        if let traces {
+            for (state, count) in [("exported", traces.exported.load(ordering: .relaxed)), ("dropped", traces.dropped.load(ordering: .relaxed)),
+                                   ("queued", traces.waiting)] {
+                traceSpans.get(state) {
+                    registry.makeGauge(descriptor: Self.name("trace_spans", "Spans since start by what became of them: exported to the collector, dropped (queue full, or the collector failed or did not answer), or queued now"),
+                                       labels: [("state", state)])
+                }.set(Double(count))
+            }
+        }
         transferPace.set(Double(pace ?? 0))
         breakersOpen.set(Double(breakers.openHosts))
         let added = breakerTransitionsSeen.withLock { seen -> [String: Int] in

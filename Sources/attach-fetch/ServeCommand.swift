@@ -82,7 +82,12 @@ struct ServeCommand: AsyncParsableCommand {
         var logger = Logger(label: "attach-fetch") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = verbose ? .debug : .info
         let server: AttachFetchServer
-        do { server = try AttachFetchServer(configuration: configuration, logger: logger) } catch {
+        do {
+            // OTEL_EXPORTER_OTLP_ENDPOINT and the rest (docs/observability.md); off when unset.
+            let traces = try AttachFetchServer.bootstrapTracing(environment: ProcessInfo.processInfo.environment,
+                                                               version: "0.1", logger: logger)
+            server = try AttachFetchServer(configuration: configuration, logger: logger, traces: traces)
+        } catch let error as AttachFetchError {
             throw ValidationError(error.message)
         }
         do { try await server.checkObjectStore() } catch { throw ValidationError("--publish-to: \(error.message)") }

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 #endif
 import Synchronization
+internal import Tracing
 
 /// What makes two requests' results the same, beyond the pipeline's own settings (thumbnail
 /// size, converting on or off, limits): the URL, the clip, the thumbnail time, the role and
@@ -35,6 +36,8 @@ struct ResultKey: Hashable, Sendable {
 /// gone the moment the last caller has linked its copy.
 final class SharedResult: Sendable {
     let descriptor: AttachmentDescriptor
+    /// The span of the work that made it, for the callers it is handed to (a link).
+    let madeBy: ServiceContext?
     /// The files in the work store (delivered file, thumbnail, variants).
     let files: [String]
     /// Published copies: never removed here, but a result whose copies are gone is not reused.
@@ -51,7 +54,9 @@ final class SharedResult: Sendable {
     /// Starts with one holder: the work that made it. `sizes`: the files' sizes where their
     /// writers know them; any other file is asked (a stat per file).
     init(descriptor: AttachmentDescriptor, files: [String], publishedFiles: [String], headers: CacheHeaders,
-         lifetime: Duration?, store: WorkStore?, unnamed: [UnnamedFile] = [], sizes: [String: Int64] = [:]) {
+         lifetime: Duration?, store: WorkStore?, unnamed: [UnnamedFile] = [], sizes: [String: Int64] = [:],
+         madeBy: ServiceContext? = nil) {
+        self.madeBy = madeBy
         self.descriptor = descriptor
         self.files = files
         self.publishedFiles = publishedFiles

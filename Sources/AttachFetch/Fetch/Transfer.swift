@@ -62,8 +62,9 @@ struct TransferOutcome: Sendable {
     var cacheHeaders = CacheHeaders()
     /// What the origin did wrong, in words, when the failure is the origin's (for its breaker).
     var originFailure: String?
-    /// A 429 or 503 answer's Retry-After, as a delay from now, and that status.
+    /// A 429 or 503 answer's Retry-After, as a delay from now.
     var retryAfter: Duration?
+    /// The HTTP status the origin answered, when it answered.
     var httpStatus: Int?
     /// The HTTP version of the last response (CURLINFO_HTTP_VERSION: 2 for 1.1, 3 for 2), 0
     /// when none came.

@@ -4,6 +4,7 @@ import Glibc
 #endif
 import Logging
 import Synchronization
+internal import Tracing
 
 /// One attachment, for one caller: the URL checked, the shared result found or made, and
 /// handed over as the caller's own descriptor and files.
@@ -13,6 +14,18 @@ extension AttachmentPipeline {
     /// files in `directory` (none without one).
     func attachment(index: Int, request: AttachmentRequest, batch: Batch, directory: String?,
                             logger: Logger) async -> AttachmentDescriptor {
+        let span = InstrumentationSystem.tracer.startSpan("attach_fetch.attachment")
+        defer { span.end() }
+        PipelineSpans.record(url: request.url, on: span)
+        let made = await ServiceContext.withValue(span.context) {
+            await attachment(index: index, request: request, batch: batch, directory: directory, logger: logger, span: span)
+        }
+        PipelineSpans.record(made, cache: made.cache?.rawValue, on: span)
+        return made
+    }
+
+    private func attachment(index: Int, request: AttachmentRequest, batch: Batch, directory: String?,
+                            logger: Logger, span: any Span) async -> AttachmentDescriptor {
         let descriptor = Self.builder(for: request, index: index, start: batch.start)
         if let problem = urlProblem(request) { return descriptor.failed(problem) }
         let encrypted = encrypts(request)
@@ -33,6 +46,10 @@ extension AttachmentPipeline {
                 })
             guard let (result, status) = delivery else { return descriptor.failed(batch.stopReason(queued: false)) }
             defer { result.release() }
+            // Coalesced or cached: the span that did the work is linked, not this one's child.
+            if status != .miss, let madeBy = result.madeBy, span.isRecording {
+                span.addLink(SpanLink(context: madeBy, attributes: ["attach_fetch.cache": .string(status.rawValue)]))
+            }
             // Work shared with a caller whose deadline came first: try again with the time left.
             if status == .coalesced, result.descriptor.reason?.code == .deadlineExceeded,
                batch.remaining > .milliseconds(5), !Task.isCancelled { continue }

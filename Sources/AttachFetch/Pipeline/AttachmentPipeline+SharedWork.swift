@@ -4,6 +4,7 @@ import Glibc
 #endif
 import Logging
 import Synchronization
+internal import Tracing
 
 extension AttachmentPipeline {
     // MARK: Shared work
@@ -15,19 +16,23 @@ extension AttachmentPipeline {
     func produce(_ request: AttachmentRequest, platforms: Set<Platform>, stale: SharedResult?,
                          batch: Batch, logger: Logger) async -> SharedResults.Produced {
         let number = workNumbers.add(1, ordering: .relaxed).newValue
+        // The work's span: a child of the caller that started it; callers it is shared with link to it.
+        let span = InstrumentationSystem.tracer.startSpan("attach_fetch.work")
+        defer { span.end() }
+        PipelineSpans.record(url: request.url, on: span)
         let outcome: WorkOutcome
         do {
             let directory = try store.acquire()
             defer { store.release() }
             var result: WorkOutcome?
-            await batch.racingDeadline([{
+            await batch.racingDeadline([{ await ServiceContext.withValue(span.context) {
                 guard let shared = self.storeResults else {
                     return await self.work(request, platforms: platforms, number: number, directory: directory,
                                            validators: stale?.headers.validators, batch: batch, logger: logger)
                 }
                 return await self.sharedWork(request, platforms: platforms, number: number, directory: directory,
                                              stale: stale, shared: shared, batch: batch, logger: logger)
-            }]) { _, finished in result = finished }
+            } }]) { _, finished in result = finished }
             outcome = result!
         } catch {
             let failed = Self.builder(for: request, index: number, start: batch.start).failed(Reason(code: .ioError, message: error.message))
@@ -37,7 +42,8 @@ extension AttachmentPipeline {
         switch outcome {
         case .fromStore(let descriptor, let files, let headers, let lifetime, let revalidated):
             let result = SharedResult(descriptor: descriptor, files: files, publishedFiles: [], headers: headers,
-                                      lifetime: lifetime, store: store)
+                                      lifetime: lifetime, store: store, madeBy: span.context)
+            PipelineSpans.record(descriptor, cache: "store", on: span)
             return .init(result: result, lifetime: lifetime, revalidated: revalidated, shared: !revalidated)
         case .notModified(let headers):
             guard let stale else { preconditionFailure("a 304 without a conditional request") }
@@ -54,7 +60,8 @@ extension AttachmentPipeline {
                     .compactMap { $0 }.map { "\(publishing.directory)/\(($0 as NSString).lastPathComponent)" }
             } ?? []
             let result = SharedResult(descriptor: descriptor, files: files, publishedFiles: published, headers: headers,
-                                      lifetime: lifetime, store: store, unnamed: unnamed, sizes: sizes)
+                                      lifetime: lifetime, store: store, unnamed: unnamed, sizes: sizes, madeBy: span.context)
+            PipelineSpans.record(descriptor, cache: nil, on: span)
             return .init(result: result, lifetime: lifetime, revalidated: false)
         }
     }
@@ -103,7 +110,12 @@ extension AttachmentPipeline {
         var spec = transferSpec(for: request, bodyPath: namedBodyPath, batch: batch)
         spec.bodyDirectory = directory
         spec.validators = validators
+        let download = InstrumentationSystem.tracer.startSpan("attach_fetch.download", ofKind: .client)
+        PipelineSpans.record(url: request.url, on: download)
+        let fetchStarted = ContinuousClock.now
         let outcome = await engine.fetch(spec)
+        PipelineSpans.record(outcome, started: fetchStarted, on: download)
+        download.end()
         // The transfer removed or dropped the body when it failed.
         let bodyPath = outcome.body.flatMap { ledger.own($0) } ?? namedBodyPath
         if outcome.body == nil && outcome.failure == nil { ledger.own(namedBodyPath) }

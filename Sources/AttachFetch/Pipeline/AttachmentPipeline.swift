@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 #endif
 import Logging
+internal import Tracing
 import Synchronization
 
 /// Downloads, sniffs, checks and thumbnails push-notification media, within a deadline.
@@ -201,6 +202,12 @@ public final class AttachmentPipeline: Sendable {
             return AttachmentBatch(attachments: descriptors, elapsed: .now - start, deadline: budget, directory: nil)
         }
         logger.debug("batch started", metadata: ["count": "\(requests.count)", "directory": "\(output?.path ?? "none")"])
+        let span = InstrumentationSystem.tracer.startSpan("attach_fetch.batch")
+        defer { span.end() }
+        if span.isRecording {
+            span.attributes["attach_fetch.batch.size"] = requests.count
+            span.attributes["attach_fetch.deadline_ms"] = Int(budget.nanoseconds / 1_000_000)
+        }
 
         // A batch answered wholly from the cache needs no task group, no deadline sentinel and no
         // task per request: the hits are handed over here (creating and scheduling those tasks
@@ -226,7 +233,9 @@ public final class AttachmentPipeline: Sendable {
                 return descriptor
             }
         }
-        await batch.racingDeadline(jobs) { index, descriptor in results[index] = descriptor }
+        await ServiceContext.withValue(span.context) {
+            await batch.racingDeadline(jobs) { index, descriptor in results[index] = descriptor }
+        }
         logger.debug("batch finished", metadata: ["elapsedMs": "\(start.millisecondsElapsed)"])
         return AttachmentBatch(attachments: results.map { $0! }, elapsed: .now - start, deadline: budget,
                                directory: output?.finish())

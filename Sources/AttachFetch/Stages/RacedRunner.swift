@@ -1,3 +1,5 @@
+internal import Tracing
+
 /// Runs the stages for the pipeline: each decode on its worker threads (in decoder worker
 /// processes when isolated), raced against the batch deadline and the caller's cancellation.
 /// A stage still running at the deadline does what it declares (fail or degrade); on
@@ -27,33 +29,45 @@ struct RacedRunner: Sendable {
                 if let reason = check(&work, configuration) { return reason }
             case .files(let applies, let body):
                 guard applies(configuration) else { continue }
+                let span = stage.startSpan()
+                defer { span.end() }
                 let (done, reason) = await fileWorkers.run { [work, configuration] _ in
                     var copy = work
                     let reason = body(&copy, configuration)
                     return (copy, reason)
                 }
                 work = done
-                if let reason { return reason }
+                if let reason { return Stage.failed(reason, span) }
             case .upload(let body):
                 guard let objectPublisher else { continue }
-                if let reason = await body(&work, objectPublisher, batch) { return reason }
+                let span = stage.startSpan()
+                defer { span.end() }
+                // The store calls are the span's children.
+                var copy = work
+                let reason = await ServiceContext.withValue(span.context) { await body(&copy, objectPublisher, batch) }
+                work = copy
+                if let reason { return Stage.failed(reason, span) }
             case .decode(let workers, let whenLate, let timing, let job, let take, let ifFailed):
                 // A transcode stops in time to finish what it encoded as a clip (`TranscodeBudget`).
                 guard let job = job(work, configuration)?.budgeted(remaining: batch.remaining) else { continue }
+                let span = stage.startSpan()
+                defer { span.end() }
                 let started = ContinuousClock.now
                 guard let answer = await decode(job, on: workers == .image ? imageWorkers : probeWorkers, ledger: work.ledger) else {
                     switch (batch.stopCause, whenLate) {
-                    case (.cancellation, _): return batch.stopReason(queued: false)
-                    case (.deadline, .fail(let reason)): return reason
+                    case (.cancellation, _): return Stage.failed(batch.stopReason(queued: false), span)
+                    case (.deadline, .fail(let reason)): return Stage.failed(reason, span)
                     case (.deadline, .degrade):
+                        span.attributes["attach_fetch.skipped_at_deadline"] = true
                         work.descriptor.recordSkippedAtDeadline(timing)
                         if case .note(let note) = ifFailed { note(batch.stopReason(queued: false), &work) }
                         continue
                     }
                 }
                 if let reason = Stage.finish(answer, started: started, timing: timing, ifFailed: ifFailed, take: take, work: &work) {
-                    return reason
+                    return Stage.failed(reason, span)
                 }
+                if span.isRecording, let failure = answer.failure { span.attributes["error.type"] = failure.code.rawValue }
             }
         }
         return nil

@@ -103,7 +103,7 @@ enum MediaTranscoder {
         var audioEncoder: AudioEncoder?
         var videoEncoder: VideoEncoder?
         if let videoStream {
-            let decoder = try AVDecoder(stream: videoStream, allowed: decoders)
+            let decoder = try AVDecoder(stream: videoStream, allowed: decoders, threads: 2)
             let parameters = videoStream.pointee.codecpar.pointee
             let duration = input.duration ?? 0
             // The most bits a second that keeps the whole clip within the limit (audio and the

@@ -268,9 +268,9 @@ final class EasyTransfer {
         outcome.httpVersion = CurlOption.long(handle, CURLINFO_HTTP_VERSION) ?? 0
         outcome.originFailure = OriginFailure.describe(outcome.failure, status: status,
                                                        osError: CurlOption.long(handle, CURLINFO_OS_ERRNO) ?? 0)
+        if status > 0 { outcome.httpStatus = status }
         if status == 429 || status == 503, let retryAfter {
             outcome.retryAfter = RetryAfter.delay(retryAfter, now: Date(timeIntervalSince1970: clock.wallSeconds))
-            outcome.httpStatus = status
         }
         if body == nil { close(fileDescriptor) }
         fileDescriptor = -1

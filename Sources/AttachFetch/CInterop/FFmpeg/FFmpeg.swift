@@ -176,7 +176,10 @@ final class AVDecoder {
     let stream: UnsafeMutablePointer<AVStream>
     let name: String
 
-    init(stream: UnsafeMutablePointer<AVStream>, allowed: Set<String>) throws(Reason) {
+    /// - Parameter threads: 1 for the probe's few frames (the pipeline's worker threads are the
+    ///   parallelism); a transcode, which decodes every frame beside libx264's two threads, asks
+    ///   for 2.
+    init(stream: UnsafeMutablePointer<AVStream>, allowed: Set<String>, threads: Int32 = 1) throws(Reason) {
         self.stream = stream
         let parameters = stream.pointee.codecpar!
         // A codec FFmpeg cannot decode at all (MPEG-H 3D audio, AC-4, VVC on Debian 12's
@@ -197,8 +200,7 @@ final class AVDecoder {
         guard copied >= 0 else {
             throw FFmpeg.failure(.corruptMedia, "bad \(name) parameters", copied)
         }
-        // One thread: decoders run on the pipeline's worker threads, which are the parallelism.
-        context.pointee.thread_count = 1
+        context.pointee.thread_count = threads
         let status = avcodec_open2(context, codec, nil)
         guard status >= 0 else {
             throw FFmpeg.failure(.corruptMedia, "FFmpeg cannot open the \(name) decoder", status)

@@ -44,13 +44,14 @@ final class StoreCall {
 
     /// Sets every option; a failure to report instead of starting, or nil. `now` is read from
     /// the clock the deadline is an instant of.
-    func prepare(credentials: ObjectStoreCredentials, region: String, now: ContinuousClock.Instant) -> StoreCallFailure? {
+    /// Without `credentials` the request is not signed (the trace exporter's).
+    func prepare(credentials: ObjectStoreCredentials?, region: String, now: ContinuousClock.Instant) -> StoreCallFailure? {
         let remaining = request.deadline - now
         guard remaining > .milliseconds(1) else { return .init(kind: .deadline, message: "the deadline passed before the request could start") }
         let me = Unmanaged.passUnretained(self).toOpaque()
         var headers = request.headers
         // The token is a credential: it goes in a signed header, never in a message.
-        if let token = credentials.sessionToken { headers.append("x-amz-security-token: \(token)") }
+        if let token = credentials?.sessionToken { headers.append("x-amz-security-token: \(token)") }
         for line in headers {
             guard let list = curl_slist_append(headerList, line) else {
                 return .init(kind: .local, message: "curl_slist_append failed (out of memory)")
@@ -69,16 +70,24 @@ final class StoreCall {
             CurlOption.set(handle, CURLOPT_USERAGENT, "attach-fetch/0.1"),
             CurlOption.set(handle, CURLOPT_PROXY, ""),
             CurlOption.set(handle, CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2)),
-            // libcurl signs the request itself (AWS Signature Version 4, service s3).
-            CurlOption.set(handle, CURLOPT_AWS_SIGV4, "aws:amz:\(region):s3"),
-            CurlOption.set(handle, CURLOPT_USERNAME, credentials.accessKeyID),
-            CurlOption.set(handle, CURLOPT_PASSWORD, credentials.secretAccessKey),
             CurlOption.set(handle, CURLOPT_HTTPHEADER, pointer: UnsafeMutableRawPointer(headerList)),
             CurlOption.set(handle, CURLOPT_WRITEDATA, pointer: me),
             CurlOption.set(handle, CURLOPT_READDATA, pointer: me),
         ]
+        if let credentials {
+            // libcurl signs the request itself (AWS Signature Version 4, service s3).
+            codes += [CurlOption.set(handle, CURLOPT_AWS_SIGV4, "aws:amz:\(region):s3"),
+                      CurlOption.set(handle, CURLOPT_USERNAME, credentials.accessKeyID),
+                      CurlOption.set(handle, CURLOPT_PASSWORD, credentials.secretAccessKey)]
+        }
         switch request.method {
         case .get: break
+        case .post:
+            // The body comes from the read callback, as an upload's does.
+            codes.append(CurlOption.set(handle, CURLOPT_POST, 1))
+            if case .bytes(let bytes) = request.body {
+                codes.append(CurlOption.set(handle, CURLOPT_POSTFIELDSIZE_LARGE, offset: Int64(bytes.count)))
+            }
         case .head: codes.append(CurlOption.set(handle, CURLOPT_NOBODY, 1))
         case .delete: codes.append(CurlOption.set(handle, CURLOPT_CUSTOMREQUEST, "DELETE"))
         case .put:

@@ -2,6 +2,7 @@ internal import CCurl
 import Foundation
 import Logging
 import Synchronization
+internal import Tracing
 
 /// Runs every object-store request of one pipeline on a `CurlEngine` thread of its own, the
 /// same engine core as the downloads' `TransferEngine`, so an upload never blocks a thread of
@@ -16,13 +17,19 @@ final class StoreEngine: CurlEngineWorkload, @unchecked Sendable {
 
     private let shared = Locked(Shared())
     private let core: CurlEngine
-    private let credentials: ObjectStoreCredentials
+    private let credentials: ObjectStoreCredentials?
+    private let tracesCalls: Bool
     private let region: String
     private let maxConcurrent: Int
     private let clock: AttachFetchClock
     private var active: [UnsafeMutableRawPointer: StoreCall] = [:]
 
-    init(credentials: ObjectStoreCredentials, region: String, maxConcurrent: Int, clock: AttachFetchClock) throws(AttachFetchError) {
+    /// Without `credentials` requests go unsigned (the trace exporter's engine).
+    /// - Parameter tracesCalls: each call is a span (`attach_fetch.store`); off for the trace
+    ///   exporter's own engine.
+    init(credentials: ObjectStoreCredentials?, region: String, maxConcurrent: Int, clock: AttachFetchClock,
+         tracesCalls: Bool = true) throws(AttachFetchError) {
+        self.tracesCalls = tracesCalls
         self.clock = clock
         self.core = try CurlEngine(threadName: "af-store", maxIdleConnections: maxConcurrent)
         self.credentials = credentials
@@ -33,6 +40,26 @@ final class StoreEngine: CurlEngineWorkload, @unchecked Sendable {
 
     /// Carries out one request. Cancelling the calling task stops it (`cancelled`).
     func perform(_ request: StoreRequest) async -> Result<StoreResponse, StoreCallFailure> {
+        guard tracesCalls else { return await performUntraced(request) }
+        let span = InstrumentationSystem.tracer.startSpan("attach_fetch.store", ofKind: .client)
+        defer { span.end() }
+        if span.isRecording {
+            span.attributes["http.request.method"] = request.method.rawValue
+            PipelineSpans.record(url: request.url, on: span)
+        }
+        let answer = await performUntraced(request)
+        if span.isRecording {
+            switch answer {
+            case .success(let response): span.attributes["http.response.status_code"] = response.status
+            case .failure(let failure):
+                span.attributes["error.type"] = "\(failure.kind)"
+                span.setStatus(SpanStatus(code: .error, message: "\(failure.kind)"))
+            }
+        }
+        return answer
+    }
+
+    private func performUntraced(_ request: StoreRequest) async -> Result<StoreResponse, StoreCallFailure> {
         let call: StoreCall
         do { call = try StoreCall(request) } catch { return .failure(.init(kind: .local, message: error.message)) }
         let accepted = shared.withLock { shared in

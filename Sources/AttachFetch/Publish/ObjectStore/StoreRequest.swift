@@ -3,7 +3,7 @@ import Foundation
 /// One HTTP request to the object store, signed by libcurl (`CURLOPT_AWS_SIGV4`) with the
 /// store's credentials. Built by `ObjectStore`, carried out by the `StoreEngine`.
 struct StoreRequest: Sendable {
-    enum Method: String, Sendable { case get = "GET", head = "HEAD", put = "PUT", delete = "DELETE" }
+    enum Method: String, Sendable { case get = "GET", head = "HEAD", put = "PUT", delete = "DELETE", post = "POST" }
 
     /// What is sent.
     enum Body: Sendable {
