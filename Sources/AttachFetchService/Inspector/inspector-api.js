@@ -34,7 +34,9 @@ export async function post(path, body, signal) {
   try {
     json = JSON.parse(text);
   } catch (error) { /* not JSON: reported below */ }
-  return { status: response.status, ok: response.ok, json, text, sentToken };
+  // The service's span, when it exports traces: `00-<trace id>-<span id>-<flags>`.
+  const traceparent = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$/.exec(response.headers.get('traceparent') || '');
+  return { status: response.status, ok: response.ok, json, text, sentToken, traceId: traceparent ? traceparent[1] : '' };
 }
 
 export function errorOf(answer) {

@@ -88,7 +88,7 @@ async function inspect(input, how) {
     }
     const summary = renderResult(input.kind === 'url' ? 'attachments' : 'payload', answer.json,
       input.kind === 'payload' ? input.payload : null, answer.text, { copyLink: true, rewriteUnavailable });
-    say('Done. ' + summary, 'done');
+    say('Done. ' + summary + (answer.traceId ? ' Trace id ' + answer.traceId + '.' : ''), 'done');
     if (how && how.fromUser) {
       const heading = document.getElementById('results-heading');
       if (heading) heading.focus();

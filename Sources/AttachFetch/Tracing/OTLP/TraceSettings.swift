@@ -72,12 +72,12 @@ package struct TraceSettings: Sendable {
     private static func pairs(_ text: String?, _ name: String) throws(TraceSettingsError) -> [(String, String)] {
         guard let text else { return [] }
         var out: [(String, String)] = []
-        for item in text.split(separator: ",") {
+        for (index, item) in text.split(separator: ",").enumerated() {
             let parts = item.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             guard parts.count == 2, !parts[0].isEmpty, let key = parts[0].removingPercentEncoding,
                   let value = parts[1].removingPercentEncoding else {
-                // The value may be a credential: only the key is named.
-                throw TraceSettingsError("\(name) takes key=value pairs separated by commas; '\(parts.first?.prefix(40) ?? "")' is not one")
+                // The text may be a credential: only the pair's place is named.
+                throw TraceSettingsError("\(name) takes key=value pairs separated by commas; pair \(index + 1) is not one")
             }
             out.append((key, value))
         }
