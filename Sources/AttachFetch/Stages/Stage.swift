@@ -51,6 +51,12 @@ struct Stage: Sendable {
 
     let name: String
     let body: Body
+    /// Its span's name, made once (`Stage+Span.swift`).
+    let spanName: String
+
+    init(name: String, body: Body) {
+        (self.name, self.body, spanName) = (name, body, Self.spanName(for: name))
+    }
 
     /// What the runners do with a stage's decode answer: record it, or stop with its failure.
     /// The answer's files belong to the ledger from here, whatever happens next.

@@ -3,7 +3,7 @@ internal import Tracing
 extension Stage {
     /// The stage's span name: `attach_fetch.` and its name in snake case
     /// (`attach_fetch.convert_image`, `attach_fetch.transcode`, `attach_fetch.publish_to_store`).
-    var spanName: String {
+    static func spanName(for name: String) -> String {
         var snake = ""
         for character in name {
             if character == " " { snake += "_" } else if character.isUppercase { snake += "_" + character.lowercased() } else { snake.append(character) }
