@@ -55,10 +55,21 @@ let package = Package(
         .target(name: "EncryptedContent", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "AttachFetchDevice",
                 dependencies: ["EncryptedContent", "DeadlineRace", .product(name: "Crypto", package: "swift-crypto")]),
+        // The library, in layers along the data's path (docs/architecture.md, "Targets"): each
+        // target imports only those below it. The vocabulary, sniffing, files and support.
+        .target(
+            name: "AttachFetchCore",
+            dependencies: [
+                "DeadlineRace", "CMagic", "CLibcrypto", "CAttachFetchShims",
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]
+        ),
+        // The pipeline; `import AttachFetch` gives the public API of every layer.
         .target(
             name: "AttachFetch",
             dependencies: [
-                "EncryptedContent", "DeadlineRace", "CCurl", "CMagic", "CVips", "CFFmpeg", "CTurboJPEG", "CLibcrypto", "CAttachFetchShims",
+                "AttachFetchCore",
+                "EncryptedContent", "DeadlineRace", "CCurl", "CVips", "CFFmpeg", "CTurboJPEG", "CLibcrypto", "CAttachFetchShims",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
@@ -135,7 +146,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AttachFetchTests",
-            dependencies: ["AttachFetch", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "CAttachFetchShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "media-check",
+            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "CAttachFetchShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "media-check",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -2,6 +2,7 @@ import CFFmpeg
 import Foundation
 import Testing
 @testable import AttachFetch
+@testable import AttachFetchCore
 
 /// The defects that other projects' published test files found (TestMedia/cases, made by
 /// TestMedia/make-cases.sh): each test names the file and the verdict it must get.

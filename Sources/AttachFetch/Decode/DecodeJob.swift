@@ -119,21 +119,3 @@ extension Thumbnailer.Shape: Codable {
         if case .clip(let rectangle) = self { try container.encode(rectangle, forKey: .clip) }
     }
 }
-
-/// A table row travels as its MIME type.
-extension MediaType: Codable {
-    /// Decodes a table row from its MIME type; throws for a type the table does not hold.
-    public init(from decoder: any Decoder) throws {
-        let mime = try decoder.singleValueContainer().decode(String.self)
-        guard let type = (MediaType.all + MediaType.convertible).first(where: { $0.mimeType == mime }) else {
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "no table row for \(mime)"))
-        }
-        self = type
-    }
-
-    /// Encodes the row as its MIME type.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(mimeType)
-    }
-}

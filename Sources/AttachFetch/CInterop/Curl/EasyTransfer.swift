@@ -76,7 +76,7 @@ final class EasyTransfer {
         self.handle = handle
         self.inflight = inflight
         self.share = share
-        self.admission = BodyAdmission(limits: job.spec.sizeLimits, imagesOnly: job.spec.imagesOnly,
+        self.admission = BodyAdmission(limits: job.spec.sizeLimits.settings, imagesOnly: job.spec.imagesOnly,
                                        normalize: job.spec.normalize, transcode: job.spec.transcode, sniffer: sniffer)
         self.startedAt = .now
         self.lastActivity = .now

@@ -21,7 +21,7 @@
 /// declared size is off). Each is confirmed by a decoder after the download.
 enum SniffWindow {
     /// Bytes libmagic sees.
-    static let size = 4_096
+    package static let size = 4_096
 
     enum Decision: Equatable {
         /// Not enough bytes yet: wait for more (or for the end of the body).
@@ -38,7 +38,7 @@ enum SniffWindow {
     ///   - maxLookahead: how far the window may move (it is buffered in memory until then); a
     ///     tag declared larger is refused. The pipeline passes the audio limit: a tag larger
     ///     than it cannot belong to a deliverable MP3.
-    static func decide(_ prefix: UnsafeRawBufferPointer, complete: Bool, maxLookahead: Int,
+    package static func decide(_ prefix: UnsafeRawBufferPointer, complete: Bool, maxLookahead: Int,
                        sniffer: MagicSniffer) -> Decision {
         guard prefix.count >= size || complete else { return .needMore }
         let first: String

@@ -109,4 +109,4 @@ public struct ReasonCode: RawRepresentable, Hashable, Codable, Sendable, CustomS
 }
 
 /// The library's one (code, message) type, by its short name.
-typealias Reason = AttachmentDescriptor.Reason
+package typealias Reason = AttachmentDescriptor.Reason

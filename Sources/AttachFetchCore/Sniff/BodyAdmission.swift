@@ -3,9 +3,9 @@
 /// type table, the request, the kind's limit, first against the declared size, then against
 /// the bytes as they come). Whoever reads the bytes only moves them: it writes what `take` lets
 /// through into the body file and the hash, and stops when it refuses.
-struct BodyAdmission {
+package struct BodyAdmission {
     /// What to do with the bytes just handed over.
-    enum Step {
+    package enum Step {
         /// Nothing yet: the bytes are held until the sniff window is complete.
         case hold
         /// Write these bytes (the held prefix, the new bytes included).
@@ -16,7 +16,7 @@ struct BodyAdmission {
         case refuse(Reason)
     }
 
-    private let limits: AttachFetchConfiguration.SizeLimits
+    private let limits: MediaSizeLimits
     private let imagesOnly: Bool
     private let normalize: Bool
     private let transcode: Bool
@@ -26,13 +26,13 @@ struct BodyAdmission {
     private var limit: Int64 = 0
     /// The admitted type; also set for a body refused only for its size (the descriptor names
     /// the kind that was too large).
-    private(set) var type: MediaType?
+    package private(set) var type: MediaType?
     /// libmagic's type of the sniff window, once known.
-    private(set) var sniffedMIME: String?
+    package private(set) var sniffedMIME: String?
     private var refused = false
     private var admitted = false
 
-    init(limits: AttachFetchConfiguration.SizeLimits, imagesOnly: Bool, normalize: Bool, transcode: Bool = true, sniffer: MagicSniffer) {
+    package init(limits: MediaSizeLimits, imagesOnly: Bool, normalize: Bool, transcode: Bool = true, sniffer: MagicSniffer) {
         self.transcode = transcode
         self.limits = limits
         self.imagesOnly = imagesOnly
@@ -41,17 +41,17 @@ struct BodyAdmission {
     }
 
     /// The most bytes the body may still grow to, once its kind is admitted.
-    var admittedLimit: Int64? { admitted ? limit : nil }
+    package var admittedLimit: Int64? { admitted ? limit : nil }
 
     /// The bytes held for sniffing and not yet let through.
-    var holdsBytes: Bool { !held.isEmpty }
+    package var holdsBytes: Bool { !held.isEmpty }
     /// Those bytes (at the body's end: the whole body, which was shorter than the window).
-    var heldBytes: [UInt8] { held }
+    package var heldBytes: [UInt8] { held }
 
     /// Takes the next bytes of the body. `declared` is the size announced so far (a
     /// Content-Length, a file's size) and what it is, for the message; `complete` says that no
     /// more bytes follow (the sniff window is then whatever arrived).
-    mutating func take(_ bytes: UnsafeRawBufferPointer, declared: (value: Int64, source: String)?, complete: Bool) -> Step {
+    package mutating func take(_ bytes: UnsafeRawBufferPointer, declared: (value: Int64, source: String)?, complete: Bool) -> Step {
         guard !refused else { return .refuse(Reason(code: .ioError, message: "the body was already refused")) }
         let step: Step
         if !admitted {

@@ -30,7 +30,7 @@ public enum Platform: String, Codable, Sendable, CaseIterable, Comparable {
 
 extension Platform {
     /// Whether Android shows the delivered file as it is: a still JPEG or PNG within 1 MB.
-    static func androidShows(_ type: MediaType, bytes: Int64) -> Bool {
+    package static func androidShows(_ type: MediaType, bytes: Int64) -> Bool {
         (type == .jpeg || type == .png) && bytes <= androidImageLimit
     }
 }

@@ -9,17 +9,17 @@ import Glibc
 /// and each took the process past 1 GB resident before it was rejected. Here a chunk must fit
 /// in the bytes the file really has, and ancillary (metadata) chunks are capped, so a few
 /// hundred bytes can never cost more than these caps.
-enum PNGChunkCheck {
+package enum PNGChunkCheck {
     /// Largest single ancillary chunk accepted (large ICC profiles are a few hundred KB).
     static let maxAncillaryChunk = 8 << 20
     /// Largest total of all ancillary chunks.
     static let maxAncillaryTotal = 16 << 20
 
-    static let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+    package static let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
 
     /// Throws `corruptMedia` for a PNG whose metadata chunks do not fit the file or the caps;
     /// files that are not PNGs pass untouched.
-    static func check(_ path: String) throws(Reason) {
+    package static func check(_ path: String) throws(Reason) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw Reason(code: .ioError, message: "cannot open the image: \(String(cString: strerror(errno)))") }
         defer { close(fd) }

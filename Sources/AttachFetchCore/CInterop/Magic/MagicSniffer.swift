@@ -2,10 +2,10 @@ internal import CMagic
 
 /// Decides a body's type from its bytes with libmagic. One `magic_t` per instance; libmagic
 /// handles are not thread-safe, so this class is not Sendable: each thread that sniffs owns one.
-final class MagicSniffer {
+package final class MagicSniffer {
     private let cookie: magic_t
 
-    init() throws(AttachFetchError) {
+    package init() throws(AttachFetchError) {
         // MAGIC_MIME_TYPE: answer "image/jpeg", not prose. MAGIC_NO_CHECK_COMPRESS: never look
         // inside compressed data (no decompression of untrusted input just to name it).
         guard let cookie = magic_open(MAGIC_MIME_TYPE | MAGIC_NO_CHECK_COMPRESS) else {
@@ -22,7 +22,7 @@ final class MagicSniffer {
     deinit { magic_close(cookie) }
 
     /// The MIME type libmagic gives these bytes.
-    func mimeType(of bytes: UnsafeRawBufferPointer) -> Result<String, Reason> {
+    package func mimeType(of bytes: UnsafeRawBufferPointer) -> Result<String, Reason> {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return .success("application/x-empty") }
         guard let answer = magic_buffer(cookie, base, bytes.count) else { return .failure(Self.failure(cookie, "magic_buffer")) }
         return .success(String(cString: answer))

@@ -22,11 +22,11 @@ import Synchronization
 ///
 /// Sendable without `@unchecked`: the one stored property is an immutable descriptor, closed
 /// once, in `deinit`.
-final class UnnamedFile: Sendable {
-    let descriptor: Int32
+package final class UnnamedFile: Sendable {
+    package let descriptor: Int32
 
     /// The working path (no extension).
-    var path: String { Self.prefix + String(descriptor) }
+    package var path: String { Self.prefix + String(descriptor) }
 
     private init(descriptor: Int32) {
         self.descriptor = descriptor
@@ -49,39 +49,39 @@ final class UnnamedFile: Sendable {
 
     /// A new unnamed file (mode 0600) on `directory`'s file system, or nil where that file
     /// system cannot make one or the descriptor budget is spent.
-    static func create(in directory: String) -> UnnamedFile? {
+    package static func create(in directory: String) -> UnnamedFile? {
         guard live.load(ordering: .relaxed) < budget else { return nil }
         let descriptor = af_open_unnamed(directory, 0o600)
         return descriptor >= 0 ? UnnamedFile(descriptor: descriptor) : nil
     }
 
     /// Wraps a descriptor received from the pipeline (a decoder worker's copy), closed with it.
-    static func adopting(_ descriptor: Int32) -> UnnamedFile { UnnamedFile(descriptor: descriptor) }
+    package static func adopting(_ descriptor: Int32) -> UnnamedFile { UnnamedFile(descriptor: descriptor) }
 
     // MARK: Working paths
 
-    static let prefix = "/proc/self/fd/"
+    package static let prefix = "/proc/self/fd/"
 
     /// The descriptor a working path stands for, or nil for an ordinary path.
-    static func descriptor(in path: String) -> Int32? {
+    package static func descriptor(in path: String) -> Int32? {
         guard path.hasPrefix(prefix) else { return nil }
         let digits = path.utf8.dropFirst(prefix.utf8.count).prefix { $0 != UInt8(ascii: ".") }
         return Int32(String(decoding: digits, as: UTF8.self))
     }
 
     /// The path to open: a working path without its extension; any other path as it is.
-    static func openable(_ path: String) -> String {
+    package static func openable(_ path: String) -> String {
         descriptor(in: path).map { prefix + String($0) } ?? path
     }
 
     /// The same file's working path with `format` as its extension.
-    static func path(of path: String, withExtension format: String) -> String {
+    package static func path(of path: String, withExtension format: String) -> String {
         openable(path) + "." + format
     }
 
     /// `path` with its descriptor replaced as `replacement` says (a decoder worker's copy for
     /// the pipeline's, and back); any other path as it is.
-    static func replacingDescriptor(in path: String, _ replacement: [Int32: Int32]) -> String {
+    package static func replacingDescriptor(in path: String, _ replacement: [Int32: Int32]) -> String {
         guard let old = descriptor(in: path), let new = replacement[old] else { return path }
         return prefix + String(new) + path.dropFirst(prefix.count + String(old).count)
     }
@@ -89,7 +89,7 @@ final class UnnamedFile: Sendable {
     /// Runs `body` with a descriptor reading `path`: the working file's own (read it with
     /// pread only: its offset is shared), or a new one closed afterwards. Nil when it cannot be
     /// opened.
-    static func withReadable<T>(_ path: String, _ body: (Int32) -> T?) -> T? {
+    package static func withReadable<T>(_ path: String, _ body: (Int32) -> T?) -> T? {
         if let descriptor = descriptor(in: path) { return body(descriptor) }
         let opened = open(path, O_RDONLY | O_CLOEXEC)
         guard opened >= 0 else { return nil }
@@ -99,7 +99,7 @@ final class UnnamedFile: Sendable {
 
     /// Gives the file at `path` the name `destination` (never replacing one): linkat through
     /// the /proc link for a working path, link(2) otherwise. Returns errno, 0 when done.
-    static func link(_ path: String, to destination: String) -> Int32 {
+    package static func link(_ path: String, to destination: String) -> Int32 {
         let result = descriptor(in: path) != nil ? af_link_following(openable(path), destination)
             : Glibc.link(path, destination)
         return result == 0 ? 0 : errno
@@ -108,7 +108,7 @@ final class UnnamedFile: Sendable {
     /// The size of the file at a working path (fstat: the descriptor's offset is shared with
     /// its writer and with the decoder worker's copy, so it is left where it is). Nil for an
     /// ordinary path, or when fstat fails.
-    static func size(of path: String) -> Int64? {
+    package static func size(of path: String) -> Int64? {
         guard let descriptor = descriptor(in: path) else { return nil }
         var status = stat()
         return fstat(descriptor, &status) == 0 ? Int64(status.st_size) : nil

@@ -1,6 +1,6 @@
 extension Duration {
     /// Whole milliseconds, rounded towards zero.
-    var milliseconds: Int64 {
+    package var milliseconds: Int64 {
         let (seconds, attoseconds) = components
         return seconds * 1_000 + attoseconds / 1_000_000_000_000_000
     }
@@ -9,7 +9,7 @@ extension Duration {
 extension Duration {
     /// Whole milliseconds, rounded up, at least 1: a timeout handed to libcurl must not fire
     /// before the instant it stands for.
-    var timeoutMilliseconds: Int {
+    package var timeoutMilliseconds: Int {
         let (seconds, attoseconds) = components
         let whole = seconds * 1_000 + attoseconds / 1_000_000_000_000_000
         let rest = attoseconds % 1_000_000_000_000_000
@@ -19,10 +19,10 @@ extension Duration {
 
 extension Duration {
     /// Seconds as a floating-point number (for wall-clock arithmetic in seconds since 1970).
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+    package var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
 
 extension ContinuousClock.Instant {
     /// Milliseconds from `self` to now, never negative.
-    var millisecondsElapsed: Int { Int(max(0, (ContinuousClock.now - self).milliseconds)) }
+    package var millisecondsElapsed: Int { Int(max(0, (ContinuousClock.now - self).milliseconds)) }
 }

@@ -3,11 +3,11 @@ internal import CLibcrypto
 /// Incremental SHA-256 over OpenSSL's EVP interface (hardware accelerated where the CPU has it).
 /// Owns one `EVP_MD_CTX`; used by one thread at a time, so it is not Sendable. Every EVP call's
 /// result is checked: the first failure is kept and reported by `finalizeHex()`.
-final class SHA256Digest {
+package final class SHA256Digest {
     private let context: OpaquePointer
     private var failure: Reason?
 
-    init() {
+    package init() {
         // EVP_MD_CTX_new only fails when out of memory.
         guard let context = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new failed: out of memory") }
         self.context = context
@@ -16,13 +16,13 @@ final class SHA256Digest {
 
     deinit { EVP_MD_CTX_free(context) }
 
-    func update(_ bytes: UnsafeRawBufferPointer) {
+    package func update(_ bytes: UnsafeRawBufferPointer) {
         guard failure == nil, let base = bytes.baseAddress, bytes.count > 0 else { return }
         if EVP_DigestUpdate(context, base, bytes.count) != 1 { failure = Self.failure("EVP_DigestUpdate") }
     }
 
     /// Lower-case hex of the digest. Call once.
-    func finalizeHex() throws(Reason) -> String {
+    package func finalizeHex() throws(Reason) -> String {
         if let failure { throw failure }
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
@@ -38,7 +38,7 @@ final class SHA256Digest {
     }
 
     /// The lower-case hex SHA-256 of `bytes` held in memory, in one call.
-    static func hex(of bytes: [UInt8]) throws(Reason) -> String {
+    package static func hex(of bytes: [UInt8]) throws(Reason) -> String {
         let digest = SHA256Digest()
         bytes.withUnsafeBytes { digest.update($0) }
         return try digest.finalizeHex()
@@ -46,7 +46,7 @@ final class SHA256Digest {
 
     /// The one mapping of an OpenSSL failure: its error queue's text. Hashing fails only when
     /// the machine or the library does, never because of the media: `ioError`.
-    static func failure(_ call: String) -> Reason {
+    package static func failure(_ call: String) -> Reason {
         var text = [CChar](repeating: 0, count: 256)
         let code = ERR_get_error()
         if code != 0 { ERR_error_string_n(code, &text, text.count) }

@@ -7,6 +7,6 @@ internal import CAttachFetchShims
 /// only once `start()` has stored the new thread's handle, which the starting thread does after
 /// `pthread_create` returns; a new thread that runs first stays unnamed (seen now and then in
 /// the leak test: one thumbnail thread of three missing).
-func nameCurrentThread(_ name: String) {
+package func nameCurrentThread(_ name: String) {
     _ = af_prctl_set_name(name)
 }

@@ -1,14 +1,14 @@
 /// The one decision every path makes once the bytes are typed: is this type in the table, may
 /// this request have it, and does its size fit the kind's limit. Applied by `BodyAdmission`, for
 /// downloads (with the declared Content-Length) and `LocalMediaInspector` (with the file's size).
-enum MediaPolicy {
+package enum MediaPolicy {
     /// - Parameters:
     ///   - sniffed: libmagic's MIME type for the bytes.
     ///   - size: the size known so far, and what it is ("Content-Length", "the file's size").
     ///   - normalize: when true, convertible images are admitted and images may be as large as
     ///     the source limit (they are fitted after the download).
-    static func admit(sniffed: String, size: (value: Int64, source: String)?,
-                      limits: AttachFetchConfiguration.SizeLimits,
+    package static func admit(sniffed: String, size: (value: Int64, source: String)?,
+                      limits: MediaSizeLimits,
                       imagesOnly: Bool, normalize: Bool, transcode: Bool = true) -> Result<MediaType, Reason> {
         let convertible = MediaType.convertibleForSniffedMIME(sniffed).flatMap { !needsTranscode($0) || transcode ? $0 : nil }
         guard let type = MediaType.forSniffedMIME(sniffed) ?? (normalize ? convertible : nil) else {
@@ -32,7 +32,7 @@ enum MediaPolicy {
     /// are fitted afterwards when normalizing. An MPEG-4 file's kind is only known once its
     /// streams are probed (an `.mp4` may hold only audio, an `.m4a` video), so it gets the
     /// larger of the two limits here and its kind's own limit after the probe.
-    static func streamingLimit(for type: MediaType, limits: AttachFetchConfiguration.SizeLimits, normalize: Bool) -> Int64 {
+    static func streamingLimit(for type: MediaType, limits: MediaSizeLimits, normalize: Bool) -> Int64 {
         switch type {
         case _ where type.kind == .image && normalize: return max(limits.image, limits.imageSource)
         case .mp4, .m4v, .m4a, .quickTime, .threeGPP, .threeGPP2: return max(limits.audio, limits.video)
@@ -52,23 +52,23 @@ enum MediaPolicy {
     }
 
     /// A video container iOS would not show (QuickTime, 3GPP) is remuxed into MPEG-4.
-    static func needsRemux(_ type: MediaType) -> Bool {
+    package static func needsRemux(_ type: MediaType) -> Bool {
         type.kind != .image && !type.isDeliverable && !needsTranscode(type)
     }
 
     /// Audio iOS would not play (Ogg, FLAC) is transcoded into AAC in MPEG-4 audio.
-    static func needsTranscode(_ type: MediaType) -> Bool {
+    package static func needsTranscode(_ type: MediaType) -> Bool {
         MediaType.transcoded.contains(type)
     }
 
     /// An image is converted (normalized) when iOS would not show it as it is.
-    static func needsConversion(_ type: MediaType, bytes: Int64, limits: AttachFetchConfiguration.SizeLimits) -> Bool {
+    package static func needsConversion(_ type: MediaType, bytes: Int64, limits: MediaSizeLimits) -> Bool {
         type.kind == .image && (!type.isDeliverable || bytes > limits.image)
     }
 
     /// The delivered file against its kind's limit, once the kind is final (an MPEG-4 file
     /// streamed under the larger of the audio and video limits).
-    static func checkDelivered(_ type: MediaType, bytes: Int64, limits: AttachFetchConfiguration.SizeLimits) -> Reason? {
+    package static func checkDelivered(_ type: MediaType, bytes: Int64, limits: MediaSizeLimits) -> Reason? {
         let limit = limits.limit(for: type.kind)
         guard bytes > limit else { return nil }
         return Reason(code: .sizeLimitExceeded,

@@ -5,7 +5,7 @@ import Foundation
 /// pool, whose few threads must stay free for async code. Each thread owns a `Slot`, made on
 /// that thread and handed to every job it runs: the decoder pools' is the decoder worker
 /// process the thread drives (`WorkerThread`, in Decode/); the blocking pool's is nothing.
-final class WorkerPool<Slot: AnyObject>: Sendable {
+package final class WorkerPool<Slot: AnyObject>: Sendable {
     // Sendable: `jobs`, `stopping`, `running` and `taken` are only touched with `condition` locked.
     private final class State: @unchecked Sendable {
         let condition = NSCondition()
@@ -30,7 +30,7 @@ final class WorkerPool<Slot: AnyObject>: Sendable {
     /// - Parameters:
     ///   - makeSlot: each thread's slot, made on that thread when it starts.
     ///   - stoppedSlot: the stand-in a late job gets once the pool is stopped.
-    init(threads: Int, name: String, makeSlot: @escaping @Sendable () -> Slot, stoppedSlot: @escaping @Sendable () -> Slot) {
+    package init(threads: Int, name: String, makeSlot: @escaping @Sendable () -> Slot, stoppedSlot: @escaping @Sendable () -> Slot) {
         self.stoppedSlot = stoppedSlot
         self.threads = threads
         state.running = threads
@@ -56,7 +56,7 @@ final class WorkerPool<Slot: AnyObject>: Sendable {
     /// every thread's slot is gone (a decoder pool's worker processes stopped and reaped).
     /// Blocks; call it off the cooperative pool. A job submitted afterwards runs at once on the
     /// submitting thread, with `stoppedSlot` (a decoder slot that refuses decodes: `cancelled`).
-    func stop() {
+    package func stop() {
         state.condition.lock()
         state.stopping = true
         state.condition.broadcast()
@@ -74,20 +74,20 @@ final class WorkerPool<Slot: AnyObject>: Sendable {
     /// Jobs the pool gets through per second while it has work: its threads over the moving
     /// average of one job's busy time. Nil until a thread has finished its second job. The
     /// transfer engine starts downloads at twice this pace (`TransferPace`).
-    var jobsPerSecond: Double? {
+    package var jobsPerSecond: Double? {
         jobSeconds.withLock { $0 }.map { Double(threads) / max($0, 1e-6) }
     }
 
     /// Jobs the threads have taken from the queue so far, ended or not (a job abandoned while it
     /// waited is taken too, and returns at once): how a test knows that a decode is under way
     /// before it moves the pipeline's clock past the deadline.
-    var jobsStarted: Int {
+    package var jobsStarted: Int {
         state.condition.lock()
         defer { state.condition.unlock() }
         return state.taken
     }
 
-    func submit(_ job: @escaping @Sendable (Slot) -> Void) {
+    package func submit(_ job: @escaping @Sendable (Slot) -> Void) {
         state.condition.lock()
         if state.stopping {
             state.condition.unlock()
@@ -101,14 +101,14 @@ final class WorkerPool<Slot: AnyObject>: Sendable {
 
     /// Runs `job` on a pool thread and returns its result: the one way async code waits for
     /// blocking work, off the cooperative pool.
-    func run<T: Sendable>(_ job: @escaping @Sendable (Slot) -> T) async -> T {
+    package func run<T: Sendable>(_ job: @escaping @Sendable (Slot) -> T) async -> T {
         await withCheckedContinuation { (done: CheckedContinuation<T, Never>) in
             submit { slot in done.resume(returning: job(slot)) }
         }
     }
 
     /// Runs `job` on a pool thread and returns its result or its error.
-    func run<T: Sendable, Failure: Error>(_ job: @escaping @Sendable (Slot) throws(Failure) -> T) async throws(Failure) -> T {
+    package func run<T: Sendable, Failure: Error>(_ job: @escaping @Sendable (Slot) throws(Failure) -> T) async throws(Failure) -> T {
         try await run { slot in Result<T, Failure> { () throws(Failure) -> T in try job(slot) } }.get()
     }
 
@@ -139,15 +139,15 @@ final class WorkerPool<Slot: AnyObject>: Sendable {
 }
 
 /// A thread with nothing of its own: the slot of pools for blocking file work.
-final class PlainThread: Sendable {
-    static let shared = PlainThread()
+package final class PlainThread: Sendable {
+    package static let shared = PlainThread()
 }
 
 /// Threads for blocking file work (publishing, reading files, sweeping directories).
-typealias BlockingPool = WorkerPool<PlainThread>
+package typealias BlockingPool = WorkerPool<PlainThread>
 
 extension WorkerPool where Slot == PlainThread {
-    convenience init(threads: Int, name: String) {
+    package convenience init(threads: Int, name: String) {
         self.init(threads: threads, name: name, makeSlot: { .shared }, stoppedSlot: { .shared })
     }
 }

@@ -5,11 +5,11 @@ import Glibc
 #endif
 import Synchronization
 
-enum SafeFile {
+package enum SafeFile {
     /// Creates `path` (O_EXCL: never replaces anything, mode 0600) holding `contents`.
     /// Returns a message on failure, after removing any partial file.
     /// A working path (`UnnamedFile`) is written into its file, which must be empty.
-    static func create(_ path: String, contents: UnsafeRawBufferPointer) -> String? {
+    package static func create(_ path: String, contents: UnsafeRawBufferPointer) -> String? {
         if let descriptor = UnnamedFile.descriptor(in: path) {
             var offset = 0
             while offset < contents.count {
@@ -43,7 +43,7 @@ enum SafeFile {
 
     /// Copies `source` into a new file `destination` (see `writeNew`: O_EXCL, exactly `mode`,
     /// synced to disk). A partial copy is left for the caller to remove.
-    static func copy(_ source: String, to destination: String, mode: mode_t) throws(Reason) {
+    package static func copy(_ source: String, to destination: String, mode: Glibc.mode_t) throws(Reason) {
         try writeNew(destination, mode: mode) { emit throws(Reason) in
             try eachChunk(of: source) { emit($0) }
         }
@@ -54,7 +54,7 @@ enum SafeFile {
     /// then synced to disk and closed, every call's result checked. `produce` hands the bytes
     /// to `emit` in order; once a write has failed, `emit` drops what follows and the failure
     /// is thrown at the end. A partial file is left for the caller to remove.
-    static func writeNew(_ path: String, mode: mode_t,
+    package static func writeNew(_ path: String, mode: Glibc.mode_t,
                       _ produce: (_ emit: (UnsafeRawBufferPointer) -> Void) throws(Reason) -> Void) throws(Reason) {
         let working = UnnamedFile.descriptor(in: path)
         let descriptor = working ?? open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
@@ -92,7 +92,7 @@ enum SafeFile {
         }
     }
 
-    static func eachChunk(of path: String, _ body: (UnsafeRawBufferPointer) -> Void) throws(Reason) {
+    package static func eachChunk(of path: String, _ body: (UnsafeRawBufferPointer) -> Void) throws(Reason) {
         let input = open(UnnamedFile.openable(path), O_RDONLY | O_CLOEXEC)
         guard input >= 0 else { throw Reason(code: .ioError, message: "cannot open \(path): \(String(cString: strerror(errno)))") }
         defer { close(input) }

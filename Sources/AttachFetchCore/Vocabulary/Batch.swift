@@ -4,18 +4,18 @@ import Synchronization
 /// What a batch of attachments, or one piece of shared work, runs under: its clock, its
 /// deadline, and whether that deadline has fired. The deadline is an instant of the pipeline's
 /// clock (`AttachFetchConfiguration.clock`); `start` is real time, for the descriptors' timings.
-final class Batch: Sendable {
+package final class Batch: Sendable {
     private static let nextID = Atomic<Int>(0)
     /// Transfer slots are shared fairly between these ids.
-    let id: Int
-    let start: ContinuousClock.Instant
+    package let id: Int
+    package let start: ContinuousClock.Instant
     /// What the deadline is measured by.
-    let clock: AttachFetchClock
+    package let clock: AttachFetchClock
     private let currentDeadline: Locked<ContinuousClock.Instant>
     private let deadlineFired = Atomic<Bool>(false)
 
     /// - Parameter fairnessID: shared work's transfers count against the batch that started it.
-    init(start: ContinuousClock.Instant, deadline: ContinuousClock.Instant, clock: AttachFetchClock, fairnessID: Int? = nil) {
+    package init(start: ContinuousClock.Instant, deadline: ContinuousClock.Instant, clock: AttachFetchClock, fairnessID: Int? = nil) {
         self.id = fairnessID ?? Batch.nextID.add(1, ordering: .relaxed).newValue
         self.start = start
         self.clock = clock
@@ -24,13 +24,13 @@ final class Batch: Sendable {
 
     /// The deadline now. A caller's batch keeps its own; shared work's moves later when a
     /// caller with more time joins it (`extendDeadline`), so that it goes on for that caller.
-    var deadline: ContinuousClock.Instant { currentDeadline.withLock { $0 } }
+    package var deadline: ContinuousClock.Instant { currentDeadline.withLock { $0 } }
 
     /// Time left before the deadline, by the batch's clock (negative once it has passed).
-    var remaining: Duration { deadline - clock.now }
+    package var remaining: Duration { deadline - clock.now }
 
     /// Moves the deadline later (never earlier).
-    func extendDeadline(to later: ContinuousClock.Instant) {
+    package func extendDeadline(to later: ContinuousClock.Instant) {
         currentDeadline.withLock { $0 = max($0, later) }
     }
 
@@ -39,7 +39,7 @@ final class Batch: Sendable {
     /// running is cancelled (they return what they have); when the last job is done, the
     /// sentinel is cancelled. A caller's batch and shared work both run under it, and the race
     /// itself is `Deadline.race`, the one the device's fetcher runs under too.
-    func racingDeadline<Value: Sendable>(_ jobs: [@Sendable () async -> Value], each: (Int, Value) -> Void) async {
+    package func racingDeadline<Value: Sendable>(_ jobs: [@Sendable () async -> Value], each: (Int, Value) -> Void) async {
         await Deadline.race(jobs, waitForDeadline: { await self.sleepThenFireDeadline() }, each: each)
     }
 
@@ -63,13 +63,13 @@ final class Batch: Sendable {
 
     /// Why work stops early. The batch cancels its tasks when the deadline fires, so a
     /// cancellation seen after that is the deadline; before it, the caller's.
-    enum StopCause { case deadline, cancellation }
+    package enum StopCause { case deadline, cancellation }
 
     /// The one place that tells a deadline from a cancellation.
-    var stopCause: StopCause { deadlineFired.load(ordering: .sequentiallyConsistent) ? .deadline : .cancellation }
+    package var stopCause: StopCause { deadlineFired.load(ordering: .sequentiallyConsistent) ? .deadline : .cancellation }
 
     /// The reason an attachment stopped by the deadline or a cancellation gets.
-    func stopReason(queued: Bool) -> Reason {
+    package func stopReason(queued: Bool) -> Reason {
         switch stopCause {
         case .cancellation:
             return Reason(code: .cancelled, message: "the request was cancelled")
@@ -81,7 +81,7 @@ final class Batch: Sendable {
     }
 
     /// A reason from the download: its "cancelled" after the deadline fired is the deadline.
-    func settle(_ reason: Reason, queued: Bool) -> Reason {
+    package func settle(_ reason: Reason, queued: Bool) -> Reason {
         reason.code == .cancelled && stopCause == .deadline ? stopReason(queued: queued) : reason
     }
 }

@@ -4,7 +4,7 @@ import Synchronization
 /// whichever comes first, the result or the task's cancellation, resumes the waiter, once.
 /// A result that arrives after the waiter left is handed to `onLate`, so that work abandoned
 /// at a deadline can still clean up after itself.
-final class OneShot<Value: Sendable>: Sendable {
+package final class OneShot<Value: Sendable>: Sendable {
     private struct State {
         var continuation: CheckedContinuation<Value?, Never>?
         var value: Value?
@@ -14,9 +14,11 @@ final class OneShot<Value: Sendable>: Sendable {
 
     private let state = Locked(State())
 
+    package init() {}
+
     /// Called by the producer, exactly once. Returns false when nobody waits any more.
     @discardableResult
-    func deliver(_ value: Value) -> Bool {
+    package func deliver(_ value: Value) -> Bool {
         let continuation: CheckedContinuation<Value?, Never>? = state.withLock { state in
             if state.abandoned { return nil }
             state.delivered = true
@@ -35,10 +37,10 @@ final class OneShot<Value: Sendable>: Sendable {
     }
 
     /// True once the waiter has left: the producer may skip work nobody will read.
-    var isAbandoned: Bool { state.withLock { $0.abandoned } }
+    package var isAbandoned: Bool { state.withLock { $0.abandoned } }
 
     /// Waits for the value; returns nil when the task is cancelled first.
-    func wait() async -> Value? {
+    package func wait() async -> Value? {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Value?, Never>) in
                 let ready: Value?? = state.withLock { state in

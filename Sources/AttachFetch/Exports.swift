@@ -1,0 +1,2 @@
+// `import AttachFetch` gives the public API of every layer of the library.
+@_exported import AttachFetchCore
