@@ -64,18 +64,20 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
+        // What the decoder workers run: decoding, converting, thumbnails, probing, transcoding.
+        .target(name: "AttachFetchMedia", dependencies: ["AttachFetchCore", "CVips", "CFFmpeg", "CTurboJPEG", "CAttachFetchShims"]),
         // The pipeline; `import AttachFetch` gives the public API of every layer.
         .target(
             name: "AttachFetch",
             dependencies: [
-                "AttachFetchCore",
-                "EncryptedContent", "DeadlineRace", "CCurl", "CVips", "CFFmpeg", "CTurboJPEG", "CLibcrypto", "CAttachFetchShims",
+                "AttachFetchCore", "AttachFetchMedia",
+                "EncryptedContent", "DeadlineRace", "CCurl", "CLibcrypto", "CAttachFetchShims",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
-        .executableTarget(name: "attach-fetch-decoder", dependencies: ["AttachFetch"]),
+        .executableTarget(name: "attach-fetch-decoder", dependencies: ["AttachFetchMedia"]),
         // The pipeline as an HTTP service, for `attach-fetch serve` and its tests.
         .target(
             name: "AttachFetchService",
@@ -146,7 +148,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AttachFetchTests",
-            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "CAttachFetchShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "media-check",
+            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchMedia", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "CAttachFetchShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "media-check",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -1,2 +1,3 @@
 // `import AttachFetch` gives the public API of every layer of the library.
 @_exported import AttachFetchCore
+@_exported import AttachFetchMedia
