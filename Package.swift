@@ -66,15 +66,24 @@ let package = Package(
         ),
         // What the decoder workers run: decoding, converting, thumbnails, probing, transcoding.
         .target(name: "AttachFetchMedia", dependencies: ["AttachFetchCore", "CVips", "CFFmpeg", "CTurboJPEG", "CAttachFetchShims"]),
+        // Downloads: the transfer engine on libcurl, address and TLS checks.
+        .target(
+            name: "AttachFetchTransfer",
+            dependencies: [
+                "AttachFetchCore", "CCurl", "CLibcrypto", "CAttachFetchShims",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "HeapModule", package: "swift-collections"),
+            ]
+        ),
         // The pipeline; `import AttachFetch` gives the public API of every layer.
         .target(
             name: "AttachFetch",
             dependencies: [
-                "AttachFetchCore", "AttachFetchMedia",
-                "EncryptedContent", "DeadlineRace", "CCurl", "CLibcrypto", "CAttachFetchShims",
+                "AttachFetchCore", "AttachFetchTransfer", "AttachFetchMedia",
+                "EncryptedContent", "DeadlineRace", "CCurl", "CAttachFetchShims",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
-                .product(name: "HeapModule", package: "swift-collections"),
             ]
         ),
         .executableTarget(name: "attach-fetch-decoder", dependencies: ["AttachFetchMedia"]),
@@ -148,7 +157,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AttachFetchTests",
-            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchMedia", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "CAttachFetchShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "media-check",
+            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "CAttachFetchShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "media-check",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -1,4 +1,5 @@
 @testable import AttachFetch
+@testable import AttachFetchTransfer
 @testable import AttachFetchService
 import Foundation
 import Testing

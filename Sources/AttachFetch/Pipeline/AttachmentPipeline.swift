@@ -58,7 +58,7 @@ public final class AttachmentPipeline: Sendable {
                                          },
                                          maxPerHost: configuration.maxHostConnections,
                                          maxInflightBytes: configuration.maxInflightBytes,
-                                         breaker: configuration.breaker, clock: configuration.clock, logger: logger)
+                                         breaker: (configuration.breaker.failures, configuration.breaker.cooldown), clock: configuration.clock, logger: logger)
         let objectStore = try configuration.objectStore.map { target throws(AttachFetchError) in
             // Requests to one store: as many as one host's downloads.
             try ObjectStore(target: target, maxConcurrent: max(8, configuration.maxHostConnections), clock: configuration.clock, logger: logger)

@@ -12,14 +12,14 @@ import Synchronization
 /// the engine thread only (libcurl calls its callbacks there), so it is deliberately not
 /// Sendable.
 final class EasyTransfer {
-    let job: TransferJob
-    let handle: UnsafeMutableRawPointer
+    package let job: TransferJob
+    package let handle: UnsafeMutableRawPointer
     let startedAt: ContinuousClock.Instant
-    let errorBuffer: UnsafeMutablePointer<CChar>
+    package let errorBuffer: UnsafeMutablePointer<CChar>
     /// The body file (opened by `prepare`, closed by `complete`).
-    var fileDescriptor: Int32 = -1
+    package var fileDescriptor: Int32 = -1
     /// The unnamed body file, when there is one (it owns `fileDescriptor`).
-    var body: UnnamedFile?
+    package var body: UnnamedFile?
     private let digest = SHA256Digest()
     private var admission: BodyAdmission
     /// Content-Length of the response being received (the last one, after redirects).
@@ -44,7 +44,7 @@ final class EasyTransfer {
     var hops: [String] = []
     var sessions: [TLSFacts] = []
     /// The caching headers of the response being received (reset by each status line).
-    private(set) var cacheHeaders = CacheHeaders()
+    package private(set) var cacheHeaders = CacheHeaders()
     /// The Retry-After header of the response being received (reset by each status line).
     private var retryAfter: String?
     /// Request headers of a conditional request (curl_slist), freed with the handle.
@@ -62,12 +62,12 @@ final class EasyTransfer {
     private(set) var pausedSince: ContinuousClock.Instant?
     private var pausedFor: Duration = .zero
     /// The engine's TLS session cache, shared by its easy handles.
-    let share: CurlShare?
+    package let share: CurlShare?
     /// The pipeline's clock, whose wall time a Retry-After date is read against.
     private let clock: AttachFetchClock
 
     /// Easy handles alive in this process (tests check that none leak).
-    static let live = Atomic<Int>(0)
+    package static let live = Atomic<Int>(0)
 
     init(job: TransferJob, sniffer: MagicSniffer, inflight: InflightBytes, share: CurlShare?, clock: AttachFetchClock) throws(AttachFetchError) {
         guard let handle = curl_easy_init() else { throw .libraryInitialisation("curl_easy_init failed") }
@@ -76,7 +76,7 @@ final class EasyTransfer {
         self.handle = handle
         self.inflight = inflight
         self.share = share
-        self.admission = BodyAdmission(limits: job.spec.sizeLimits.settings, imagesOnly: job.spec.imagesOnly,
+        self.admission = BodyAdmission(limits: job.spec.sizeLimits, imagesOnly: job.spec.imagesOnly,
                                        normalize: job.spec.normalize, transcode: job.spec.transcode, sniffer: sniffer)
         self.startedAt = .now
         self.lastActivity = .now
@@ -93,7 +93,7 @@ final class EasyTransfer {
         if fileDescriptor >= 0 && body == nil { close(fileDescriptor) }
     }
 
-    static func from(_ pointer: UnsafeMutableRawPointer?) -> EasyTransfer {
+    package static func from(_ pointer: UnsafeMutableRawPointer?) -> EasyTransfer {
         Unmanaged<EasyTransfer>.fromOpaque(pointer!).takeUnretainedValue()
     }
 
@@ -177,7 +177,7 @@ final class EasyTransfer {
 
     /// The engine reserved `wantedReservation` for this paused transfer: the body goes on
     /// (libcurl delivers the held chunk again, maybe at once, from inside `curl_easy_pause`).
-    func resume(now: ContinuousClock.Instant) {
+    package func resume(now: ContinuousClock.Instant) {
         took(wantedReservation)
         if let pausedSince { pausedFor += now - pausedSince }
         pausedSince = nil
@@ -220,7 +220,7 @@ final class EasyTransfer {
     // MARK: Completion
 
     /// Turns libcurl's result into an outcome, closes the file, and removes it on failure.
-    func complete(curlCode: CURLcode?) -> TransferOutcome {
+    package func complete(curlCode: CURLcode?) -> TransferOutcome {
         var notModified = false
         var refusedWhole: [UInt8]?
         if let curlCode, curlCode == CURLE_OK, abortReason == nil {

@@ -1,15 +1,15 @@
-internal import CCurl
+package import CCurl
 internal import CAttachFetchShims
 import Foundation
 
 /// The certificates a pipeline's transfers trust when the configuration adds some: the system
 /// bundle libcurl would use, followed by the added ones, as one PEM blob handed to every
 /// transfer (`CURLOPT_CAINFO_BLOB`, copied by libcurl). Immutable after `init`, so Sendable.
-final class TrustStore: Sendable {
-    let pem: [UInt8]
+package final class TrustStore: Sendable {
+    package let pem: [UInt8]
 
     /// Nil when nothing is added: transfers then use libcurl's defaults untouched.
-    static func adding(_ certificates: [String]) throws(AttachFetchError) -> TrustStore? {
+    package static func adding(_ certificates: [String]) throws(AttachFetchError) -> TrustStore? {
         guard !certificates.isEmpty else { return nil }
         var pem: [UInt8] = []
         if let system = systemBundlePath(), let bundle = FileManager.default.contents(atPath: system) {
@@ -35,7 +35,7 @@ final class TrustStore: Sendable {
     /// Hands the bundle to one transfer; libcurl copies it before this returns.
     /// No Swift copy of the bundle per transfer: `curl_blob.data` is declared mutable, but with
     /// CURL_BLOB_COPY libcurl only reads it, into its own copy.
-    func apply(to handle: UnsafeMutableRawPointer) -> CURLcode {
+    package func apply(to handle: UnsafeMutableRawPointer) -> CURLcode {
         pem.withUnsafeBytes { buffer in
             var blob = curl_blob(data: UnsafeMutableRawPointer(mutating: buffer.baseAddress), len: buffer.count,
                                  flags: UInt32(CURL_BLOB_COPY))

@@ -2,8 +2,8 @@ internal import CCurl
 
 /// Refuses what is not worth a request: malformed URLs and schemes other than http(s).
 /// Redirect hops are held to the same schemes by libcurl (CURLOPT_REDIR_PROTOCOLS_STR).
-enum URLCheck {
-    static func problem(with url: String) -> AttachmentDescriptor.Reason? {
+package enum URLCheck {
+    package static func problem(with url: String) -> AttachmentDescriptor.Reason? {
         guard !url.isEmpty else { return .init(code: .invalidURL, message: "the URL is empty") }
         guard !url.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }) else {
             return .init(code: .invalidURL, message: "the URL contains spaces or control characters")
@@ -23,7 +23,7 @@ enum URLCheck {
 
     /// Through a proxy the open-socket check sees only the proxy's address, so a URL whose host
     /// is a literal address is held to the policy here, before anything is sent.
-    static func literalHostRefusal(_ url: String, policy: AddressPolicy) -> Reason? {
+    package static func literalHostRefusal(_ url: String, policy: AddressPolicy) -> Reason? {
         guard case .success(var text) = host(of: url) else { return nil }
         if text.hasPrefix("[") && text.hasSuffix("]") { text = String(text.dropFirst().dropLast()) }
         return policy.refusal(for: text).map {
@@ -51,7 +51,7 @@ enum URLCheck {
     /// The URL's origin for per-host limits: scheme, host and port as written, lowercased,
     /// without user information (cheap, no allocation of a parser: it runs per request; a URL
     /// that is not of this shape is refused by `problem(with:)` before a transfer is made).
-    static func origin(of url: String) -> String {
+    package static func origin(of url: String) -> String {
         guard let schemeEnd = url.range(of: "://") else { return url.lowercased() }
         let rest = url[schemeEnd.upperBound...]
         let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }

@@ -2,9 +2,9 @@ internal import CLibcrypto
 
 /// Reads PEM text with OpenSSL's own parser, so that a CA file is judged the way the TLS
 /// library that will use it judges it.
-enum PEMCertificates {
+package enum PEMCertificates {
     /// How many X.509 certificates `pem` holds (0 when none parse).
-    static func count(in pem: String) -> Int {
+    package static func count(in pem: String) -> Int {
         var bytes = Array(pem.utf8)
         guard !bytes.isEmpty else { return 0 }
         return bytes.withUnsafeMutableBytes { buffer -> Int in

@@ -27,10 +27,10 @@ struct TransferQueue {
     /// A host's or a batch's claim on the next slot: fewer running first, then the one whose
     /// oldest waiting job (its sequence number) came first.
     struct Claim<Owner: Hashable>: Comparable {
-        var running: Int
-        var oldest: UInt64
-        var owner: Owner
-        var version: UInt64
+        package var running: Int
+        package var oldest: UInt64
+        package var owner: Owner
+        package var version: UInt64
 
         static func < (a: Claim, b: Claim) -> Bool { (a.running, a.oldest) < (b.running, b.oldest) }
         static func == (a: Claim, b: Claim) -> Bool { a.version == b.version && a.owner == b.owner }
@@ -40,35 +40,35 @@ struct TransferQueue {
     typealias BatchClaim = Claim<Int>
 
     struct Expiry: Comparable {
-        var deadline: ContinuousClock.Instant
-        var sequence: UInt64
-        var job: TransferJob
+        package var deadline: ContinuousClock.Instant
+        package var sequence: UInt64
+        package var job: TransferJob
 
         static func < (a: Expiry, b: Expiry) -> Bool { (a.deadline, a.sequence) < (b.deadline, b.sequence) }
         static func == (a: Expiry, b: Expiry) -> Bool { a.sequence == b.sequence && a.deadline == b.deadline }
     }
 
     struct Waiting {
-        var sequence: UInt64
-        var job: TransferJob
+        package var sequence: UInt64
+        package var job: TransferJob
     }
 
     /// One host's waiting jobs and running count.
     struct Host {
-        var batches: [Int: Deque<Waiting>] = [:]
+        package var batches: [Int: Deque<Waiting>] = [:]
         /// Every waiting job of the host in queue order (stale entries dropped at the head).
-        var order: Deque<Waiting> = []
+        package var order: Deque<Waiting> = []
         var claims = Heap<BatchClaim>()
         var claimVersions: [Int: UInt64] = [:]
-        var running = 0
+        package var running = 0
     }
 
     /// Transfers one host may run at once.
-    let maxPerHost: Int
+    package let maxPerHost: Int
     /// Hosts that asked for a pause (Retry-After): none of their jobs start.
-    var paused: Set<String> = []
+    package var paused: Set<String> = []
     /// Hosts being probed after their breaker's cool-down: one job at a time.
-    var probing: Set<String> = []
+    package var probing: Set<String> = []
     /// What the queue knows of an https host's protocol (see `learn`).
     var protocols: [String: HostProtocol] = [:]
 
@@ -87,7 +87,7 @@ struct TransferQueue {
 
     /// Streams libcurl puts on one HTTP/2 connection by default (CURLMOPT_MAX_CONCURRENT_STREAMS).
     static let streamsPerConnection = 100
-    var hosts: [String: Host] = [:]
+    package var hosts: [String: Host] = [:]
     var hostClaims = Heap<HostClaim>()
     var hostClaimVersions: [String: UInt64] = [:]
     /// Running transfers per batch, over every host.
@@ -96,7 +96,7 @@ struct TransferQueue {
     var batchHosts: [Int: Set<String>] = [:]
     var expiries = Heap<Expiry>()
     /// The jobs waiting now; anything else met in a heap or at a FIFO's head is stale.
-    var waiting: Set<ObjectIdentifier> = []
+    package var waiting: Set<ObjectIdentifier> = []
     var nextSequence: UInt64 = 0
     /// Claim versions are never reused, so that a withdrawn claim can never look current again.
     var nextVersion: UInt64 = 0
@@ -106,13 +106,13 @@ struct TransferQueue {
     }
 
     /// Jobs waiting for a slot.
-    var count: Int { waiting.count }
+    package var count: Int { waiting.count }
 
     /// Running transfers to `host` (for tests and metrics).
-    func running(host: String) -> Int { hosts[host]?.running ?? 0 }
+    package func running(host: String) -> Int { hosts[host]?.running ?? 0 }
 
     /// Holds back (or lets go) every job for `host`: it asked for a pause.
-    mutating func pause(_ host: String, _ on: Bool) {
+    package mutating func pause(_ host: String, _ on: Bool) {
         if on { paused.insert(host) } else { paused.remove(host) }
         renewHostClaim(host)
     }
@@ -129,12 +129,12 @@ struct TransferQueue {
     func knowledge(of host: String) -> HostProtocol? { protocols[host] }
 
     /// Lets one job at a time run for `host` (its breaker is half-open), or as many as usual.
-    mutating func probe(_ host: String, _ on: Bool) {
+    package mutating func probe(_ host: String, _ on: Bool) {
         if on { probing.insert(host) } else { probing.remove(host) }
         renewHostClaim(host)
     }
 
-    func limit(of host: String) -> Int {
+    package func limit(of host: String) -> Int {
         if paused.contains(host) { return 0 }
         if probing.contains(host) { return 1 }
         switch protocols[host] {
@@ -145,7 +145,7 @@ struct TransferQueue {
     }
 
     /// Queues a job behind those of its batch and host.
-    mutating func append(_ job: TransferJob) {
+    package mutating func append(_ job: TransferJob) {
         nextSequence += 1
         let entry = Waiting(sequence: nextSequence, job: job)
         waiting.insert(ObjectIdentifier(job))
@@ -162,7 +162,7 @@ struct TransferQueue {
 
     /// Takes up to `slots` jobs, each for the host, then the batch, with the fewest running
     /// transfers (the oldest job first among equals); each counts as running from now on.
-    mutating func take(slots: Int) -> [TransferJob] {
+    package mutating func take(slots: Int) -> [TransferJob] {
         var taken: [TransferJob] = []
         while taken.count < slots, let claim = hostClaims.popMin() {
             guard hostClaimVersions[claim.owner] == claim.version else { continue }
@@ -178,7 +178,7 @@ struct TransferQueue {
     }
 
     /// A transfer `take` handed out has ended: its host and its batch have one running fewer.
-    mutating func finished(_ job: TransferJob) {
+    package mutating func finished(_ job: TransferJob) {
         let (batch, host) = (job.spec.batch, job.spec.origin)
         if let count = batchRunning[batch] { batchRunning[batch] = count > 1 ? count - 1 : nil }
         if hosts[host] != nil { hosts[host]!.running = max(0, hosts[host]!.running - 1) }
@@ -187,7 +187,7 @@ struct TransferQueue {
     }
 
     /// Removes a waiting job (its caller cancelled); false when it was not waiting.
-    mutating func remove(_ job: TransferJob) -> Bool {
+    package mutating func remove(_ job: TransferJob) -> Bool {
         guard waiting.remove(ObjectIdentifier(job)) != nil else { return false }
         withdrawn(job)
         return true
@@ -213,7 +213,7 @@ struct TransferQueue {
     }
 
     /// Removes and returns every waiting job for `host` (the host is known to be failing).
-    mutating func removeAll(host: String) -> [TransferJob] {
+    package mutating func removeAll(host: String) -> [TransferJob] {
         guard let entries = hosts[host]?.order else { return [] }
         let jobs = entries.map(\.job).filter { waiting.remove(ObjectIdentifier($0)) != nil }
         for job in jobs { withdrawn(job) }
@@ -224,7 +224,7 @@ struct TransferQueue {
     var earliestDeadline: ContinuousClock.Instant? { expiries.min?.deadline }
 
     /// Every waiting job, removed (at shutdown).
-    mutating func removeAll() -> [TransferJob] {
+    package mutating func removeAll() -> [TransferJob] {
         let all = hosts.values.flatMap(\.order).sorted { $0.sequence < $1.sequence }.map(\.job)
             .filter { waiting.contains(ObjectIdentifier($0)) }
         hosts = [:]

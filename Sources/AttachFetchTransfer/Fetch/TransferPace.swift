@@ -24,11 +24,11 @@
 /// without sockets.
 struct TransferPace {
     /// The most transfers at once (`maxConcurrentTransfers`).
-    let cap: Int
+    package let cap: Int
     /// False: up to `cap` at once, at any pace.
-    let adaptive: Bool
+    package let adaptive: Bool
     /// Decoder threads (image and probe pools together), for the pace before any job ends.
-    let decoderThreads: Int
+    package let decoderThreads: Int
 
     static let burst = 16
     static let paceOverDecodes = 2.0
@@ -48,7 +48,7 @@ struct TransferPace {
 
     /// Transfers started a second at `decodeRate` decoder jobs a second (nil: none finished
     /// yet); nil when not adaptive.
-    func pace(decodeRate: Double?) -> Double? {
+    package func pace(decodeRate: Double?) -> Double? {
         guard adaptive else { return nil }
         let rate = decodeRate.flatMap { $0 > 0 ? $0 : nil } ?? Double(decoderThreads) / Self.assumedJobTime.seconds
         return Self.paceOverDecodes * rate
@@ -65,7 +65,7 @@ struct TransferPace {
     }
 
     /// `count` transfers started.
-    mutating func started(_ count: Int) {
+    package mutating func started(_ count: Int) {
         guard adaptive else { return }
         tokens = max(0, tokens - Double(count))
     }

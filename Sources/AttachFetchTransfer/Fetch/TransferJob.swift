@@ -4,7 +4,7 @@ import Synchronization
 /// thread. The engine finishes every job exactly once, also when it is cancelled, so the
 /// awaiting task learns only after the engine has removed any partial file.
 final class TransferJob: Sendable {
-    let spec: TransferSpec
+    package let spec: TransferSpec
     /// When it was handed to the engine: the wait for a transfer slot counts from here.
     let queuedAt = ContinuousClock.now
 
@@ -30,7 +30,7 @@ final class TransferJob: Sendable {
     func requestCancel() { state.withLock { $0.cancelRequested = true } }
 
     /// Engine side: called exactly once.
-    func finish(_ outcome: TransferOutcome) {
+    package func finish(_ outcome: TransferOutcome) {
         let continuation = state.withLock { state -> CheckedContinuation<TransferOutcome, Never>? in
             precondition(!state.finished, "a transfer job finishes once")
             state.finished = true
@@ -45,7 +45,7 @@ final class TransferJob: Sendable {
     }
 
     /// Awaiting side.
-    func outcome() async -> TransferOutcome {
+    package func outcome() async -> TransferOutcome {
         await withCheckedContinuation { continuation in
             let ready = state.withLock { state -> TransferOutcome? in
                 if let outcome = state.outcome {

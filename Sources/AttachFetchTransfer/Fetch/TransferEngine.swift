@@ -1,4 +1,4 @@
-internal import CCurl
+package import CCurl
 import Foundation
 import Logging
 import Synchronization
@@ -12,27 +12,27 @@ import Synchronization
 /// between batches (`TransferQueue`). A running transfer is never pre-empted; its own timeouts
 /// bound how long it holds a slot. Bodies share a budget of bytes in temporary files
 /// (`InflightBytes`); a body that does not fit waits, paused, until earlier ones end.
-final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
+package final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
     // @unchecked Sendable: `shared` is behind a lock; `sniffer`, `inflight`, `share`, `active`
     // and `pace` are used only by the engine thread (after `init` hands them over); `core.wakeup()` is
     // safe from any thread; the counters are atomics. The extensions in TransferEngine+*.swift
     // keep to the same rules.
-    struct Shared {
+    package struct Shared {
         var queue: TransferQueue
         var breakers: OriginBreakers
         /// Jobs whose callers cancelled, for the engine to take out of the queue.
         var cancelled: [TransferJob] = []
-        var stopping = false
+        package var stopping = false
     }
 
-    let shared: Locked<Shared>
+    package let shared: Locked<Shared>
     private let core: CurlEngine
     private let sniffer: MagicSniffer
     private let share: CurlShare
     private let inflight: InflightBytes
     private var pace: TransferPace
     /// Jobs per second the decoders get through, for the pace (nil: none finished yet).
-    let decodeRate: @Sendable () -> Double?
+    package let decodeRate: @Sendable () -> Double?
     private let logger: Logger
     private(set) var active: [UnsafeMutableRawPointer: EasyTransfer] = [:] {
         didSet { runningCount.store(active.count, ordering: .relaxed) }
@@ -44,15 +44,15 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
     let paceRule: TransferPace
     let connectionsOpened = Atomic<Int>(0)
     let connectionsReused = Atomic<Int>(0)
-    let peakInflightBytes = Atomic<Int64>(0)
-    let clock: AttachFetchClock
+    package let peakInflightBytes = Atomic<Int64>(0)
+    package let clock: AttachFetchClock
     /// Hosts that asked for a pause (Retry-After), until when. Engine thread only.
     private var pauses: [String: ContinuousClock.Instant] = [:]
     /// Room a retried request must still have after the delay the server asked for.
     static let retryRoom: Duration = .seconds(1)
 
-    init(maxConcurrent: Int, adaptive: Bool = false, decoderThreads: Int = 2, decodeRate: @escaping @Sendable () -> Double? = { nil },
-         maxPerHost: Int, maxInflightBytes: Int64, breaker: AttachFetchConfiguration.CircuitBreaker,
+    package init(maxConcurrent: Int, adaptive: Bool = false, decoderThreads: Int = 2, decodeRate: @escaping @Sendable () -> Double? = { nil },
+         maxPerHost: Int, maxInflightBytes: Int64, breaker: (failures: Int, cooldown: Duration),
          clock: AttachFetchClock, logger: Logger) throws(AttachFetchError) {
         // Idle connections kept for reuse: as many as may run, so a batch's connections are
         // still there for the next one.
@@ -72,7 +72,7 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
 
     /// Downloads one body. Cancelling the calling task stops the transfer; the outcome is then
     /// `cancelled`, delivered after any partial file is gone.
-    func fetch(_ spec: TransferSpec) async -> TransferOutcome {
+    package func fetch(_ spec: TransferSpec) async -> TransferOutcome {
         let job = TransferJob(spec: spec)
         return await withTaskCancellationHandler {
             enum Accepted { case queued, stopping, cancelled, refused(Reason) }
@@ -108,7 +108,7 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
     }
 
     /// Stops the thread after finishing every job as cancelled. Blocks until it has.
-    func shutdown() {
+    package func shutdown() {
         shared.withLock { $0.stopping = true }
         core.wakeup()
         core.waitUntilStopped()
@@ -116,7 +116,7 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
 
     // MARK: Engine thread (CurlEngineWorkload)
 
-    func turn(_ multi: CurlMulti) -> Duration? {
+    package func turn(_ multi: CurlMulti) -> Duration? {
         // Deadlines and Retry-After pauses are instants of the pipeline's clock; a paused
         // body's waiting, the stall timer and the transfer limit are measured in real time, as
         // the timings are. Each is read once a turn.
@@ -178,12 +178,12 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
         return longest
     }
 
-    func completed(_ easy: UnsafeMutableRawPointer, result: CURLcode, in multi: CurlMulti) {
+    package func completed(_ easy: UnsafeMutableRawPointer, result: CURLcode, in multi: CurlMulti) {
         finish(easy, curlCode: result)
     }
 
     /// The multi handle failed: every running transfer ends with that reason.
-    func multiFailed(_ failure: Reason, in multi: CurlMulti) {
+    package func multiFailed(_ failure: Reason, in multi: CurlMulti) {
         for transfer in active.values { transfer.abort(failure.code, failure.message) }
         for key in Array(active.keys) { finish(key, curlCode: nil) }
     }
@@ -212,7 +212,7 @@ final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
         logger.trace("transfer started", metadata: ["url": "\(job.spec.url)"])
     }
 
-    func finish(_ handle: UnsafeMutableRawPointer, curlCode: CURLcode?) {
+    package func finish(_ handle: UnsafeMutableRawPointer, curlCode: CURLcode?) {
         guard let transfer = active.removeValue(forKey: handle) else { return }
         if let failure = core.multi.remove(handle) {
             logger.debug("transfer not removed cleanly", metadata: ["problem": "\(failure.message)"])

@@ -14,13 +14,13 @@ import DequeModule
 ///
 /// Engine thread only (libcurl calls every callback there), so it needs no lock.
 final class InflightBytes {
-    let limit: Int64
+    package let limit: Int64
     private(set) var reserved: Int64 = 0
     /// Bytes written to temporary files by transfers still running, and the most ever at once.
-    private(set) var written: Int64 = 0
+    package private(set) var written: Int64 = 0
     private(set) var peakWritten: Int64 = 0
     /// Transfers paused until their reservation fits, in the order they asked.
-    private(set) var paused: Deque<EasyTransfer> = []
+    package private(set) var paused: Deque<EasyTransfer> = []
 
     init(limit: Int64) { self.limit = limit }
 
@@ -31,9 +31,9 @@ final class InflightBytes {
         return true
     }
 
-    func release(_ bytes: Int64) { reserved = max(0, reserved - bytes) }
+    package func release(_ bytes: Int64) { reserved = max(0, reserved - bytes) }
 
-    func wait(_ transfer: EasyTransfer) { paused.append(transfer) }
+    package func wait(_ transfer: EasyTransfer) { paused.append(transfer) }
 
     func stopWaiting(_ transfer: EasyTransfer) {
         if let index = paused.firstIndex(where: { $0 === transfer }) { paused.remove(at: index) }
@@ -56,5 +56,5 @@ final class InflightBytes {
     }
 
     /// A transfer ended: its bytes are now a delivered file or gone.
-    func ended(written bytes: Int64) { written = max(0, written - bytes) }
+    package func ended(written bytes: Int64) { written = max(0, written - bytes) }
 }

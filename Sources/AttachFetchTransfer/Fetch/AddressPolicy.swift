@@ -6,7 +6,7 @@ import Glibc
 /// single address (`/32` or `/128` implied).
 public struct CIDRRange: Sendable, Hashable, CustomStringConvertible {
     /// Network bytes (4 or 16) with the host bits cleared.
-    let network: [UInt8]
+    package let network: [UInt8]
     let prefixLength: Int
 
     /// Parses `203.0.113.0/24`, `2001:db8::/32` or a single address; throws
@@ -39,7 +39,7 @@ public struct CIDRRange: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether `address` (4 or 16 bytes) is inside. An IPv4-mapped IPv6 address (::ffff:a.b.c.d)
     /// is also matched against IPv4 ranges, so the mapped form cannot slip past a list.
-    func contains(_ address: [UInt8]) -> Bool {
+    package func contains(_ address: [UInt8]) -> Bool {
         var candidate = address
         if network.count == 4, address.count == 16, address[0..<10].allSatisfy({ $0 == 0 }),
            address[10] == 0xFF, address[11] == 0xFF {

@@ -120,7 +120,7 @@ public enum AddressClassifier {
 
     /// The address bytes (4 or 16) and printed form of a socket address as libcurl hands it to
     /// the open-socket callback; nil for families other than IPv4 and IPv6.
-    static func address(sockaddr pointer: UnsafeRawPointer, family: Int32) -> (bytes: [UInt8], text: String)? {
+    package static func address(sockaddr pointer: UnsafeRawPointer, family: Int32) -> (bytes: [UInt8], text: String)? {
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         switch family {
         case AF_INET:

@@ -51,13 +51,13 @@ struct OriginBreakers {
     /// Hosts remembered at most by default.
     static let maxHosts = 10_000
 
-    let failures: Int
-    let cooldown: Duration
+    package let failures: Int
+    package let cooldown: Duration
     /// Hosts remembered at most (see the type's comment).
     let maxHosts: Int
     private var states: [String: State] = [:]
     /// Transitions since start, by the state entered: "open", "half_open", "closed".
-    private(set) var transitions: [String: Int] = [:]
+    package private(set) var transitions: [String: Int] = [:]
 
     init(failures: Int, cooldown: Duration, maxHosts: Int = OriginBreakers.maxHosts) {
         self.failures = failures
@@ -69,7 +69,7 @@ struct OriginBreakers {
     var hostsRemembered: Int { states.count }
 
     /// Hosts whose breaker is open at `now` (its cool-down not ended) or half-open.
-    func openHosts(now: ContinuousClock.Instant) -> Int {
+    package func openHosts(now: ContinuousClock.Instant) -> Int {
         states.values.reduce(0) { count, state in
             switch state {
             case .closed: return count
@@ -79,7 +79,7 @@ struct OriginBreakers {
         }
     }
 
-    mutating func admit(_ host: String, now: ContinuousClock.Instant) -> Admission {
+    package mutating func admit(_ host: String, now: ContinuousClock.Instant) -> Admission {
         guard case .open(let until, let reason) = states[host] else { return .go }
         guard now >= until else { return .refuse(reason) }
         states[host] = .halfOpen
@@ -90,7 +90,7 @@ struct OriginBreakers {
     /// The outcome of a request to `host`: `failure` describes an origin failure ("timed out",
     /// "answered HTTP 503", ...), nil is anything else. `wall` is the wall-clock time now, for
     /// the message that says until when the host is left alone.
-    mutating func record(_ host: String, failure: String?, now: ContinuousClock.Instant, wall: Date) -> Change {
+    package mutating func record(_ host: String, failure: String?, now: ContinuousClock.Instant, wall: Date) -> Change {
         // A host never seen is closed with no failures.
         switch states[host] ?? .closed(failures: 0, kinds: []) {
         case .open:
@@ -147,7 +147,7 @@ struct OriginBreakers {
     }
 
     /// The host as people write it: the origin without its scheme.
-    static func name(of origin: String) -> String {
+    package static func name(of origin: String) -> String {
         origin.range(of: "://").map { String(origin[$0.upperBound...]) } ?? origin
     }
 
@@ -166,7 +166,7 @@ struct OriginBreakers {
 enum OriginFailure {
     /// The codes that count (`httpStatus` only for a 5xx), and those that never do: together
     /// every known code (`ContractListTests`), so a new code is decided on, not left out by default.
-    static let counted: Set<ReasonCode> = [.connectFailed, .timeout, .tlsFailed, .httpStatus]
+    package static let counted: Set<ReasonCode> = [.connectFailed, .timeout, .tlsFailed, .httpStatus]
     static let neverCounted: Set<ReasonCode> = [
         .invalidURL, .unsupportedScheme, .forbiddenAddress, .tooManyRedirects, .transferFailed, .deadlineExceeded,
         .sizeLimitExceeded, .unsupportedType, .corruptMedia, .emptyBody, .pixelLimitExceeded, .cancelled, .ioError,

@@ -1,4 +1,4 @@
-internal import CCurl
+package import CCurl
 internal import CAttachFetchShims
 
 /// libcurl's global state, initialised once per process before the first handle is made
@@ -17,14 +17,14 @@ enum CurlGlobal {
 /// Owns one libcurl multi handle. libcurl handles are not thread-safe: only the engine thread
 /// calls into it, except `wakeup()`, which libcurl documents as callable from any thread.
 /// Every call's result is checked; a failure becomes a reason through `failure(_:_:)`.
-final class CurlMulti {
-    let handle: UnsafeMutableRawPointer
+package final class CurlMulti {
+    package let handle: UnsafeMutableRawPointer
 
     /// `maxIdleConnections` bounds libcurl's cache of kept-alive connections, so a pipeline
     /// holds at most that many idle sockets. `maxHostConnections`, when given, caps the
     /// connections to one host (CURLMOPT_MAX_HOST_CONNECTIONS): the queue keeps transfers to a
     /// host under the same cap, so this is the backstop that holds even across redirects.
-    init(maxIdleConnections: Int, maxHostConnections: Int? = nil) throws(AttachFetchError) {
+    package init(maxIdleConnections: Int, maxHostConnections: Int? = nil) throws(AttachFetchError) {
         try CurlGlobal.ensureInitialised()
         guard let handle = curl_multi_init() else { throw .libraryInitialisation("curl_multi_init failed") }
         var options = [(CURLMOPT_MAXCONNECTS, "MAXCONNECTS", maxIdleConnections)]
@@ -43,7 +43,7 @@ final class CurlMulti {
 
     /// The one mapping of a multi-interface failure: libcurl's own text. The multi handle
     /// failing is the machine's or the library's problem, never the media's: `ioError`.
-    static func failure(_ code: CURLMcode, _ call: String) -> Reason {
+    package static func failure(_ code: CURLMcode, _ call: String) -> Reason {
         Reason(code: .ioError, message: "libcurl's \(call) failed: \(String(cString: curl_multi_strerror(code)))")
     }
 
@@ -51,14 +51,14 @@ final class CurlMulti {
         code == CURLM_OK ? nil : Self.failure(code, call)
     }
 
-    func add(_ easy: UnsafeMutableRawPointer) -> Reason? { check(curl_multi_add_handle(handle, easy), "curl_multi_add_handle") }
-    func remove(_ easy: UnsafeMutableRawPointer) -> Reason? { check(curl_multi_remove_handle(handle, easy), "curl_multi_remove_handle") }
+    package func add(_ easy: UnsafeMutableRawPointer) -> Reason? { check(curl_multi_add_handle(handle, easy), "curl_multi_add_handle") }
+    package func remove(_ easy: UnsafeMutableRawPointer) -> Reason? { check(curl_multi_remove_handle(handle, easy), "curl_multi_remove_handle") }
 
     /// Runs the transfers; `running` is how many are still going.
-    func perform(running: inout Int32) -> Reason? { check(curl_multi_perform(handle, &running), "curl_multi_perform") }
+    package func perform(running: inout Int32) -> Reason? { check(curl_multi_perform(handle, &running), "curl_multi_perform") }
 
     /// How long libcurl wants to wait before it is called again (-1: no opinion), or a failure.
-    func timeout() -> Result<Int, Reason> {
+    package func timeout() -> Result<Int, Reason> {
         var milliseconds = -1
         if let failure = check(curl_multi_timeout(handle, &milliseconds), "curl_multi_timeout") { return .failure(failure) }
         return .success(milliseconds)
@@ -80,7 +80,7 @@ final class CurlMulti {
 
     /// Breaks a `poll` from any thread, or says why it could not (the wakeup pipe could not be
     /// written).
-    func wakeup() -> Reason? { check(curl_multi_wakeup(handle), "curl_multi_wakeup") }
+    package func wakeup() -> Reason? { check(curl_multi_wakeup(handle), "curl_multi_wakeup") }
 }
 
 /// Owns one libcurl share handle that lets the easy handles of one engine resume each other's
@@ -88,7 +88,7 @@ final class CurlMulti {
 /// here has a new easy handle, so each new connection paid a full handshake). Used only on the
 /// engine thread, so it needs no lock callbacks.
 final class CurlShare {
-    let handle: UnsafeMutableRawPointer
+    package let handle: UnsafeMutableRawPointer
 
     init() throws(AttachFetchError) {
         try CurlGlobal.ensureInitialised()
@@ -105,34 +105,34 @@ final class CurlShare {
 }
 
 extension CURLcode {
-    var curlMessage: String { String(cString: curl_easy_strerror(self)) }
+    package var curlMessage: String { String(cString: curl_easy_strerror(self)) }
 }
 
 /// Typed wrappers over the shims, so call sites read like curl's documentation.
-enum CurlOption {
-    static func set(_ handle: UnsafeMutableRawPointer, _ option: CURLoption, _ value: Int) -> CURLcode {
+package enum CurlOption {
+    package static func set(_ handle: UnsafeMutableRawPointer, _ option: CURLoption, _ value: Int) -> CURLcode {
         af_curl_easy_setopt_long(handle, option, value)
     }
-    static func set(_ handle: UnsafeMutableRawPointer, _ option: CURLoption, offset value: Int64) -> CURLcode {
+    package static func set(_ handle: UnsafeMutableRawPointer, _ option: CURLoption, offset value: Int64) -> CURLcode {
         af_curl_easy_setopt_off_t(handle, option, curl_off_t(value))
     }
-    static func set(_ handle: UnsafeMutableRawPointer, _ option: CURLoption, _ value: String) -> CURLcode {
+    package static func set(_ handle: UnsafeMutableRawPointer, _ option: CURLoption, _ value: String) -> CURLcode {
         // libcurl copies string options (since 7.17), so the temporary C string may go.
         value.withCString { af_curl_easy_setopt_string(handle, option, $0) }
     }
-    static func set(_ handle: UnsafeMutableRawPointer, _ option: CURLoption, pointer value: UnsafeMutableRawPointer?) -> CURLcode {
+    package static func set(_ handle: UnsafeMutableRawPointer, _ option: CURLoption, pointer value: UnsafeMutableRawPointer?) -> CURLcode {
         af_curl_easy_setopt_pointer(handle, option, value)
     }
 
-    static func long(_ handle: UnsafeMutableRawPointer, _ info: CURLINFO) -> Int? {
+    package static func long(_ handle: UnsafeMutableRawPointer, _ info: CURLINFO) -> Int? {
         var value = 0
         return af_curl_easy_getinfo_long(handle, info, &value) == CURLE_OK ? value : nil
     }
-    static func offset(_ handle: UnsafeMutableRawPointer, _ info: CURLINFO) -> Int64? {
+    package static func offset(_ handle: UnsafeMutableRawPointer, _ info: CURLINFO) -> Int64? {
         var value: curl_off_t = 0
         return af_curl_easy_getinfo_off_t(handle, info, &value) == CURLE_OK ? Int64(value) : nil
     }
-    static func string(_ handle: UnsafeMutableRawPointer, _ info: CURLINFO) -> String? {
+    package static func string(_ handle: UnsafeMutableRawPointer, _ info: CURLINFO) -> String? {
         var value: UnsafeMutablePointer<CChar>?
         guard af_curl_easy_getinfo_string(handle, info, &value) == CURLE_OK, let value else { return nil }
         return String(cString: value)

@@ -6,7 +6,7 @@ internal import CLibcrypto
 /// the certificate chain the server sent. Read from the OpenSSL session libcurl negotiated.
 struct TLSFacts: Sendable, Equatable {
     /// OpenSSL's name for the protocol: "TLSv1.3", "TLSv1.2", ...
-    var version: String
+    package var version: String
     /// OpenSSL's name for the cipher suite: "ECDHE-RSA-AES128-GCM-SHA256", "AES128-SHA", ...
     var cipher: String
     /// ECDHE key exchange, or TLS 1.3 (always ephemeral): what ATS calls forward secrecy.
@@ -19,7 +19,7 @@ struct TLSFacts: Sendable, Equatable {
 
 enum TLSSession {
     /// The facts of `handle`'s current connection, or nil when it is not TLS over OpenSSL.
-    static func facts(_ handle: UnsafeMutableRawPointer) -> TLSFacts? {
+    package static func facts(_ handle: UnsafeMutableRawPointer) -> TLSFacts? {
         var pointer: UnsafeMutableRawPointer?
         guard af_curl_easy_getinfo_pointer(handle, CURLINFO_TLS_SSL_PTR, &pointer) == CURLE_OK, let pointer else { return nil }
         let info = pointer.assumingMemoryBound(to: curl_tlssessioninfo.self).pointee

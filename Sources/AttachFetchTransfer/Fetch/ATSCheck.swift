@@ -8,7 +8,7 @@ enum ATSCheck {
     ///   - sessions: the TLS facts of each https hop that completed a handshake.
     ///   - tlsFailure: the reason, when the handshake or the certificate check failed.
     ///   - verifyResult: OpenSSL's certificate verification result (`X509_V_ERR_…`), when known.
-    static func verdict(url: String, hops: [String], sessions: [TLSFacts], tlsFailure: Reason?, verifyResult: Int?) -> ATSVerdict {
+    package static func verdict(url: String, hops: [String], sessions: [TLSFacts], tlsFailure: Reason?, verifyResult: Int?) -> ATSVerdict {
         typealias Problem = ATSVerdict.Problem
         var problems: [Problem] = []
         func add(_ code: String, _ message: String) {

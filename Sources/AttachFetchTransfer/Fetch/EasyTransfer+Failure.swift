@@ -3,7 +3,7 @@ internal import CCurl
 extension EasyTransfer {
     /// The one mapping of a libcurl result to the descriptor's reason, with curl's own message
     /// (its error buffer, else `curl_easy_strerror`).
-    func reason(for code: CURLcode) -> AttachmentDescriptor.Reason? {
+    package func reason(for code: CURLcode) -> AttachmentDescriptor.Reason? {
         let detail = errorBuffer.pointee != 0 ? String(cString: errorBuffer) : code.curlMessage
         switch code {
         case CURLE_OK:

@@ -1,11 +1,11 @@
-internal import CCurl
+package import CCurl
 import Foundation
 import Logging
 
 /// What a `CurlEngine` runs: the downloads (`TransferEngine`) or the object-store requests
 /// (`StoreEngine`). Every method is called on the engine's own thread, one at a time, so a
 /// workload's engine-side state needs no lock.
-protocol CurlEngineWorkload: AnyObject, Sendable {
+package protocol CurlEngineWorkload: AnyObject, Sendable {
     /// One turn of the loop, before libcurl runs: end what was cancelled or expired, then add
     /// the handles that may start to `multi`. Returns the longest the loop may then sleep, or
     /// `nil` to stop (the workload has finished everything it held).
@@ -25,18 +25,18 @@ protocol CurlEngineWorkload: AnyObject, Sendable {
 /// message (the multi handle's state can no longer be trusted for them); after a failed poll
 /// the loop waits 10 ms before going round, so that a handle that keeps failing cannot spin a
 /// core. Queued work is not failed: it starts on the next turn.
-final class CurlEngine: @unchecked Sendable {
+package final class CurlEngine: @unchecked Sendable {
     // @unchecked Sendable: `multi` is used only by the engine thread once `start` has handed it
     // over, except `wakeup()`, which libcurl documents as safe to call from any thread; the
     // semaphore is thread-safe.
-    let multi: CurlMulti
+    package let multi: CurlMulti
     private let stopped = DispatchSemaphore(value: 0)
     private let threadName: String
     private let logger: Logger
 
     /// Makes the multi handle; `start` starts the thread.
-    init(threadName: String, maxIdleConnections: Int, maxHostConnections: Int? = nil,
-         logger: Logger = AttachmentPipeline.silentLogger) throws(AttachFetchError) {
+    package init(threadName: String, maxIdleConnections: Int, maxHostConnections: Int? = nil,
+         logger: Logger = Logger(label: "attach-fetch", factory: { _ in SwiftLogNoOpLogHandler() })) throws(AttachFetchError) {
         self.multi = try CurlMulti(maxIdleConnections: maxIdleConnections, maxHostConnections: maxHostConnections)
         self.threadName = threadName
         self.logger = logger
@@ -44,7 +44,7 @@ final class CurlEngine: @unchecked Sendable {
 
     /// Starts the thread running `workload` until its `turn` returns nil. The thread holds the
     /// workload until then.
-    func start(_ workload: some CurlEngineWorkload) {
+    package func start(_ workload: some CurlEngineWorkload) {
         let thread = Thread { [self] in
             nameCurrentThread(threadName)
             run(workload)
@@ -54,14 +54,14 @@ final class CurlEngine: @unchecked Sendable {
 
     /// Breaks the engine's sleep, from any thread. A failure is logged, as nothing else can be
     /// done: the loop then sees the work at its next turn, when its poll times out.
-    func wakeup() {
+    package func wakeup() {
         if let failure = multi.wakeup() {
             logger.error("the engine could not be woken", metadata: ["thread": "\(threadName)", "reason": "\(failure.message)"])
         }
     }
 
     /// Blocks until the loop has stopped (the workload's `turn` returned nil).
-    func waitUntilStopped() { stopped.wait() }
+    package func waitUntilStopped() { stopped.wait() }
 
     private func run(_ workload: some CurlEngineWorkload) {
         while true {

@@ -9,7 +9,7 @@ extension EasyTransfer {
     /// Opens the body file and sets every option. Returns a failure to report instead of
     /// starting, or nil when the handle is ready to add to the multi handle. `now` is the
     /// pipeline's clock's reading, which the deadline is an instant of.
-    func prepare(now: ContinuousClock.Instant) -> AttachmentDescriptor.Reason? {
+    package func prepare(now: ContinuousClock.Instant) -> AttachmentDescriptor.Reason? {
         let spec = job.spec
         let remaining = spec.deadline - now
         guard remaining > .milliseconds(1) else {
