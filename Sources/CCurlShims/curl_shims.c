@@ -1,6 +1,6 @@
 // curl_easy_setopt / curl_easy_getinfo / curl_multi_setopt are variadic; Swift cannot
 // call them. Each function below fixes one argument type and forwards unchanged.
-#include "CAttachFetchShims.h"
+#include "CCurlShims.h"
 
 CURLcode af_curl_easy_setopt_long(CURL *handle, CURLoption option, long value) {
     return curl_easy_setopt(handle, option, value);

@@ -1,6 +1,6 @@
 // libvips operations take NULL-terminated variadic option lists; Swift cannot call them.
 // Each function below passes a fixed set of options and forwards unchanged.
-#include "CAttachFetchShims.h"
+#include "CVipsShims.h"
 
 VipsImage *af_vips_image_new_from_file(const char *filename, VipsFailOn fail_on) {
     return vips_image_new_from_file(filename, "fail_on", fail_on, NULL);

@@ -1,4 +1,4 @@
-import CAttachFetchShims
+import CVipsShims
 import CVips
 import Foundation
 import Testing

@@ -1,4 +1,4 @@
-internal import CAttachFetchShims
+internal import CVipsShims
 internal import CVips
 
 /// Turns an image iOS would not show — WebP, HEIC/HEIF, AVIF, or any image over the limit —

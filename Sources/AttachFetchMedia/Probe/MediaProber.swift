@@ -1,4 +1,3 @@
-internal import CAttachFetchShims
 internal import CFFmpeg
 internal import CVips
 #if canImport(Glibc)

@@ -1,4 +1,4 @@
-internal import CAttachFetchShims
+internal import CVipsShims
 internal import CFFmpeg
 internal import CVips
 #if canImport(Glibc)

@@ -1,4 +1,4 @@
-internal import CAttachFetchShims
+internal import CVipsShims
 internal import CVips
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,4 @@
 internal import CCurl
-internal import CAttachFetchShims
 import Foundation
 #if canImport(Glibc)
 import Glibc

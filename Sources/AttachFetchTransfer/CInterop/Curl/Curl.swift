@@ -1,5 +1,5 @@
 package import CCurl
-internal import CAttachFetchShims
+internal import CCurlShims
 
 /// libcurl's global state, initialised once per process before the first handle is made
 /// (`curl_global_init` is not thread-safe; a static `let` runs its initialiser exactly once).

@@ -1,5 +1,4 @@
 package import CCurl
-internal import CAttachFetchShims
 import Foundation
 
 /// The certificates a pipeline's transfers trust when the configuration adds some: the system

@@ -1,4 +1,4 @@
-internal import CAttachFetchShims
+internal import CCurlShims
 internal import CCurl
 internal import CLibcrypto
 
