@@ -33,7 +33,7 @@ public final class AttachmentPipeline: Sendable {
     public static let silentLogger = Logger(label: "attach-fetch", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// Makes a pipeline: validates `configuration`, starts libvips, the download thread and the
-    /// decoder workers. Throws ``AttachFetchError`` when a setting cannot work.
+    /// decoder workers. Throws ``/AttachFetchCore/AttachFetchError`` when a setting cannot work.
     public init(configuration: AttachFetchConfiguration = .init(),
                 logger: Logger = AttachmentPipeline.silentLogger) throws(AttachFetchError) {
         try configuration.validate()
@@ -135,7 +135,7 @@ public final class AttachmentPipeline: Sendable {
     }
 
     /// Checks once that the object store can be used: the bucket exists and the credentials
-    /// are accepted (`HEAD` bucket). Throws ``AttachFetchError`` with the store's own words
+    /// are accepted (`HEAD` bucket). Throws ``/AttachFetchCore/AttachFetchError`` with the store's own words
     /// (`SignatureDoesNotMatch`, `NoSuchBucket`, the connection's failure), never a credential.
     /// Does nothing when no object store is configured.
     public func checkObjectStore(timeout: Duration = .seconds(10)) async throws(AttachFetchError) {

@@ -10,7 +10,7 @@ public struct CIDRRange: Sendable, Hashable, CustomStringConvertible {
     let prefixLength: Int
 
     /// Parses `203.0.113.0/24`, `2001:db8::/32` or a single address; throws
-    /// ``AttachFetchError`` for anything else.
+    /// ``/AttachFetchCore/AttachFetchError`` for anything else.
     public init(_ text: String) throws(AttachFetchError) {
         let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         let addressText = String(parts[0])
