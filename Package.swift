@@ -46,8 +46,12 @@ let package = Package(
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         // OpenSSL: libcrypto (SHA-256, PEM) and libssl (reading the TLS session libcurl negotiated).
         .systemLibrary(name: "CLibcrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
-        // Non-variadic wrappers around the variadic C calls Swift cannot make. No logic.
-        .target(name: "CAttachFetchShims", dependencies: ["CCurl", "CVips"]),
+        // Wrappers for the C calls Swift cannot make (variadic, or declared only under _GNU_SOURCE),
+        // one target per library so that each sits under its users. No logic. Files, descriptors
+        // and the decoder sandbox:
+        .target(name: "CAttachFetchShims"),
+        .target(name: "CCurlShims", dependencies: ["CCurl"]),
+        .target(name: "CVipsShims", dependencies: ["CVips"]),
 
         // "Run these, answer when all are done or the deadline comes": one race for the pipeline's
         // batches and the device's fetcher. Foundation only.
@@ -56,17 +60,39 @@ let package = Package(
         .target(name: "EncryptedContent", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "AttachFetchDevice",
                 dependencies: ["EncryptedContent", "DeadlineRace", .product(name: "Crypto", package: "swift-crypto")]),
+        // The library, in layers along the data's path (docs/architecture.md, "Targets"): each
+        // target imports only those below it. The vocabulary, sniffing, files and support.
         .target(
-            name: "AttachFetch",
+            name: "AttachFetchCore",
             dependencies: [
-                "EncryptedContent", "DeadlineRace", "CCurl", "CMagic", "CVips", "CFFmpeg", "CTurboJPEG", "CLibcrypto", "CAttachFetchShims",
+                "DeadlineRace", "CMagic", "CLibcrypto", "CAttachFetchShims",
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]
+        ),
+        // What the decoder workers run: decoding, converting, thumbnails, probing, transcoding.
+        .target(name: "AttachFetchMedia", dependencies: ["AttachFetchCore", "CVips", "CFFmpeg", "CTurboJPEG", "CVipsShims", "CAttachFetchShims"]),
+        // Downloads: the transfer engine on libcurl, address and TLS checks.
+        .target(
+            name: "AttachFetchTransfer",
+            dependencies: [
+                "AttachFetchCore", "CCurl", "CLibcrypto", "CCurlShims",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
-        .executableTarget(name: "attach-fetch-decoder", dependencies: ["AttachFetch"]),
+        // The pipeline; `import AttachFetch` gives the public API of every layer.
+        .target(
+            name: "AttachFetch",
+            dependencies: [
+                "AttachFetchCore", "AttachFetchTransfer", "AttachFetchMedia",
+                "EncryptedContent", "CCurl", "CCurlShims", "CAttachFetchShims",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]
+        ),
+        .executableTarget(name: "attach-fetch-decoder", dependencies: ["AttachFetchMedia"]),
         // The pipeline as an HTTP service, for `attach-fetch serve` and its tests.
         .target(
             name: "AttachFetchService",
@@ -138,7 +164,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AttachFetchTests",
-            dependencies: ["AttachFetch", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "CAttachFetchShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "media-check",
+            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "CAttachFetchShims", "CVipsShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "media-check",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOEmbedded", package: "swift-nio"),

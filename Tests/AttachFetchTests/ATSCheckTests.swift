@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import AttachFetch
+@testable import AttachFetchTransfer
 
 /// App Transport Security's rules on given facts (no network), and the payload lint they feed.
 @Suite struct ATSCheckTests {

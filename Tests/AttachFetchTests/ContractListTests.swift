@@ -1,4 +1,5 @@
 @testable import AttachFetch
+@testable import AttachFetchTransfer
 @testable import AttachFetchService
 import Foundation
 import Testing
@@ -47,7 +48,7 @@ import Testing
     /// `allKnown` repeats the declarations above it (a struct's static members cannot be listed
     /// in Swift): each declared code is in it, once, in declaration order, named as its raw value.
     @Test func everyDeclaredReasonCodeIsInAllKnown() throws {
-        let source = try Self.text("Sources/AttachFetch/Descriptor/ReasonCode.swift")
+        let source = try Self.text("Sources/AttachFetchCore/Descriptor/ReasonCode.swift")
         let declaration = /public static let (\w+) = ReasonCode\(rawValue: "(\w+)"\)/
         let declared = source.matches(of: declaration).map { (name: String($0.1), raw: String($0.2)) }
         for code in declared where code.name != code.raw { Issue.record("ReasonCode.\(code.name) has the raw value \(code.raw)") }

@@ -2,6 +2,7 @@ import Foundation
 import LoopbackHTTPServer
 import Testing
 @testable import AttachFetch
+@testable import AttachFetchMedia
 
 extension ProcessWideSuites {
     /// Decoders run in worker processes: a worker's death costs only its own attachment, its

@@ -1,8 +1,9 @@
-import CAttachFetchShims
+import CVipsShims
 import CVips
 import Foundation
 import Testing
 @testable import AttachFetch
+@testable import AttachFetchMedia
 
 /// The libjpeg-turbo fast path must make what the libvips path makes, and only take the JPEGs
 /// it can treat the same way.

@@ -4,6 +4,7 @@ import CTestSupport
 import LoopbackHTTPServer
 import Testing
 @testable import AttachFetch
+@testable import AttachFetchTransfer
 
 /// Nothing is left behind: files, descriptors, curl handles, threads, memory.
 // Serialized: the tests count the process's threads, descriptors and resident memory.

@@ -1,9 +1,10 @@
-import CAttachFetchShims
+import CVipsShims
 import CVips
 import Foundation
 import LoopbackHTTPServer
 import Testing
 @testable import AttachFetch
+@testable import AttachFetchMedia
 
 /// Normalizing: formats iOS would not show are converted, oversize images are fitted, and the
 /// descriptor keeps the original's facts. Real libcurl, libmagic and libvips throughout.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import AttachFetch
+@testable import AttachFetchCore
 
 /// Ordinary files that phones and CDNs make every day, each of which was refused (TestMedia/cases,
 /// made by TestMedia/make-cases.sh): every verdict checked against ffmpeg/ffprobe or vips.

@@ -2,6 +2,7 @@ import Foundation
 import LoopbackHTTPServer
 import Testing
 @testable import AttachFetch
+@testable import AttachFetchTransfer
 
 /// The per-host circuit breaker's states, without sockets.
 @Suite struct OriginBreakerStateTests {

@@ -1,4 +1,3 @@
-import CAttachFetchShims
 import CVips
 import Foundation
 import LoopbackHTTPServer

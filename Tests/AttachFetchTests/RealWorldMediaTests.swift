@@ -2,6 +2,8 @@ import CFFmpeg
 import Foundation
 import Testing
 @testable import AttachFetch
+@testable import AttachFetchCore
+@testable import AttachFetchMedia
 
 /// The defects that other projects' published test files found (TestMedia/cases, made by
 /// TestMedia/make-cases.sh): each test names the file and the verdict it must get.

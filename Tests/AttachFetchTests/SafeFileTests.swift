@@ -8,7 +8,7 @@ import Testing
 /// New files are written one way (`SafeFile.writeNew`): never over an existing file, synced, every
 /// call's result checked. The encrypted copy for publishing is written that way too.
 @Suite struct SafeFileTests {
-    private func plaintext(in scratch: Scratch) throws -> AttachmentWork.FileToPublish {
+    private func plaintext(in scratch: Scratch) throws -> FileToPublish {
         let path = scratch.path + "/photo.jpg"
         try Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0) }).write(to: URL(fileURLWithPath: path))
         return .init(path: path, sha256: nil, suffix: "jpg")

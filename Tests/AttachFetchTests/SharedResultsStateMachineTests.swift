@@ -1,4 +1,5 @@
 @testable import AttachFetch
+@testable import AttachFetchTransfer
 import Testing
 
 /// Coalescing and caching decided as a value: no tasks run, no files, no sockets. Waiters are

@@ -24,4 +24,37 @@ import Testing
         }
         #expect(offenders.isEmpty, "\(offenders.sorted().joined(separator: "\n"))")
     }
+
+    /// The library's layers and what each may import of the library and of the C modules
+    /// (docs/architecture.md, "Targets"). SwiftPM finds any module already built, so an import
+    /// a target does not declare, or a C module reached through another target, may still compile.
+    static let layers: [String: Set<String>] = [
+        "AttachFetchCore": ["CMagic", "CLibcrypto", "CAttachFetchShims"],
+        "AttachFetchTransfer": ["AttachFetchCore", "CCurl", "CLibcrypto", "CCurlShims"],
+        "AttachFetchMedia": ["AttachFetchCore", "CVips", "CFFmpeg", "CTurboJPEG", "CVipsShims", "CAttachFetchShims"],
+        "AttachFetch": ["AttachFetchCore", "AttachFetchTransfer", "AttachFetchMedia", "CCurl", "CCurlShims", "CAttachFetchShims"],
+    ]
+
+    @Test func eachLayerImportsOnlyWhatIsBelowIt() throws {
+        var offenders: [String] = []
+        for (target, allowed) in Self.layers {
+            let folder = Self.sources.appendingPathComponent(target)
+            let files = try #require(FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil))
+            for case let url as URL in files where url.pathExtension == "swift" {
+                let text = try String(contentsOf: url, encoding: .utf8)
+                for line in text.split(separator: "\n") {
+                    let words = line.split(separator: " ").map(String.init)
+                    guard let at = words.firstIndex(of: "import"), at + 1 < words.count,
+                          words[..<at].allSatisfy({ ["@_exported", "@preconcurrency", "internal", "package", "public"].contains($0) })
+                    else { continue }
+                    let module = words[at + 1]
+                    let isLibraryOrC = module.hasPrefix("AttachFetch") || (module.hasPrefix("C") && module.dropFirst().first?.isUppercase == true)
+                    if isLibraryOrC && !allowed.contains(module) {
+                        offenders.append("\(target)/\(url.path.dropFirst(folder.path.count + 1)) imports \(module)")
+                    }
+                }
+            }
+        }
+        #expect(offenders.isEmpty, "\(offenders.sorted().joined(separator: "\n"))")
+    }
 }

@@ -1,4 +1,5 @@
 import CAttachFetchShims
+import CVipsShims
 import CTestSupport
 import CVips
 import Foundation

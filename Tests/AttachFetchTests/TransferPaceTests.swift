@@ -2,6 +2,7 @@ import Foundation
 import LoopbackHTTPServer
 import Testing
 @testable import AttachFetch
+@testable import AttachFetchTransfer
 
 extension DeadlineBoundSuites {
     /// The transfer pace: its arithmetic on given instants (no sockets), and over real sockets,

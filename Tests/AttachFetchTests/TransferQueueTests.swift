@@ -1,12 +1,13 @@
 import Testing
 @testable import AttachFetch
+@testable import AttachFetchTransfer
 
 /// The order in which waiting downloads get transfer slots, without sockets: `TransferQueue`
 /// alone, with jobs that are never started.
 @Suite struct TransferQueueTests {
     private func job(batch: Int, host: String = "http://127.0.0.1:9", deadline: Batch) -> TransferJob {
         TransferJob(spec: TransferSpec(batch: batch, url: "\(host)/\(batch)", origin: URLCheck.origin(of: "\(host)/\(batch)"), bodyPath: "/nonexistent", runningUnder: deadline,
-                                       timeout: .init(), sizeLimits: .init(), maxRedirects: 0, addressPolicy: AttachFetchConfiguration().addressPolicy,
+                                       timeout: AttachFetchConfiguration.Timeout().settings, sizeLimits: AttachFetchConfiguration.SizeLimits().settings, maxRedirects: 0, addressPolicy: AttachFetchConfiguration().addressPolicy,
                                        imagesOnly: false, normalize: true, trustStore: nil, proxy: nil))
     }
 

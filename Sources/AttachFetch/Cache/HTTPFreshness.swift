@@ -1,49 +1,5 @@
 import Foundation
 
-/// The response headers that decide whether, and for how long, a result may be reused, and
-/// how to revalidate it (RFC 9111). Collected from the last response of a transfer.
-struct CacheHeaders: Sendable, Equatable, Codable {
-    var cacheControl: [String] = []
-    var expires: [String] = []
-    var date: String?
-    var age: String?
-    var pragma: [String] = []
-    var etag: String?
-    var lastModified: String?
-
-    /// Records one header line; false when it is not one of these.
-    mutating func take(name: String, value: String) {
-        switch name.lowercased() {
-        case "cache-control": cacheControl.append(value)
-        case "expires": expires.append(value)
-        case "date": date = value
-        case "age": age = value
-        case "pragma": pragma.append(value)
-        case "etag": etag = value
-        case "last-modified": lastModified = value
-        default: break
-        }
-    }
-
-    /// True when the response says anything about freshness (a 304 that does not keeps the old lifetime).
-    var speaksOfFreshness: Bool { !cacheControl.isEmpty || !expires.isEmpty }
-
-    /// What a later request sends to ask "has it changed?".
-    var validators: CacheValidators? {
-        etag == nil && lastModified == nil ? nil : CacheValidators(etag: etag, lastModified: lastModified)
-    }
-}
-
-/// `If-None-Match` / `If-Modified-Since` values for a revalidation.
-struct CacheValidators: Sendable, Equatable {
-    var etag: String?
-    var lastModified: String?
-
-    var requestHeaders: [String] {
-        (etag.map { ["If-None-Match: \($0)"] } ?? []) + (lastModified.map { ["If-Modified-Since: \($0)"] } ?? [])
-    }
-}
-
 /// How long a result stays fresh, from its headers.
 enum HTTPFreshness {
     /// The lifetime the headers give, capped by `maximum`; `fallback` when they say nothing.

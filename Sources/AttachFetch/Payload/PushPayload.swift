@@ -80,7 +80,7 @@ public struct PushPayload: @unchecked Sendable {
     /// The payload's size in bytes, as given.
     public let byteCount: Int
 
-    /// Parses a payload; throws ``AttachFetchError`` unless it is a JSON object.
+    /// Parses a payload; throws ``/AttachFetchCore/AttachFetchError`` unless it is a JSON object.
     public init(data: Data) throws(AttachFetchError) {
         guard let object = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]),
               object is [String: Any] else {

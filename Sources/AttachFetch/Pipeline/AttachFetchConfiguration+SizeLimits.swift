@@ -34,3 +34,10 @@ extension AttachFetchConfiguration {
         public var largest: Int64 { max(image, audio, video, imageSource) }
     }
 }
+
+extension AttachFetchConfiguration.SizeLimits {
+    /// The limits as the layers below the pipeline take them.
+    package var settings: MediaSizeLimits {
+        MediaSizeLimits(image: image, audio: audio, video: video, imageSource: imageSource)
+    }
+}

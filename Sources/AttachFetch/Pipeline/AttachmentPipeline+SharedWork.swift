@@ -146,12 +146,12 @@ extension AttachmentPipeline {
     }
 
     func transferSpec(for request: AttachmentRequest, bodyPath: String, batch: Batch) -> TransferSpec {
-        var timeout = configuration.timeout
+        var timeout = configuration.timeout.settings
         if let shorter = request.timeout ?? (request.role == .avatar ? configuration.avatarTimeout : nil) {
             timeout.request = min(timeout.request, shorter)
         }
         var spec = TransferSpec(batch: batch.id, url: request.url, origin: URLCheck.origin(of: request.url), bodyPath: bodyPath, runningUnder: batch, timeout: timeout,
-                                sizeLimits: configuration.sizeLimits, maxRedirects: configuration.maxRedirects,
+                                sizeLimits: configuration.sizeLimits.settings, maxRedirects: configuration.maxRedirects,
                                 addressPolicy: configuration.addressPolicy, imagesOnly: request.role == .avatar,
                                 normalize: configuration.normalize, trustStore: trustStore, proxy: configuration.proxy)
         spec.transcode = configuration.transcoding(for: request).enabled

@@ -34,7 +34,7 @@ public final class AttachmentPipeline: Sendable {
     public static let silentLogger = Logger(label: "attach-fetch", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// Makes a pipeline: validates `configuration`, starts libvips, the download thread and the
-    /// decoder workers. Throws ``AttachFetchError`` when a setting cannot work.
+    /// decoder workers. Throws ``/AttachFetchCore/AttachFetchError`` when a setting cannot work.
     public init(configuration: AttachFetchConfiguration = .init(),
                 logger: Logger = AttachmentPipeline.silentLogger) throws(AttachFetchError) {
         try configuration.validate()
@@ -59,7 +59,7 @@ public final class AttachmentPipeline: Sendable {
                                          },
                                          maxPerHost: configuration.maxHostConnections,
                                          maxInflightBytes: configuration.maxInflightBytes,
-                                         breaker: configuration.breaker, clock: configuration.clock, logger: logger)
+                                         breaker: (configuration.breaker.failures, configuration.breaker.cooldown), clock: configuration.clock, logger: logger)
         let objectStore = try configuration.objectStore.map { target throws(AttachFetchError) in
             // Requests to one store: as many as one host's downloads.
             try ObjectStore(target: target, maxConcurrent: max(8, configuration.maxHostConnections), clock: configuration.clock, logger: logger)
@@ -136,7 +136,7 @@ public final class AttachmentPipeline: Sendable {
     }
 
     /// Checks once that the object store can be used: the bucket exists and the credentials
-    /// are accepted (`HEAD` bucket). Throws ``AttachFetchError`` with the store's own words
+    /// are accepted (`HEAD` bucket). Throws ``/AttachFetchCore/AttachFetchError`` with the store's own words
     /// (`SignatureDoesNotMatch`, `NoSuchBucket`, the connection's failure), never a credential.
     /// Does nothing when no object store is configured.
     public func checkObjectStore(timeout: Duration = .seconds(10)) async throws(AttachFetchError) {

@@ -17,6 +17,9 @@ public struct AttachFetchConfiguration: Sendable {
             self.request = request
             self.stall = stall
         }
+
+        /// The timeouts as the transfer layer takes them.
+        package var settings: TransferTimeouts { TransferTimeouts(connect: connect, request: request, stall: stall) }
     }
 
     /// The per-host circuit breaker: after `failures` failures in a row (connect failures and

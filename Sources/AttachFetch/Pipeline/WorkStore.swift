@@ -1,4 +1,3 @@
-internal import CAttachFetchShims
 import Foundation
 #if canImport(Glibc)
 import Glibc

@@ -50,14 +50,14 @@ public struct MediaEncryption: Sendable {
 enum EncryptedCopy {
     /// What publishing the copy needs, and what the descriptor records about it.
     struct Made {
-        var file: AttachmentWork.FileToPublish
+        var file: FileToPublish
         var encryption: AttachmentDescriptor.Encryption
         var bytes: Int64
     }
 
     /// Encrypts `file` into a new file from `makeOutput` (an unnamed or a named file in the
     /// work store, which the caller owns and removes), named for the ciphertext's SHA-256.
-    static func make(_ file: AttachmentWork.FileToPublish, with encryption: MediaEncryption,
+    static func make(_ file: FileToPublish, with encryption: MediaEncryption,
                      output: String) throws(Reason) -> Made {
         let plaintextDigest: String
         if let sha256 = file.sha256 { plaintextDigest = sha256 } else { plaintextDigest = try Publisher.hash(file.path) }

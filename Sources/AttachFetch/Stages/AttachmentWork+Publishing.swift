@@ -1,14 +1,6 @@
 import Foundation
 
 extension AttachmentWork {
-    /// A ready file as publishing stores it: under `<sha256>.<suffix>`.
-    struct FileToPublish: Sendable {
-        var path: String
-        /// Known for the delivered file (hashed as it streamed in); computed for the others.
-        var sha256: String?
-        var suffix: String
-    }
-
     /// Where a published file goes in the descriptor.
     enum PublishedRole: Sendable { case main, thumbnail, variant(Platform) }
 

@@ -1,56 +1,12 @@
-// Non-variadic entry points for the variadic C calls of libcurl and libvips.
-// Swift cannot call a C function that takes `...`, so each shim fixes one argument
-// kind and forwards it unchanged. There is no logic here on purpose.
+// The file, descriptor and sandbox calls Swift cannot make: variadic ones (prctl), and those
+// glibc declares only under _GNU_SOURCE. Each forwards unchanged. There is no logic here on
+// purpose. libcurl's and libvips' shims are CCurlShims and CVipsShims.
 #ifndef C_ATTACH_FETCH_SHIMS_H
 #define C_ATTACH_FETCH_SHIMS_H
 
-#include <curl/curl.h>
-#include <vips/vips.h>
+#include <sys/types.h>
 #include <linux/filter.h>
 #include <malloc.h>  // malloc_trim: Swift's Glibc module does not include malloc.h
-
-// MARK: curl_easy_setopt (variadic: the value's C type depends on the option)
-CURLcode af_curl_easy_setopt_long(CURL *handle, CURLoption option, long value);
-CURLcode af_curl_easy_setopt_off_t(CURL *handle, CURLoption option, curl_off_t value);
-CURLcode af_curl_easy_setopt_string(CURL *handle, CURLoption option, const char *value);
-CURLcode af_curl_easy_setopt_pointer(CURL *handle, CURLoption option, void *value);
-// CURLOPT_WRITEFUNCTION and CURLOPT_HEADERFUNCTION share this signature.
-CURLcode af_curl_easy_setopt_write_function(CURL *handle, CURLoption option, curl_write_callback callback);
-CURLcode af_curl_easy_setopt_xferinfo_function(CURL *handle, curl_xferinfo_callback callback);
-CURLcode af_curl_easy_setopt_opensocket_function(CURL *handle, curl_opensocket_callback callback);
-
-// MARK: curl_easy_getinfo (variadic: the out-parameter's type depends on the info)
-CURLcode af_curl_easy_getinfo_long(CURL *handle, CURLINFO info, long *value);
-CURLcode af_curl_easy_getinfo_off_t(CURL *handle, CURLINFO info, curl_off_t *value);
-CURLcode af_curl_easy_getinfo_string(CURL *handle, CURLINFO info, char **value);
-CURLcode af_curl_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value);
-
-// MARK: curl_multi_setopt (variadic)
-CURLMcode af_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
-
-// MARK: curl_share_setopt (variadic)
-CURLSHcode af_curl_share_setopt_long(CURLSH *share, CURLSHoption option, long value);
-
-// MARK: libvips operations (variadic: NULL-terminated name/value option lists)
-// vips_image_new_from_file: lazy open, reads the header only.
-VipsImage *af_vips_image_new_from_file(const char *filename, VipsFailOn fail_on);
-// vips_thumbnail: shrink-on-load thumbnail with EXIF auto-rotation.
-int af_vips_thumbnail(const char *filename, VipsImage **out, int width, int height,
-                      VipsSize size, VipsFailOn fail_on);
-// vips_image_new_from_file with every page of a multi-page image (animated WebP) as one tall image.
-VipsImage *af_vips_image_new_from_file_all_pages(const char *filename, VipsFailOn fail_on);
-// vips_thumbnail_image: the same shrink for an image already in memory (a video frame).
-int af_vips_thumbnail_image(VipsImage *in, VipsImage **out, int width, int height, VipsSize size);
-// vips_copy that only relabels the pixels' interpretation (raw RGB from libswscale is sRGB).
-int af_vips_copy_interpretation(VipsImage *in, VipsImage **out, VipsInterpretation interpretation);
-int af_vips_rot(VipsImage *in, VipsImage **out, VipsAngle angle);
-int af_vips_extract_area(VipsImage *in, VipsImage **out, int left, int top, int width, int height);
-int af_vips_extract_bands(VipsImage *in, VipsImage **out, int first, int count);
-int af_vips_min(VipsImage *in, double *minimum);
-// Encoders write to memory, so that the caller creates the file itself (O_EXCL, mode 0600).
-int af_vips_jpegsave_buffer(VipsImage *in, void **buffer, size_t *length, int quality);
-int af_vips_pngsave_buffer(VipsImage *in, void **buffer, size_t *length);
-int af_vips_gifsave_buffer(VipsImage *in, void **buffer, size_t *length);
 
 // MARK: files
 // renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE): a move that never replaces a file.

@@ -16,7 +16,7 @@ struct ObjectPublisher: Sendable {
 
     /// Publishes `file` as `<sha256>.<suffix>` and returns its public URL. A store that refuses
     /// is `publishFailed`, naming the store's error; the deadline is `deadlineExceeded`.
-    func publish(_ file: AttachmentWork.FileToPublish, batch: Batch) async throws(Reason) -> String {
+    func publish(_ file: FileToPublish, batch: Batch) async throws(Reason) -> String {
         let (digest, size) = try await fileFacts(file.path, sha256: file.sha256).get()
         let name = "\(digest).\(file.suffix)"
         let key = store.target.key(name)

@@ -1,5 +1,5 @@
 internal import CCurl
-internal import CAttachFetchShims
+internal import CCurlShims
 import Foundation
 #if canImport(Glibc)
 import Glibc

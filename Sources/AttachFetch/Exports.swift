@@ -1,0 +1,4 @@
+// `import AttachFetch` gives the public API of every layer of the library.
+@_exported import AttachFetchCore
+@_exported import AttachFetchTransfer
+@_exported import AttachFetchMedia

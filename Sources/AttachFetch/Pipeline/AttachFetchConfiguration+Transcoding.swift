@@ -1,0 +1,12 @@
+extension AttachFetchConfiguration {
+    /// The pipeline's own settings (`transcode`, `transcodeMaxLongEdge`; checked by `validate`).
+    public var transcoding: TranscodeSettings {
+        (try? TranscodeSettings(enabled: transcode, maxLongEdge: transcodeMaxLongEdge))
+            ?? (try! TranscodeSettings(enabled: transcode)) // validate refuses a pipeline with a bad edge
+    }
+
+    /// What `request` runs under: its own settings, or the pipeline's.
+    func transcoding(for request: AttachmentRequest) -> TranscodeSettings {
+        request.transcoding ?? transcoding
+    }
+}

@@ -1,0 +1,138 @@
+/// One row of the table of formats an iOS notification attachment accepts
+/// (Apple's UNNotificationAttachment documentation). Nothing outside it is ever kept.
+public struct MediaType: Sendable, Hashable {
+    /// Image, audio or video.
+    public let kind: AttachmentDescriptor.Kind
+    /// Canonical MIME type reported in descriptors.
+    public let mimeType: String
+    /// Uniform Type Identifier iOS uses for it.
+    public let uti: String
+    /// Extension of the saved file: iOS refuses attachments whose extension does not match.
+    public let fileExtension: String
+
+    /// JPEG.
+    public static let jpeg = MediaType(kind: .image, mimeType: "image/jpeg", uti: "public.jpeg", fileExtension: "jpg")
+    /// PNG.
+    public static let png = MediaType(kind: .image, mimeType: "image/png", uti: "public.png", fileExtension: "png")
+    /// GIF, still or animated.
+    public static let gif = MediaType(kind: .image, mimeType: "image/gif", uti: "com.compuserve.gif", fileExtension: "gif")
+    /// AIFF audio.
+    public static let aiff = MediaType(kind: .audio, mimeType: "audio/aiff", uti: "public.aiff-audio", fileExtension: "aiff")
+    /// WAV audio.
+    public static let wav = MediaType(kind: .audio, mimeType: "audio/wav", uti: "com.microsoft.waveform-audio", fileExtension: "wav")
+    /// MP3 audio.
+    public static let mp3 = MediaType(kind: .audio, mimeType: "audio/mpeg", uti: "public.mp3", fileExtension: "mp3")
+    /// MPEG-4 audio.
+    public static let m4a = MediaType(kind: .audio, mimeType: "audio/mp4", uti: "public.mpeg-4-audio", fileExtension: "m4a")
+    /// MPEG-1/2 video.
+    public static let mpeg = MediaType(kind: .video, mimeType: "video/mpeg", uti: "public.mpeg", fileExtension: "mpg")
+    /// MPEG-4 video.
+    public static let mp4 = MediaType(kind: .video, mimeType: "video/mp4", uti: "public.mpeg-4", fileExtension: "mp4")
+    /// MPEG-4 video with the `m4v` extension.
+    public static let m4v = MediaType(kind: .video, mimeType: "video/x-m4v", uti: "public.mpeg-4", fileExtension: "m4v")
+    /// AVI video.
+    public static let avi = MediaType(kind: .video, mimeType: "video/x-msvideo", uti: "public.avi", fileExtension: "avi")
+
+    /// Every format iOS accepts as it is: the table.
+    public static let all: [MediaType] = [.jpeg, .png, .gif, .aiff, .wav, .mp3, .m4a, .mpeg, .mp4, .m4v, .avi]
+
+    // Images iOS does not take as attachments, which the pipeline converts (normalizing on).
+    /// WebP, converted to JPEG, PNG or GIF.
+    public static let webp = MediaType(kind: .image, mimeType: "image/webp", uti: "org.webmproject.webp", fileExtension: "webp")
+    /// HEIC, converted to JPEG or PNG.
+    public static let heic = MediaType(kind: .image, mimeType: "image/heic", uti: "public.heic", fileExtension: "heic")
+    /// HEIF, converted to JPEG or PNG.
+    public static let heif = MediaType(kind: .image, mimeType: "image/heif", uti: "public.heif", fileExtension: "heif")
+    /// AVIF, converted to JPEG or PNG.
+    public static let avif = MediaType(kind: .image, mimeType: "image/avif", uti: "public.avif", fileExtension: "avif")
+
+    // Video containers iOS does not take as attachments, whose streams an MPEG-4 file can carry
+    // as they are: remuxed (stream copy) into MPEG-4 when converting is on.
+    /// QuickTime movies, remuxed into MPEG-4.
+    public static let quickTime = MediaType(kind: .video, mimeType: "video/quicktime", uti: "com.apple.quicktime-movie", fileExtension: "mov")
+    /// 3GPP video, remuxed into MPEG-4.
+    public static let threeGPP = MediaType(kind: .video, mimeType: "video/3gpp", uti: "public.3gpp", fileExtension: "3gp")
+    /// 3GPP2 video, remuxed into MPEG-4.
+    public static let threeGPP2 = MediaType(kind: .video, mimeType: "video/3gpp2", uti: "public.3gpp2", fileExtension: "3g2")
+    /// MPEG transport streams (HLS segments, broadcast captures).
+    public static let mpegTS = MediaType(kind: .video, mimeType: "video/mp2t", uti: "public.mpeg-2-transport-stream", fileExtension: "ts")
+
+    // Audio iOS does not play, re-encoded to AAC in MPEG-4 audio when converting is on.
+    /// Ogg (Opus voice notes, Vorbis), transcoded to `.m4a`.
+    public static let ogg = MediaType(kind: .audio, mimeType: "audio/ogg", uti: "org.xiph.ogg-audio", fileExtension: "ogg")
+    /// FLAC, transcoded to `.m4a`.
+    public static let flac = MediaType(kind: .audio, mimeType: "audio/flac", uti: "org.xiph.flac", fileExtension: "flac")
+
+    /// WebM (VP8, VP9 or AV1 with Opus or Vorbis), transcoded to H.264 and AAC in `.mp4`.
+    public static let webm = MediaType(kind: .video, mimeType: "video/webm", uti: "org.webmproject.webm", fileExtension: "webm")
+    /// Matroska, transcoded to H.264 and AAC in `.mp4`.
+    public static let matroska = MediaType(kind: .video, mimeType: "video/x-matroska", uti: "org.matroska.mkv", fileExtension: "mkv")
+
+    /// Formats that are converted to one in `all` before delivery, never delivered as they are.
+    public static let convertible: [MediaType] = [.webp, .heic, .heif, .avif, .quickTime, .threeGPP, .threeGPP2, .mpegTS, .ogg, .flac, .webm, .matroska]
+
+    /// The convertible formats whose streams are re-encoded (transcoded), not only moved.
+    public static let transcoded: [MediaType] = [.ogg, .flac, .webm, .matroska]
+
+    /// True for the formats iOS accepts as they are.
+    public var isDeliverable: Bool { MediaType.all.contains(self) }
+
+    /// libmagic's answers (it has several spellings for some formats) mapped to the table.
+    private static let byMagicMIME: [String: MediaType] = [
+        "image/jpeg": .jpeg, "image/pjpeg": .jpeg,
+        "image/png": .png,
+        "image/gif": .gif,
+        "audio/x-aiff": .aiff, "audio/aiff": .aiff,
+        "audio/x-wav": .wav, "audio/wav": .wav, "audio/vnd.wave": .wav, "audio/wave": .wav,
+        "audio/mpeg": .mp3, "audio/mp3": .mp3,
+        "audio/x-m4a": .m4a, "audio/mp4": .m4a, "audio/m4a": .m4a,
+        "video/mpeg": .mpeg, "video/mp2p": .mpeg, "video/mpv": .mpeg,
+        "video/mp4": .mp4,
+        "video/x-m4v": .m4v,
+        "video/x-msvideo": .avi, "video/avi": .avi, "video/msvideo": .avi,
+    ]
+
+    private static let convertibleByMagicMIME: [String: MediaType] = [
+        "image/webp": .webp, "image/x-webp": .webp,
+        "image/heic": .heic, "image/heic-sequence": .heic,
+        "image/heif": .heif, "image/heif-sequence": .heif,
+        "image/avif": .avif,
+        "video/quicktime": .quickTime,
+        "video/3gpp": .threeGPP, "audio/3gpp": .threeGPP,
+        "video/3gpp2": .threeGPP2, "audio/3gpp2": .threeGPP2,
+        "video/mp2t": .mpegTS,
+        "audio/ogg": .ogg, "application/ogg": .ogg, "audio/x-ogg": .ogg,
+        "audio/flac": .flac, "audio/x-flac": .flac,
+        "video/webm": .webm, "audio/webm": .webm, "video/x-matroska": .matroska, "audio/x-matroska": .matroska,
+    ]
+
+    /// The table row for a MIME type as libmagic reports it, or nil when it is not allowed.
+    public static func forSniffedMIME(_ mime: String) -> MediaType? {
+        byMagicMIME[mime.lowercased()]
+    }
+
+    /// The convertible format for a MIME type as libmagic reports it, or nil.
+    public static func convertibleForSniffedMIME(_ mime: String) -> MediaType? {
+        convertibleByMagicMIME[mime.lowercased()]
+    }
+}
+
+// MARK: - Codable, for the pipe to a decoder worker
+
+/// A table row travels as its MIME type.
+extension MediaType: Codable {
+    /// Decodes a table row from its MIME type; throws for a type the table does not hold.
+    public init(from decoder: any Decoder) throws {
+        let mime = try decoder.singleValueContainer().decode(String.self)
+        guard let type = (MediaType.all + MediaType.convertible).first(where: { $0.mimeType == mime }) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "no table row for \(mime)"))
+        }
+        self = type
+    }
+
+    /// Encodes the row as its MIME type.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(mimeType)
+    }
+}

@@ -1,0 +1,2 @@
+// The media layer is built on the core: `import AttachFetchMedia` gives both.
+@_exported import AttachFetchCore

@@ -1,0 +1,120 @@
+internal import CVipsShims
+internal import CVips
+
+/// Turns an image iOS would not show — WebP, HEIC/HEIF, AVIF, or any image over the limit —
+/// into a JPEG (PNG when some pixel is transparent, GIF for an animation that still fits),
+/// downscaling in a bounded number of attempts until it fits. EXIF orientation is applied to
+/// the pixels, so the result needs no metadata. Blocking: call it from a worker thread.
+package enum ImageNormalizer {
+    package struct Limits: Sendable, Codable {
+        /// The delivered file must not be larger than this (the image limit).
+        package var maxBytes: Int64
+        /// Encodings tried at most before giving up with `sizeLimitExceeded`.
+        package var maxAttempts: Int
+        package var decode: Thumbnailer.Limits
+        /// An animation may stay one (iOS plays GIFs); off, its first frame becomes a still.
+        package var keepsAnimation = true
+        /// Set (transcoding on): an animation that does not fit as a GIF becomes a video within
+        /// these limits, instead of a still (`normalize` answers nil for it).
+        package var animationAsVideo: MediaTranscoder.Limits? = nil
+
+        package init(maxBytes: Int64, maxAttempts: Int, decode: Thumbnailer.Limits, keepsAnimation: Bool = true,
+                     animationAsVideo: MediaTranscoder.Limits? = nil) {
+            (self.maxBytes, self.maxAttempts, self.decode) = (maxBytes, maxAttempts, decode)
+            (self.keepsAnimation, self.animationAsVideo) = (keepsAnimation, animationAsVideo)
+        }
+
+    }
+
+    /// JPEG quality of a delivered image: high, since this is the picture people see.
+    static let jpegQuality = 85
+
+    /// - Parameter shouldStop: checked before each attempt; true when nobody waits any more.
+    /// - Returns: nil for an animation that does not fit as a GIF, when `animationAsVideo` asks
+    ///   for it as a video (the caller transcodes it).
+    package static func normalize(source: String, type: MediaType, destinationBase: String, limits: Limits,
+                          shouldStop: () -> Bool = { false }) -> Result<NormalizedImage?, Reason> {
+        do throws(Reason) {
+            return .success(try normalizeThrowing(source: source, type: type, destinationBase: destinationBase,
+                                                  limits: limits, shouldStop: shouldStop))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private static func normalizeThrowing(source: String, type: MediaType, destinationBase: String, limits: Limits,
+                                          shouldStop: () -> Bool) throws(Reason) -> NormalizedImage? {
+        if [.heic, .heif, .avif].contains(type) { _ = Vips.heifLoader }
+        let header = try Thumbnailer.openHeader(source, limits: limits.decode)
+        func delivered(_ encoded: EncodedImage, downscaled: Bool) throws(Reason) -> NormalizedImage {
+            let file = destinationBase + "." + encoded.type.fileExtension
+            let digest = SHA256Digest()
+            let problem = encoded.data.withUnsafeBytes { bytes in
+                digest.update(bytes)
+                return SafeFile.create(file, contents: bytes)
+            }
+            if let problem { throw Reason(code: .ioError, message: problem) }
+            var transforms: [AttachmentDescriptor.Transform] = [encoded.type == type ? .reencoded : .transcoded]
+            if downscaled { transforms.append(.downscaled) }
+            return NormalizedImage(file: file, type: encoded.type, bytes: Int64(encoded.data.count),
+                                   sha256: try digest.finalizeHex(), width: encoded.width, height: encoded.height,
+                                   sourceWidth: header.width, sourceHeight: header.height, transforms: transforms)
+        }
+
+        // An animation stays one while it fits as a GIF at full size; otherwise it becomes a
+        // video when transcoding is on, else its first frame is delivered as a still.
+        if limits.keepsAnimation, let frames = header.image.integer("n-pages"), frames > 1 {
+            if shouldStop() { throw Reason(code: .cancelled, message: "abandoned") }
+            if let gif = try? animatedGIF(source), Int64(gif.data.count) <= limits.maxBytes {
+                return try delivered(gif, downscaled: false)
+            }
+            if limits.animationAsVideo != nil { return nil }
+        }
+
+        var scale = 1.0
+        var lastSize = 0
+        for _ in 0..<max(1, limits.maxAttempts) {
+            if shouldStop() { throw Reason(code: .cancelled, message: "abandoned") }
+            let width = max(1, Int((Double(header.width) * scale).rounded()))
+            let height = max(1, Int((Double(header.height) * scale).rounded()))
+            // vips_thumbnail shrinks on load where the format allows and applies the EXIF
+            // orientation; at scale 1 it only decodes (and turns) the image.
+            let encoded = try Vips.decodingUnderPolicy(isJPEG: header.image.isJPEG) { failOn throws(Reason) in
+                var image = try Vips.thumbnail(source, width: width, height: height, failOn: failOn)
+                // Alpha needs two passes (is it all opaque? then encode): decode once into memory.
+                if image.hasAlpha {
+                    guard let rendered = vips_image_copy_memory(image.pointer) else {
+                        throw Vips.failure("decode the image")
+                    }
+                    image = VipsImageRef(rendered)
+                }
+                return try Thumbnailer.encode(image, jpegQuality: jpegQuality)
+            }
+            if Int64(encoded.data.count) <= limits.maxBytes {
+                return try delivered(encoded, downscaled: scale < 1)
+            }
+            lastSize = encoded.data.count
+            // Encoded size grows roughly with the pixel count: aim a little under the limit.
+            scale *= min(0.9, (Double(limits.maxBytes) / Double(encoded.data.count)).squareRoot() * 0.95)
+        }
+        throw Reason(code: .sizeLimitExceeded,
+                           message: "the image could not be brought under \(limits.maxBytes) bytes in \(limits.maxAttempts) attempts (last: \(lastSize) bytes)")
+    }
+
+    /// Every frame, as an animated GIF.
+    private static func animatedGIF(_ source: String) throws(Reason) -> EncodedImage {
+        guard let pointer = af_vips_image_new_from_file_all_pages(source, VIPS_FAIL_ON_ERROR) else {
+            throw Vips.failure("read the animation")
+        }
+        let image = VipsImageRef(pointer)
+        var buffer: UnsafeMutableRawPointer?
+        var length = 0
+        defer { g_free(buffer) }
+        guard af_vips_gifsave_buffer(image.pointer, &buffer, &length) == 0, let buffer else {
+            throw Vips.failure("encode the animation")
+        }
+        let pageHeight = image.integer("page-height") ?? image.height
+        return EncodedImage(data: [UInt8](UnsafeRawBufferPointer(start: buffer, count: length)), type: .gif,
+                            width: image.width, height: pageHeight)
+    }
+}

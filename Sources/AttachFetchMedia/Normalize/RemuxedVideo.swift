@@ -1,0 +1,6 @@
+/// A QuickTime or 3GPP file moved into MPEG-4, streams copied as they are.
+package struct RemuxedVideo: Sendable, Codable {
+    package var file: String
+    package var bytes: Int64
+    package var sha256: String
+}

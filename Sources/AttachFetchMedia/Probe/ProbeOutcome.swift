@@ -1,0 +1,21 @@
+/// What FFmpeg learned about an audio or video file.
+package struct MediaProbe: Sendable, Equatable, Codable {
+    /// Seconds, when the container states a duration.
+    package var duration: Double?
+    package var videoCodec: String?
+    package var audioCodec: String?
+    /// The video's size as displayed (sample aspect ratio and rotation applied).
+    package var width: Int?
+    package var height: Int?
+}
+
+package struct ProbeOutcome: Sendable, Codable {
+    package var probe: MediaProbe
+    /// The type the streams show: an MPEG-4 file with no real video is audio (`.m4a`), an
+    /// MPEG-4 file with video is video whatever its brand says.
+    package var resolvedType: MediaType
+    /// The poster-frame thumbnail, for video, with the frame's time.
+    package var poster: ThumbnailOutcome?
+    /// Set instead of a poster when the video is one iOS cannot play and converting is on.
+    package var conversion: PlayableMedia.Conversion?
+}

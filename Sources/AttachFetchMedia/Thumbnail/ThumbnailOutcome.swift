@@ -1,0 +1,13 @@
+/// What the thumbnail stage learned and made.
+package struct ThumbnailOutcome: Sendable, Codable {
+    /// Width and height of the original as displayed (EXIF orientation applied).
+    package var sourceWidth: Int
+    package var sourceHeight: Int
+    package var file: String
+    package var width: Int
+    package var height: Int
+    /// For a video's poster frame: its time in seconds.
+    package var time: Double?
+    /// The size of the file written, as its writer knows it (so nobody asks the file).
+    package var bytes: Int64?
+}

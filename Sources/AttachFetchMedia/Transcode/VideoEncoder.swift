@@ -1,0 +1,106 @@
+internal import CFFmpeg
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Decoded video in, H.264 packets out: libswscale scales each frame to at most the long edge
+/// and converts it to 8-bit 4:2:0, and libx264 encodes it at High profile, which every iPhone
+/// plays. Owns its encoder and scaler; not thread-safe, not Sendable.
+final class VideoEncoder {
+    let context: UnsafeMutablePointer<AVCodecContext>
+    private var scaler: OpaquePointer?
+    private let sourceTimeBase: AVRational
+    private var lastTimestamp: Int64 = .min
+
+    /// libx264's settings: `veryfast` (a notification has seconds, not minutes) at CRF 23
+    /// (x264's default quality), High profile.
+    static let preset = "veryfast", quality = "23", profile = "high"
+
+    /// - Parameters:
+    ///   - size: the source's width and height, in pixels.
+    ///   - maxLongEdge: the output's longest edge at most (never enlarged).
+    ///   - maxBitRate: a cap (bits a second) so that the whole clip fits its limit, or nil.
+    init(stream: UnsafeMutablePointer<AVStream>, width: Int, height: Int, maxLongEdge: Int, maxBitRate: Int64?) throws(Reason) {
+        guard let codec = avcodec_find_encoder_by_name("libx264"), let context = avcodec_alloc_context3(codec) else {
+            throw Reason(code: .ioError, message: "FFmpeg has no libx264 encoder")
+        }
+        self.context = context
+        sourceTimeBase = stream.pointee.time_base
+        let scale = min(1, Double(maxLongEdge) / Double(max(width, height)))
+        // 4:2:0 needs even sizes.
+        context.pointee.width = Int32(max(2, Int((Double(width) * scale / 2).rounded()) * 2))
+        context.pointee.height = Int32(max(2, Int((Double(height) * scale / 2).rounded()) * 2))
+        context.pointee.pix_fmt = AV_PIX_FMT_YUV420P
+        context.pointee.time_base = sourceTimeBase
+        let rate = av_guess_frame_rate(nil, stream, nil)
+        if rate.num > 0 && rate.den > 0 { context.pointee.framerate = rate }
+        context.pointee.sample_aspect_ratio = stream.pointee.sample_aspect_ratio
+        context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER
+        // Two threads: a worker's job may use both cores of a small machine.
+        context.pointee.thread_count = 2
+        if let maxBitRate {
+            context.pointee.rc_max_rate = maxBitRate
+            context.pointee.rc_buffer_size = Int32(clamping: maxBitRate * 2)
+        }
+        for (name, value) in [("preset", Self.preset), ("crf", Self.quality), ("profile", Self.profile)] {
+            av_opt_set(context.pointee.priv_data, name, value, 0)
+        }
+        let opened = avcodec_open2(context, codec, nil)
+        guard opened >= 0 else { throw FFmpeg.failure(.ioError, "FFmpeg cannot open libx264", opened) }
+    }
+
+    deinit {
+        sws_freeContext(scaler)
+        freeCodecContext(context)
+    }
+
+    /// Scales and encodes one decoded frame (nil: the end, which flushes the encoder), giving
+    /// each packet made to `write`.
+    package func encode(_ frame: UnsafeMutablePointer<AVFrame>?, write: (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void) throws(Reason) {
+        guard let frame else {
+            avcodec_send_frame(context, nil)
+            try drain(write)
+            return
+        }
+        let width = frame.pointee.width, height = frame.pointee.height
+        guard width > 0, height > 0, frame.pointee.format >= 0 else { throw Reason(code: .corruptMedia, message: "the decoder returned a frame without pixels") }
+        scaler = sws_getCachedContext(scaler, width, height, AVPixelFormat(frame.pointee.format),
+                                      context.pointee.width, context.pointee.height, AV_PIX_FMT_YUV420P, SWS_BICUBIC, nil, nil, nil)
+        guard scaler != nil else { throw Reason(code: .corruptMedia, message: "libswscale cannot convert the frame's pixel format") }
+        let scaled = try AVFrameBox()
+        scaled.pointer.pointee.width = context.pointee.width
+        scaled.pointer.pointee.height = context.pointee.height
+        scaled.pointer.pointee.format = AV_PIX_FMT_YUV420P.rawValue
+        // 64-byte alignment: libswscale's vector code writes whole rows of 64 bytes.
+        let allocated = av_frame_get_buffer(scaled.pointer, 64)
+        guard allocated >= 0 else { throw FFmpeg.failure(.ioError, "FFmpeg cannot allocate a frame", allocated) }
+        let converted = sws_scale_frame(scaler, scaled.pointer, frame)
+        guard converted >= 0 else { throw FFmpeg.failure(.corruptMedia, "libswscale cannot scale the frame", converted) }
+        // Timestamps that never go back: a frame at or before the last one is moved just past it.
+        var timestamp = frame.pointee.best_effort_timestamp
+        if timestamp == FFmpeg.noTimestamp { timestamp = lastTimestamp == .min ? 0 : lastTimestamp + 1 }
+        if timestamp <= lastTimestamp { timestamp = lastTimestamp + 1 }
+        lastTimestamp = timestamp
+        scaled.pointer.pointee.pts = timestamp
+        let sent = avcodec_send_frame(context, scaled.pointer)
+        guard sent >= 0 else { throw FFmpeg.failure(.ioError, "libx264 refused a frame", sent) }
+        try drain(write)
+    }
+
+    /// Seconds of video handed to the encoder so far (its last frame's time).
+    package var seconds: Double { lastTimestamp == .min ? 0 : Double(lastTimestamp) * av_q2d(sourceTimeBase) }
+
+    private func drain(_ write: (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void) throws(Reason) {
+        let packet = try AVPacketBox()
+        let rate = context.pointee.framerate
+        while avcodec_receive_packet(context, packet.pointer) >= 0 {
+            defer { av_packet_unref(packet.pointer) }
+            // libx264 leaves durations unset; without one the muxer ends the track (and its edit
+            // list) at the last frame's start, and players drop that frame.
+            if packet.pointer.pointee.duration <= 0, rate.num > 0, rate.den > 0 {
+                packet.pointer.pointee.duration = max(1, av_rescale_q(1, av_inv_q(rate), context.pointee.time_base))
+            }
+            try write(packet.pointer)
+        }
+    }
+}

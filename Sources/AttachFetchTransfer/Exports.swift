@@ -1,0 +1,2 @@
+// The transfer layer is built on the core: `import AttachFetchTransfer` gives both.
+@_exported import AttachFetchCore

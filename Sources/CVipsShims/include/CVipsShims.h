@@ -1,0 +1,29 @@
+// Non-variadic entry points for libvips' variadic operations. Swift cannot call a C function
+// that takes `...`, so each shim passes a fixed set of options and forwards unchanged. No logic.
+#ifndef C_VIPS_SHIMS_H
+#define C_VIPS_SHIMS_H
+
+#include <vips/vips.h>
+
+// MARK: libvips operations (variadic: NULL-terminated name/value option lists)
+// vips_image_new_from_file: lazy open, reads the header only.
+VipsImage *af_vips_image_new_from_file(const char *filename, VipsFailOn fail_on);
+// vips_thumbnail: shrink-on-load thumbnail with EXIF auto-rotation.
+int af_vips_thumbnail(const char *filename, VipsImage **out, int width, int height,
+                      VipsSize size, VipsFailOn fail_on);
+// vips_image_new_from_file with every page of a multi-page image (animated WebP) as one tall image.
+VipsImage *af_vips_image_new_from_file_all_pages(const char *filename, VipsFailOn fail_on);
+// vips_thumbnail_image: the same shrink for an image already in memory (a video frame).
+int af_vips_thumbnail_image(VipsImage *in, VipsImage **out, int width, int height, VipsSize size);
+// vips_copy that only relabels the pixels' interpretation (raw RGB from libswscale is sRGB).
+int af_vips_copy_interpretation(VipsImage *in, VipsImage **out, VipsInterpretation interpretation);
+int af_vips_rot(VipsImage *in, VipsImage **out, VipsAngle angle);
+int af_vips_extract_area(VipsImage *in, VipsImage **out, int left, int top, int width, int height);
+int af_vips_extract_bands(VipsImage *in, VipsImage **out, int first, int count);
+int af_vips_min(VipsImage *in, double *minimum);
+// Encoders write to memory, so that the caller creates the file itself (O_EXCL, mode 0600).
+int af_vips_jpegsave_buffer(VipsImage *in, void **buffer, size_t *length, int quality);
+int af_vips_pngsave_buffer(VipsImage *in, void **buffer, size_t *length);
+int af_vips_gifsave_buffer(VipsImage *in, void **buffer, size_t *length);
+
+#endif
