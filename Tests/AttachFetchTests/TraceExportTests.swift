@@ -79,7 +79,10 @@ import Testing
         let header = try #require(answer.headers["traceparent"], "the answer carries the service span's traceparent")
         #expect(header.hasPrefix("00-\(traceID)-") && !header.contains(parentID), "\(header)")
         #expect(answer.headers["tracestate"] == "vendor=value")
-        let spans = try await receiver.spans { spans in spans.contains { $0["name"] as? String == "attach_fetch.thumbnail" } }
+        // The server span ends after its answer's body is written: it may come in a later export.
+        let spans = try await receiver.spans { spans in
+            spans.contains { $0["name"] as? String == "attach_fetch.thumbnail" } && spans.contains { $0["kind"] as? Int == 2 }
+        }
         let ours = spans.filter { $0["traceId"] as? String == traceID }
         #expect(ours.count == spans.count && !ours.isEmpty, "every span is in the caller's trace: \(spans.count) spans")
         func named(_ name: String) -> [String: Any]? { ours.first { $0["name"] as? String == name } }
