@@ -218,15 +218,12 @@ public final class AttachmentPipeline: Sendable {
         }
 
         var results = [AttachmentDescriptor?](repeating: nil, count: requests.count)
-        let jobs = requests.enumerated().map { index, request in
-            { @Sendable () async -> AttachmentDescriptor in
-                let descriptor = await self.attachment(index: index, request: request, batch: batch,
-                                                       directory: output?.path, logger: logger)
-                onDescriptor?(index, descriptor)
-                return descriptor
-            }
-        }
-        await batch.racingDeadline(jobs) { index, descriptor in results[index] = descriptor }
+        // The race pulls one request at a time: the next position is all it needs.
+        let position = Atomic<Int>(0)
+        await runItems(batch, next: {
+            let index = position.add(1, ordering: .relaxed).oldValue
+            return index < requests.count ? requests[index] : nil
+        }, directory: output?.path, logger: logger, finished: onDescriptor) { index, descriptor in results[index] = descriptor }
         logger.debug("batch finished", metadata: ["elapsedMs": "\(start.millisecondsElapsed)"])
         return AttachmentBatch(attachments: results.map { $0! }, elapsed: .now - start, deadline: budget,
                                directory: output?.finish())
