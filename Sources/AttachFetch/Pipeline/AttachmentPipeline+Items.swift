@@ -5,6 +5,7 @@ import Logging
 extension AttachmentPipeline {
     /// How many of one batch's attachments are worked on at once (`maxAttachmentsInFlight`,
     /// or a fixed transfer limit when that is more, so that one batch can still fill it).
+    /// Across batches, four times as many (`permits`).
     var itemsInFlight: Int {
         configuration.transferConcurrency == .fixed
             ? max(configuration.maxAttachmentsInFlight, configuration.maxConcurrentTransfers)
@@ -20,6 +21,13 @@ extension AttachmentPipeline {
                   isolation: isolated (any Actor)? = #isolation,
                   each: (Int, AttachmentDescriptor) -> Void) async {
         await batch.racingDeadline(width: itemsInFlight, next: next, run: { index, request in
+            // The pipeline's bound across batches: stopped while waiting, it never started.
+            guard await self.permits.acquire() else {
+                let descriptor = Self.neverStarted(request, index: index, batch: batch)
+                finished?(index, descriptor)
+                return descriptor
+            }
+            defer { self.permits.release() }
             let descriptor = await self.attachment(index: index, request: request, batch: batch,
                                                    directory: directory, logger: logger)
             finished?(index, descriptor)

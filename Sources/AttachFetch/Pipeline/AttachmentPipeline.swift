@@ -25,6 +25,8 @@ public final class AttachmentPipeline: Sendable {
     /// The store as the result cache replicas share (with `cache` on).
     let storeResults: StoreResults?
     let workNumbers = Atomic<Int>(0)
+    /// Attachments in flight across batches: four batches' windows.
+    let permits: AttachmentPermits
     let logger: Logger
     private let isShutDown = Atomic<Bool>(false)
     private static let releasedWithoutShutdown = Atomic<Bool>(false)
@@ -76,6 +78,10 @@ public final class AttachmentPipeline: Sendable {
             objectPublisher: objectStore.map { ObjectPublisher(store: $0, fileWorkers: fileWorkers) })
         self.store = WorkStore(parent: configuration.temporaryDirectory)
         self.results = SharedResults(caching: configuration.cache, clock: configuration.clock)
+        let perBatch = configuration.transferConcurrency == .fixed
+            ? max(configuration.maxAttachmentsInFlight, configuration.maxConcurrentTransfers) : configuration.maxAttachmentsInFlight
+        let (allBatches, overflow) = perBatch.multipliedReportingOverflow(by: 4)
+        self.permits = AttachmentPermits(count: overflow ? Int.max : allBatches)
     }
 
     /// Downloads now running (holding one of `maxConcurrentTransfers` slots) and waiting for a

@@ -64,8 +64,9 @@ public struct AttachFetchConfiguration: Sendable {
     public var transferConcurrency: TransferConcurrency = .adaptive
     /// How many of one batch's attachments are worked on at once; the others wait their turn
     /// as a request alone (about 60 KiB of task state each once started). Default 256: a
-    /// batch of 10,000 then peaks about 20 MiB above one of 300. With `.fixed` transfers, a
-    /// batch may still run `maxConcurrentTransfers` at once when that is more.
+    /// batch of 10,000 then peaks about 20 MiB above one of 300. Across the pipeline's batches,
+    /// four times this at most. With `.fixed` transfers, a batch may still run
+    /// `maxConcurrentTransfers` at once when that is more.
     public var maxAttachmentsInFlight = 256
 
     /// How transfers start.
