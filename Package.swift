@@ -156,6 +156,9 @@ let package = Package(
         // Runs the device's fetcher in a process of its own and reports its peak memory, for
         // AttachFetchDeviceTests (a test process's memory is shared with every test running).
         .executableTarget(name: "device-fetch-check", dependencies: ["AttachFetchDevice", "EncryptedContent"], path: "Tests/DeviceFetchCheck"),
+        // Runs one long batch through the pipeline in a process of its own, under a cap on its
+        // memory, for BatchMemoryTests (a test process's memory is shared with every test running).
+        .executableTarget(name: "batch-memory-check", dependencies: ["AttachFetch", "attach-fetch-decoder"], path: "Tests/BatchMemoryCheck"),
         // The device library, its codec and the deadline race over real loopback HTTP: a small
         // target that builds without the pipeline's C libraries.
         .testTarget(
@@ -164,7 +167,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AttachFetchTests",
-            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "CAttachFetchShims", "CVipsShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "media-check",
+            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "CAttachFetchShims", "CVipsShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "media-check", "batch-memory-check",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -6,7 +6,7 @@
 # instruction-count guard beside them on the debug build just built (callgrind; fails on a
 # growth of more than 5 % per attachment over Benchmarks/Thresholds/instructions-debug.json),
 # then the system-call guard (strace; fails past Benchmarks/Thresholds/syscalls.json's
-# file-system calls per attachment).
+# file-system calls per attachment) and the batch-length memory guard (Benchmarks/scale --guard).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh "$@"
@@ -69,6 +69,10 @@ rm -f "$guard_log"
 [ "$guard_status" -eq 0 ] || { echo "instruction-guard failed" >&2; exit "$guard_status"; }
 # File-system calls per attachment against the stored limits.
 Benchmarks/syscall-guard --configuration debug --skip-build
+# Peak RSS of one CLI batch of 10,000 distinct URLs against one of 300 (at most 1.5x: memory
+# follows the attachments in flight, not the batch; docs/performance.md#memory-and-batch-length),
+# on the debug build, about 15 s. Memory only: times on a shared machine are no guard.
+Benchmarks/scale --guard --configuration debug --skip-build
 # ContentDecoder under libFuzzer and AddressSanitizer for a minute, in a build of its own
 # (docs/security.md#the-content-decoder).
 scripts/fuzz-decoder.sh 60

@@ -37,28 +37,6 @@ struct FetchCommand: AsyncParsableCommand {
         }
     }
 
-    private func readURLs() throws -> [String] {
-        var all = source.urls
-        if let input = source.input {
-            let text: String
-            if input == "-" {
-                text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
-            } else {
-                guard let data = FileManager.default.contents(atPath: input) else {
-                    throw ValidationError("--input \(input) cannot be read")
-                }
-                text = String(decoding: data, as: UTF8.self)
-            }
-            for line in text.split(whereSeparator: \.isNewline) {
-                let trimmed = line.trimmingCharacters(in: .whitespaces)
-                if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
-                all.append(trimmed)
-            }
-        }
-        guard !all.isEmpty else { throw ValidationError("no URLs given (the input was empty)") }
-        return all
-    }
-
     /// The payload (parsed, and as given) and the requests for the media it names.
     private func readPayload() throws -> (PushPayload, [PayloadMedia], Data) {
         let data: Data
@@ -84,9 +62,12 @@ struct FetchCommand: AsyncParsableCommand {
         var pushPayload: PushPayload?
         var payloadMedia: [PayloadMedia] = []
         var payloadData: Data?
-        let requests: [AttachmentRequest]
+        var requests: [AttachmentRequest] = []
         var configuration = try pipeline.configuration()
         try publishing.apply(to: &configuration)
+        // URLs (arguments, then --input) are read as the batch asks for them; the first one now,
+        // so that an empty input is a usage error before anything starts.
+        var urls: URLRequests?
         if source.payload != nil {
             let (parsed, media, data) = try readPayload()
             pushPayload = parsed
@@ -104,7 +85,12 @@ struct FetchCommand: AsyncParsableCommand {
                 return request
             }
         } else {
-            requests = try readURLs().map {
+            let input = InputURLs(arguments: source.urls, input: source.input)
+            var lines = input.makeAsyncIterator()
+            guard let first = await lines.next() else {
+                throw ValidationError(input.failure ?? "no URLs given (the input was empty)")
+            }
+            urls = URLRequests(first: first, rest: lines, input: input) {
                 AttachmentRequest(url: $0, clip: clip, options: thumbnailTime.map { AttachmentOptions(thumbnailTime: $0) })
             }
         }
@@ -118,6 +104,14 @@ struct FetchCommand: AsyncParsableCommand {
         }
         let format = self.output.format ?? (isatty(STDOUT_FILENO) != 0 ? .table : .json)
         let output = Output()
+        if let urls {
+            let run = try await StreamedRun(format: format, output: output)
+                .run(urls, on: attachmentPipeline, deadline: .seconds(pipeline.deadline), outputDirectory: self.output.out)
+            await attachmentPipeline.shutdown()
+            if let failure = urls.input.failure { output.writeError("attach-fetch: \(failure)\n") }
+            if run.notReady > 0 || urls.input.failure != nil || output.lostLines.load(ordering: .relaxed) > 0 { throw ExitCode(1) }
+            return
+        }
         let total = requests.count
         let showProgress = format == .table && isatty(STDERR_FILENO) != 0
         let done = Atomic<Int>(0)

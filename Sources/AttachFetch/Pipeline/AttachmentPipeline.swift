@@ -26,6 +26,8 @@ public final class AttachmentPipeline: Sendable {
     /// The store as the result cache replicas share (with `cache` on).
     let storeResults: StoreResults?
     let workNumbers = Atomic<Int>(0)
+    /// Attachments in flight across batches: four batches' windows.
+    let permits: AttachmentPermits
     let logger: Logger
     private let isShutDown = Atomic<Bool>(false)
     private static let releasedWithoutShutdown = Atomic<Bool>(false)
@@ -77,6 +79,10 @@ public final class AttachmentPipeline: Sendable {
             objectPublisher: objectStore.map { ObjectPublisher(store: $0, fileWorkers: fileWorkers) })
         self.store = WorkStore(parent: configuration.temporaryDirectory)
         self.results = SharedResults(caching: configuration.cache, clock: configuration.clock)
+        let perBatch = configuration.transferConcurrency == .fixed
+            ? max(configuration.maxAttachmentsInFlight, configuration.maxConcurrentTransfers) : configuration.maxAttachmentsInFlight
+        let (allBatches, overflow) = perBatch.multipliedReportingOverflow(by: 4)
+        self.permits = AttachmentPermits(count: overflow ? Int.max : allBatches)
     }
 
     /// Downloads now running (holding one of `maxConcurrentTransfers` slots) and waiting for a
@@ -202,12 +208,6 @@ public final class AttachmentPipeline: Sendable {
             return AttachmentBatch(attachments: descriptors, elapsed: .now - start, deadline: budget, directory: nil)
         }
         logger.debug("batch started", metadata: ["count": "\(requests.count)", "directory": "\(output?.path ?? "none")"])
-        let span = InstrumentationSystem.tracer.startSpan("attach_fetch.batch")
-        defer { span.end() }
-        if span.isRecording {
-            span.attributes["attach_fetch.batch.size"] = requests.count
-            span.attributes["attach_fetch.deadline_ms"] = Int(budget.nanoseconds / 1_000_000)
-        }
 
         // A batch answered wholly from the cache needs no task group, no deadline sentinel and no
         // task per request: the hits are handed over here (creating and scheduling those tasks
@@ -225,17 +225,12 @@ public final class AttachmentPipeline: Sendable {
         }
 
         var results = [AttachmentDescriptor?](repeating: nil, count: requests.count)
-        let jobs = requests.enumerated().map { index, request in
-            { @Sendable () async -> AttachmentDescriptor in
-                let descriptor = await self.attachment(index: index, request: request, batch: batch,
-                                                       directory: output?.path, logger: logger)
-                onDescriptor?(index, descriptor)
-                return descriptor
-            }
-        }
-        await ServiceContext.withValue(span.context) {
-            await batch.racingDeadline(jobs) { index, descriptor in results[index] = descriptor }
-        }
+        // The race pulls one request at a time: the next position is all it needs.
+        let position = Atomic<Int>(0)
+        await runItems(batch, next: {
+            let index = position.add(1, ordering: .relaxed).oldValue
+            return index < requests.count ? requests[index] : nil
+        }, directory: output?.path, logger: logger, finished: onDescriptor) { index, descriptor in results[index] = descriptor }
         logger.debug("batch finished", metadata: ["elapsedMs": "\(start.millisecondsElapsed)"])
         return AttachmentBatch(attachments: results.map { $0! }, elapsed: .now - start, deadline: budget,
                                directory: output?.finish())

@@ -37,8 +37,9 @@ public struct AttachFetchClock: Sendable, Equatable {
         identity = Self.made.add(1, ordering: .relaxed).newValue
     }
 
-    /// The system's monotonic clock.
-    public static let system = AttachFetchClock(now: { .now }, sleepUntil: { try await Task.sleep(until: $0, clock: .continuous) })
+    /// The system's monotonic clock. Its sleeps give their timer back when cancelled
+    /// (`TimerSleep`): a cancelled deadline sentinel then costs nothing until its deadline.
+    public static let system = AttachFetchClock(now: { .now }, sleepUntil: { try await TimerSleep.until($0) })
 
     /// The time now, by this clock.
     public var now: ContinuousClock.Instant { read() }

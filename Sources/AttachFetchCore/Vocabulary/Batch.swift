@@ -43,6 +43,18 @@ package final class Batch: Sendable {
         await Deadline.race(jobs, waitForDeadline: { await self.sleepThenFireDeadline() }, each: each)
     }
 
+    /// Runs the items `next` hands out, at most `width` at once, raced against the deadline
+    /// sentinel (`Deadline.race(width:next:run:unstarted:waitForDeadline:each:)`): an item's
+    /// state is made when its turn comes, and items the deadline finds unstarted get
+    /// `unstarted`'s value.
+    package func racingDeadline<Item: Sendable, Value: Sendable>(
+        width: Int, next: @escaping @Sendable () async -> Item?, run: @escaping @Sendable (Int, Item) async -> Value,
+        unstarted: (Int, Item) -> Value, isolation: isolated (any Actor)? = #isolation, each: (Int, Value) -> Void
+    ) async {
+        await Deadline.race(width: width, next: next, run: run, unstarted: unstarted,
+                            waitForDeadline: { await self.sleepThenFireDeadline() }, isolation: isolation, each: each)
+    }
+
     /// The deadline sentinel's wait: sleeps until the deadline (following extensions) and
     /// fires it; returns without firing when the task is cancelled first.
     func sleepThenFireDeadline() async {

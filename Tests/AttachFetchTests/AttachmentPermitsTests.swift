@@ -1,0 +1,36 @@
+import Synchronization
+import Testing
+@testable import AttachFetch
+
+/// The pipeline's bound on attachments in flight across batches: first come, first served, and
+/// a waiter stopped by its deadline (a cancellation) leaves without a permit.
+@Suite struct AttachmentPermitsTests {
+    @Test func aWaiterGetsTheFirstPermitGivenBackAndACancelledOneLeaves() async throws {
+        let permits = AttachmentPermits(count: 2)
+        #expect(await permits.acquire())
+        #expect(await permits.acquire())
+        let order = Order()
+        let first = Task { let got = await permits.acquire(); order.list.withLock { $0.append("first \(got)") } }
+        try await Task.sleep(for: .milliseconds(50))
+        let cancelled = Task { await permits.acquire() }
+        try await Task.sleep(for: .milliseconds(50))
+        let second = Task { let got = await permits.acquire(); order.list.withLock { $0.append("second \(got)") } }
+        try await Task.sleep(for: .milliseconds(50))
+        cancelled.cancel()
+        #expect(await cancelled.value == false)
+        permits.release()
+        await first.value
+        permits.release()
+        await second.value
+        #expect(order.list.withLock { $0 } == ["first true", "second true"])
+        // Both permits are held again (first's and second's): a cancelled task gets none.
+        let late = Task { await permits.acquire() }
+        late.cancel()
+        #expect(await late.value == false)
+    }
+}
+
+/// What the waiters saw, in the order they saw it.
+private final class Order: Sendable {
+    let list = Mutex<[String]>([])
+}
