@@ -81,7 +81,7 @@ public final class AttachmentPipeline: Sendable {
         self.results = SharedResults(caching: configuration.cache, clock: configuration.clock)
         let perBatch = configuration.transferConcurrency == .fixed
             ? max(configuration.maxAttachmentsInFlight, configuration.maxConcurrentTransfers) : configuration.maxAttachmentsInFlight
-        let (allBatches, overflow) = perBatch.multipliedReportingOverflow(by: 4)
+        let (allBatches, overflow) = perBatch.multipliedReportingOverflow(by: 2)
         self.permits = AttachmentPermits(count: overflow ? Int.max : allBatches)
     }
 
