@@ -199,7 +199,7 @@ import Testing
             let allowed = try await Self.run(["--allow-cidr", "127.0.0.1/32", "--format", "json", "--out", out.path, url])
             #expect(allowed.status == 0, "\(allowed.stdout)")
             let denied = try await Self.run(["--allow-private-network", "--deny-cidr", "127.0.0.0/8", "--format", "json", url])
-            #expect(denied.status == 1)
+            #expect(denied.status == 1, "\(denied.status): \(denied.stderr)")
             #expect(denied.stdout.contains("denied range 127.0.0.0/8"))
         }
     }

@@ -53,6 +53,21 @@ import Testing
         #expect(queue.removeExpired(now: .now + .seconds(3600)).isEmpty, "taken jobs never expire from the queue")
     }
 
+    @Test func atShutdownAJobQueuedAgainAfterARetryAfterComesOutOnce() {
+        var queue = TransferQueue()
+        let far = later(60)
+        let a1 = job(batch: 1, deadline: far), a2 = job(batch: 1, deadline: far), b1 = job(batch: 2, deadline: far)
+        for j in [a1, a2, b1] { queue.append(j) }
+        // Fairness takes a1, then b1 (its batch has none running): b1's entry stays behind a2's.
+        #expect(queue.take(slots: 2).map { ObjectIdentifier($0) } == [a1, b1].map { ObjectIdentifier($0) })
+        // b1 answered 429 with a Retry-After: back in the queue, a second entry for the same job.
+        queue.finished(b1)
+        queue.append(b1)
+        // Each job is finished once at shutdown: a job handed out twice trips TransferJob's precondition.
+        #expect(queue.removeAll().map { ObjectIdentifier($0) } == [a2, b1].map { ObjectIdentifier($0) })
+        #expect(queue.count == 0)
+    }
+
     @Test func tenThousandJobsOverEightSlotsComeOutInOrderWithStaleEntriesBounded() {
         var queue = TransferQueue()
         let far = later(60)

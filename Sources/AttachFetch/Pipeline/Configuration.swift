@@ -66,12 +66,13 @@ public struct AttachFetchConfiguration: Sendable {
     /// How transfers start, up to `maxConcurrentTransfers` running. Default `.adaptive`.
     public var transferConcurrency: TransferConcurrency = .adaptive
     /// How many of one batch's attachments are worked on at once; the others wait their turn
-    /// as a request alone (about 60 KiB of task state each once started). Default 512: a
-    /// batch of 300 to 512 URLs from an origin 300 ms away starts all at once (256 took a second
-    /// round trip), and a batch of 10,000 peaks about 30 MiB above one of 300. Across the
+    /// as a request alone (about 60 KiB of task state each once started). Default 256: a batch
+    /// of 10,000 then peaks within 1.5x of one of 300 even in a debug build, whose async frames
+    /// are larger (with 512, 1.44-1.60x there). The cost: a batch of 300 URLs from an origin
+    /// 300 ms away takes a second round trip for its last 44 (1.10 s; 0.90 s with 512). Across the
     /// pipeline's batches, twice this at most. With `.fixed` transfers, a batch may still run
     /// `maxConcurrentTransfers` at once when that is more.
-    public var maxAttachmentsInFlight = 512
+    public var maxAttachmentsInFlight = 256
 
     /// How transfers start.
     public struct TransferConcurrency: Sendable, Hashable, CustomStringConvertible {

@@ -69,4 +69,12 @@ private final class Timer: @unchecked Sendable {
     // (libdispatch serialises them itself); `source` is never replaced.
     let source: any DispatchSourceTimer
     init(_ source: any DispatchSourceTimer) { self.source = source }
+
+    /// libdispatch traps (SIGILL) when a source that was never activated is released, which a
+    /// cancellation before `activate()` leaves. Cancelled first, activating it fires nothing;
+    /// activating an active source does nothing.
+    deinit {
+        source.cancel()
+        source.activate()
+    }
 }

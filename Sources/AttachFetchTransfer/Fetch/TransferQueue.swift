@@ -226,7 +226,8 @@ struct TransferQueue {
     /// Every waiting job, removed (at shutdown).
     package mutating func removeAll() -> [TransferJob] {
         let all = hosts.values.flatMap(\.order).sorted { $0.sequence < $1.sequence }.map(\.job)
-            .filter { waiting.contains(ObjectIdentifier($0)) }
+            // remove, not contains: a job queued again after a Retry-After has two entries.
+            .filter { waiting.remove(ObjectIdentifier($0)) != nil }
         hosts = [:]
         hostClaims = Heap()
         hostClaimVersions = [:]
