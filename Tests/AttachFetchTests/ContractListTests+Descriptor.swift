@@ -131,4 +131,40 @@ extension ContractListTests {
         problems += [Self.difference("\(docc), ### Fields", expected: written.keys, found: rows.map(\.name))].compactMap { $0 }
         #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
     }
+    /// The descriptor's enumerations (`CaseIterable` in Swift) are openapi.json's enums, and
+    /// docs/descriptor.md's row for each field names every value.
+    @Test func theDescriptorsEnumerationsAreOpenAPIsEnumsAndDocumented() throws {
+        let schemas = try #require((OpenAPIContract.document["components"] as? [String: Any])?["schemas"] as? [String: Any])
+        func openAPIEnum(_ path: [String]) -> [String] {
+            var node: Any? = schemas
+            for key in path { node = (node as? [String: Any])?[key] }
+            return (node as? [String: Any])?["enum"] as? [String] ?? []
+        }
+        let docs = try Self.text("docs/descriptor.md")
+        /// The backticked words of the row whose first column is `field`.
+        func documented(_ field: String) -> Set<String> {
+            guard let line = docs.split(separator: "\n").first(where: { $0.hasPrefix("| `\(field)` |") }) else { return [] }
+            return Set(line.matches(of: /`([A-Za-z]+)`/).map { String($0.1) })
+        }
+        let lists: [(name: String, values: [String], schema: [String], docField: String?)] = [
+            ("status", AttachmentDescriptor.Status.allCases.map(\.rawValue), ["AttachmentDescriptor", "properties", "status"], "status"),
+            ("kind", AttachmentDescriptor.Kind.allCases.map(\.rawValue), ["AttachmentDescriptor", "properties", "kind"], nil),
+            ("transforms", AttachmentDescriptor.Transform.allCases.map(\.rawValue), ["Transform"], "transforms"),
+            ("role", AttachmentDescriptor.Role.allCases.map(\.rawValue), ["AttachmentDescriptor", "properties", "role"], nil),
+            ("request role", AttachmentDescriptor.Role.allCases.map(\.rawValue), ["AttachmentRequest", "properties", "role"], nil),
+            ("cache", AttachmentDescriptor.CacheStatus.allCases.map(\.rawValue), ["AttachmentDescriptor", "properties", "cache"], "cache"),
+            ("variant status", AttachmentDescriptor.Variant.Status.allCases.map(\.rawValue), ["Variant", "properties", "status"], nil),
+            ("lint severity", PayloadLintFinding.Severity.allCases.map(\.rawValue), ["LintFinding", "properties", "severity"], nil),
+        ]
+        var problems: [String] = []
+        for list in lists {
+            problems += [Self.difference("openapi.json, \(list.schema.joined(separator: "."))'s enum (\(list.name))",
+                                         expected: list.values, found: openAPIEnum(list.schema))].compactMap { $0 }
+            if let field = list.docField {
+                let missing = Set(list.values).subtracting(documented(field))
+                if !missing.isEmpty { problems.append("docs/descriptor.md, the row of `\(field)`: missing \(missing.sorted())") }
+            }
+        }
+        #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+    }
 }

@@ -355,19 +355,19 @@ extension DeadlineBoundSuites {
             #expect((try? otherResult.get()) != nil, "the other call's download: \(otherResult)")
         }
 
-        @Test func aFortyMegabyteVideoIsDecryptedAsItStreamsInBoundedMemory() async throws {
+        @Test func aVideoNearTheLimitIsDecryptedAsItStreamsInBoundedMemory() async throws {
             let scratch = Scratch()
             let video = "\(scratch.path)/big.mp4"
             // Noise at the finest quantizer (not lossless, which is High 4:4:4, a profile iOS cannot
-            // play): about 40 MB that FFmpeg cannot compress.
+            // play): about 47 MB that FFmpeg cannot compress, within the 50 MiB video limit.
             let ffmpeg = Process()
             ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
             ffmpeg.arguments = ["-loglevel", "error", "-f", "lavfi", "-i", "nullsrc=s=640x360:r=25,geq=random(1)*255:128:128",
-                                "-frames:v", "110", "-c:v", "libx264", "-preset", "ultrafast", "-qp", "1", "-pix_fmt", "yuv420p", video]
+                                "-frames:v", "130", "-c:v", "libx264", "-preset", "ultrafast", "-qp", "1", "-pix_fmt", "yuv420p", video]
             try ffmpeg.run()
             ffmpeg.waitUntilExit()
             let size = try #require(try FileManager.default.attributesOfItem(atPath: video)[.size] as? Int)
-            #expect(size > 35_000_000 && size < 50_000_000, "\(size) bytes")
+            #expect(size > 44_000_000 && size < 52_000_000, "\(size) bytes")
             let publish = "\(scratch.path)/published"
             try FileManager.default.createDirectory(atPath: publish, withIntermediateDirectories: true)
             let (files, base) = try Self.startFileServer(publish)
@@ -400,11 +400,11 @@ extension DeadlineBoundSuites {
             let fetched = try results[0].get()
             #expect(fetched.bytes == Int64(size))
             #expect(try Data(contentsOf: fetched.fileURL) == Data(contentsOf: URL(fileURLWithPath: video)))
-            // Holding the file would grow by its size (over 35 MiB) at least. Below that is what
+            // Holding the file would grow by its size (over 42 MiB) at least. Below that is what
             // FoundationNetworking's URLSession buffers ahead of the decryption: it has no back
-            // pressure, so the buffer grows when the decrypting thread waits for a core (17 MiB
-            // measured beside the rest of the suite).
-            #expect(growth < 24 << 20, "peak memory grew \(growth >> 20) MiB for a \(size >> 20) MiB video")
+            // pressure, so the buffer grows when the decrypting thread waits for a core (17 to
+            // 28 MiB measured beside the rest of the suite).
+            #expect(growth < 34 << 20, "peak memory grew \(growth >> 20) MiB for a \(size >> 20) MiB video")
         }
     }
 }

@@ -46,7 +46,7 @@ public struct PayloadMedia: Sendable, Equatable {
 public struct PayloadLintFinding: Codable, Sendable, Equatable {
     /// How serious a finding is: `error` (the notification will not show as meant; the CLI exits 1)
     /// or `warning`.
-    public enum Severity: String, Codable, Sendable {
+    public enum Severity: String, Codable, Sendable, CaseIterable {
         /// The payload will not show as intended.
         case error
         /// It may show, but not as well as it could.

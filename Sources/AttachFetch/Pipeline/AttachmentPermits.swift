@@ -3,7 +3,7 @@ import Synchronization
 
 /// Attachments in flight across every batch of a pipeline: a batch's window bounds one batch,
 /// these bound them all, so that many small batches at once (the service's) cost the memory of
-/// `maxAttachmentsInFlight × 2` attachments at most, not of all they hold. An attachment waiting
+/// `maxAttachmentsInFlight × 4` attachments at most, not of all they hold. An attachment waiting
 /// here has its task but not yet its work: about 1 KiB, against about 60 KiB once started.
 /// First come, first served.
 final class AttachmentPermits: Sendable {

@@ -6,7 +6,7 @@ internal import Tracing
 extension AttachmentPipeline {
     /// How many of one batch's attachments are worked on at once (`maxAttachmentsInFlight`,
     /// or a fixed transfer limit when that is more, so that one batch can still fill it).
-    /// Across batches, twice as many (`permits`).
+    /// Across batches, four times as many (`permits`).
     var itemsInFlight: Int {
         configuration.transferConcurrency == .fixed
             ? max(configuration.maxAttachmentsInFlight, configuration.maxConcurrentTransfers)

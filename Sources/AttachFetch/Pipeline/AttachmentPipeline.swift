@@ -81,7 +81,9 @@ public final class AttachmentPipeline: Sendable {
         self.results = SharedResults(caching: configuration.cache, clock: configuration.clock)
         let perBatch = configuration.transferConcurrency == .fixed
             ? max(configuration.maxAttachmentsInFlight, configuration.maxConcurrentTransfers) : configuration.maxAttachmentsInFlight
-        let (allBatches, overflow) = perBatch.multipliedReportingOverflow(by: 2)
+        // Four batches' worth across batches (1,024 at the default): a campaign's thousand
+        // concurrent calls for one URL all wait on its one shared work, never a second fetch.
+        let (allBatches, overflow) = perBatch.multipliedReportingOverflow(by: 4)
         self.permits = AttachmentPermits(count: overflow ? Int.max : allBatches)
     }
 

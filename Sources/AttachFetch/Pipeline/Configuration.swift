@@ -70,7 +70,7 @@ public struct AttachFetchConfiguration: Sendable {
     /// of 10,000 then peaks within 1.5x of one of 300 even in a debug build, whose async frames
     /// are larger (with 512, 1.44-1.60x there). The cost: a batch of 300 URLs from an origin
     /// 300 ms away takes a second round trip for its last 44 (1.10 s; 0.90 s with 512). Across the
-    /// pipeline's batches, twice this at most. With `.fixed` transfers, a batch may still run
+    /// pipeline's batches, four times this at most (1,024). With `.fixed` transfers, a batch may still run
     /// `maxConcurrentTransfers` at once when that is more.
     public var maxAttachmentsInFlight = 256
 

@@ -2,7 +2,7 @@ extension AttachmentDescriptor {
     /// A platform's own file, made when the delivered file breaks that platform's limits.
     public struct Variant: Codable, Sendable, Equatable {
         /// Why a variant is missing.
-        public enum Status: String, Codable, Sendable {
+        public enum Status: String, Codable, Sendable, CaseIterable {
             /// The platform cannot show this kind of media at all (not a failure of the attachment).
             case unsupported
             /// The variant could not be made (deadline, a file that would not fit): it is missing.

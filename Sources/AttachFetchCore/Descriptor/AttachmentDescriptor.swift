@@ -2,7 +2,7 @@
 /// ever added. Optional fields are omitted from the JSON when they are not known.
 public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     /// The outcome: `ready`, or `rejected`, `failed` or `timedOut` with a ``AttachmentDescriptor/Reason``.
-    public enum Status: String, Codable, Sendable {
+    public enum Status: String, Codable, Sendable, CaseIterable {
         /// The media can be shown: `file` holds it.
         case ready
         /// The media is not acceptable (type, size, policy).
@@ -14,7 +14,7 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     }
 
     /// The kind of media, from the table.
-    public enum Kind: String, Codable, Sendable {
+    public enum Kind: String, Codable, Sendable, CaseIterable {
         /// A still or animated image.
         case image
         /// Sound only.
@@ -112,21 +112,25 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     }
 
     /// What was done to the downloaded bytes to make the delivered file.
-    public enum Transform: String, Codable, Sendable {
-        /// Converted to another format (WebP/HEIC/AVIF to JPEG, PNG or GIF; an oversize PNG to JPEG).
+    public enum Transform: String, Codable, Sendable, CaseIterable {
+        /// Converted to another format: WebP/HEIC/AVIF to JPEG, PNG or GIF; an oversize PNG to
+        /// JPEG; an oversize animated GIF to H.264 in MPEG-4; video iOS cannot play to H.264 and
+        /// AAC in MPEG-4; sound it cannot play to AAC in MPEG-4 audio.
         case transcoded
         /// Scaled down to fit the size limit.
         case downscaled
         /// Encoded again in the same format, to fit the size limit.
         case reencoded
-        /// Moved into another container without re-encoding (QuickTime or 3GPP to MPEG-4).
+        /// Moved into another container without re-encoding: QuickTime or 3GPP to MPEG-4, HEVC
+        /// tagged `hev1` re-tagged `hvc1`.
         case remuxed
-        /// Added: audio or video cut short to fit the size limit (the first `duration` seconds).
+        /// Added: audio or video cut short to fit the size limit or the deadline (the first
+        /// `duration` seconds).
         case trimmed
     }
 
     /// What the media is for in a notification (set when it came from a push payload).
-    public enum Role: String, Codable, Sendable {
+    public enum Role: String, Codable, Sendable, CaseIterable {
         /// A media attachment (UNNotificationAttachment).
         case attachment
         /// A communication notification's sender avatar.
@@ -134,7 +138,7 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     }
 
     /// Where the result came from when results are shared (added with coalescing and caching).
-    public enum CacheStatus: String, Codable, Sendable {
+    public enum CacheStatus: String, Codable, Sendable, CaseIterable {
         /// This request did the work (downloaded and processed).
         case miss
         /// A finished result that was still fresh was reused; nothing was downloaded.
