@@ -40,8 +40,11 @@ def start_nginx(work, root):
     os.makedirs(conf_dir, exist_ok=True)
     conf = os.path.join(conf_dir, "nginx.conf")
     with open(conf, "w") as f:
+        # No master process: one process as the user who runs the benchmark, which can read
+        # a clone in a private directory (a master running as root hands the work to nobody).
         f.write(f"""worker_processes 1;
 daemon off;
+master_process off;
 pid {conf_dir}/nginx.pid;
 error_log {conf_dir}/error.log warn;
 events {{ worker_connections 4096; }}
