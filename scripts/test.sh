@@ -9,9 +9,13 @@
 # file-system calls per attachment) and the batch-length memory guard (Benchmarks/scale --guard).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each step's end, with the seconds since the start, on standard error (docs/performance.md#the-test-suite).
+mark() { echo "test.sh: $1 done at ${SECONDS} s" >&2; }
 scripts/install-deps.sh "$@"
 scripts/corpus.sh
+mark "installing and the corpus"
 swift build --build-tests
+mark "the build"
 # The Swift tests, in parallel, in two phases (docs/performance.md#the-test-suite). First:
 # - the suites that hold real elapsed time to a bound, in two processes side by side, one test
 #   at a time in each (serialized suites, Tests/AttachFetchTests/SuiteGroups.swift): work held
@@ -45,11 +49,13 @@ group() {
 group "$timers" timers & timers_pid=$!
 group "$leaks" leaks env SWT_SWIFT_ERROR_BACKTRACING_ENABLED=0 chrt --idle 0 & leaks_pid=$!
 for pid in "$deadlines_pid" "$timers_pid" "$leaks_pid"; do wait "$pid" || status=$?; done
+mark "the Swift tests' first phase"
 ATTACH_FETCH_CORPUS_REQUIRED=1 SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${ATTACH_FETCH_TEST_WIDTH:-4} \
     swift test --skip-build --skip "$leaks|$alone|$deadlines|$timers" || status=$?
 cat "$logs/deadlines" "$logs/timers" "$logs/leaks" "$logs/alone"
 rm -rf "$logs"
 [ "$status" -eq 0 ] || { echo "swift test failed" >&2; exit "$status"; }
+mark "the Swift tests"
 # Instructions per attachment against the stored baseline, counted on the debug build (the
 # release build would take another 1.7 min: docs/performance.md#the-instruction-count-guard).
 # A count, not a time: it runs beside the browser and API tests, on the core they leave idle.
@@ -59,8 +65,10 @@ Benchmarks/instruction-guard --configuration debug --skip-build > "$guard_log" 2
 trap 'kill "$guard_pid" 2>/dev/null; wait "$guard_pid" 2>/dev/null; rm -f "$guard_log"' EXIT
 # The inspector page in a real browser (Chromium over WebDriver) against the service just built.
 scripts/browser-tests.sh
+mark "the browser tests"
 # The service's OpenAPI document: validated, fuzzed by schemathesis, and a generated client.
 scripts/api-tests.sh
+mark "the API tests"
 guard_status=0
 wait "$guard_pid" || guard_status=$?
 trap - EXIT
@@ -69,10 +77,13 @@ rm -f "$guard_log"
 [ "$guard_status" -eq 0 ] || { echo "instruction-guard failed" >&2; exit "$guard_status"; }
 # File-system calls per attachment against the stored limits.
 Benchmarks/syscall-guard --configuration debug --skip-build
+mark "the instruction-count and system-call guards"
 # Peak RSS of one CLI batch of 10,000 distinct URLs against one of 300 (at most 1.5x: memory
 # follows the attachments in flight, not the batch; docs/performance.md#memory-and-batch-length),
 # on the debug build, about 15 s. Memory only: times on a shared machine are no guard.
 Benchmarks/scale --guard --configuration debug --skip-build
+mark "the memory guard"
 # ContentDecoder under libFuzzer and AddressSanitizer for a minute, in a build of its own
 # (docs/security.md#the-content-decoder).
 scripts/fuzz-decoder.sh 60
+mark "the content decoder's fuzzing"

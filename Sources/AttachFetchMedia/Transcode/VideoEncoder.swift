@@ -11,6 +11,8 @@ final class VideoEncoder {
     private var scaler: OpaquePointer?
     private let sourceTimeBase: AVRational
     private var lastTimestamp: Int64 = .min
+    /// The frame scaled into, kept for the next (`scaled(_:)`).
+    private var scaledFrame: AVFrameBox?
 
     /// libx264's settings: `veryfast` (a notification has seconds, not minutes) at CRF 23
     /// (x264's default quality), High profile.
@@ -64,27 +66,54 @@ final class VideoEncoder {
         }
         let width = frame.pointee.width, height = frame.pointee.height
         guard width > 0, height > 0, frame.pointee.format >= 0 else { throw Reason(code: .corruptMedia, message: "the decoder returned a frame without pixels") }
-        scaler = sws_getCachedContext(scaler, width, height, AVPixelFormat(frame.pointee.format),
-                                      context.pointee.width, context.pointee.height, AV_PIX_FMT_YUV420P, SWS_BICUBIC, nil, nil, nil)
-        guard scaler != nil else { throw Reason(code: .corruptMedia, message: "libswscale cannot convert the frame's pixel format") }
-        let scaled = try AVFrameBox()
-        scaled.pointer.pointee.width = context.pointee.width
-        scaled.pointer.pointee.height = context.pointee.height
-        scaled.pointer.pointee.format = AV_PIX_FMT_YUV420P.rawValue
-        // 64-byte alignment: libswscale's vector code writes whole rows of 64 bytes.
-        let allocated = av_frame_get_buffer(scaled.pointer, 64)
-        guard allocated >= 0 else { throw FFmpeg.failure(.ioError, "FFmpeg cannot allocate a frame", allocated) }
-        let converted = sws_scale_frame(scaler, scaled.pointer, frame)
-        guard converted >= 0 else { throw FFmpeg.failure(.corruptMedia, "libswscale cannot scale the frame", converted) }
+        // A frame already of the output's size in 8-bit 4:2:0 goes to libx264 as it is, as the
+        // ffmpeg program's scale filter passes it on: no copy of every frame.
+        let input: UnsafeMutablePointer<AVFrame>
+        if width == context.pointee.width && height == context.pointee.height && frame.pointee.format == AV_PIX_FMT_YUV420P.rawValue {
+            input = frame
+        } else {
+            input = try scaled(frame)
+        }
         // Timestamps that never go back: a frame at or before the last one is moved just past it.
         var timestamp = frame.pointee.best_effort_timestamp
         if timestamp == FFmpeg.noTimestamp { timestamp = lastTimestamp == .min ? 0 : lastTimestamp + 1 }
         if timestamp <= lastTimestamp { timestamp = lastTimestamp + 1 }
         lastTimestamp = timestamp
-        scaled.pointer.pointee.pts = timestamp
-        let sent = avcodec_send_frame(context, scaled.pointer)
+        input.pointee.pts = timestamp
+        // libx264 takes a frame's picture type as an order (a decoded B frame would be forced to
+        // be one): x264 chooses, as for the ffmpeg program, which clears it too.
+        input.pointee.pict_type = AV_PICTURE_TYPE_NONE
+        let sent = avcodec_send_frame(context, input)
         guard sent >= 0 else { throw FFmpeg.failure(.ioError, "libx264 refused a frame", sent) }
         try drain(write)
+    }
+
+    /// `frame` scaled and converted into the one output frame, reused from frame to frame: a
+    /// new 1280×720 buffer a frame was a fresh mapping of 1.4 MB to fault in each time.
+    private func scaled(_ frame: UnsafeMutablePointer<AVFrame>) throws(Reason) -> UnsafeMutablePointer<AVFrame> {
+        scaler = sws_getCachedContext(scaler, frame.pointee.width, frame.pointee.height, AVPixelFormat(frame.pointee.format),
+                                      context.pointee.width, context.pointee.height, AV_PIX_FMT_YUV420P, SWS_BICUBIC, nil, nil, nil)
+        guard scaler != nil else { throw Reason(code: .corruptMedia, message: "libswscale cannot convert the frame's pixel format") }
+        let output: UnsafeMutablePointer<AVFrame>
+        if let reused = scaledFrame {
+            output = reused.pointer
+            // The encoder may still hold a reference to the last one: then a new buffer.
+            let writable = av_frame_make_writable(output)
+            guard writable >= 0 else { throw FFmpeg.failure(.ioError, "FFmpeg cannot allocate a frame", writable) }
+        } else {
+            let made = try AVFrameBox()
+            output = made.pointer
+            output.pointee.width = context.pointee.width
+            output.pointee.height = context.pointee.height
+            output.pointee.format = AV_PIX_FMT_YUV420P.rawValue
+            // 64-byte alignment: libswscale's vector code writes whole rows of 64 bytes.
+            let allocated = av_frame_get_buffer(output, 64)
+            guard allocated >= 0 else { throw FFmpeg.failure(.ioError, "FFmpeg cannot allocate a frame", allocated) }
+            scaledFrame = made
+        }
+        let converted = sws_scale_frame(scaler, output, frame)
+        guard converted >= 0 else { throw FFmpeg.failure(.corruptMedia, "libswscale cannot scale the frame", converted) }
+        return output
     }
 
     /// Seconds of video handed to the encoder so far (its last frame's time).
