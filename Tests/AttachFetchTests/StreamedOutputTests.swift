@@ -63,4 +63,55 @@ import Testing
             #expect(identifiers.sorted() == (0..<4).map { "attachment-\($0)" })
         }
     }
+
+    /// A million-line `--input` file is read as the batch asks for lines: the first results
+    /// are out while the file descriptor's offset (read from /proc) is still near its start.
+    @Test func aMillionLineInputIsAnsweredBeforeItsLastLineIsRead() async throws {
+        let scratch = Scratch()
+        try await withMediaServer { server in
+            let path = scratch.path + "/urls.txt"
+            let line = "\(server.baseURL)/media/photo.jpg?n="
+            var text = ""
+            text.reserveCapacity(1_000_000 * (line.utf8.count + 8))
+            for index in 0..<1_000_000 { text += line; text += String(index); text += "\n" }
+            try text.write(toFile: path, atomically: false, encoding: .utf8)
+            let size = try #require(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+            let out = scratch.path + "/out"
+            try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: false)
+            let (answered, offset) = try await offPool { () throws -> (Int, Int?) in
+                let process = Process()
+                process.executableURL = CLITests.executable
+                process.arguments = ["--allow-private-network", "--format", "jsonl", "--out", out, "--deadline", "3600", "--input", path]
+                let output = Pipe()
+                process.standardOutput = output
+                process.standardError = FileHandle.nullDevice
+                try process.run()
+                defer {
+                    kill(process.processIdentifier, SIGKILL)
+                    process.waitUntilExit()
+                }
+                var received = ""
+                let until = Date().addingTimeInterval(60)
+                while !received.contains("\n"), Date() < until {
+                    let data = output.fileHandleForReading.availableData
+                    if data.isEmpty { break }
+                    received += String(decoding: data, as: UTF8.self)
+                }
+                // The input's descriptor and its offset now.
+                let descriptors = "/proc/\(process.processIdentifier)/fd"
+                let entry = try FileManager.default.contentsOfDirectory(atPath: descriptors).first {
+                    (try? FileManager.default.destinationOfSymbolicLink(atPath: "\(descriptors)/\($0)")) == path
+                }
+                let position = try entry.flatMap { entry in
+                    try String(contentsOfFile: "/proc/\(process.processIdentifier)/fdinfo/\(entry)", encoding: .utf8)
+                        .split(separator: "\n").first { $0.hasPrefix("pos:") }
+                        .flatMap { Int($0.dropFirst(4).trimmingCharacters(in: .whitespaces)) }
+                }
+                return (received.split(separator: "\n").count, position)
+            }
+            #expect(answered >= 1, "a result before the input was read to its end")
+            let position = try #require(offset, "the input file is still open while the batch runs")
+            #expect(position < size / 10, "read \(position) of \(size) bytes when the first result came")
+        }
+    }
 }
