@@ -89,6 +89,7 @@ extension TimerBoundSuites {
             var cache: String?
             var publishedUrl: String?
             var message: String?
+            var mimeType: String?
             var description: String { "\(status) \(cache ?? "-") \(message ?? "")" }
         }
 
@@ -96,10 +97,13 @@ extension TimerBoundSuites {
             let answer = try await Exchange.post("\(base)/v1/attachments", json: #"{"urls": ["\#(url)"], "deadlineMs": \#(deadlineMs)}"#)
             guard let first = (answer.json["attachments"] as? [[String: Any]])?.first else { return Answer(status: "HTTP \(answer.status)") }
             return Answer(status: first["status"] as? String ?? "-", cache: first["cache"] as? String,
-                          publishedUrl: first["publishedUrl"] as? String, message: (first["reason"] as? [String: Any])?["message"] as? String)
+                          publishedUrl: first["publishedUrl"] as? String, message: (first["reason"] as? [String: Any])?["message"] as? String,
+                          mimeType: first["mimeType"] as? String)
         }
 
-        @Test func sixtyCallsThroughThreeReplicasMakeOneOriginRequestAndALaterReplicaReadsTheResult() async throws {
+        /// A photo, and a WebM the service transcodes: made once across the replicas, either way.
+        @Test(arguments: ["photo.jpg", "clip.webm"])
+        func sixtyCallsThroughThreeReplicasMakeOneOriginRequestAndALaterReplicaReadsTheResult(file: String) async throws {
             let store = try SeaweedStore.current()
             let origin = try CachingOrigin()
             defer { origin.shutdown() }
@@ -107,14 +111,16 @@ extension TimerBoundSuites {
             let scratch = Scratch()
             let replicas = try (0..<3).map { _ in try Replica(store: store, prefix: prefix, scratch: scratch) }
             let balancer = try Balancer(replicas)
-            let url = origin.url("photo.jpg", "delay=800&cc=max-age%3D300")
+            let url = origin.url(file, "delay=800&cc=max-age%3D300")
             let balanced = balancer.base
             let answers = try await withThrowingTaskGroup(of: Answer.self) { group in
                 for _ in 0..<60 { group.addTask { try await self.attachment(balanced, url) } }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             #expect(answers.allSatisfy { $0.status == "ready" }, "\(answers.filter { $0.status != "ready" }.prefix(3))")
-            #expect(origin.requests("photo.jpg") == 1, "one origin request for 60 calls on 3 replicas (\(origin.requests("photo.jpg")))")
+            #expect(origin.requests(file) == 1, "one origin request for 60 calls on 3 replicas (\(origin.requests(file)))")
+            // The WebM is delivered as H.264 in MPEG-4 to every caller: the one transcode, shared.
+            #expect(Set(answers.compactMap(\.mimeType)) == [file.hasSuffix(".webm") ? "video/mp4" : "image/jpeg"])
             let statuses = Set(answers.compactMap(\.cache))
             #expect(statuses.contains("shared"), "replicas that did not fetch read the stored result: \(statuses)")
             #expect(Set(answers.compactMap(\.publishedUrl)).count == 1)
@@ -134,7 +140,7 @@ extension TimerBoundSuites {
             let fourth = try Replica(store: store, prefix: prefix, scratch: scratch)
             let late = try await attachment(fourth.base, url)
             #expect(late.status == "ready" && late.cache == "shared", "\(late)")
-            #expect(origin.requests("photo.jpg") == 1, "the fourth replica asked the store, not the origin")
+            #expect(origin.requests(file) == 1, "the fourth replica asked the store, not the origin")
             for replica in replicas + [fourth] { replica.kill(SIGTERM) }
             #expect(replicas.allSatisfy { $0.process.terminationStatus == 0 })
             _ = balancer
