@@ -36,6 +36,9 @@ import Testing
             ("vp9-opus.webm", "1920x1080", true, ["-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8", "-c:a", "libopus"], "VP9", "Opus"),
             ("vp8-vorbis.webm", "640x360", true, ["-c:v", "libvpx", "-deadline", "realtime", "-c:a", "libvorbis"], "VP8", "Vorbis"),
             ("av1.mkv", "320x240", false, ["-c:v", "libaom-av1", "-cpu-used", "8", "-pix_fmt", "yuv420p"], "AV1", nil),
+            ("theora.ogv", "320x240", true, ["-c:v", "libtheora", "-c:a", "libvorbis"], "Theora", "Vorbis"),
+            ("wmv.wmv", "320x240", true, ["-c:v", "wmv2", "-c:a", "wmav2", "-f", "asf"], "WMV 8", "WMA 2"),
+            ("spark.flv", "320x240", true, ["-c:v", "flv", "-c:a", "libmp3lame", "-ar", "44100"], "Sorenson Spark", "MP3"),
         ]
         try await offPool { for item in cases { try Self.make(media.path, item.name, size: item.size, seconds: 4, audio: item.audio, item.encoding) } }
         try await withPipeline(scratch) { pipeline in
@@ -63,6 +66,28 @@ import Testing
                     #expect((boxes.firstIndex(of: "moov") ?? .max) < (boxes.firstIndex(of: "mdat") ?? -1), "\(item.name): \(boxes)")
                     #expect(d.thumbnail != nil, "\(item.name): a poster from the delivered file")
                 }
+            }
+        }
+    }
+
+    /// Matroska whose streams iOS plays (H.264 and AAC) needs only another container: its
+    /// streams are copied into MPEG-4, not re-encoded.
+    @Test func matroskaWithStreamsIOSPlaysIsRemuxedNotReencoded() async throws {
+        let media = Scratch(), scratch = Scratch()
+        try await offPool {
+            try Self.make(media.path, "h264-aac.mkv", size: "640x360", seconds: 3, audio: true,
+                          ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac"])
+        }
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer(directory: media.path) { server in
+                let d = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/h264-aac.mkv")]).attachments[0]
+                #expect(d.status == .ready && d.mimeType == "video/mp4" && d.transforms == [.remuxed], "\(d.transforms ?? []) \(d.reason?.message ?? "")")
+                let file = try #require(d.file)
+                // The same H.264 bytes: a copy keeps the encoder's own profile and size.
+                let read = try Self.streams(file), source = try Self.streams("\(media.path)/h264-aac.mkv")
+                #expect(read["v.codec_name"] == "h264" && read["v.profile"] == source["v.profile"] && read["v.width"] == "640", "\(read)")
+                #expect(read["a.codec_name"] == "aac", "\(read)")
+                #expect(try !RealWorldCorpusTests.notPlayableByFFprobe(file))
             }
         }
     }

@@ -114,8 +114,9 @@ extension Stage {
             work.descriptor.record(image)
         }))
 
-    /// QuickTime, 3GPP or a transport stream is copied into MPEG-4; with a stream MPEG-4 cannot
-    /// carry (H.263, MP2, PCM, ...) it is transcoded instead when transcoding is on; or fails.
+    /// QuickTime, 3GPP, a transport stream, Matroska or AAC in ADTS is copied into MPEG-4; with
+    /// a stream MPEG-4 cannot carry (H.263, MP2, PCM, VP9, ...) it is transcoded instead when
+    /// transcoding is on; or fails.
     static let remuxVideo = Stage(name: "remux video", body: .decode(
         on: .probe,
         whenLate: .fail(Reason(code: .deadlineExceeded, message: "the batch deadline passed while the video was being moved into MPEG-4")),
@@ -124,7 +125,7 @@ extension Stage {
             let file = work.admitted
             guard MediaPolicy.needsRemux(file.type) else { return nil }
             let fallback = work.transcoding(configuration).enabled
-                ? MediaTranscoder.Fallback(type: file.type, limits: work.transcodeLimits(.video, configuration))
+                ? MediaTranscoder.Fallback(type: file.type, limits: work.transcodeLimits(file.type.kind, configuration))
                 : nil
             return .remux(source: file.path, destinationBase: work.plan.convertedBase, orTranscode: fallback)
         },

@@ -56,23 +56,41 @@ public struct MediaType: Sendable, Hashable {
     public static let threeGPP2 = MediaType(kind: .video, mimeType: "video/3gpp2", uti: "public.3gpp2", fileExtension: "3g2")
     /// MPEG transport streams (HLS segments, broadcast captures).
     public static let mpegTS = MediaType(kind: .video, mimeType: "video/mp2t", uti: "public.mpeg-2-transport-stream", fileExtension: "ts")
+    /// Matroska: its streams moved into MPEG-4 when iOS plays them (H.264 or HEVC with AAC or
+    /// MP3), otherwise transcoded to H.264 and AAC in `.mp4`.
+    public static let matroska = MediaType(kind: .video, mimeType: "video/x-matroska", uti: "org.matroska.mkv", fileExtension: "mkv")
+    /// AAC in ADTS (raw `.aac` streams): moved into MPEG-4 audio, not re-encoded.
+    public static let aac = MediaType(kind: .audio, mimeType: "audio/aac", uti: "public.aac-audio", fileExtension: "aac")
 
     // Audio iOS does not play, re-encoded to AAC in MPEG-4 audio when converting is on.
     /// Ogg (Opus voice notes, Vorbis), transcoded to `.m4a`.
     public static let ogg = MediaType(kind: .audio, mimeType: "audio/ogg", uti: "org.xiph.ogg-audio", fileExtension: "ogg")
     /// FLAC, transcoded to `.m4a`.
     public static let flac = MediaType(kind: .audio, mimeType: "audio/flac", uti: "org.xiph.flac", fileExtension: "flac")
+    /// AC-3 alone (a raw Dolby Digital stream), transcoded to `.m4a`.
+    public static let ac3 = MediaType(kind: .audio, mimeType: "audio/ac3", uti: "public.ac3-audio", fileExtension: "ac3")
+    /// Monkey's Audio, transcoded to `.m4a`.
+    public static let ape = MediaType(kind: .audio, mimeType: "audio/x-ape", uti: "com.monkeysaudio.ape", fileExtension: "ape")
+    /// Musepack, transcoded to `.m4a`.
+    public static let musepack = MediaType(kind: .audio, mimeType: "audio/x-musepack", uti: "net.musepack.mpc", fileExtension: "mpc")
+    /// DSD in DSF, transcoded to `.m4a`.
+    public static let dsf = MediaType(kind: .audio, mimeType: "audio/x-dsf", uti: "com.sony.dsf", fileExtension: "dsf")
 
     /// WebM (VP8, VP9 or AV1 with Opus or Vorbis), transcoded to H.264 and AAC in `.mp4`.
     public static let webm = MediaType(kind: .video, mimeType: "video/webm", uti: "org.webmproject.webm", fileExtension: "webm")
-    /// Matroska, transcoded to H.264 and AAC in `.mp4`.
-    public static let matroska = MediaType(kind: .video, mimeType: "video/x-matroska", uti: "org.matroska.mkv", fileExtension: "mkv")
+    /// Ogg video (Theora), transcoded to H.264 and AAC in `.mp4`.
+    public static let oggVideo = MediaType(kind: .video, mimeType: "video/ogg", uti: "org.xiph.ogg-video", fileExtension: "ogv")
+    /// ASF (Windows Media: WMA and WMV), transcoded to `.mp4`; WMA alone ends as `.m4a`.
+    public static let asf = MediaType(kind: .video, mimeType: "video/x-ms-asf", uti: "com.microsoft.advanced-systems-format", fileExtension: "asf")
+    /// Flash Video, transcoded to H.264 and AAC in `.mp4`.
+    public static let flv = MediaType(kind: .video, mimeType: "video/x-flv", uti: "com.adobe.flash-video", fileExtension: "flv")
 
     /// Formats that are converted to one in `all` before delivery, never delivered as they are.
-    public static let convertible: [MediaType] = [.webp, .heic, .heif, .avif, .quickTime, .threeGPP, .threeGPP2, .mpegTS, .ogg, .flac, .webm, .matroska]
+    public static let convertible: [MediaType] = [.webp, .heic, .heif, .avif, .quickTime, .threeGPP, .threeGPP2, .mpegTS, .matroska, .aac,
+                                                  .ogg, .flac, .ac3, .ape, .musepack, .dsf, .webm, .oggVideo, .asf, .flv]
 
     /// The convertible formats whose streams are re-encoded (transcoded), not only moved.
-    public static let transcoded: [MediaType] = [.ogg, .flac, .webm, .matroska]
+    public static let transcoded: [MediaType] = [.ogg, .flac, .ac3, .ape, .musepack, .dsf, .webm, .oggVideo, .asf, .flv]
 
     /// True for the formats iOS accepts as they are.
     public var isDeliverable: Bool { MediaType.all.contains(self) }
@@ -104,6 +122,10 @@ public struct MediaType: Sendable, Hashable {
         "audio/ogg": .ogg, "application/ogg": .ogg, "audio/x-ogg": .ogg,
         "audio/flac": .flac, "audio/x-flac": .flac,
         "video/webm": .webm, "audio/webm": .webm, "video/x-matroska": .matroska, "audio/x-matroska": .matroska,
+        "audio/x-hx-aac-adts": .aac, "audio/aac": .aac, "audio/x-aac": .aac,
+        "audio/vnd.dolby.dd-raw": .ac3, "audio/ac3": .ac3,
+        "audio/x-ape": .ape, "audio/x-musepack": .musepack, "audio/x-dsf": .dsf,
+        "video/ogg": .oggVideo, "video/x-ms-asf": .asf, "audio/x-ms-wma": .asf, "video/x-ms-wmv": .asf, "video/x-flv": .flv,
     ]
 
     /// The table row for a MIME type as libmagic reports it, or nil when it is not allowed.

@@ -18,8 +18,8 @@ enum VideoRemuxer {
     /// Codecs copied into MPEG-4 as they are.
     static let copyable: Set<String> = ["h264", "hevc", "mpeg4", "aac", "mp3", "alac", "ac3"]
 
-    /// The demuxers of every video container that is remuxed (the sniffed type chose it).
-    static let demuxers = MediaType.convertible.filter { $0.kind == .video }
+    /// The demuxers of every container that is remuxed (the sniffed type chose it).
+    static let demuxers = MediaType.convertible.filter(MediaPolicy.needsRemux)
         .map { MediaProber.demuxers(for: $0) }.joined(separator: ",")
 
     static func remux(source: String, destinationBase: String,
@@ -53,7 +53,7 @@ enum VideoRemuxer {
             let copy = try output.addStream(copying: stream)
             mapping[stream.pointee.index] = (copy, stream)
         }
-        try output.writeHeader()
+        try output.writeHeader(moovFirst: true)
         let packet = try AVPacketBox()
         var lastDTS: [Int32: Int64] = [:]
         while true {

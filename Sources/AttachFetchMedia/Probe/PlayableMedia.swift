@@ -81,6 +81,10 @@ package enum PlayableMedia {
         "opus": "Opus", "vorbis": "Vorbis", "flac": "FLAC", "mp2": "MP2", "mp3": "MP3", "aac": "AAC", "alac": "ALAC",
         "ac3": "AC-3", "eac3": "E-AC-3", "dts": "DTS", "amr_nb": "AMR-NB", "amr_wb": "AMR-WB", "mjpeg": "Motion JPEG",
         "prores": "ProRes", "dnxhd": "DNxHD", "wmv3": "WMV 9", "msmpeg4v3": "MS MPEG-4 v3",
+        "wmv1": "WMV 7", "wmv2": "WMV 8", "vc1": "VC-1", "flv1": "Sorenson Spark", "vp6f": "VP6", "vp6a": "VP6",
+        "wmav1": "WMA 1", "wmav2": "WMA 2", "wmapro": "WMA Pro", "wmalossless": "WMA Lossless", "wmavoice": "WMA Voice",
+        "ape": "Monkey's Audio", "musepack7": "Musepack", "musepack8": "Musepack", "nellymoser": "Nellymoser",
+        "dsd_lsbf": "DSD", "dsd_msbf": "DSD", "dsd_lsbf_planar": "DSD", "dsd_msbf_planar": "DSD",
     ]
 
     private static func profileName(_ codec: AVCodecID, _ profile: Int32) -> String {

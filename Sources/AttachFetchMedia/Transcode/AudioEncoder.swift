@@ -15,6 +15,9 @@ final class AudioEncoder {
     /// Samples handed to the encoder so far: the output's duration.
     private(set) var samples: Int64 = 0
 
+    /// AVERROR_INPUT_CHANGED (a macro Swift does not import).
+    static let inputChanged: Int32 = -0x636e_6701
+
     /// The AAC bit rate per channel: 64 kb/s, which keeps speech and music clear (iTunes'
     /// AAC-LC guidance is 128 kb/s for stereo) and 5 MiB for 5 min of stereo.
     static let bitRatePerChannel = 64_000
@@ -70,7 +73,13 @@ final class AudioEncoder {
         av_channel_layout_copy(&converted.pointer.pointee.ch_layout, &context.pointee.ch_layout)
         // The frame's own layout may be unset (some decoders leave it to the stream's).
         if let frame, frame.pointee.ch_layout.nb_channels == 0 { av_channel_layout_default(&frame.pointee.ch_layout, 1) }
-        let status = swr_convert_frame(resampler, converted.pointer, frame)
+        var status = swr_convert_frame(resampler, converted.pointer, frame)
+        // A frame whose layout, rate or format differs from what the decoder announced (WMA's
+        // decoders name the layout only in their frames): the resampler is set up from it.
+        if status == Self.inputChanged, let frame {
+            status = swr_config_frame(resampler, converted.pointer, frame)
+            if status >= 0 { status = swr_convert_frame(resampler, converted.pointer, frame) }
+        }
         guard status >= 0 else { throw FFmpeg.failure(.corruptMedia, "FFmpeg cannot convert the audio", status) }
         if converted.pointer.pointee.nb_samples > 0 {
             let queued = converted.pointer.pointee.extended_data.withMemoryRebound(to: UnsafeMutableRawPointer?.self, capacity: 2) {

@@ -62,6 +62,8 @@ package enum MediaTranscoder {
         "pcm_f32le", "pcm_f32be", "pcm_alaw", "pcm_mulaw", "adpcm_ima_qt", "adpcm_ima_wav", "adpcm_ms",
         "vp8", "vp9", "libdav1d", "theora", "h264", "hevc", "mpeg4", "mpeg1video", "mpeg2video", "h263", "msmpeg4v2", "msmpeg4v3",
         "mjpeg", "prores", "gif",
+        "wmav1", "wmav2", "wmapro", "wmalossless", "wmavoice", "wmv1", "wmv2", "wmv3", "vc1", "flv", "vp6f", "vp6a", "nellymoser",
+        "ape", "mpc7", "mpc8", "dsd_lsbf", "dsd_msbf", "dsd_lsbf_planar", "dsd_msbf_planar",
     ]
 
     package static func transcode(source: String, type: MediaType, destinationBase: String, limits: Limits,
