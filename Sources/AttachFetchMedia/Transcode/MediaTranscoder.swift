@@ -36,6 +36,9 @@ package enum MediaTranscoder {
     package struct Limits: Sendable, Codable {
         /// The delivered file's most bytes (its kind's limit).
         package var maxBytes: Int64
+        /// The most bytes when a video container turns out to hold sound alone (WMA in ASF, a
+        /// Flash file without video): the result is audio, under the audio limit. Nil: `maxBytes`.
+        package var audioOnlyMaxBytes: Int64? = nil
         /// The video's longest edge at most, in pixels.
         package var maxLongEdge: Int = 1280
         /// When reading stops and what was encoded is finished as a clip: `CLOCK_MONOTONIC`
@@ -152,7 +155,8 @@ package enum MediaTranscoder {
         // Besides the packets: the header, an index of about 8 bytes a packet, and a second of
         // margin for what the encoders still hold.
         let margin = (audioEncoder?.context.pointee.bit_rate ?? 0) / 8 + (videoEncoder?.context.pointee.rc_max_rate ?? 0) / 8
-        func fits() -> Bool { written + packets * 8 + 16_384 + margin <= limits.maxBytes }
+        let maxBytes = videoStream == nil ? limits.audioOnlyMaxBytes ?? limits.maxBytes : limits.maxBytes
+        func fits() -> Bool { written + packets * 8 + 16_384 + margin <= maxBytes }
         let packet = try AVPacketBox(), frame = try AVFrameBox()
         var lastError: Int32 = 0, trimmed = false, outOfTime = false
         reading: while true {
