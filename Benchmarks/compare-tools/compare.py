@@ -2,7 +2,6 @@
 loopback with loopback-media-server, runs every tool in alternating order for several rounds,
 checks that the thumbnails agree, and reports medians and ratios."""
 import argparse, contextlib, json, os, shlex, shutil, statistics, subprocess, sys, threading, time
-import pyvips
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORES = os.cpu_count() or 2
@@ -168,6 +167,8 @@ def timed(command, out_dir, env=None, sample_memory=True):
 
 
 def thumbnail_sizes(directory, prefix=""):
+    # Imported here: scale.py's guard shares this module's corpus on a Python without pyvips.
+    import pyvips
     sizes = {}
     for name in os.listdir(directory):
         if ".thumb." in name:

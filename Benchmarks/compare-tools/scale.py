@@ -7,24 +7,10 @@ Thresholds/scale.json and writes results/scale.json.
 Usage: scale.py --bin DIR --work DIR [--sizes LIST] [--guard] [--no-baseline] [--python PATH]"""
 import argparse, json, os, shutil, socket, subprocess, sys, tempfile, time
 
+from compare import build_small300  # noqa: E402  (one copy of the corpus: compare's small300)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.dirname(HERE)
-
-
-def build_corpus(root):
-    """300 distinct JPEGs of 160x120 (compare's small300): one ffmpeg run, a hue that turns."""
-    small = os.path.join(root, "small300")
-    if os.path.exists(os.path.join(root, "small300.done")):
-        return small
-    shutil.rmtree(small, ignore_errors=True)
-    os.makedirs(small)
-    subprocess.run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
-                    "testsrc2=size=160x120:rate=30:duration=10", "-vf", "hue=h=t*36", "-q:v", "5",
-                    "-start_number", "0", os.path.join(small, "small%03d.jpg")], check=True, timeout=600)
-    if len(os.listdir(small)) != 300:
-        sys.exit(f"corpus: made {len(os.listdir(small))} files, expected 300")
-    open(os.path.join(root, "small300.done"), "w").close()
-    return small
 
 
 def free_port():
@@ -136,7 +122,7 @@ def main():
     sizes = [300, 10000] if args.guard else [int(s) for s in args.sizes.split(",")]
     args.work = os.path.abspath(args.work)
     os.makedirs(args.work, exist_ok=True)
-    root = build_corpus(args.work)
+    root = build_small300(args.work)
     nginx, base = start_nginx(args.work, root)
     results = {"date": time.strftime("%Y-%m-%d"), "sizes": {}}
     try:
