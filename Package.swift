@@ -149,16 +149,18 @@ let package = Package(
         ),
         // Serves TestMedia/ on a loopback port for the README's demo.
         .executableTarget(name: "loopback-media-server", dependencies: ["LoopbackHTTPServer"]),
+        // A process's resident memory and its peak, for the tests and the check programs.
+        .target(name: "ResidentMemory", path: "Tests/ResidentMemory"),
         // Test-only C wrappers for making large images at test time.
         .target(name: "CTestSupport", dependencies: ["CVips"], path: "Tests/CTestSupport"),
         // The corpus suite's independent readers (libvips, FFmpeg's demuxers): one process per batch.
         .executableTarget(name: "media-check", dependencies: ["CTestSupport", "CVips", "CFFmpeg"], path: "Tests/MediaCheck"),
         // Runs the device's fetcher in a process of its own and reports its peak memory, for
         // AttachFetchDeviceTests (a test process's memory is shared with every test running).
-        .executableTarget(name: "device-fetch-check", dependencies: ["AttachFetchDevice", "EncryptedContent"], path: "Tests/DeviceFetchCheck"),
+        .executableTarget(name: "device-fetch-check", dependencies: ["AttachFetchDevice", "EncryptedContent", "ResidentMemory"], path: "Tests/DeviceFetchCheck"),
         // Runs one long batch through the pipeline in a process of its own, under a cap on its
         // memory, for BatchMemoryTests (a test process's memory is shared with every test running).
-        .executableTarget(name: "batch-memory-check", dependencies: ["AttachFetch", "attach-fetch-decoder"], path: "Tests/BatchMemoryCheck"),
+        .executableTarget(name: "batch-memory-check", dependencies: ["AttachFetch", "attach-fetch-decoder", "ResidentMemory"], path: "Tests/BatchMemoryCheck"),
         // The device library, its codec and the deadline race over real loopback HTTP: a small
         // target that builds without the pipeline's C libraries.
         .testTarget(
@@ -167,7 +169,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AttachFetchTests",
-            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "CAttachFetchShims", "CVipsShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "media-check", "batch-memory-check",
+            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "ResidentMemory", "CAttachFetchShims", "CVipsShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "media-check", "batch-memory-check",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOEmbedded", package: "swift-nio"),

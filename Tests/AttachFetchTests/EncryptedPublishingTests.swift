@@ -1,6 +1,7 @@
 @testable import AttachFetchDevice
 import EncryptedContent
 import Foundation
+import ResidentMemory
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -420,25 +421,4 @@ final class ServeLog: Sendable {
     private let collected = Locked("")
     func append(_ data: Data) { collected.withLock { $0 += String(decoding: data, as: UTF8.self) } }
     var text: String { collected.withLock { $0 } }
-}
-
-/// This process's resident memory, from /proc/self/status.
-enum ResidentMemory {
-    struct Unreadable: Error {}
-
-    /// Resets the peak (VmHWM) to the current size, and returns the current size in bytes.
-    static func resetPeak() throws -> Int {
-        try "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
-        return try field("VmRSS")
-    }
-
-    /// The peak resident size since the last reset, in bytes.
-    static func peak() throws -> Int { try field("VmHWM") }
-
-    private static func field(_ name: String) throws -> Int {
-        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
-        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }),
-              let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "") else { throw Unreadable() }
-        return kilobytes * 1024
-    }
 }

@@ -16,19 +16,7 @@
 // request, in request order, "identifier url status code".
 import AttachFetch
 import Foundation
-
-/// A field of /proc/self/status, in bytes.
-func status(_ name: String) -> Int {
-    let text = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-    let line = text.split(separator: "\n").first { $0.hasPrefix(name + ":") }
-    return (line?.split(separator: " ").dropFirst().first).flatMap { Int($0) }.map { $0 * 1024 } ?? -1
-}
-
-/// Linux's clear_refs: VmHWM starts again from the resident size now, which is returned.
-func resetPeak() throws -> Int {
-    try "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
-    return status("VmRSS")
-}
+import ResidentMemory
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 4, let count = Int(arguments[2]), let capMiB = Int(arguments[3]) else {
@@ -71,11 +59,11 @@ defer { try? FileManager.default.removeItem(atPath: directory) }
 
 try await withAttachmentPipeline(configuration: configuration) { pipeline in
     _ = await pipeline.process((0..<100).map { request($0, tag: "warm") }, keepingFiles: false)
-    let before = try resetPeak()
+    let before = try ResidentMemory.resetPeak()
     let cap = before + capMiB << 20
     let watchdog = Thread {
         while true {
-            let resident = status("VmRSS")
+            let resident = (try? ResidentMemory.current()) ?? 0
             if resident > cap {
                 FileHandle.standardError.write(Data("batch-memory-check: \(resident >> 20) MiB resident, over the cap of \(cap >> 20) MiB\n".utf8))
                 _exit(3) // at once: exit's handlers would run under the batch's threads
@@ -98,7 +86,7 @@ try await withAttachmentPipeline(configuration: configuration) { pipeline in
     }
     let elapsed = ContinuousClock.now - start
     let report: [String: Any] = [
-        "count": count, "growthBytes": status("VmHWM") - before,
+        "count": count, "growthBytes": (try ResidentMemory.peak()) - before,
         "elapsedMs": Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000),
         "outcomes": outcomes,
     ]

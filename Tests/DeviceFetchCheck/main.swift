@@ -15,6 +15,7 @@
 import AttachFetchDevice
 import EncryptedContent
 import Foundation
+import ResidentMemory
 
 func userInfo(_ text: String) -> [AnyHashable: Any] {
     guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
@@ -22,19 +23,6 @@ func userInfo(_ text: String) -> [AnyHashable: Any] {
         exit(2)
     }
     return object
-}
-
-/// A field of /proc/self/status, in bytes.
-func status(_ name: String) -> Int {
-    let text = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-    let line = text.split(separator: "\n").first { $0.hasPrefix(name + ":") }
-    return (line?.split(separator: " ").dropFirst().first).flatMap { Int($0) }.map { $0 * 1024 } ?? -1
-}
-
-/// Linux's clear_refs: VmHWM starts again from the resident size now, which is returned.
-func resetPeak() throws -> Int {
-    try "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
-    return status("VmRSS")
 }
 
 func printJSON(_ object: [String: Any]) throws {
@@ -50,14 +38,14 @@ if arguments.count == 4, arguments[1] == "--decode" {
     var decoder = ContentDecoder(key: key)
     var hasher = SHA256Hasher()
     var bytes = 0
-    let before = try resetPeak()
+    let before = try ResidentMemory.resetPeak()
     while true {
         let chunk = input.readData(ofLength: 64 * 1024)
         if chunk.isEmpty { break }
         try decoder.feed(chunk) { hasher.update($0); bytes += $0.count }
     }
     try decoder.finish { hasher.update($0); bytes += $0.count }
-    try printJSON(["bytes": bytes, "sha256": hasher.hex, "growthBytes": status("VmHWM") - before])
+    try printJSON(["bytes": bytes, "sha256": hasher.hex, "growthBytes": (try ResidentMemory.peak()) - before])
     exit(0)
 }
 guard arguments.count == 5, let seconds = Double(arguments[2]) else {
@@ -67,11 +55,11 @@ guard arguments.count == 5, let seconds = Double(arguments[2]) else {
 let fetcher = EncryptedAttachmentFetcher(directory: URL(fileURLWithPath: arguments[1]))
 let warmUp = try await fetcher.fetch(userInfo: userInfo(arguments[3]), deadline: Date().addingTimeInterval(30))
 for case .success(let fetched) in warmUp { try? FileManager.default.removeItem(at: fetched.fileURL) }
-let before = try resetPeak()
+let before = try ResidentMemory.resetPeak()
 let start = Date()
 let results = try await fetcher.fetch(userInfo: userInfo(arguments[4]), deadline: start.addingTimeInterval(seconds))
 let elapsed = Date().timeIntervalSince(start)
-let growth = status("VmHWM") - before
+let growth = (try ResidentMemory.peak()) - before
 let report: [String: Any] = [
     "warmUp": warmUp.map { (try? $0.get()) != nil },
     "results": results.map { result -> [String: Any] in
