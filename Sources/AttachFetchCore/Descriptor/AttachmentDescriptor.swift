@@ -121,8 +121,9 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         case downscaled
         /// Encoded again in the same format, to fit the size limit.
         case reencoded
-        /// Moved into another container without re-encoding: QuickTime or 3GPP to MPEG-4, HEVC
-        /// tagged `hev1` re-tagged `hvc1`.
+        /// Moved into another container without re-encoding: QuickTime, 3GPP, a transport
+        /// stream or Matroska into MPEG-4, AAC in ADTS into MPEG-4 audio, HEVC tagged `hev1`
+        /// re-tagged `hvc1`.
         case remuxed
         /// Added: audio or video cut short to fit the size limit or the deadline (the first
         /// `duration` seconds).

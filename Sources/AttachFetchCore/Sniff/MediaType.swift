@@ -56,8 +56,8 @@ public struct MediaType: Sendable, Hashable {
     public static let threeGPP2 = MediaType(kind: .video, mimeType: "video/3gpp2", uti: "public.3gpp2", fileExtension: "3g2")
     /// MPEG transport streams (HLS segments, broadcast captures).
     public static let mpegTS = MediaType(kind: .video, mimeType: "video/mp2t", uti: "public.mpeg-2-transport-stream", fileExtension: "ts")
-    /// Matroska: its streams moved into MPEG-4 when iOS plays them (H.264 or HEVC with AAC or
-    /// MP3), otherwise transcoded to H.264 and AAC in `.mp4`.
+    /// Matroska: its streams moved into MPEG-4 when MPEG-4 carries them as they are (H.264,
+    /// HEVC, MPEG-4 Part 2; AAC, MP3, ALAC, AC-3), otherwise transcoded to H.264 and AAC in `.mp4`.
     public static let matroska = MediaType(kind: .video, mimeType: "video/x-matroska", uti: "org.matroska.mkv", fileExtension: "mkv")
     /// AAC in ADTS (raw `.aac` streams): moved into MPEG-4 audio, not re-encoded.
     public static let aac = MediaType(kind: .audio, mimeType: "audio/aac", uti: "public.aac-audio", fileExtension: "aac")
