@@ -87,6 +87,11 @@ import Testing
                 let read = try Self.streams(file), source = try Self.streams("\(media.path)/h264-aac.mkv")
                 #expect(read["v.codec_name"] == "h264" && read["v.profile"] == source["v.profile"] && read["v.width"] == "640", "\(read)")
                 #expect(read["a.codec_name"] == "aac", "\(read)")
+                #expect(read["v.codec_tag_string"] == "avc1" && read["v.pix_fmt"] == "yuv420p", "\(read)")
+                let boxes = try AudioTranscodeTests.topLevelBoxes(file)
+                #expect((boxes.firstIndex(of: "moov") ?? .max) < (boxes.firstIndex(of: "mdat") ?? -1), "\(boxes)")
+                let duration = try #require(Double(read["duration"] ?? "")), sourceDuration = try #require(Double(source["duration"] ?? ""))
+                #expect(abs(duration - sourceDuration) <= 0.3, "\(duration) s from \(sourceDuration) s")
                 #expect(try !RealWorldCorpusTests.notPlayableByFFprobe(file))
             }
         }
