@@ -5,13 +5,13 @@
 # openapi-python-client calling it. Expects `swift build` done already (scripts/test.sh runs it
 # first) and uses .build/debug/attach-fetch. Python packages (pinned in Tests/API/requirements.txt)
 # go into .venv-api/. Extra arguments go to pytest.
+# --prepare: only install the Python packages (scripts/test.sh does it while it builds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -x .build/debug/attach-fetch ] || { echo "api-tests: run swift build for .build/debug/attach-fetch" >&2; exit 1; }
 venv=.venv-api
-if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv "$venv"
-fi
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check -r Tests/API/requirements.txt
+if [ "${1:-}" = --prepare ]; then exit 0; fi
+[ -x .build/debug/attach-fetch ] || { echo "api-tests: run swift build for .build/debug/attach-fetch" >&2; exit 1; }
 export SCHEMATHESIS_TELEMETRY=false
 exec "$venv/bin/python" -m pytest -q -p no:cacheprovider -s Tests/API "$@"

@@ -6,8 +6,18 @@
 # (scripts/install-deps.sh). Python packages go into .venv-browser/.
 # Extra arguments go to pytest, e.g. scripts/browser-tests.sh -k token.
 # ATTACH_FETCH_SCREENSHOTS=DIR saves inspector-360.png and inspector-1440.png there.
+# --prepare: only install the Python packages (scripts/test.sh does it while it builds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+prepare() {
+  local venv=.venv-browser
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r Tests/Browser/requirements.txt
+  # Only axe-core's bundled axe.min.js is used: Playwright is never installed.
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps axe-playwright-python==0.1.8
+}
+if [ "${1:-}" = --prepare ]; then prepare; exit 0; fi
 
 missing=0
 for file in .build/debug/attach-fetch /usr/bin/chromium /usr/bin/chromedriver; do
@@ -23,11 +33,5 @@ fi
 command -v vips >/dev/null || { echo "browser-tests: the vips command is missing (apt: libvips-tools)" >&2; exit 1; }
 
 export SE_AVOID_STATS=true   # Selenium sends no usage statistics
-venv=.venv-browser
-if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv "$venv"
-fi
-"$venv/bin/python" -m pip install -q --disable-pip-version-check -r Tests/Browser/requirements.txt
-# Only axe-core's bundled axe.min.js is used: Playwright is never installed.
-"$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps axe-playwright-python==0.1.8
-exec "$venv/bin/python" -m pytest -q -p no:cacheprovider Tests/Browser "$@"
+prepare
+exec .venv-browser/bin/python -m pytest -q -p no:cacheprovider Tests/Browser "$@"

@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --build-only
-swift build
+# The build scripts/test.sh makes (no debug information), so that either command reuses the other's.
+swift build -debug-info-format none
 bin="$(swift build --show-bin-path)"
 
 url_file="$(mktemp)"

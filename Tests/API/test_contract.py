@@ -54,24 +54,28 @@ def test_a_url_to_another_host_never_leaves_the_machine(service, proxy, origin):
     assert all(target.rsplit(":", 1)[0] in ("127.0.0.1", "::1", "[::1]", "localhost") for target in proxy.allowed)
 
 
-@pytest.mark.parametrize("which", ["with a media key", "without a media key"])
-def test_schemathesis_finds_nothing_in_a_thousand_requests(which, request, proxy, origin, tmp_path):
-    service = request.getfixturevalue("service" if which == "with a media key" else "keyless_service")
+def test_schemathesis_finds_nothing_in_a_thousand_requests(service, keyless_service, proxy, origin, tmp_path):
+    """Against the service with a media key and the one without, side by side: each run is one
+    Python process that mostly waits for the other's answers."""
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "hooks", "ATTACH_FETCH_TEST_ORIGIN": f"http://127.0.0.1:{origin.port}",
            "PYTHONPATH": str(HERE), "SCHEMATHESIS_TELEMETRY": "false", "NO_COLOR": "1"}
-    report = tmp_path / "report"
-    result = subprocess.run(
-        [str(VENV_BIN / "st"), "run", str(DOCUMENT), "--url", service.base, "--checks", "all",
-         "--max-examples", "300", "--seed", "20261126", "--no-color", "--report", "junit", "--report-dir", str(report),
-         "--request-timeout", "30"],
-        capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=1800)
-    output = result.stdout + result.stderr
-    print(output[-4000:])
-    generated = re.search(r"(\d+) generated", output)
-    assert generated, output[-2000:]
-    assert int(generated.group(1)) >= MIN_REQUESTS, f"only {generated.group(1)} requests generated"
-    assert result.returncode == 0, output[-6000:]
-    # Every fetch the run caused went through the proxy, and only loopback got through.
+    runs = {}
+    for which, target in (("with a media key", service), ("without a media key", keyless_service)):
+        directory = tmp_path / which.replace(" ", "-")
+        directory.mkdir()
+        runs[which] = subprocess.Popen(
+            [str(VENV_BIN / "st"), "run", str(DOCUMENT), "--url", target.base, "--checks", "all",
+             "--max-examples", "300", "--seed", "20261126", "--no-color", "--report", "junit",
+             "--report-dir", str(directory / "report"), "--request-timeout", "30"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=str(directory))
+    outputs = {which: run.communicate(timeout=1800)[0] for which, run in runs.items()}
+    for which, output in outputs.items():
+        print(f"--- {which}\n{output[-4000:]}")
+        generated = re.search(r"(\d+) generated", output)
+        assert generated, f"{which}: {output[-2000:]}"
+        assert int(generated.group(1)) >= MIN_REQUESTS, f"{which}: only {generated.group(1)} requests generated"
+        assert runs[which].returncode == 0, f"{which}: {output[-6000:]}"
+    # Every fetch the runs caused went through the proxy, and only loopback got through.
     assert all(target.rsplit(":", 1)[0] in ("127.0.0.1", "::1", "[::1]", "localhost") for target in proxy.allowed)
 
 

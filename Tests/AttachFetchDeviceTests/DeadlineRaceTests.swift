@@ -62,8 +62,10 @@ import Testing
     /// towards in steps, and a cancellation still ends the wait at once.
     @Test(arguments: [Date.distantFuture, Date(timeIntervalSinceReferenceDate: 1e300), Date(timeIntervalSinceReferenceDate: .infinity)])
     func aFarDeadlineNeitherTrapsNorOutlivesACancellation(deadline: Date) async {
-        let sleeper = Task { await Deadline.sleep(until: deadline) }
-        try? await Task.sleep(for: .milliseconds(50))
+        let started = Flag()
+        let sleeper = Task { started.set(); return await Deadline.sleep(until: deadline) }
+        // Cancelled once it has begun (a cancellation before would end it at once too).
+        while !started.isSet { await Task.yield() }
         let took = await Self.elapsed {
             sleeper.cancel()
             #expect(await sleeper.value == false, "cancelled, not come")

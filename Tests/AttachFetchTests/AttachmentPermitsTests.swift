@@ -11,12 +11,13 @@ import Testing
         #expect(await permits.acquire())
         let order = Order()
         let first = Task { let got = await permits.acquire(); order.list.withLock { $0.append("first \(got)") } }
-        try await Task.sleep(for: .milliseconds(50))
+        try await waitUntil("the first waiter queued") { permits.waiters == 1 }
         let cancelled = Task { await permits.acquire() }
-        try await Task.sleep(for: .milliseconds(50))
+        try await waitUntil("the waiter to be cancelled queued") { permits.waiters == 2 }
         let second = Task { let got = await permits.acquire(); order.list.withLock { $0.append("second \(got)") } }
-        try await Task.sleep(for: .milliseconds(50))
+        try await waitUntil("the second waiter queued") { permits.waiters == 3 }
         cancelled.cancel()
+        try await waitUntil("the cancelled waiter gone") { permits.waiters == 2 }
         #expect(await cancelled.value == false)
         permits.release()
         await first.value

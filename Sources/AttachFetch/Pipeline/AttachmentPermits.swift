@@ -57,6 +57,9 @@ final class AttachmentPermits: Sendable {
         }
     }
 
+    /// Waiters whose continuation is recorded: a test orders its waiters by this, not by sleeping.
+    var waiters: Int { state.withLock { $0.waiting.count } }
+
     /// Gives a permit back: to the longest waiter, if any.
     func release() {
         let next = state.withLock { state -> CheckedContinuation<Bool, Never>? in
