@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The README's second command: installs what is missing, assembles the real-world corpus
-# (scripts/corpus.sh: Pillow's published test images, checked against Tests/Corpus/manifest.tsv)
-# and runs the whole test suite in parallel (below), the corpus suite included and required, then the inspector's
+# The README's second command: installs what is missing, builds, assembles the real-world corpus
+# while it builds (scripts/corpus.sh: six projects' published test files, checked against
+# Tests/Corpus/manifest.tsv) and runs the whole test suite in parallel (below), the corpus suite
+# included and required, then the inspector's
 # tests in a real browser and the OpenAPI contract tests (scripts/api-tests.sh), with the
 # instruction-count guard beside them on the debug build just built (callgrind; fails on a
 # growth of more than 5 % per attachment over Benchmarks/Thresholds/instructions-debug.json),
