@@ -6,12 +6,15 @@
 # (scripts/install-deps.sh). Python packages go into .venv-browser/.
 # Extra arguments go to pytest, e.g. scripts/browser-tests.sh -k token.
 # ATTACH_FETCH_SCREENSHOTS=DIR saves inspector-360.png and inspector-1440.png there.
-# --prepare: only install the Python packages (scripts/test.sh does it while it builds).
+# --prepare (as the only argument): only install the Python packages (scripts/test.sh does it
+# while it builds).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 prepare() {
   local venv=.venv-browser
+  # scripts/test.sh has just run the --prepare step.
+  [ "${ATTACH_FETCH_PYTHON_READY:-}" = 1 ] && [ -x "$venv/bin/python" ] && return
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check -r Tests/Browser/requirements.txt
   # Only axe-core's bundled axe.min.js is used: Playwright is never installed.

@@ -6,19 +6,22 @@
 # inspector's tests drive (chromium with its chromedriver; python3-venv holds Selenium for
 # them), valgrind for the instruction-count guard, strace for the system-call guard, and
 # SeaweedFS for the object-store tests.
-# Usage: scripts/install-deps.sh [--build-only] [--update]
+# Usage: scripts/install-deps.sh [--build-only] [--update] [--check]
 #   --build-only: only what building and running attach-fetch needs (the demo's)
 #   --update: always run apt-get update first
+#   --check: install nothing; exit 1 when a Debian package is missing
 set -euo pipefail
 build=(pkg-config libcurl4-openssl-dev libmagic-dev libvips-dev libssl-dev libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev libturbojpeg0-dev)
 tests=(ffmpeg libvips-tools python3-pip python3-venv nginx-light openssl curl chromium chromium-driver valgrind strace binutils)
 build_only=false
 update=false
+check=false
 for argument in "$@"; do
   case "$argument" in
     --build-only) build_only=true ;;
     --update) update=true ;;
-    *) echo "install-deps: unknown argument $argument (use --build-only, --update)" >&2; exit 2 ;;
+    --check) check=true ;;
+    *) echo "install-deps: unknown argument $argument (use --build-only, --update, --check)" >&2; exit 2 ;;
   esac
 done
 packages=("${build[@]}")
@@ -27,6 +30,7 @@ missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
+if $check; then [ ${#missing[@]} -eq 0 ]; exit; fi
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 if $update || [ ${#missing[@]} -gt 0 ]; then

@@ -16,11 +16,15 @@ mark() { echo "test.sh: $1 done at ${SECONDS} s" >&2; }
 # (mostly network and disk): the test-only tools, the corpus and the Python environments of the
 # browser and API tests.
 scripts/install-deps.sh --build-only "$@"
+# sudo's password, if the test-only tools need it, is asked for now, not in the build's output.
+if [ "$(id -u)" -ne 0 ] && ! scripts/install-deps.sh --check; then sudo -v; fi
 mark "installing the build libraries"
 preparing_log=$(mktemp)
 ( scripts/install-deps.sh && scripts/corpus.sh && scripts/browser-tests.sh --prepare \
     && scripts/api-tests.sh --prepare ) > "$preparing_log" 2>&1 & preparing_pid=$!
-trap 'kill "$preparing_pid" 2>/dev/null; rm -f "$preparing_log"' EXIT
+# Should the build fail, the installation is let finish (an apt-get cut short leaves dpkg to
+# be repaired), then its log removed.
+trap 'echo "test.sh: waiting for the test tools and the corpus to be installed" >&2; wait "$preparing_pid" 2>/dev/null; rm -f "$preparing_log"' EXIT
 # Without debug information: a build from scratch takes 52 s less (DWARF for every module and
 # its link), with the same code; a crash's backtrace names functions but not lines.
 swift build --build-tests -debug-info-format none
@@ -30,7 +34,9 @@ wait "$preparing_pid" || preparing_status=$?
 trap - EXIT
 cat "$preparing_log"
 rm -f "$preparing_log"
-[ "$preparing_status" -eq 0 ] || { echo "installing the test tools or the corpus failed" >&2; exit "$preparing_status"; }
+[ "$preparing_status" -eq 0 ] || { echo "installing the test tools, the corpus or the Python packages failed" >&2; exit "$preparing_status"; }
+# The browser and API tests' scripts need not run pip again.
+export ATTACH_FETCH_PYTHON_READY=1
 mark "installing the test tools and the corpus"
 # The Swift tests, in parallel, in two phases (docs/performance.md#the-test-suite). First:
 # - the suites that hold real elapsed time to a bound, in two processes side by side, one test
@@ -52,6 +58,7 @@ deadlines='DeadlineBoundSuites'
 timers='TimerBoundSuites'
 bundle="$(swift build --show-bin-path)/attach-fetchPackageTests.xctest"
 logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
 status=0
 # One group, its output in $logs/NAME: group FILTER NAME [COMMAND PREFIX...]. Each group is a
 # serialized suite (Tests/AttachFetchTests/SuiteGroups.swift, and LeakTests): one test at a time.
@@ -70,15 +77,18 @@ ATTACH_FETCH_CORPUS_REQUIRED=1 SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${
     swift test --skip-build --skip "$leaks|$alone|$deadlines|$timers" || status=$?
 cat "$logs/deadlines" "$logs/timers" "$logs/leaks" "$logs/alone"
 rm -rf "$logs"
+trap - EXIT
 [ "$status" -eq 0 ] || { echo "swift test failed" >&2; exit "$status"; }
 mark "the Swift tests"
 # Instructions per attachment against the stored baseline, counted on the debug build (the
 # release build would take another 1.7 min: docs/performance.md#the-instruction-count-guard).
 # A count, not a time: it runs beside the browser and API tests, on the core they leave idle.
 guard_log=$(mktemp)
-Benchmarks/instruction-guard --configuration debug --skip-build > "$guard_log" 2>&1 & guard_pid=$!
+# In a process group of its own (setsid), so that valgrind and the batch it runs can be stopped
+# with it.
+setsid Benchmarks/instruction-guard --configuration debug --skip-build > "$guard_log" 2>&1 & guard_pid=$!
 # Should a step below fail, the guard stops with the script and leaves nothing behind.
-trap 'kill "$guard_pid" 2>/dev/null; wait "$guard_pid" 2>/dev/null; rm -f "$guard_log"' EXIT
+trap 'kill -- -"$guard_pid" 2>/dev/null; wait "$guard_pid" 2>/dev/null; rm -f "$guard_log"' EXIT
 # The inspector page in a real browser (Chromium over WebDriver) against the service just built.
 scripts/browser-tests.sh
 mark "the browser tests"
@@ -96,6 +106,6 @@ Benchmarks/syscall-guard --configuration debug --skip-build
 mark "the instruction-count and system-call guards"
 # Peak RSS of one CLI batch of 10,000 distinct URLs against one of 300 (at most 1.5x: memory
 # follows the attachments in flight, not the batch; docs/performance.md#memory-and-batch-length),
-# on the debug build, about 15 s. Memory only: times on a shared machine are no guard.
+# on the debug build, about 10 s. Memory only: times on a shared machine are no guard.
 Benchmarks/scale --guard --configuration debug --skip-build
 mark "the memory guard"

@@ -128,16 +128,22 @@ public enum Deadline {
     public static func sleep(until deadline: Date) async -> Bool {
         while true {
             if Task.isCancelled { return false }
-            let left = deadline.timeIntervalSinceNow
-            // NaN is not above 0 either: taken as now.
-            guard left > 0 else { return true }
-            let step = min(left, longestSleep)
+            guard let step = nextStep(until: deadline, now: Date()) else { return true }
             do {
-                try await Task.sleep(nanoseconds: UInt64((step * 1e9).rounded(.up)))
+                try await Task.sleep(nanoseconds: step)
             } catch {
                 return false
             }
         }
+    }
+
+    /// The next sleep towards `deadline`, in nanoseconds: at most `longestSleep`; nil when it
+    /// has come (a deadline past, now, or not a number).
+    static func nextStep(until deadline: Date, now: Date) -> UInt64? {
+        let left = deadline.timeIntervalSince(now)
+        // NaN is not above 0 either: taken as now.
+        guard left > 0 else { return nil }
+        return UInt64((min(left, longestSleep) * 1e9).rounded(.up))
     }
 }
 

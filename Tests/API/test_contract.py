@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -56,25 +57,37 @@ def test_a_url_to_another_host_never_leaves_the_machine(service, proxy, origin):
 
 def test_schemathesis_finds_nothing_in_a_thousand_requests(service, keyless_service, proxy, origin, tmp_path):
     """Against the service with a media key and the one without, side by side: each run is one
-    Python process that mostly waits for the other's answers."""
+    Python process that spends much of its time waiting for the service's answers."""
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "hooks", "ATTACH_FETCH_TEST_ORIGIN": f"http://127.0.0.1:{origin.port}",
            "PYTHONPATH": str(HERE), "SCHEMATHESIS_TELEMETRY": "false", "NO_COLOR": "1"}
     runs = {}
-    for which, target in (("with a media key", service), ("without a media key", keyless_service)):
-        directory = tmp_path / which.replace(" ", "-")
-        directory.mkdir()
-        runs[which] = subprocess.Popen(
-            [str(VENV_BIN / "st"), "run", str(DOCUMENT), "--url", target.base, "--checks", "all",
-             "--max-examples", "300", "--seed", "20261126", "--no-color", "--report", "junit",
-             "--report-dir", str(directory / "report"), "--request-timeout", "30"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=str(directory))
-    outputs = {which: run.communicate(timeout=1800)[0] for which, run in runs.items()}
+    try:
+        for which, target in (("with a media key", service), ("without a media key", keyless_service)):
+            directory = tmp_path / which.replace(" ", "-")
+            directory.mkdir()
+            # Output to a file: a pipe left unread while the other run is waited for could block it.
+            with open(directory / "st.log", "w") as log:
+                runs[which] = (subprocess.Popen(
+                    [str(VENV_BIN / "st"), "run", str(DOCUMENT), "--url", target.base, "--checks", "all",
+                     "--max-examples", "300", "--seed", "20261126", "--no-color", "--report", "junit",
+                     "--report-dir", str(directory / "report"), "--request-timeout", "30"],
+                    stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(directory)), directory / "st.log")
+        deadline = time.monotonic() + 1800
+        for run, _ in runs.values():
+            run.wait(timeout=max(1, deadline - time.monotonic()))
+    finally:
+        for run, _ in runs.values():
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+    outputs = {which: log.read_text() for which, (_, log) in runs.items()}
     for which, output in outputs.items():
         print(f"--- {which}\n{output[-4000:]}")
+    for which, output in outputs.items():
         generated = re.search(r"(\d+) generated", output)
         assert generated, f"{which}: {output[-2000:]}"
         assert int(generated.group(1)) >= MIN_REQUESTS, f"{which}: only {generated.group(1)} requests generated"
-        assert runs[which].returncode == 0, f"{which}: {output[-6000:]}"
+        assert runs[which][0].returncode == 0, f"{which}: {output[-6000:]}"
     # Every fetch the runs caused went through the proxy, and only loopback got through.
     assert all(target.rsplit(":", 1)[0] in ("127.0.0.1", "::1", "[::1]", "localhost") for target in proxy.allowed)
 

@@ -1,5 +1,5 @@
 import AttachFetchDevice
-import DeadlineRace
+@testable import DeadlineRace
 import EncryptedContent
 import Foundation
 import LoopbackHTTPServer
@@ -59,13 +59,18 @@ import Testing
     }
 
     /// `distantFuture` (and beyond) would overflow a `UInt64` of nanoseconds: it is slept
-    /// towards in steps, and a cancellation still ends the wait at once.
+    /// towards in steps of a day at most, and a cancellation still ends the wait at once.
     @Test(arguments: [Date.distantFuture, Date(timeIntervalSinceReferenceDate: 1e300), Date(timeIntervalSinceReferenceDate: .infinity)])
-    func aFarDeadlineNeitherTrapsNorOutlivesACancellation(deadline: Date) async {
+    func aFarDeadlineNeitherTrapsNorOutlivesACancellation(deadline: Date) async throws {
+        let now = Date()
+        #expect(Deadline.nextStep(until: deadline, now: now) == UInt64(Deadline.longestSleep * 1e9))
+        #expect((250_000_000...250_001_000).contains(Deadline.nextStep(until: now.addingTimeInterval(0.25), now: now) ?? 0))
+        #expect(Deadline.nextStep(until: now, now: now) == nil)
+        #expect(Deadline.nextStep(until: Date(timeIntervalSinceReferenceDate: .nan), now: now) == nil)
         let started = Flag()
         let sleeper = Task { started.set(); return await Deadline.sleep(until: deadline) }
         // Cancelled once it has begun (a cancellation before would end it at once too).
-        while !started.isSet { await Task.yield() }
+        while !started.isSet { try await Task.sleep(for: .milliseconds(1)) }
         let took = await Self.elapsed {
             sleeper.cancel()
             #expect(await sleeper.value == false, "cancelled, not come")

@@ -11,7 +11,7 @@ import Testing
     /// The cap on the batch's growth. With every request started at once (`--window max`), the
     /// batch grew by 383 MiB here (debug build); with the window, by 37 MiB for `process`, which
     /// returns every descriptor, and 24 MiB streamed (docs/performance.md#memory-and-batch-length).
-    static let capMiB = 160
+    static let capMiB = 96
 
     @Test(arguments: [false, true]) func aLongBatchCostsOnlyTheWorkInFlight(streaming: Bool) async throws {
         let routes = MediaRoutes(directory: testMediaDirectory)

@@ -10,8 +10,8 @@
 // then the peak is reset and the batch runs. A watchdog thread stops the process with exit
 // status 3 as soon as its resident memory passes CAP_MIB more than at the reset: a batch
 // whose memory grows with its length fails there, rather than taking the machine's memory.
-// `--window N` sets `maxAttachmentsInFlight` (`--window max`: every request started at once, as
-// before batches had a window: the cap then stops the run).
+// `--window N` sets `maxAttachmentsInFlight` (`--window max`: every request started at once,
+// no window at all: the cap then stops the run).
 // One JSON object on standard output: count, growthBytes, elapsedMs, and `outcomes`: per
 // request, in request order, "identifier url status code".
 import AttachFetch

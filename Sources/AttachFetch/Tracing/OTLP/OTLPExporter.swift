@@ -12,7 +12,7 @@ import Logging
 /// swift-otel 1.6.0 with only its OTLP/HTTP trait (async-http-client, swift-nio-ssl,
 /// swift-protobuf) took 3 min 2 s on this 2-core machine, measured 2026-11-27, where the test
 /// command's budget is 10 minutes including the build and a clean build of the project alone
-/// takes about 5; this exporter adds seconds (docs/observability.md#why-not-swift-otel).
+/// takes about 4 (247 s); this exporter adds seconds (docs/observability.md#why-not-swift-otel).
 package final class OTLPExporter: Sendable {
     package let settings: TraceSettings
     package let queue: SpanExportQueue
