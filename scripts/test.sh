@@ -20,7 +20,10 @@ scripts/install-deps.sh --build-only "$@"
 if [ "$(id -u)" -ne 0 ] && ! scripts/install-deps.sh --check; then sudo -v; fi
 mark "installing the build libraries"
 preparing_log=$(mktemp)
-( scripts/install-deps.sh && scripts/corpus.sh && scripts/browser-tests.sh --prepare \
+# At the lowest CPU and disk priority: the compiler and the linker come first, and these still
+# finish well within the build on the time they leave idle.
+( renice -n 19 -p "$BASHPID" > /dev/null && ionice -c 3 -p "$BASHPID" \
+    && scripts/install-deps.sh && scripts/corpus.sh && scripts/browser-tests.sh --prepare \
     && scripts/api-tests.sh --prepare ) > "$preparing_log" 2>&1 & preparing_pid=$!
 # Should the build fail, the installation is let finish (an apt-get cut short leaves dpkg to
 # be repaired), then its log removed.
