@@ -6,8 +6,9 @@
 # tests in a real browser and the OpenAPI contract tests (scripts/api-tests.sh), with the
 # instruction-count guard beside them on the debug build just built (callgrind; fails on a
 # growth of more than 5 % per attachment over Benchmarks/Thresholds/instructions-debug.json),
-# then the system-call guard (strace; fails past Benchmarks/Thresholds/syscalls.json's
-# file-system calls per attachment) and the batch-length memory guard (Benchmarks/scale --guard).
+# then the system-call guard, beside them too (strace; fails past
+# Benchmarks/Thresholds/syscalls.json's file-system calls per attachment), then the
+# batch-length memory guard (Benchmarks/scale --guard).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each step's end, with the seconds since the start, on standard error (docs/performance.md#the-test-suite).
@@ -84,12 +85,14 @@ trap - EXIT
 [ "$status" -eq 0 ] || { echo "swift test failed" >&2; exit "$status"; }
 mark "the Swift tests"
 # Instructions per attachment against the stored baseline, counted on the debug build (the
-# release build would take another 1.7 min: docs/performance.md#the-instruction-count-guard).
-# A count, not a time: it runs beside the browser and API tests, on the core they leave idle.
+# release build would take another 1.7 min: docs/performance.md#the-instruction-count-guard),
+# then file-system calls per attachment against the stored limits. Counts, not times: they run
+# beside the browser and API tests, on what those leave idle.
 guard_log=$(mktemp)
-# In a process group of its own (setsid), so that valgrind and the batch it runs can be stopped
-# with it.
-setsid Benchmarks/instruction-guard --configuration debug --skip-build > "$guard_log" 2>&1 & guard_pid=$!
+# In a process group of its own (setsid), so that valgrind, strace and the batches they run can
+# be stopped with it.
+setsid bash -c 'Benchmarks/instruction-guard --configuration debug --skip-build \
+    && Benchmarks/syscall-guard --configuration debug --skip-build' > "$guard_log" 2>&1 & guard_pid=$!
 # Should a step below fail, the guard stops with the script and leaves nothing behind.
 trap 'kill -- -"$guard_pid" 2>/dev/null; wait "$guard_pid" 2>/dev/null; rm -f "$guard_log"' EXIT
 # The inspector page in a real browser (Chromium over WebDriver) against the service just built.
@@ -103,9 +106,7 @@ wait "$guard_pid" || guard_status=$?
 trap - EXIT
 cat "$guard_log"
 rm -f "$guard_log"
-[ "$guard_status" -eq 0 ] || { echo "instruction-guard failed" >&2; exit "$guard_status"; }
-# File-system calls per attachment against the stored limits.
-Benchmarks/syscall-guard --configuration debug --skip-build
+[ "$guard_status" -eq 0 ] || { echo "the instruction-count or system-call guard failed" >&2; exit "$guard_status"; }
 mark "the instruction-count and system-call guards"
 # Peak RSS of one CLI batch of 10,000 distinct URLs against one of 300 (at most 1.5x: memory
 # follows the attachments in flight, not the batch; docs/performance.md#memory-and-batch-length),
