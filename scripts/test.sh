@@ -93,17 +93,26 @@ guard_log=$(mktemp)
 # be stopped with it.
 setsid bash -c 'Benchmarks/instruction-guard --configuration debug --skip-build \
     && Benchmarks/syscall-guard --configuration debug --skip-build' > "$guard_log" 2>&1 & guard_pid=$!
-# Should a step below fail, the guard stops with the script and leaves nothing behind.
-trap 'kill -- -"$guard_pid" 2>/dev/null; wait "$guard_pid" 2>/dev/null; rm -f "$guard_log"' EXIT
-# The inspector page in a real browser (Chromium over WebDriver) against the service just built.
-scripts/browser-tests.sh
-mark "the browser tests"
+# The inspector page in a real browser (Chromium over WebDriver) against a service of its own,
+# beside the API tests: the browser mostly waits for the page (its waits are 30-s bounds, none
+# a time measured), the API tests for their services' answers.
+browser_log=$(mktemp)
+setsid scripts/browser-tests.sh > "$browser_log" 2>&1 & browser_pid=$!
+# Should a step below fail, the guards and the browser tests stop with the script and leave
+# nothing behind.
+trap 'kill -- -"$guard_pid" -"$browser_pid" 2>/dev/null; wait "$guard_pid" "$browser_pid" 2>/dev/null; rm -f "$guard_log" "$browser_log"' EXIT
 # The service's OpenAPI document: validated, fuzzed by schemathesis, and a generated client.
 scripts/api-tests.sh
 mark "the API tests"
+browser_status=0
+wait "$browser_pid" || browser_status=$?
+cat "$browser_log"
+[ "$browser_status" -eq 0 ] || { echo "the browser tests failed" >&2; exit "$browser_status"; }
+mark "the browser tests"
 guard_status=0
 wait "$guard_pid" || guard_status=$?
 trap - EXIT
+rm -f "$browser_log"
 cat "$guard_log"
 rm -f "$guard_log"
 [ "$guard_status" -eq 0 ] || { echo "the instruction-count or system-call guard failed" >&2; exit "$guard_status"; }
