@@ -43,7 +43,7 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .customLong("thumbnail-time"), help: ArgumentHelp("Seconds into a video for its poster-frame thumbnail (clamped to the duration; default 0).", valueName: "SECONDS"))
     var thumbnailTime: Double?
 
-    @Flag(name: .customLong("no-normalize"), help: "Deliver media only as downloaded: refuse WebP/HEIC/AVIF, images over the limit, QuickTime/3GPP/transport streams, Ogg and FLAC instead of converting, fitting, remuxing and transcoding them.")
+    @Flag(name: .customLong("no-normalize"), help: "Deliver media only as downloaded: refuse WebP/HEIC/AVIF, images over the limit, QuickTime/3GPP/transport streams/Matroska/ADTS and every transcoded format instead of converting, fitting, remuxing and transcoding them.")
     var noNormalize = false
 
     @Flag(inversion: .prefixedNo, help: "Re-encode sound and video iOS cannot play (Ogg, FLAC, AC-3, WMA, WebM, Matroska with VP9 or AV1, Theora, WMV, Flash Video; H.264 above High or not 8-bit 4:2:0, AV1 or VP9 in MPEG-4) into AAC and H.264; --no-transcode refuses them.")

@@ -331,25 +331,3 @@ struct SlowImageRig {
         }
     }
 }
-
-/// What the test process has, read from /proc: its decoder worker processes and open files.
-enum TestProcess {
-    /// This process's decoder workers, by pid (their parent is this process).
-    static func decoderWorkers() -> [pid_t] {
-        let me = getpid()
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        return entries.compactMap { pid_t($0) }.filter { pid in
-            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                  let close = stat.lastIndex(of: ")") else { return false }
-            let name = stat[stat.index(after: stat.firstIndex(of: "(")!)..<close]
-            let fields = stat[stat.index(close, offsetBy: 2)...].split(separator: " ")
-            return name == "attach-fetch-de" && fields.count > 2 && pid_t(fields[1]) == me && fields[0] != "Z"
-        }
-    }
-
-    /// The files a process has open.
-    static func openFiles(_ pid: pid_t) -> [String] {
-        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
-        return descriptors.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)") }
-    }
-}

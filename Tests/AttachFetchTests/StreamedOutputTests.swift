@@ -97,17 +97,8 @@ import Testing
                     if data.isEmpty { break }
                     received += String(decoding: data, as: UTF8.self)
                 }
-                // The input's descriptor and its offset now.
-                let descriptors = "/proc/\(process.processIdentifier)/fd"
-                let entry = try FileManager.default.contentsOfDirectory(atPath: descriptors).first {
-                    (try? FileManager.default.destinationOfSymbolicLink(atPath: "\(descriptors)/\($0)")) == path
-                }
-                let position = try entry.flatMap { entry in
-                    try String(contentsOfFile: "/proc/\(process.processIdentifier)/fdinfo/\(entry)", encoding: .utf8)
-                        .split(separator: "\n").first { $0.hasPrefix("pos:") }
-                        .flatMap { Int($0.dropFirst(4).trimmingCharacters(in: .whitespaces)) }
-                }
-                return (received.split(separator: "\n").count, position)
+                // How far the input has been read now.
+                return (received.split(separator: "\n").count, try TestProcess.offset(of: path, in: process.processIdentifier))
             }
             #expect(answered >= 1, "a result before the input was read to its end")
             let position = try #require(offset, "the input file is still open while the batch runs")

@@ -129,9 +129,10 @@ public struct AttachFetchConfiguration: Sendable {
     /// accept-or-reject by the table and the limits.
     public var normalize = true
     /// Re-encode sound and video iOS cannot play (default on; only while `normalize` is on):
-    /// Ogg and FLAC into AAC, WebM and Matroska into H.264 and AAC, and video in MPEG-4 that
-    /// iOS cannot play (H.264 above High or not 8-bit 4:2:0, AV1, VP9) into H.264. Off: those
-    /// are refused (`unsupportedType`); HEVC tagged `hev1` is still re-tagged (no re-encoding).
+    /// Ogg, FLAC, AC-3, WMA, Monkey's Audio, Musepack and DSF into AAC; WebM, Matroska with
+    /// VP9 or AV1, Theora, WMV and Flash Video into H.264 and AAC; and video in MPEG-4 that iOS
+    /// cannot play (H.264 above High or not 8-bit 4:2:0, AV1, VP9) into H.264. Off: those are
+    /// refused (`unsupportedType`); HEVC tagged `hev1` is still re-tagged (no re-encoding).
     public var transcode = true
     /// The longest edge, in pixels, of video that is re-encoded (WebM, Matroska). Default 1280:
     /// sharp on a phone's notification and fast to encode (720p-class). From 16 to 4096.
