@@ -15,8 +15,8 @@ import Testing
     }
 
     /// ffprobe's count of the frames of the first video stream, and the container's duration.
-    static func frames(_ file: String) throws -> (count: Int, duration: Double) {
-        let read = try tool("/usr/bin/ffprobe", ["-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+    static func frames(_ file: String) async throws -> (count: Int, duration: Double) {
+        let read = try await tool("/usr/bin/ffprobe", ["-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
                                                  "stream=nb_read_frames:format=duration", "-of", "default=nw=1:nk=1", file])
         let values = read.output.split(separator: "\n").map(String.init)
         return (Int(values.first ?? "") ?? -1, Double(values.last ?? "") ?? -1)
@@ -34,10 +34,10 @@ import Testing
                 #expect(d.transforms == [.transcoded] && d.sourceVideoCodec == "GIF" && d.videoCodec == "h264",
                         "\(d.transforms ?? []) \(d.sourceVideoCodec ?? "-")")
                 let file = try #require(d.file)
-                let made = try Self.frames(file), original = try Self.frames(source)
+                let made = try await Self.frames(file), original = try await Self.frames(source)
                 #expect(made.count == original.count, "\(made.count) frames of \(original.count)")
                 #expect(abs(made.duration - original.duration) <= 0.3, "\(made.duration) s from \(original.duration) s")
-                let read = try VideoTranscodeTests.streams(file)
+                let read = try await VideoTranscodeTests.streams(file)
                 #expect(read["v.profile"] == "High" && read["v.pix_fmt"] == "yuv420p", "\(read)")
                 let boxes = try AudioTranscodeTests.topLevelBoxes(file)
                 #expect((boxes.firstIndex(of: "moov") ?? .max) < (boxes.firstIndex(of: "mdat") ?? -1), "\(boxes)")

@@ -21,8 +21,8 @@ import Testing
     }
 
     /// ffprobe's view of the first audio stream and the container's duration.
-    static func audio(_ file: String) throws -> [String: String] {
-        let read = try tool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "a:0", "-show_entries",
+    static func audio(_ file: String) async throws -> [String: String] {
+        let read = try await tool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "a:0", "-show_entries",
                                                  "stream=codec_name,profile,sample_rate,channels:format=duration,format_name", "-of", "compact=p=0", file])
         var fields: [String: String] = [:]
         for line in read.output.split(separator: "\n") {
@@ -64,9 +64,9 @@ import Testing
                     #expect(d.transforms == [item.transform] && (item.transform == .remuxed || d.sourceAudioCodec == item.codec) && d.audioCodec == "aac",
                             "\(item.name): \(d.transforms ?? []) \(d.sourceAudioCodec ?? "-") \(d.audioCodec ?? "-")")
                     let file = try #require(d.file, "\(item.name)")
-                    let read = try Self.audio(file)
+                    let read = try await Self.audio(file)
                     #expect(read["codec_name"] == "aac" && read["profile"] == "LC", "\(item.name): \(read)")
-                    let source = try Self.audio("\(media.path)/\(item.name)")
+                    let source = try await Self.audio("\(media.path)/\(item.name)")
                     let duration = try #require(Double(read["duration"] ?? ""), "\(read)")
                     let sourceDuration = try #require(Double(source["duration"] ?? ""), "\(source)")
                     #expect(abs(duration - sourceDuration) <= 0.3, "\(item.name): \(duration) s from \(sourceDuration) s")
@@ -74,7 +74,7 @@ import Testing
                     let boxes = try Self.topLevelBoxes(file)
                     let moov = try #require(boxes.firstIndex(of: "moov")), mdat = try #require(boxes.firstIndex(of: "mdat"))
                     #expect(moov < mdat, "\(item.name): \(boxes)")
-                    #expect(try tool("/usr/bin/ffmpeg", ["-v", "error", "-xerror", "-i", file, "-f", "null", "-"]).status == 0)
+                    #expect(try await tool("/usr/bin/ffmpeg", ["-v", "error", "-xerror", "-i", file, "-f", "null", "-"]).status == 0)
                     #expect(d.sourceMimeType == item.sniffed, "\(item.name): \(d.sourceMimeType ?? "-")")
                     #expect(d.bytes == Int64(fileSize(file)) && d.sourceBytes == Int64(fileSize("\(media.path)/\(item.name)")))
                 }
@@ -99,7 +99,7 @@ import Testing
                     #expect(d.transforms == [.transcoded, .trimmed], "\(name): \(d.transforms ?? [])")
                     let file = try #require(d.file)
                     #expect(Int64(fileSize(file)) <= limit, "\(name): \(fileSize(file)) bytes over \(limit)")
-                    let duration = try #require(Double(try Self.audio(file)["duration"] ?? ""))
+                    let duration = try #require(Double(try await Self.audio(file)["duration"] ?? ""))
                     #expect(duration > 15 && duration < 59, "\(name): \(duration) s delivered")
                     #expect(d.duration.map { abs($0 - duration) < 0.3 } == true, "\(name): \(d.duration ?? -1) against ffprobe's \(duration)")
                 }

@@ -90,6 +90,26 @@ extension ProcessWideSuites {
             }
         }
 
+        /// With `imageWorkersStartWithPipeline` off, an image thread starts its worker at its first
+        /// image: a pipeline of two image threads given one image has started one worker, where
+        /// the default starts both with the pipeline (`noWorkerOutlivesShutdown`).
+        @Test func lazyImageWorkersStartAtTheirFirstImage() async throws {
+            let scratch = Scratch()
+            let earlier = Set(TestProcess.decoderWorkers())
+            try await withMediaServer { server in
+                try await withPipeline(scratch, {
+                    $0.thumbnailThreads = 2
+                    $0.imageWorkersStartWithPipeline = false
+                }) { pipeline in
+                    #expect(Set(TestProcess.decoderWorkers()).subtracting(earlier).isEmpty)
+                    let photo = await fetchOne("\(server.baseURL)/media/photo.jpg", pipeline)
+                    #expect(photo.status == .ready && photo.thumbnail != nil, "\(photo.reason?.message ?? "")")
+                    let started = Set(TestProcess.decoderWorkers()).subtracting(earlier)
+                    #expect(started.count == 1, "one image decoded, one worker: \(started)")
+                }
+            }
+        }
+
         /// A decode still running at the deadline is stopped with its worker: after the batch
         /// returns, that process is gone, not burning CPU for nobody.
         @Test func workAbandonedAtTheDeadlineEndsWithItsWorker() async throws {
@@ -112,7 +132,11 @@ extension ProcessWideSuites {
         /// The workers' limits and sandbox, read back from the kernel.
         @Test func workersRunConfinedWithTheirLimits() async throws {
             let scratch = Scratch()
-            try await withPipeline(scratch, { $0.decoderMemoryLimit = 300 << 20; $0.decoderFileSizeLimit = 50 << 20 }) { _ in // alive while its workers are read
+            try await withPipeline(scratch, {
+                $0.decoderMemoryLimit = 300 << 20
+                $0.decoderFileSizeLimit = 50 << 20
+                $0.imageWorkersStartWithPipeline = true
+            }) { _ in // alive while its workers are read
                 // Read once the workers have confined themselves: the seccomp filter comes last.
                 try await waitUntil("the pipeline's workers to start and confine themselves") {
                     let workers = TestProcess.decoderWorkers()
@@ -313,6 +337,7 @@ struct SlowImageRig {
         let earlier = Set(TestProcess.decoderWorkers())
         try await withPipeline(scratch, {
             $0.thumbnailThreads = 1
+            $0.imageWorkersStartWithPipeline = true
             $0.maxImagePixels = 100_000_000
             $0.maxProgressivePixels = 100_000_000 // slow on purpose: let it through to the decoder
         }) { pipeline in

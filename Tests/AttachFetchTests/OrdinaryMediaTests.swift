@@ -14,8 +14,8 @@ import Testing
     }
 
     /// The stream types ffprobe finds in a file, in order.
-    func streamTypes(_ file: String) throws -> [String] {
-        let run = try tool("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_type", "-of", "csv=p=0", file])
+    func streamTypes(_ file: String) async throws -> [String] {
+        let run = try await tool("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "stream=codec_type", "-of", "csv=p=0", file])
         return run.output.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 
@@ -37,8 +37,8 @@ import Testing
             #expect(d.audioCodec == "aac" && ["h264", "hevc"].contains(d.videoCodec ?? ""), "\(name)")
             #expect(d.thumbnail != nil, "\(name) has no poster")
             let file = try #require(d.file, "\(name)")
-            #expect(try streamTypes(file) == ["video", "audio"], "\(name): data and subtitle tracks are dropped")
-            #expect(try tool("/usr/bin/ffmpeg", ["-v", "error", "-xerror", "-i", file, "-f", "null", "-"]).status == 0, "\(name)")
+            #expect(try await streamTypes(file) == ["video", "audio"], "\(name): data and subtitle tracks are dropped")
+            #expect(try await tool("/usr/bin/ffmpeg", ["-v", "error", "-xerror", "-i", file, "-f", "null", "-"]).status == 0, "\(name)")
             let original = try #require(try ffprobeDisplaySize(Self.cases + "/" + name))
             #expect(d.width == original.width && d.height == original.height, "\(name)")
         }
@@ -73,7 +73,7 @@ import Testing
             #expect(d.sha256 == (try sha256sum(Self.cases + "/" + name)), "\(name): delivered as it came")
             #expect((d.duration ?? 0) > 1.5, "\(name)")
             let file = try #require(d.file)
-            let decoded = try tool("/usr/bin/ffmpeg", ["-v", "error", "-i", file, "-map", "0:a", "-f", "null", "-"])
+            let decoded = try await tool("/usr/bin/ffmpeg", ["-v", "error", "-i", file, "-map", "0:a", "-f", "null", "-"])
             #expect(decoded.status == 0, "\(name): \(decoded.errors)")
         }
     }
@@ -88,7 +88,7 @@ import Testing
         for (name, d) in zip(names, descriptors) {
             #expect(d.status == .ready, "\(name): \(d.reason?.message ?? "")")
             #expect(d.thumbnail != nil, "\(name)")
-            #expect(try tool("/usr/bin/vips", ["copy", Self.cases + "/" + name + "[fail_on=error]", "/tmp/attach-fetch-ordinary.v"]).status == 0)
+            #expect(try await tool("/usr/bin/vips", ["copy", Self.cases + "/" + name + "[fail_on=error]", "/tmp/attach-fetch-ordinary.v"]).status == 0)
         }
         #expect(descriptors[0].mimeType == "image/gif" && descriptors[0].width == 472 && descriptors[0].height == 298)
         #expect(descriptors[1].mimeType == "image/png")

@@ -13,8 +13,8 @@ import Testing
     }
 
     /// What ffprobe reads of the first video stream: codec, profile, tag, sample format.
-    static func videoStream(_ file: String) throws -> [String: String] {
-        let read = try tool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+    static func videoStream(_ file: String) async throws -> [String: String] {
+        let read = try await tool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
                                                  "stream=codec_name,profile,codec_tag_string,pix_fmt", "-of", "compact=p=0", file])
         return Dictionary(read.output.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "|").map {
             let parts = $0.split(separator: "=", maxSplits: 1).map(String.init)
@@ -44,7 +44,7 @@ import Testing
             try await withMediaServer(directory: media.path) { server in
                 let batch = await pipeline.process(cases.map { AttachmentRequest(url: "\(server.baseURL)/media/\($0.name)") })
                 for (item, d) in zip(cases, batch.attachments) where !item.name.hasSuffix(".mov") {
-                    let source = try Self.videoStream("\(media.path)/\(item.name)")
+                    let source = try await Self.videoStream("\(media.path)/\(item.name)")
                     if let refusal = item.refusal {
                         #expect(d.status == .rejected && d.reason?.code == .unsupportedType, "\(item.name): \(d.status) \(d.reason?.message ?? "")")
                         #expect(d.reason?.message.contains(refusal) == true, "\(item.name): \(d.reason?.message ?? "")")
@@ -56,7 +56,7 @@ import Testing
                     }
                     #expect(d.status == .ready, "\(item.name): \(d.reason?.message ?? "")")
                     let file = try #require(d.file, "\(item.name)")
-                    let delivered = try Self.videoStream(file)
+                    let delivered = try await Self.videoStream(file)
                     #expect(try !RealWorldCorpusTests.notPlayableByFFprobe(file), "\(item.name) delivered as \(delivered)")
                     #expect(delivered["codec_name"] == source["codec_name"], "no re-encoding: \(delivered)")
                     if delivered["codec_name"] == "hevc" {
@@ -74,7 +74,7 @@ import Testing
                 for (item, d) in zip(cases, batch.attachments) {
                     #expect(d.status == .ready, "\(item.name): \(d.reason?.message ?? "")")
                     let file = try #require(d.file, "\(item.name)")
-                    let source = try Self.videoStream("\(media.path)/\(item.name)"), delivered = try Self.videoStream(file)
+                    let source = try await Self.videoStream("\(media.path)/\(item.name)"), delivered = try await Self.videoStream(file)
                     #expect(try !RealWorldCorpusTests.notPlayableByFFprobe(file), "\(item.name) delivered as \(delivered)")
                     #expect(d.videoCodec == delivered["codec_name"] && d.thumbnail != nil, "\(item.name): \(d.videoCodec ?? "-")")
                     switch (item.refusal, item.name) {

@@ -65,15 +65,11 @@ import Testing
         let server = try LoopbackHTTPServer { request, connection in routes.handle(request, connection) }
         defer { server.shutdown() }
         let deadline = 20
-        var disagreements: [String] = []
-        var counts: [String: Int] = [:]
         let batchNames = Array(names[start..<min(names.count, start + 50)])
         let directory = scratch.path + "/batch-\(start)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
         let urls = scratch.path + "/urls-\(start).txt"
         try batchNames.map { "\(server.baseURL)/media/\($0)\n" }.joined().write(toFile: urls, atomically: true, encoding: .utf8)
-        let checker = try MediaChecker()
-        defer { checker.close() }
         let started = ContinuousClock.now
         let run = try await offPool {
             try runSampled(builtExecutable("attach-fetch"), ["--allow-private-network", "--format", "json", "--input", urls,
@@ -87,25 +83,49 @@ import Testing
         // The command's own start (about 0.1 s) comes on top of the batch's deadline.
         #expect(elapsed <= .seconds(deadline + 1) + .milliseconds(500), "batch at \(start) took \(elapsed)")
         #expect(run.peakBytes <= 400 << 20, "batch at \(start): process tree peaked at \(run.peakBytes >> 20) MiB")
-        var expectedFiles = Set<String>()
-        for (name, d) in zip(batchNames, attachments) {
-            counts[d.reason?.code.rawValue ?? "ready", default: 0] += 1
-            #expect(d.reason?.code != .decoderCrashed, "\(name): \(d.reason?.message ?? "")")
-            if d.status == .ready {
-                let file = try #require(d.file, "\(name)")
-                expectedFiles.insert((file as NSString).lastPathComponent)
-                if let thumbnail = d.thumbnail { expectedFiles.insert((thumbnail.file as NSString).lastPathComponent) }
-                if let problem = try checkDelivered(d, file: file, checker: checker) { disagreements.append("\(name): \(problem)") }
-            } else if let problem = try checkRefused(d, original: corpus + "/" + name, checker: checker),
-                      knownDisagreements[name] == nil {
-                disagreements.append("\(name): \(problem)")
-            }
-        }
+        // The checks start tools and wait for them: off the cooperative pool (offPool), where two
+        // batches' waits would hold up every other test's tasks, timers and deadlines included.
+        let check = try await offPool { try Self.checkVerdicts(batchNames, attachments, corpus: corpus) }
+        #expect(check.crashes.isEmpty, "\(check.crashes.joined(separator: "\n"))")
         // Nothing else is left: no body, no half-made file.
         let kept = Set(try FileManager.default.contentsOfDirectory(atPath: directory))
-        #expect(kept == expectedFiles, "batch at \(start): stray \(kept.subtracting(expectedFiles).sorted())")
-        #expect(disagreements.isEmpty, "\(disagreements.joined(separator: "\n"))")
-        print("corpus batch at \(start): \(batchNames.count) files; verdicts \(counts.sorted { $0.key < $1.key }); peak \(run.peakBytes >> 20) MiB (process tree, PSS)")
+        #expect(kept == check.expectedFiles, "batch at \(start): stray \(kept.subtracting(check.expectedFiles).sorted())")
+        #expect(check.disagreements.isEmpty, "\(check.disagreements.joined(separator: "\n"))")
+        print("corpus batch at \(start): \(batchNames.count) files; verdicts \(check.counts.sorted { $0.key < $1.key }); peak \(run.peakBytes >> 20) MiB (process tree, PSS)")
+    }
+
+    /// What the independent readers say of one batch's verdicts.
+    struct BatchCheck: Sendable {
+        var counts: [String: Int] = [:]
+        /// The delivered files and thumbnails, by name.
+        var expectedFiles = Set<String>()
+        var crashes: [String] = []
+        var disagreements: [String] = []
+    }
+
+    /// Checks each verdict against the independent readers (one `media-check` process for the
+    /// batch). Blocking: it waits on child processes.
+    static func checkVerdicts(_ names: [String], _ attachments: [AttachmentDescriptor], corpus: String) throws -> BatchCheck {
+        let checker = try MediaChecker()
+        defer { checker.close() }
+        var check = BatchCheck()
+        for (name, d) in zip(names, attachments) {
+            check.counts[d.reason?.code.rawValue ?? "ready", default: 0] += 1
+            if d.reason?.code == .decoderCrashed { check.crashes.append("\(name): \(d.reason?.message ?? "")") }
+            if d.status == .ready {
+                guard let file = d.file else {
+                    check.disagreements.append("\(name): ready without a file")
+                    continue
+                }
+                check.expectedFiles.insert((file as NSString).lastPathComponent)
+                if let thumbnail = d.thumbnail { check.expectedFiles.insert((thumbnail.file as NSString).lastPathComponent) }
+                if let problem = try checkDelivered(d, file: file, checker: checker) { check.disagreements.append("\(name): \(problem)") }
+            } else if let problem = try checkRefused(d, original: corpus + "/" + name, checker: checker),
+                      knownDisagreements[name] == nil {
+                check.disagreements.append("\(name): \(problem)")
+            }
+        }
+        return check
     }
 
     /// A delivered file: its bytes and hash as described, its extension its type's, and it
@@ -321,6 +341,12 @@ func tool(_ path: String, _ arguments: [String]) throws -> (status: Int32, outpu
         return String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
     } ?? ""
     return (process.terminationStatus, String(decoding: data, as: UTF8.self), errors)
+}
+
+/// `tool` from async code: on a thread of its own (`offPool`), never on one of the few threads
+/// of the cooperative pool, which every other test's tasks, timers and deadlines share.
+func tool(_ path: String, _ arguments: [String]) async throws -> (status: Int32, output: String, errors: String) {
+    try await offPool { try tool(path, arguments) }
 }
 
 /// Runs a command to the end and returns its exit status, its standard output, and the peak

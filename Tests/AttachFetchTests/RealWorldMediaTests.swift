@@ -281,8 +281,8 @@ import Testing
         for (name, d) in zip(names, try await fetchCases(names, into: scratch)) {
             #expect(d.status == .ready && d.kind == .video && d.width == 160 && d.height == 120, "\(name): \(d.reason?.message ?? "")")
             let poster = try #require(d.thumbnail?.file, "\(name)")
-            func means(_ input: String, _ output: String) throws -> [Double] {
-                let converted = try tool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-i", input, "-frames:v", "1", "-s", "160x120",
+            func means(_ input: String, _ output: String) async throws -> [Double] {
+                let converted = try await tool("/usr/bin/ffmpeg", ["-v", "error", "-y", "-i", input, "-frames:v", "1", "-s", "160x120",
                                                              "-f", "rawvideo", "-pix_fmt", "rgb24", output])
                 #expect(converted.status == 0, "\(converted.errors)")
                 let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: output)))
@@ -290,8 +290,8 @@ import Testing
                     Double(stride(from: channel, to: bytes.count, by: 3).reduce(0) { $0 + Int(bytes[$1]) }) / Double(max(1, bytes.count / 3))
                 }
             }
-            let reference = try means(Self.casesDirectory + "/" + name, scratch.path + "/reference.rgb")
-            let ours = try means(poster, scratch.path + "/poster.rgb")
+            let reference = try await means(Self.casesDirectory + "/" + name, scratch.path + "/reference.rgb")
+            let ours = try await means(poster, scratch.path + "/poster.rgb")
             #expect(zip(reference, ours).allSatisfy { abs($0 - $1) < 4 }, "\(name): ffmpeg \(reference), poster \(ours)")
             unlink(scratch.path + "/reference.rgb")
             unlink(scratch.path + "/poster.rgb")
@@ -318,7 +318,7 @@ import Testing
             let original = try #require(try ffprobeDisplaySize(Self.casesDirectory + "/" + name))
             let delivered = try #require(try ffprobeDisplaySize(file))
             #expect(delivered.width == original.width && delivered.height == original.height && d.width == original.width, "\(name)")
-            let decoded = try tool("/usr/bin/ffmpeg", ["-v", "error", "-xerror", "-i", file, "-f", "null", "-"])
+            let decoded = try await tool("/usr/bin/ffmpeg", ["-v", "error", "-xerror", "-i", file, "-f", "null", "-"])
             #expect(decoded.status == 0, "\(name)")
             #expect(d.thumbnail != nil, "\(name)")
         }

@@ -27,7 +27,7 @@ import Testing
                     #expect(d.kind == .audio && d.transforms == [.transcoded] && d.sourceAudioCodec == item.codec && d.audioCodec == "aac",
                             "\(item.name): \(d.transforms ?? []) \(d.sourceAudioCodec ?? "-") \(d.audioCodec ?? "-")")
                     let file = try #require(d.file, "\(item.name)")
-                    let read = try AudioTranscodeTests.audio(file)
+                    let read = try await AudioTranscodeTests.audio(file)
                     #expect(read["codec_name"] == "aac" && read["profile"] == "LC", "\(item.name): \(read)")
                     let duration = try #require(Double(read["duration"] ?? ""), "\(read)")
                     #expect(abs(duration - 3) <= 0.3, "\(item.name): \(duration) s")
@@ -36,7 +36,7 @@ import Testing
                 #expect(video.status == .ready && video.kind == .video, "\(video.reason?.message ?? "")")
                 #expect(video.sourceAudioCodec == "Opus" && video.audioCodec == "aac" && video.videoCodec == "h264",
                         "\(video.sourceAudioCodec ?? "-") \(video.audioCodec ?? "-") \(video.videoCodec ?? "-")")
-                let read = try VideoTranscodeTests.streams(try #require(video.file))
+                let read = try await VideoTranscodeTests.streams(try #require(video.file))
                 #expect(read["a.codec_name"] == "aac" && read["v.codec_name"] == "h264" && read["v.pix_fmt"] == "yuv420p", "\(read)")
             }
         }

@@ -37,7 +37,7 @@ extension ProcessWideSuites {
             case "oversize-noise.jpg": try writeNoiseImage(path: path, width: 3000, height: 2400)
             case "pixel-bomb.jpg": try writeBlackJPEG(path: path, width: 10_000, height: 6_000, progressive: false)
             default:
-                let made = try tool("/usr/bin/ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "anullsrc=r=44100:cl=stereo",
+                let made = try await tool("/usr/bin/ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "anullsrc=r=44100:cl=stereo",
                                                        "-t", "40", "-y", path])
                 #expect(made.status == 0)
             }

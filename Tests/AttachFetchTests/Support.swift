@@ -61,6 +61,10 @@ func withPipeline<T: Sendable>(_ scratch: Scratch, loopback: Bool = true,
     // Most tests send one loopback host failure after failure on purpose (stalls, resets, 5xx):
     // the breaker would end them early. Its own tests set it back (`OriginBreakerTests`).
     configuration.breaker.failures = 1_000
+    // Image workers start at their thread's first image: most tests decode one image or none,
+    // and the suite makes hundreds of pipelines (about 600 worker starts saved, 50 ms each).
+    // The tests of the default set it back (`IsolationTests`).
+    configuration.imageWorkersStartWithPipeline = false
     adjust(&configuration)
     return try await withAttachmentPipeline(configuration: configuration, body)
 }

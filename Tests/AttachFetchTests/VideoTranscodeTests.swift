@@ -14,8 +14,8 @@ import Testing
     }
 
     /// ffprobe's view: each stream's fields (`v.codec_name`, `a.profile`, ...) and `duration`.
-    static func streams(_ file: String) throws -> [String: String] {
-        let read = try tool("/usr/bin/ffprobe", ["-v", "error", "-show_entries",
+    static func streams(_ file: String) async throws -> [String: String] {
+        let read = try await tool("/usr/bin/ffprobe", ["-v", "error", "-show_entries",
                                                  "stream=codec_type,codec_name,profile,pix_fmt,codec_tag_string,width,height:format=duration",
                                                  "-of", "compact=p=0", file])
         var fields: [String: String] = [:]
@@ -51,13 +51,13 @@ import Testing
                     #expect(d.sourceVideoCodec == item.video && d.sourceAudioCodec == item.sound && d.videoCodec == "h264"
                             && d.audioCodec == (item.sound == nil ? nil : "aac"), "\(item.name)")
                     let file = try #require(d.file, "\(item.name)")
-                    let read = try Self.streams(file)
+                    let read = try await Self.streams(file)
                     #expect(read["v.codec_name"] == "h264" && read["v.profile"] == "High" && read["v.pix_fmt"] == "yuv420p"
                             && read["v.codec_tag_string"] == "avc1", "\(item.name): \(read)")
                     if item.sound != nil { #expect(read["a.codec_name"] == "aac" && read["a.profile"] == "LC", "\(item.name): \(read)") }
                     #expect(try !RealWorldCorpusTests.notPlayableByFFprobe(file))
                     let longEdge = max(Int(read["v.width"] ?? "") ?? 0, Int(read["v.height"] ?? "") ?? 0)
-                    let source = try Self.streams("\(media.path)/\(item.name)")
+                    let source = try await Self.streams("\(media.path)/\(item.name)")
                     let sourceEdge = max(Int(source["v.width"] ?? "") ?? 0, Int(source["v.height"] ?? "") ?? 0)
                     #expect(longEdge == min(1280, sourceEdge), "\(item.name): \(longEdge) from \(sourceEdge)")
                     let duration = try #require(Double(read["duration"] ?? "")), sourceDuration = try #require(Double(source["duration"] ?? ""))
@@ -84,7 +84,7 @@ import Testing
                 #expect(d.status == .ready && d.mimeType == "video/mp4" && d.transforms == [.remuxed], "\(d.transforms ?? []) \(d.reason?.message ?? "")")
                 let file = try #require(d.file)
                 // The same H.264 bytes: a copy keeps the encoder's own profile and size.
-                let read = try Self.streams(file), source = try Self.streams("\(media.path)/h264-aac.mkv")
+                let read = try await Self.streams(file), source = try await Self.streams("\(media.path)/h264-aac.mkv")
                 #expect(read["v.codec_name"] == "h264" && read["v.profile"] == source["v.profile"] && read["v.width"] == "640", "\(read)")
                 #expect(read["a.codec_name"] == "aac", "\(read)")
                 #expect(read["v.codec_tag_string"] == "avc1" && read["v.pix_fmt"] == "yuv420p", "\(read)")
@@ -111,11 +111,11 @@ import Testing
                 #expect(d.transforms?.first == .transcoded, "\(d.transforms ?? [])")
                 let file = try #require(d.file)
                 #expect(Int64(fileSize(file)) <= limit, "\(fileSize(file)) bytes over \(limit)")
-                let read = try Self.streams(file)
+                let read = try await Self.streams(file)
                 let duration = try #require(Double(read["duration"] ?? ""))
                 #expect(duration > 1 && duration <= 12.1, "\(duration) s")
                 if d.transforms == [.transcoded, .trimmed] { #expect(duration < 11.5, "trimmed, yet \(duration) s") }
-                #expect(try tool("/usr/bin/ffmpeg", ["-v", "error", "-xerror", "-i", file, "-f", "null", "-"]).status == 0)
+                #expect(try await tool("/usr/bin/ffmpeg", ["-v", "error", "-xerror", "-i", file, "-f", "null", "-"]).status == 0)
                 #expect(try !RealWorldCorpusTests.notPlayableByFFprobe(file))
             }
         }

@@ -44,10 +44,12 @@ public final class AttachmentPipeline: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.trustStore = try TrustStore.adding(configuration.trustedCertificates)
-        // Image workers start with the pipeline (images are the common case); the probe worker
-        // at the first audio or video, so that image-only use never starts one.
+        // Image workers start with the pipeline unless told otherwise (images are the common
+        // case); the probe worker at the first audio or video, so that image-only use never
+        // starts one.
         let launch = try DecoderProcess.launch(for: configuration)
-        let imageWorkers = DecoderPool(threads: configuration.thumbnailThreads, name: "af-thumb", launch: launch, eager: true)
+        let imageWorkers = DecoderPool(threads: configuration.thumbnailThreads, name: "af-thumb", launch: launch,
+                                       eager: configuration.imageWorkersStartWithPipeline)
         let probeWorkers = DecoderPool(threads: configuration.probeThreads, name: "af-probe", launch: launch, eager: false)
         self.engine = try TransferEngine(maxConcurrent: configuration.maxConcurrentTransfers,
                                          adaptive: configuration.transferConcurrency == .adaptive,

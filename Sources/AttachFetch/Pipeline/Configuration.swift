@@ -191,6 +191,11 @@ public struct AttachFetchConfiguration: Sendable {
     /// Largest file a worker may write (RLIMIT_FSIZE): thumbnails and converted images.
     /// Default 64 MiB.
     public var decoderFileSizeLimit = 64 << 20
+    /// Whether the image threads' workers start with the pipeline. Default true: no image waits
+    /// for a worker to start. False: each starts at its thread's first image, so a pipeline
+    /// that decodes few images starts fewer processes (each start costs about 50 ms of CPU).
+    /// Probe workers always start at the first audio or video.
+    public var imageWorkersStartWithPipeline = true
 
     /// Certificates trusted in addition to the system's store, as PEM text (each string one or
     /// more certificates), for media on hosts with a private CA. They add to the system store;
