@@ -43,16 +43,17 @@ rm -f "$preparing_log"
 export ATTACH_FETCH_PYTHON_READY=1
 mark "installing the test tools and the corpus"
 # The Swift tests, in parallel, in two phases (docs/performance.md#the-test-suite). First:
-# - the suites that hold real elapsed time to a bound, in two processes side by side, one test
-#   at a time in each (serialized suites, Tests/AttachFetchTests/SuiteGroups.swift): work held
-#   to a deadline, which needs the cores (DeadlineBoundSuites), and timers, which mostly wait
-#   (TimerBoundSuites); once the deadlines are done, in their process slot, the suites that
-#   read the test process's own worker processes or libvips' process-wide error text
-#   (ProcessWideSuites);
+# - the suites that hold real elapsed time to a bound, each group in a process of its own, one
+#   test at a time in each (serialized suites, Tests/AttachFetchTests/SuiteGroups.swift): work
+#   held to a deadline, which needs the cores (DeadlineBoundSuites), and two groups of timers,
+#   which mostly wait (TimerBoundSuites, ObjectStoreBoundSuites), side by side;
 # - beside them, LeakTests under SCHED_IDLE (chrt --idle), in a process of its own (it counts
 #   the process's threads, descriptors and memory), on the cores the timed tests leave idle.
 #   Swift Testing keeps no backtrace of thrown errors there: it would grow the live heap the
-#   test measures.
+#   test measures;
+# - once the first group of timers is done, in its process slot, at nice 10, the suites that
+#   read the test process's own worker processes or libvips' process-wide error text
+#   (ProcessWideSuites).
 # Then, once those are done, everything else, at most four tests at once: unbounded, every test
 # starts together and hundreds of pipelines fork their decoder workers at the same moment. The
 # timed groups never share the cores with it.
@@ -60,6 +61,7 @@ leaks='LeakTests'
 alone='ProcessWideSuites'
 deadlines='DeadlineBoundSuites'
 timers='TimerBoundSuites'
+stores='ObjectStoreBoundSuites'
 bundle="$(swift build --show-bin-path)/attach-fetchPackageTests.xctest"
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
@@ -72,14 +74,18 @@ group() {
   shift 2
   "$@" "$bundle" --testing-library swift-testing --filter "$filter" < /dev/null > "$logs/$name" 2>&1
 }
-( s=0; group "$deadlines" deadlines || s=$?; group "$alone" alone || s=$?; exit $s ) & deadlines_pid=$!
-group "$timers" timers & timers_pid=$!
+group "$deadlines" deadlines & deadlines_pid=$!
+( s=0
+  group "$timers" timers || s=$?
+  group "$alone" alone nice -n 10 || s=$?
+  exit $s ) & timers_pid=$!
+group "$stores" stores & stores_pid=$!
 group "$leaks" leaks env SWT_SWIFT_ERROR_BACKTRACING_ENABLED=0 chrt --idle 0 & leaks_pid=$!
-for pid in "$deadlines_pid" "$timers_pid" "$leaks_pid"; do wait "$pid" || status=$?; done
+for pid in "$deadlines_pid" "$timers_pid" "$stores_pid" "$leaks_pid"; do wait "$pid" || status=$?; done
 mark "the Swift tests' first phase"
 ATTACH_FETCH_CORPUS_REQUIRED=1 SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${ATTACH_FETCH_TEST_WIDTH:-4} \
-    swift test --skip-build --skip "$leaks|$alone|$deadlines|$timers" || status=$?
-cat "$logs/deadlines" "$logs/timers" "$logs/leaks" "$logs/alone"
+    swift test --skip-build --skip "$leaks|$alone|$deadlines|$timers|$stores" || status=$?
+cat "$logs/deadlines" "$logs/timers" "$logs/stores" "$logs/leaks" "$logs/alone"
 rm -rf "$logs"
 trap - EXIT
 [ "$status" -eq 0 ] || { echo "swift test failed" >&2; exit "$status"; }

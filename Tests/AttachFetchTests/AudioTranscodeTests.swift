@@ -54,7 +54,7 @@ import Testing
             // AAC in ADTS needs only another container: its stream is copied, not re-encoded.
             ("music.aac", ["-c:a", "aac", "-f", "adts"], "AAC", "audio/aac", .remuxed),
         ]
-        try await offPool { for item in cases { try Self.make(media.path, item.name, seconds: 6, item.encoding) } }
+        try await offPool { for item in cases { try Self.make(media.path, item.name, seconds: 3, item.encoding) } }
         try await withPipeline(scratch) { pipeline in
             try await withMediaServer(directory: media.path) { server in
                 let batch = await pipeline.process(cases.map { AttachmentRequest(url: "\(server.baseURL)/media/\($0.name)") })

@@ -6,7 +6,7 @@ import LoopbackHTTPServer
 import Testing
 @testable import AttachFetch
 
-extension TimerBoundSuites {
+extension ObjectStoreBoundSuites {
     /// Publishing to a real object store (SeaweedFS on loopback, signatures checked), and the
     /// store as the result cache and lease table that replicas share. Each "replica" here is a
     /// pipeline of its own; `ReplicaTests` runs real service processes behind nginx.

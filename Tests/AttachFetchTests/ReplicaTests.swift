@@ -5,7 +5,7 @@ import Glibc
 import Testing
 @testable import AttachFetch
 
-extension TimerBoundSuites {
+extension ObjectStoreBoundSuites {
     /// Real `attach-fetch serve` processes sharing one real object store (SeaweedFS), three of
     /// them behind a real load balancer (nginx, round robin), all on loopback; and the CLI's start
     /// check of the store. Credentials reach the processes through their environment only.

@@ -1,6 +1,6 @@
 import Testing
 
-// The suites that must not share the machine's cores or the process with other tests, in three
+// The suites that must not share the machine's cores or the process with other tests, in four
 // groups. Each group runs its suites one test at a time; `scripts/test.sh` runs each group in a
 // process of its own, before the rest of the suite (docs/performance.md#the-test-suite). Under
 // a plain `swift test` the groups run beside the other suites, one test at a time within each.
@@ -12,9 +12,15 @@ import Testing
 @Suite(.serialized) enum DeadlineBoundSuites {}
 
 /// Timers that mostly wait: stalling origins, the service's connection timers, retention and
-/// drains, the object store's retries, a killed replica's lease.
+/// drains.
 // Serialized: each times a timer, which other tests' work on the same cores would delay.
 @Suite(.serialized) enum TimerBoundSuites {}
+
+/// Timers of the object store, which mostly wait too: its retries, a killed replica's lease.
+/// Apart from `TimerBoundSuites` so that the two run side by side, and together because their
+/// suites share one SeaweedFS store in the process (`.sharedSeaweedStore`).
+// Serialized: each times a timer, which other tests' work on the same cores would delay.
+@Suite(.serialized) enum ObjectStoreBoundSuites {}
 
 /// Suites that read what belongs to the whole test process: its decoder worker processes, or
 /// libvips' process-wide error text.

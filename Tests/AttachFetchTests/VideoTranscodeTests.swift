@@ -40,7 +40,7 @@ import Testing
             ("wmv.wmv", "320x240", true, ["-c:v", "wmv2", "-c:a", "wmav2", "-f", "asf"], "WMV 8", "WMA 2"),
             ("spark.flv", "320x240", true, ["-c:v", "flv", "-c:a", "libmp3lame", "-ar", "44100"], "Sorenson Spark", "MP3"),
         ]
-        try await offPool { for item in cases { try Self.make(media.path, item.name, size: item.size, seconds: 4, audio: item.audio, item.encoding) } }
+        try await offPool { for item in cases { try Self.make(media.path, item.name, size: item.size, seconds: 2, audio: item.audio, item.encoding) } }
         try await withPipeline(scratch) { pipeline in
             try await withMediaServer(directory: media.path) { server in
                 let batch = await pipeline.process(cases.map { AttachmentRequest(url: "\(server.baseURL)/media/\($0.name)") },
