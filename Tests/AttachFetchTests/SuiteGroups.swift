@@ -16,9 +16,9 @@ import Testing
 // Serialized: each times a timer, which other tests' work on the same cores would delay.
 @Suite(.serialized) enum TimerBoundSuites {}
 
-/// Timers of the object store, which mostly wait too: its retries, a killed replica's lease.
-/// Apart from `TimerBoundSuites` so that the two run side by side, and together because their
-/// suites share one SeaweedFS store in the process (`.sharedSeaweedStore`).
+/// The object store's suites, which mostly wait too: its retries, a killed replica's lease,
+/// encrypted publishing to it. Apart from `TimerBoundSuites` so that the two run side by side;
+/// each suite starts a SeaweedFS of its own (`.sharedSeaweedStore`).
 // Serialized: each times a timer, which other tests' work on the same cores would delay.
 @Suite(.serialized) enum ObjectStoreBoundSuites {}
 
