@@ -11,7 +11,7 @@ import Testing
     /// The cap on the batch's growth. With every request started at once (`--window max`), the
     /// batch grew past it within 2.3 s here (debug build); with the window, by 30 MiB for
     /// `process`, which returns every descriptor, and 23 MiB streamed
-    /// (docs/performance.md#memory-and-batch-length): a leak of 8 KiB a request would pass it.
+    /// (docs/performance.md#memory-and-batch-length): a leak of 9 KiB a request would exceed it.
     static let capMiB = 72
 
     @Test(arguments: [false, true]) func aLongBatchCostsOnlyTheWorkInFlight(streaming: Bool) async throws {
