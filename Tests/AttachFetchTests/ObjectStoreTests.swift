@@ -21,6 +21,11 @@ extension ObjectStoreBoundSuites {
                 configuration.objectStore = try? store.target(prefix: prefix)
                 if cache { configuration.cache = ResultCaching() }
                 if let clock { configuration.clock = clock.clock }
+                // Image workers start with the pipeline, the default: started at the first image
+                // (`withPipeline`'s setting), `resultsTheCacheMustNotKeepAreNeverStored` found a
+                // lease not given back at shutdown in about half its runs, a race not yet
+                // understood (CHANGELOG, Known issues).
+                configuration.imageWorkersStartWithPipeline = true
             }, body)
         }
 
