@@ -43,17 +43,15 @@ rm -f "$preparing_log"
 export ATTACH_FETCH_PYTHON_READY=1
 mark "installing the test tools and the corpus"
 # The Swift tests, in parallel, in two phases (docs/performance.md#the-test-suite). First:
-# - the suites that hold real elapsed time to a bound, each group in a process of its own, one
-#   test at a time in each (serialized suites, Tests/AttachFetchTests/SuiteGroups.swift): work
-#   held to a deadline, which needs the cores (DeadlineBoundSuites), and two groups of timers,
-#   which mostly wait (TimerBoundSuites, ObjectStoreBoundSuites), side by side;
+# - the suites that hold real elapsed time to a bound, one test at a time (serialized suites,
+#   Tests/AttachFetchTests/SuiteGroups.swift), in two processes side by side: work held to a
+#   deadline, which needs the cores (DeadlineBoundSuites), then the suites that read the test
+#   process's own worker processes or libvips' process-wide error text (ProcessWideSuites);
+#   and timers, which mostly wait (TimerBoundSuites, then ObjectStoreBoundSuites);
 # - beside them, LeakTests under SCHED_IDLE (chrt --idle), in a process of its own (it counts
 #   the process's threads, descriptors and memory), on the cores the timed tests leave idle.
 #   Swift Testing keeps no backtrace of thrown errors there: it would grow the live heap the
-#   test measures;
-# - once the first group of timers is done, in its process slot, at nice 10, the suites that
-#   read the test process's own worker processes or libvips' process-wide error text
-#   (ProcessWideSuites).
+#   test measures.
 # Then, once those are done, everything else, at most four tests at once: unbounded, every test
 # starts together and hundreds of pipelines fork their decoder workers at the same moment. The
 # timed groups never share the cores with it.
@@ -74,14 +72,16 @@ group() {
   shift 2
   "$@" "$bundle" --testing-library swift-testing --filter "$filter" < /dev/null > "$logs/$name" 2>&1
 }
-group "$deadlines" deadlines & deadlines_pid=$!
+( s=0
+  group "$deadlines" deadlines || s=$?
+  group "$alone" alone || s=$?
+  exit $s ) & deadlines_pid=$!
 ( s=0
   group "$timers" timers || s=$?
-  group "$alone" alone nice -n 10 || s=$?
+  group "$stores" stores || s=$?
   exit $s ) & timers_pid=$!
-group "$stores" stores & stores_pid=$!
 group "$leaks" leaks env SWT_SWIFT_ERROR_BACKTRACING_ENABLED=0 chrt --idle 0 & leaks_pid=$!
-for pid in "$deadlines_pid" "$timers_pid" "$stores_pid" "$leaks_pid"; do wait "$pid" || status=$?; done
+for pid in "$deadlines_pid" "$timers_pid" "$leaks_pid"; do wait "$pid" || status=$?; done
 mark "the Swift tests' first phase"
 # The bundle here too: `swift test` would first start it for XCTest, which has no tests here
 # (4-8 s).
