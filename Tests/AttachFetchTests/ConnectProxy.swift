@@ -7,44 +7,21 @@ import Glibc
 /// only (anything else gets 403, so even a broken test cannot send traffic elsewhere) and
 /// records every CONNECT target. Stopped by `shutdown()`.
 final class ConnectProxy: @unchecked Sendable {
-    // @unchecked Sendable: `targets` and `stopping` are only touched under `lock`; `listener`
-    // is set in init and only closed in shutdown.
-    private let listener: Int32
-    let port: Int
+    // @unchecked Sendable: `recorded` is only touched under `lock`; `acceptor` is set in init.
+    private var acceptor: LoopbackAcceptor!
     private let lock = NSLock()
     private var recorded: [String] = []
-    private var stopping = false
 
+    var port: Int { acceptor.port }
     var url: String { "http://127.0.0.1:\(port)" }
     /// The `host:port` of each CONNECT received, in order.
     var targets: [String] { lock.withLock { recorded } }
 
     init() throws {
-        struct ProxyFailed: Error {}
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw ProxyFailed() }
-        guard let bound = LoopbackSockets.bindEphemeral(fd), listen(fd, 64) == 0 else { close(fd); throw ProxyFailed() }
-        listener = fd
-        port = bound
-        Thread { [self] in acceptLoop() }.start()
+        acceptor = try LoopbackAcceptor { client in self.serve(client) }
     }
 
-    func shutdown() {
-        lock.withLock { stopping = true }
-        Glibc.shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
-    }
-
-    private func acceptLoop() {
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 {
-                if lock.withLock({ stopping }) { return }
-                continue
-            }
-            Thread { [self] in serve(client) }.start()
-        }
-    }
+    func shutdown() { acceptor.shutdown() }
 
     private func serve(_ client: Int32) {
         defer { close(client) }
@@ -66,7 +43,7 @@ final class ConnectProxy: @unchecked Sendable {
         let connected = LoopbackSockets.connect(upstream, port: Int(targetPort))
         guard connected else { return reply(client, "502 Bad Gateway") }
         reply(client, "200 Connection Established")
-        relay(client, upstream)
+        LoopbackSockets.relay(client, upstream)
     }
 
     private func reply(_ fd: Int32, _ status: String) {
@@ -74,22 +51,4 @@ final class ConnectProxy: @unchecked Sendable {
         _ = text.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }
 
-    /// Copies bytes both ways until either side closes.
-    private func relay(_ a: Int32, _ b: Int32) {
-        var fds = [pollfd(fd: a, events: Int16(POLLIN), revents: 0), pollfd(fd: b, events: Int16(POLLIN), revents: 0)]
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        while poll(&fds, 2, 10_000) > 0 {
-            for (index, entry) in fds.enumerated() where entry.revents != 0 {
-                let count = read(entry.fd, &buffer, buffer.count)
-                if count <= 0 { return }
-                let other = fds[1 - index].fd
-                var sent = 0
-                while sent < count {
-                    let wrote = buffer.withUnsafeBytes { send(other, $0.baseAddress! + sent, count - sent, Int32(MSG_NOSIGNAL)) }
-                    if wrote <= 0 { return }
-                    sent += wrote
-                }
-            }
-        }
-    }
 }

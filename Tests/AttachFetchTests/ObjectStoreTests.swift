@@ -21,11 +21,6 @@ extension ObjectStoreBoundSuites {
                 configuration.objectStore = try? store.target(prefix: prefix)
                 if cache { configuration.cache = ResultCaching() }
                 if let clock { configuration.clock = clock.clock }
-                // Image workers start with the pipeline, the default: started at the first image
-                // (`withPipeline`'s setting), `resultsTheCacheMustNotKeepAreNeverStored` found a
-                // lease not given back at shutdown in about half its runs, a race not yet
-                // understood (CHANGELOG, Known issues).
-                configuration.imageWorkersStartWithPipeline = true
             }, body)
         }
 
@@ -205,6 +200,31 @@ extension ObjectStoreBoundSuites {
             let keys = try store.keys("media", prefix: prefix)
             let results = keys.filter { $0.hasPrefix("\(prefix)/results/") }
             #expect(results.count == 1, "only the result the cache may keep: \(keys)")
+        }
+
+        /// A lease put answered after the caller's deadline (within `StoreResults.leaseGrace`)
+        /// is known all the same, and the lease given back: not left standing to its expiry.
+        @Test func aLeaseAnsweredAfterTheDeadlineIsGivenBack() async throws {
+            let store = try SeaweedStore.current()
+            let origin = try CachingOrigin()
+            defer { origin.shutdown() }
+            let prefix = "unanswered-\(UInt32.random(in: 0...UInt32.max))"
+            let relay = try AnswerHoldingRelay(to: store.port, holdingAnswersTo: "PUT /media/\(prefix)/leases/", for: .seconds(2))
+            defer { relay.shutdown() }
+            let (late, elapsed) = try await withPipeline(Scratch(), { configuration in
+                configuration.objectStore = try? store.target(prefix: prefix, through: relay.url)
+                configuration.cache = ResultCaching()
+            }) { pipeline in
+                let started = ContinuousClock.now
+                let late = await pipeline.process([AttachmentRequest(url: origin.url("photo.jpg"))], deadline: .seconds(1))
+                return (late, ContinuousClock.now - started)
+            }
+            #expect(late.attachments[0].reason?.code == .deadlineExceeded, "\(late.attachments[0].reason?.message ?? "ready")")
+            #expect(relay.heldRequests == 1, "the lease's put reached the store, its answer held")
+            #expect(origin.requests("photo.jpg") == 0, "not fetched for a caller that is gone")
+            #expect(elapsed < .seconds(1) + StoreResults.leaseGrace + timingSlack, "the put waited for at most its grace (\(elapsed))")
+            let leases = try store.keys("media", prefix: prefix).filter { $0.contains("/leases/") }
+            #expect(leases.isEmpty, "given back before the pipeline's shutdown returned: \(leases)")
         }
 
         @Test func concurrentMissesOnTwoReplicasMakeOneOriginRequest() async throws {

@@ -90,10 +90,12 @@ final class SeaweedStore: @unchecked Sendable {
         ["AWS_ACCESS_KEY_ID": Self.accessKey, "AWS_SECRET_ACCESS_KEY": secret, "AWS_ENDPOINT_URL": endpoint, "AWS_REGION": "us-east-1"]
     }
 
-    /// A publishing target in `bucket` under `prefix`.
-    func target(bucket: String = "media", prefix: String, secret: String = SeaweedStore.secretKey) throws -> ObjectStorePublishing {
+    /// A publishing target in `bucket` under `prefix`, reached at `through` (a relay in front
+    /// of the store) or directly.
+    func target(bucket: String = "media", prefix: String, secret: String = SeaweedStore.secretKey,
+                through relay: String? = nil) throws -> ObjectStorePublishing {
         var target = try ObjectStorePublishing(location: "s3://\(bucket)/\(prefix)", baseURL: "https://cdn.example.test/\(prefix)",
-                                               endpoint: endpoint,
+                                               endpoint: relay ?? endpoint,
                                                credentials: ObjectStoreCredentials(accessKeyID: Self.accessKey, secretAccessKey: secret))
         target.maxAttempts = 3
         return target

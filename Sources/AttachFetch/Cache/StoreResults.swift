@@ -133,24 +133,41 @@ struct StoreResults: Sendable {
     }
 
     /// Gives the lease back, so that a result that was not stored is fetched by the next caller
-    /// at once. A caller cancelled (at its deadline) does not wait for it: the release then
-    /// runs on its own, bounded by a short timeout, and the lease's expiry covers its failure.
+    /// at once. The delete runs in a task of its own, bounded by `leaseGrace`, and is awaited:
+    /// the caller's cancellation (its deadline firing, even while the delete is on its way)
+    /// must not cut it, and the work ends only once its lease is given back (the pipeline's
+    /// shutdown waits for that before it stops the store's requests). The lease's expiry
+    /// covers a store that does not answer.
     func releaseLease(_ name: String) async {
         let store = self.store, key = leaseKey(name), logger = self.logger
-        let release: @Sendable () async -> Void = {
-            do throws(ObjectStoreError) { try await store.delete(key, deadline: store.clock.now + .seconds(2)) } catch {
+        await Task.detached {
+            do throws(ObjectStoreError) { try await store.delete(key, deadline: store.clock.now + Self.leaseGrace) } catch {
                 logger.debug("lease not released", metadata: ["problem": "\(error.description)"])
             }
-        }
-        // A cancelled task's request would be cancelled with it: the release runs in a task of
-        // its own, and is awaited, so that the work ends only once its lease is given back
-        // (the pipeline's shutdown waits for that before it stops the store's requests).
-        if Task.isCancelled { await Task.detached(operation: release).value } else { await release() }
+        }.value
     }
 
+    /// Writes a lease (or a takeover object) and learns whether the store took it, even when
+    /// the caller is cancelled meanwhile: a put cut short may still have reached the store, and
+    /// a lease this replica holds without knowing it would stand until its expiry (and a
+    /// takeover object without its lease would make every replica wait for a holder that never
+    /// comes). So the put runs in a task of its own, with `leaseGrace` after the caller's
+    /// deadline, and is awaited; a lease it took for a cancelled caller is given back by the
+    /// work, as any other.
     private func putLease(_ key: String, _ lease: Lease, onlyIfAbsent: Bool, deadline: ContinuousClock.Instant) async throws(ObjectStoreError) -> Bool {
-        try await putJSON(lease, key: key, onlyIfAbsent: onlyIfAbsent, deadline: deadline)
+        let own = deadline + Self.leaseGrace
+        let put = Task.detached { () async -> Result<Bool, ObjectStoreError> in
+            do throws(ObjectStoreError) {
+                return .success(try await self.putJSON(lease, key: key, onlyIfAbsent: onlyIfAbsent, deadline: own))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try await put.value.get()
     }
+
+    /// How long a lease's put and release may run past the caller's deadline or cancellation.
+    static let leaseGrace: Duration = .seconds(2)
 
     /// Writes `value` as a small JSON object (sorted keys, never cached by a CDN); false when
     /// `onlyIfAbsent` and the key was taken. A value that cannot be encoded is a `LocalError`.
