@@ -133,37 +133,41 @@ struct StoreResults: Sendable {
     }
 
     /// Gives the lease back, so that a result that was not stored is fetched by the next caller
-    /// at once. The delete runs in a task of its own, bounded by `leaseGrace`, and is awaited:
-    /// the caller's cancellation (its deadline firing, even while the delete is on its way)
-    /// must not cut it, and the work ends only once its lease is given back (the pipeline's
-    /// shutdown waits for that before it stops the store's requests). The lease's expiry
-    /// covers a store that does not answer.
+    /// at once. The work ends only once its lease is given back (the pipeline's shutdown waits
+    /// for that before it stops the store's requests); the lease's expiry covers a store that
+    /// does not answer.
     func releaseLease(_ name: String) async {
-        let store = self.store, key = leaseKey(name), logger = self.logger
-        await Task.detached {
-            do throws(ObjectStoreError) { try await store.delete(key, deadline: store.clock.now + Self.leaseGrace) } catch {
-                logger.debug("lease not released", metadata: ["problem": "\(error.description)"])
+        let store = self.store, key = leaseKey(name)
+        do throws(ObjectStoreError) {
+            try await Self.uncut { () async throws(ObjectStoreError) in
+                try await store.delete(key, deadline: store.clock.now + Self.leaseGrace)
             }
-        }.value
+        } catch {
+            logger.debug("lease not released", metadata: ["problem": "\(error.description)"])
+        }
     }
 
     /// Writes a lease (or a takeover object) and learns whether the store took it, even when
-    /// the caller is cancelled meanwhile: a put cut short may still have reached the store, and
-    /// a lease this replica holds without knowing it would stand until its expiry (and a
-    /// takeover object without its lease would make every replica wait for a holder that never
-    /// comes). So the put runs in a task of its own, with `leaseGrace` after the caller's
-    /// deadline, and is awaited; a lease it took for a cancelled caller is given back by the
-    /// work, as any other.
+    /// the caller is cancelled meanwhile (`uncut`), with `leaseGrace` after the caller's
+    /// deadline. A takeover object written without its lease would make every replica wait
+    /// for a holder that never comes; a lease taken for a cancelled caller is given back by
+    /// the work, as any other.
     private func putLease(_ key: String, _ lease: Lease, onlyIfAbsent: Bool, deadline: ContinuousClock.Instant) async throws(ObjectStoreError) -> Bool {
         let own = deadline + Self.leaseGrace
-        let put = Task.detached { () async -> Result<Bool, ObjectStoreError> in
-            do throws(ObjectStoreError) {
-                return .success(try await self.putJSON(lease, key: key, onlyIfAbsent: onlyIfAbsent, deadline: own))
-            } catch {
-                return .failure(error)
-            }
+        return try await Self.uncut { () async throws(ObjectStoreError) in
+            try await self.putJSON(lease, key: key, onlyIfAbsent: onlyIfAbsent, deadline: own)
         }
-        return try await put.value.get()
+    }
+
+    /// Runs a lease request in a task of its own and awaits it. The caller's cancellation (its
+    /// deadline firing, even while the request is on its way) must not cut it: a request cut
+    /// short may still have reached the store, and a replica that holds a lease without
+    /// knowing it leaves it standing until its expiry. The request's own deadline bounds it.
+    private static func uncut<T: Sendable>(_ request: @escaping @Sendable () async throws(ObjectStoreError) -> T) async throws(ObjectStoreError) -> T {
+        let task = Task.detached { () async -> Result<T, ObjectStoreError> in
+            do throws(ObjectStoreError) { return .success(try await request()) } catch { return .failure(error) }
+        }
+        return try await task.value.get()
     }
 
     /// How long a lease's put and release may run past the caller's deadline or cancellation.
