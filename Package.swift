@@ -29,6 +29,10 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         // The loopback test origin (already built as a dependency of the service's).
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // HTTP request and response types and their NIO channel handlers, as Hummingbird uses
+        // them (already built as its dependencies): the service names them itself.
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         // AES-GCM, HKDF and HMAC for encrypted media: CryptoKit's API, so the device side builds
         // for iOS with the same code.
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
@@ -58,8 +62,7 @@ let package = Package(
         .target(name: "DeadlineRace"),
         // RFC 8188 aes128gcm records and the media keys: the one codec both sides use.
         .target(name: "EncryptedContent", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
-        .target(name: "AttachFetchDevice",
-                dependencies: ["EncryptedContent", "DeadlineRace", .product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "AttachFetchDevice", dependencies: ["EncryptedContent", "DeadlineRace"]),
         // The library, in layers along the data's path (docs/architecture.md, "Targets"): each
         // target imports only those below it. The vocabulary, sniffing, files and support.
         .target(
@@ -69,8 +72,17 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
             ]
         ),
-        // What the decoder workers run: decoding, converting, thumbnails, probing, transcoding.
-        .target(name: "AttachFetchMedia", dependencies: ["AttachFetchCore", "CVips", "CFFmpeg", "CTurboJPEG", "CVipsShims", "CAttachFetchShims"]),
+        // The decoder worker's job protocol, the one thing the worker and its keeper share: the
+        // jobs and answers, their wire format and framing, the worker's limits and environment.
+        .target(name: "AttachFetchDecoderProtocol", dependencies: ["AttachFetchCore", "CAttachFetchShims"]),
+        // What runs inside the confined decoder worker: decoding, converting, thumbnails, probing,
+        // transcoding, the system-call filter. Links libvips and FFmpeg, and nothing that
+        // fetches, publishes or serves.
+        .target(name: "AttachFetchMedia",
+                dependencies: ["AttachFetchCore", "AttachFetchDecoderProtocol", "CVips", "CFFmpeg", "CTurboJPEG", "CVipsShims", "CAttachFetchShims"]),
+        // The pipeline's side of the worker: starting, feeding, killing and checking it. Links no
+        // decoder.
+        .target(name: "AttachFetchDecoderKeeper", dependencies: ["AttachFetchCore", "AttachFetchDecoderProtocol", "CAttachFetchShims"]),
         // Downloads: the transfer engine on libcurl, address and TLS checks.
         .target(
             name: "AttachFetchTransfer",
@@ -79,17 +91,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
-                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         // The pipeline; `import AttachFetch` gives the public API of every layer.
         .target(
             name: "AttachFetch",
             dependencies: [
-                "AttachFetchCore", "AttachFetchTransfer", "AttachFetchMedia",
+                "AttachFetchCore", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchDecoderProtocol", "AttachFetchDecoderKeeper",
                 "EncryptedContent", "CCurl", "CCurlShims", "CAttachFetchShims",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]
         ),
         .executableTarget(name: "attach-fetch-decoder", dependencies: ["AttachFetchMedia"]),
@@ -104,6 +116,9 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             ],
             // The inspector page and the OpenAPI document, compiled into the binary (no resource
             // bundle to ship beside it).
@@ -155,6 +170,12 @@ let package = Package(
         .target(name: "CTestSupport", dependencies: ["CVips"], path: "Tests/CTestSupport"),
         // The corpus suite's independent readers (libvips, FFmpeg's demuxers): one process per batch.
         .executableTarget(name: "media-check", dependencies: ["CTestSupport", "CVips", "CFFmpeg"], path: "Tests/MediaCheck"),
+        // A decoder worker taken over by a file, speaking the job protocol and lying, for
+        // HostileWorkerTests: it links the protocol alone, as a real worker's keeper sees it.
+        .executableTarget(name: "hostile-decoder", dependencies: ["AttachFetchCore", "AttachFetchDecoderProtocol"], path: "Tests/HostileDecoder"),
+        // Confines itself as a decoder worker does and tries what a compromised decoder would,
+        // for IsolationTests.
+        .executableTarget(name: "filter-check", dependencies: ["AttachFetchMedia", "CTestSupport"], path: "Tests/FilterCheck"),
         // Runs the device's fetcher in a process of its own and reports its peak memory, for
         // AttachFetchDeviceTests (a test process's memory is shared with every test running).
         .executableTarget(name: "device-fetch-check", dependencies: ["AttachFetchDevice", "EncryptedContent", "ResidentMemory"], path: "Tests/DeviceFetchCheck"),
@@ -169,11 +190,12 @@ let package = Package(
         ),
         .testTarget(
             name: "AttachFetchTests",
-            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "ResidentMemory", "CAttachFetchShims", "CVipsShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "media-check", "batch-memory-check",
+            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "ResidentMemory", "CAttachFetchShims", "CVipsShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "media-check", "batch-memory-check", "hostile-decoder", "filter-check",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOEmbedded", package: "swift-nio"),
-                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                           .product(name: "Hummingbird", package: "hummingbird")]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -17,6 +17,8 @@ mark() { echo "test.sh: $1 done at ${SECONDS} s" >&2; }
 # (mostly network and disk): the test-only tools, the corpus and the Python environments of the
 # browser and API tests.
 scripts/install-deps.sh --build-only "$@"
+# Every target declares what it imports, and imports what it declares (docs/architecture.md).
+python3 scripts/check-imports.py
 # sudo's password, if the test-only tools need it, is asked for now, not in the build's output.
 if [ "$(id -u)" -ne 0 ] && ! scripts/install-deps.sh --check; then sudo -v; fi
 mark "installing the build libraries"

@@ -2,3 +2,5 @@
 @_exported import AttachFetchCore
 @_exported import AttachFetchTransfer
 @_exported import AttachFetchMedia
+@_exported import AttachFetchDecoderProtocol
+@_exported import AttachFetchDecoderKeeper

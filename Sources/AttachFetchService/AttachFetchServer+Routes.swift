@@ -12,7 +12,7 @@ extension AttachFetchServer {
         let router = Router(context: ServiceContext.self)
         // The server span (a child of the caller's `traceparent`) around everything; its
         // context goes back in the answer. No-ops unless a tracer was bootstrapped.
-        router.add(middleware: TracingMiddleware(redactingQueryParameters: ["X-Amz-Signature", "X-Amz-Credential", "token", "signature"]))
+        router.add(middleware: TracingMiddleware(redactingQueryParameters: Set(URLRedaction.spelledParameters)))
         router.add(middleware: TraceResponseHeaders())
         router.add(middleware: ErrorsLogsAndMetrics(metrics: metrics, maxBodyBytes: configuration.maxBodyBytes))
         let tokens = BearerTokens(tokens: configuration.tokens.map { Array($0.utf8) })

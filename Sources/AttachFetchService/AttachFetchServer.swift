@@ -18,6 +18,11 @@ public final class AttachFetchServer: Sendable {
     let files: BatchFiles
     private let logger: Logger
     private let draining = Atomic<Bool>(false)
+    /// The object store's last answer to `/readyz` (when, and its problem if any), reused for
+    /// `storeCheckReuse`: the route is public and load balancers probe it every few seconds, so
+    /// one store request serves every probe in that time, and a flood of probes sends no more.
+    private let storeReadiness = Mutex<(at: ContinuousClock.Instant, problem: String?)?>(nil)
+    static let storeCheckReuse: Duration = .seconds(5)
     let traces: OTLPExporter?
 
     /// Makes the server and its pipeline; throws ``AttachFetchError`` when a setting cannot work.
@@ -93,9 +98,16 @@ public final class AttachFetchServer: Sendable {
 
     func ready() async throws(APIError) -> Response {
         if draining.load(ordering: .relaxed) { throw APIError.draining }
-        do { try await pipeline.checkObjectStore(timeout: .seconds(2)) } catch {
-            throw APIError(status: .serviceUnavailable, code: "objectStoreUnavailable", message: error.message)
+        let clock = configuration.pipeline.clock, now = clock.now
+        let recent = storeReadiness.withLock { last in last.flatMap { now - $0.at < Self.storeCheckReuse ? $0 : nil } }
+        let problem: String?
+        if let recent {
+            problem = recent.problem
+        } else {
+            do { try await pipeline.checkObjectStore(timeout: .seconds(2)); problem = nil } catch { problem = error.message }
+            storeReadiness.withLock { $0 = (clock.now, problem) }
         }
+        if let problem { throw APIError(status: .serviceUnavailable, code: "objectStoreUnavailable", message: problem) }
         if let publish = configuration.pipeline.publish, access(publish.directory, W_OK | X_OK) != 0 {
             throw APIError(status: .serviceUnavailable, code: "publishDirectoryNotWritable",
                            message: "the publish directory \(publish.directory) is not writable")
@@ -153,7 +165,7 @@ public final class AttachFetchServer: Sendable {
                 : try APIRequests.flag(request.uri.queryParameters.get("encrypt"), field: "encrypt"),
             configured: configuration.pipeline.mediaEncryption, field: "encrypt")
         if rewrite && configuration.pipeline.publish == nil && configuration.pipeline.objectStore == nil {
-            throw APIError.invalidRequest("rewrite=true needs the service to publish (--publish-dir and --public-base)")
+            throw APIError.notConfigured("rewrite=true needs the service to publish (--publish-dir and --public-base, or --publish-to)")
         }
         let data = try await body(request.body)
         let payload = try Self.payload(data)

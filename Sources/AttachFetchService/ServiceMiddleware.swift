@@ -56,8 +56,9 @@ enum Routes {
     }
 }
 
-/// Outermost: every error becomes `{"error": {"code", "message"}}`; one structured log line
-/// and the request metrics per request.
+/// Inside the tracing middleware (so that its log line and metrics carry the request's span),
+/// around everything else: every error becomes `{"error": {"code", "message"}}`; one
+/// structured log line and the request metrics per request.
 struct ErrorsLogsAndMetrics: RouterMiddleware {
     typealias Context = ServiceContext
     let metrics: ServiceMetrics

@@ -1,4 +1,4 @@
-// The decoder worker's sandbox calls: prctl is variadic, unshare, close_range and
+// The decoder worker's sandbox calls: prctl and syscall are variadic, unshare and
 // posix_spawn_file_actions_addclosefrom_np need _GNU_SOURCE. Each forwards unchanged.
 #define _GNU_SOURCE
 #include <sched.h>
@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <linux/seccomp.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
 #include "CAttachFetchShims.h"
 
 int af_prctl_set_no_new_privs(void) {
@@ -17,9 +19,9 @@ int af_prctl_set_parent_death_signal(int signal) {
     return prctl(PR_SET_PDEATHSIG, signal, 0, 0, 0);
 }
 
-int af_prctl_set_seccomp_filter(struct sock_filter *instructions, unsigned short count) {
+int af_seccomp_set_filter_all_threads(struct sock_filter *instructions, unsigned short count) {
     struct sock_fprog program = { .len = count, .filter = instructions };
-    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0);
+    return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &program);
 }
 
 int af_unshare(int flags) {
@@ -30,8 +32,22 @@ int af_spawn_close_from(void *actions, int lowest) {
     return posix_spawn_file_actions_addclosefrom_np((posix_spawn_file_actions_t *)actions, lowest);
 }
 
-int af_close_from(int lowest) {
-    return close_range((unsigned int)lowest, ~0U, 0);
+int af_prctl_set_dumpable(int dumpable) {
+    return prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0);
+}
+
+int af_prctl_drop_bounding_capability(int capability) {
+    return prctl(PR_CAPBSET_DROP, capability, 0, 0, 0);
+}
+
+int af_prctl_clear_ambient_capabilities(void) {
+    return prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+}
+
+int af_capset_none(void) {
+    struct __user_cap_header_struct header = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+    struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = { { 0 } };
+    return (int)syscall(SYS_capset, &header, data);
 }
 
 int af_prctl_set_name(const char *name) {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AttachFetch
 import EncryptedContent
 import Foundation
 
@@ -24,8 +25,10 @@ struct DecryptCommand: ParsableCommand {
     var output: String
 
     func run() throws {
-        guard let text = FileManager.default.contents(atPath: keyFile),
-              let key = ContentKey(base64URL: String(decoding: text, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
+        // Held to the media key file's rules: only its owner may read it.
+        let text: [UInt8]
+        do throws(AttachFetchError) { text = try SecretFile.read(keyFile, what: "--key-file") } catch { throw ValidationError(error.message) }
+        guard let key = ContentKey(base64URL: String(decoding: text, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
             throw ValidationError("--key-file \(keyFile) must hold a base64url key of 16 bytes")
         }
         guard let source = FileHandle(forReadingAtPath: input) else { Self.fail(2, "\(input) cannot be read") }

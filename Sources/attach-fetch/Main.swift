@@ -8,9 +8,13 @@ struct AttachFetchTool: AsyncParsableCommand {
         commandName: "attach-fetch",
         abstract: "Download push-notification media, prove its type, check it against the platforms' limits and make thumbnails, within a deadline.",
         discussion: "Without a subcommand, `fetch`: attach-fetch [options] URL...",
+        version: "attach-fetch \(attachFetchVersion)",
         subcommands: [FetchCommand.self, ServeCommand.self, PruneCommand.self, DecryptCommand.self],
         defaultSubcommand: FetchCommand.self
     )
+
+    /// The subcommands a usage error can name, so that its usage is the subcommand's own.
+    static let namedSubcommands: [any ParsableCommand.Type] = [ServeCommand.self, PruneCommand.self, DecryptCommand.self]
 
     /// swift-argument-parser exits 64 on usage errors; this tool's contract says 2.
     static func main() async {
@@ -23,13 +27,12 @@ struct AttachFetchTool: AsyncParsableCommand {
             if getenv("VIPSHOME") == nil { setenv("VIPSHOME", "/dev/null", 0) }
             raiseOpenFileLimit()
             HeapTrimming.keepFreed(upTo: 32 << 20)
-            // Decoder workers forked now, while this process has a single thread: a fork of a
-            // process that has loaded libvips and FFmpeg starts in a millisecond or two, where a
-            // new worker binary spends about 80 ms binding their symbols (see DecoderReserve).
+            // Decoder workers started now: the 80 ms each spends binding libvips' and FFmpeg's
+            // symbols passes while this process sets up and downloads (see DecoderReserve).
             if let fetch = command as? FetchCommand {
-                DecoderReserve.fork(count: fetch.pipeline.reservedDecoders)
+                DecoderReserve.start(count: fetch.pipeline.reservedDecoders)
             } else if let serve = command as? ServeCommand {
-                DecoderReserve.fork(count: serve.pipeline.reservedDecoders)
+                DecoderReserve.start(count: serve.pipeline.reservedDecoders)
             }
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
@@ -38,13 +41,23 @@ struct AttachFetchTool: AsyncParsableCommand {
             }
         } catch {
             if exitCode(for: error) == .validationFailure {
-                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                // The subcommand's usage (`serve`'s for a `serve` error), not the top level's.
+                let named = CommandLine.arguments.dropFirst().first
+                if let subcommand = namedSubcommands.first(where: { $0.configuration.commandName == named }) {
+                    let name = subcommand.configuration.commandName ?? ""
+                    FileHandle.standardError.write(Data(("Error: \(message(for: error))\nUsage: \(usageString(for: subcommand))\n  See 'attach-fetch \(name) --help' for more information.\n").utf8))
+                } else {
+                    FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                }
                 Foundation.exit(2)
             }
             exit(withError: error)
         }
     }
 }
+
+/// What `--version` prints: no release is tagged yet (CHANGELOG.md dates its sections).
+let attachFetchVersion = "0.1.0-dev"
 
 /// Each running transfer holds two descriptors (its socket and its body file), so the default
 /// 1024 transfers need more than the usual soft limit of 1,024: the soft limit goes up to the

@@ -17,6 +17,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Port to listen on (0: any free port, printed on standard error).") var port = 8080
     @Option(name: .customLong("token-file"), help: ArgumentHelp("Require Authorization: Bearer <token> on every route but /healthz, /readyz, /metrics, /openapi.json, the inspector and /media; one token per line, in a file only its owner can read.", valueName: "FILE"))
     var tokenFile: String?
+    @Flag(name: .customLong("allow-unauthenticated"),
+          help: "Listen on an address other than loopback without --token-file: anyone who reaches it can make this service fetch, convert and publish.")
+    var allowUnauthenticated = false
     @Option(name: .customLong("max-batches"), help: "Batches in flight at most; beyond that, 503 with Retry-After.")
     var maxBatches = 64
     @Option(name: .customLong("max-deadline"), help: ArgumentHelp("A request's deadline is clipped to this.", valueName: "SECONDS"))
@@ -61,6 +64,21 @@ struct ServeCommand: AsyncParsableCommand {
         if let tokenFile {
             do { _ = try ServiceConfiguration.tokens(fromFile: tokenFile) } catch { throw ValidationError("--token-file: \(error.message)") }
         }
+        if tokenFile == nil, !allowUnauthenticated, !Self.isLoopback(host) {
+            throw ValidationError("--host \(host) without --token-file would let anyone who reaches that address make this service fetch, convert and publish: give --token-file FILE, or --allow-unauthenticated to accept that")
+        }
+    }
+
+    /// Whether `host` is a loopback address (127.0.0.0/8, ::1) or `localhost`: reachable from
+    /// this machine only.
+    static func isLoopback(_ host: String) -> Bool {
+        if host == "localhost" { return true }
+        var v4 = in_addr(), v6 = in6_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        if inet_pton(AF_INET6, host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")), &v6) == 1 {
+            return withUnsafeBytes(of: v6) { $0.dropLast().allSatisfy { $0 == 0 } && $0.last == 1 }
+        }
+        return false
     }
 
     func run() async throws {

@@ -121,16 +121,18 @@ class LoopbackOnlyProxy:
 
 class Service:
     """`attach-fetch serve` on 127.0.0.1 (port 0), every fetch through `proxy`, publishing to a
-    directory of its own (so that `?rewrite=true` is a valid request)."""
+    directory of its own (so that `?rewrite=true` is a valid request), unless `publishing` is
+    false."""
 
-    def __init__(self, proxy, work, extra=()):
+    def __init__(self, proxy, work, extra=(), publishing=True):
         self.publish = work / "published"
         self.publish.mkdir()
         env = {**os.environ, "TMPDIR": str(work)}
+        publish = ["--publish-dir", str(self.publish), "--public-base", "http://127.0.0.1:1/media/"] if publishing else []
         self.process = subprocess.Popen(
             [str(BINARY), "serve", "--port", "0", "--host", "127.0.0.1", "--allow-private-network",
              "--proxy", f"http://127.0.0.1:{proxy.port}", "--deadline", "5", "--max-batches", "64",
-             "--publish-dir", str(self.publish), "--public-base", "http://127.0.0.1:1/media/", *extra],
+             *publish, *extra],
             stderr=subprocess.PIPE, text=True, env=env)
         for line in self.process.stderr:
             if "attach-fetch: listening on " in line:
@@ -179,9 +181,10 @@ def service(proxy, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def keyless_service(proxy, tmp_path_factory):
-    """The same service without a media key: `encrypt` true is valid by the document and must be
-    answered as it says (409 notConfigured), not refused as a bad request."""
-    running = Service(proxy, tmp_path_factory.mktemp("serve-keyless"))
+    """A service without a media key and without publishing: `encrypt` true and `rewrite=true`
+    are valid by the document and must be answered as it says (409 notConfigured), not refused
+    as bad requests."""
+    running = Service(proxy, tmp_path_factory.mktemp("serve-keyless"), publishing=False)
     yield running
     running.stop()
 

@@ -62,7 +62,7 @@ def test_schemathesis_finds_nothing_in_a_thousand_requests(service, keyless_serv
            "PYTHONPATH": str(HERE), "SCHEMATHESIS_TELEMETRY": "false", "NO_COLOR": "1"}
     runs = {}
     try:
-        for which, target in (("with a media key", service), ("without a media key", keyless_service)):
+        for which, target in (("with a media key", service), ("without a media key or publishing", keyless_service)):
             directory = tmp_path / which.replace(" ", "-")
             directory.mkdir()
             # Output to a file: a pipe left unread while the other run is waited for could block it.
@@ -124,3 +124,9 @@ def test_encrypt_without_a_media_key_is_409_not_configured(keyless_service, orig
         assert status == 409, (path, status, document)
         assert document["error"]["code"] == "notConfigured" and "media key" in document["error"]["message"], document
 
+
+
+def test_rewrite_on_a_service_that_does_not_publish_is_409_not_configured(keyless_service):
+    status, document = post(keyless_service.base, "/v1/payloads?rewrite=true", {})
+    assert status == 409, (status, document)
+    assert document["error"]["code"] == "notConfigured" and "publish" in document["error"]["message"], document

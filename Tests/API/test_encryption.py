@@ -64,6 +64,7 @@ def run_decrypt(tmp_path, ciphertext, key, sha256=None):
             path.unlink()
     source.write_bytes(ciphertext)
     key_path.write_text(b64url(key))
+    key_path.chmod(0o600)
     arguments = [str(BINARY), "decrypt", "--key-file", str(key_path), str(source), str(target)]
     if sha256:
         arguments[4:4] = ["--sha256", sha256]
@@ -111,6 +112,7 @@ def test_decrypt_names_an_output_that_exists_and_leaves_it_alone(tmp_path):
     source, target, key_path = tmp_path / "in.bin", tmp_path / "out.bin", tmp_path / "key.txt"
     source.write_bytes(ciphertext)
     key_path.write_text(b64url(key))
+    key_path.chmod(0o600)
     target.write_bytes(b"already here")
     result = subprocess.run([str(BINARY), "decrypt", "--key-file", str(key_path), str(source), str(target)],
                             capture_output=True, text=True)
@@ -118,3 +120,17 @@ def test_decrypt_names_an_output_that_exists_and_leaves_it_alone(tmp_path):
     assert str(target) in result.stderr and "already exists" in result.stderr, result.stderr
     assert "USAGE" not in result.stderr.upper(), "the error, not the usage text"
     assert target.read_bytes() == b"already here"
+
+
+def test_decrypt_refuses_a_key_file_others_can_read(tmp_path):
+    key = os.urandom(16)
+    ciphertext = http_ece.encrypt(b"secret media", salt=os.urandom(16), key=key, rs=4096, version="aes128gcm")
+    source, target, key_path = tmp_path / "in.bin", tmp_path / "out.bin", tmp_path / "key.txt"
+    source.write_bytes(ciphertext)
+    key_path.write_text(b64url(key))
+    key_path.chmod(0o644)
+    result = subprocess.run([str(BINARY), "decrypt", "--key-file", str(key_path), str(source), str(target)],
+                            capture_output=True, text=True)
+    assert result.returncode != 0, result
+    assert "chmod 600" in result.stderr and b64url(key) not in result.stderr, result.stderr
+    assert not target.exists()

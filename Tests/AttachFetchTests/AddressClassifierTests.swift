@@ -15,6 +15,9 @@ import Testing
         ("::ffff:10.1.2.3", .privateNetwork), ("::ffff:169.254.169.254", .linkLocal), ("::127.0.0.1", .loopback),
         ("64:ff9b::a9fe:a9fe", .linkLocal), ("2002:7f00:1::", .loopback), ("2001:db8::1", .reserved),
         ("2606:4700:4700::1111", .global), ("::ffff:8.8.8.8", .global),
+        // IPv4-translated (RFC 2765) and local-use NAT64 (RFC 8215) embed an IPv4 address too.
+        ("::ffff:0:7f00:1", .loopback), ("::ffff:0:a9fe:a9fe", .linkLocal), ("::ffff:0:808:808", .global),
+        ("64:ff9b:1::7f00:1", .loopback), ("64:ff9b:1::a00:1", .privateNetwork),
     ])
     func classifiesAddress(text: String, expected: AddressClass) {
         #expect(AddressClassifier.classify(text) == expected, "\(text)")

@@ -31,6 +31,35 @@ import Testing
     }
 }
 
+extension AttachmentPermitsTests {
+    /// A permit given back in the window between a waiter's id and its continuation finds
+    /// nobody waiting: the waiter must still get it, not sleep with a permit free until the next
+    /// release or its deadline. The window is held open deterministically: the release runs in
+    /// it (`whileArriving`).
+    @Test func aPermitGivenBackWhileAWaiterArrivesIsThatWaitersAtOnce() async throws {
+        let holder = Mutex<AttachmentPermits?>(nil)
+        let permits = AttachmentPermits(count: 1, whileArriving: { holder.withLock { $0 }?.release() })
+        holder.withLock { $0 = permits }
+        #expect(await permits.acquire())
+        // The second acquire arrives, the first permit comes back inside its window.
+        let second = Task { await permits.acquire() }
+        let answered = await withTaskGroup(of: Bool?.self) { group in
+            group.addTask { await second.value }
+            group.addTask {
+                // Waited 10 s: the waiter is asleep with a permit free; cancelled, it answers false.
+                try? await Task.sleep(for: .seconds(10))
+                second.cancel()
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        #expect(answered == true, "the waiter slept with a permit free")
+        second.cancel()
+    }
+}
+
 /// What the waiters saw, in the order they saw it.
 private final class Order: Sendable {
     let list = Mutex<[String]>([])

@@ -390,7 +390,7 @@ import Testing
 func frameOf(_ path: String, _ body: (UnsafeMutablePointer<AVFrame>) throws -> Void) throws {
     let input = try AVInput(path: path, demuxers: MediaProber.demuxers(for: .mp4), decoders: MediaProber.decoders.sorted().joined(separator: ","))
     let stream = try #require(input.streams.first { $0.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_VIDEO })
-    let decoder = try AVDecoder(stream: stream, allowed: MediaProber.decoders)
+    let decoder = try AVDecoder(stream: stream, allowed: MediaProber.decoders, maxPixels: 50_000_000)
     let packet = try AVPacketBox(), frame = try AVFrameBox()
     while av_read_frame(input.context, packet.pointer) >= 0 {
         defer { av_packet_unref(packet.pointer) }

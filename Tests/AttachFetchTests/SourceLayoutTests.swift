@@ -31,8 +31,13 @@ import Testing
     static let layers: [String: Set<String>] = [
         "AttachFetchCore": ["CMagic", "CLibcrypto", "CAttachFetchShims"],
         "AttachFetchTransfer": ["AttachFetchCore", "CCurl", "CLibcrypto", "CCurlShims"],
-        "AttachFetchMedia": ["AttachFetchCore", "CVips", "CFFmpeg", "CTurboJPEG", "CVipsShims", "CAttachFetchShims"],
-        "AttachFetch": ["AttachFetchCore", "AttachFetchTransfer", "AttachFetchMedia", "CCurl", "CCurlShims", "CAttachFetchShims"],
+        "AttachFetchDecoderProtocol": ["AttachFetchCore", "CAttachFetchShims"],
+        // What runs inside the worker: no keeper, nothing that fetches.
+        "AttachFetchMedia": ["AttachFetchCore", "AttachFetchDecoderProtocol", "CVips", "CFFmpeg", "CTurboJPEG", "CVipsShims", "CAttachFetchShims"],
+        // The worker's keeper: no decoder.
+        "AttachFetchDecoderKeeper": ["AttachFetchCore", "AttachFetchDecoderProtocol", "CAttachFetchShims"],
+        "AttachFetch": ["AttachFetchCore", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchDecoderProtocol", "AttachFetchDecoderKeeper",
+                        "CCurl", "CCurlShims", "CAttachFetchShims"],
     ]
 
     @Test func eachLayerImportsOnlyWhatIsBelowIt() throws {

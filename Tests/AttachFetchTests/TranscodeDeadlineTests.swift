@@ -28,7 +28,10 @@ extension DeadlineBoundSuites {
                     let read = try await VideoTranscodeTests.streams(file)
                     let duration = try #require(Double(read["duration"] ?? ""))
                     #expect(duration > 0.5 && duration < 30, "\(duration) s of 40")
-                    #expect(read["v.codec_name"] == "h264" && read["v.profile"] == "High" && read["v.pix_fmt"] == "yuv420p", "\(read)")
+                    // A deadline this short sends the speed ladder to `ultrafast`, whose stream uses no
+                    // tool past Constrained Baseline (libx264 names the profile by what it used).
+                    #expect(read["v.codec_name"] == "h264" && ["High", "Main", "Constrained Baseline"].contains(read["v.profile"] ?? "")
+                            && read["v.pix_fmt"] == "yuv420p", "\(read)")
                     let boxes = try AudioTranscodeTests.topLevelBoxes(file)
                     #expect((boxes.firstIndex(of: "moov") ?? .max) < (boxes.firstIndex(of: "mdat") ?? -1), "\(boxes)")
                     #expect(try await tool("/usr/bin/ffmpeg", ["-v", "error", "-xerror", "-i", file, "-f", "null", "-"]).status == 0)

@@ -87,20 +87,25 @@ struct DescriptorBuilder: Sendable {
         descriptor.sourceAudioCodec = made.sourceAudioCodec
         descriptor.sourceVideoCodec = sourceVideo ?? made.sourceVideoCodec
         descriptor.transforms = made.trimmed ? [.transcoded, .trimmed] : [.transcoded]
+        // The source's size, not the delivered one the probe of the result reports.
+        if let width = made.sourceWidth, let height = made.sourceHeight {
+            (descriptor.sourceWidth, descriptor.sourceHeight) = (width, height)
+        }
         // Cut short by the deadline: a best attempt, never cached, so a caller with more time
         // gets the whole clip.
         if made.outOfTime { descriptor.skippedAtDeadline = (descriptor.skippedAtDeadline ?? []) + ["transcode"] }
     }
 
-    /// FFmpeg's probe of audio or video (streams are never re-encoded, so source size = delivered).
+    /// FFmpeg's probe of the delivered audio or video: its size is the source's too unless a
+    /// transcode recorded the source's own.
     mutating func record(_ probe: MediaProbe) {
         descriptor.duration = probe.duration
         descriptor.videoCodec = probe.videoCodec
         descriptor.audioCodec = probe.audioCodec
         descriptor.width = probe.width
         descriptor.height = probe.height
-        descriptor.sourceWidth = probe.width
-        descriptor.sourceHeight = probe.height
+        descriptor.sourceWidth = descriptor.sourceWidth ?? probe.width
+        descriptor.sourceHeight = descriptor.sourceHeight ?? probe.height
     }
 
     /// A platform's variant: made, unsupported, or missing and why.

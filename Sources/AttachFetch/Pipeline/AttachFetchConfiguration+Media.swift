@@ -45,15 +45,30 @@ extension DecoderProcess {
         if let configured = configuration.decoderExecutable {
             executable = configured
         } else {
-            let own = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-            executable = ((own as NSString).deletingLastPathComponent as NSString).appendingPathComponent("attach-fetch-decoder")
+            executable = DecoderProcess.executablePathBesideProgram
         }
         guard access(executable, X_OK) == 0 else {
             throw .invalidConfiguration("the decoder worker \(executable) is not there or not executable: build it (swift build --product attach-fetch-decoder) and keep it beside the program, set decoderExecutable, or set isolation to .none (unsafe for untrusted input)")
         }
         return Launch(executable: executable, memoryBytes: configuration.decoderMemoryLimit,
-                      cpuSecondsPerJob: configuration.decoderCPUSecondsPerJob, fileSizeBytes: configuration.decoderFileSizeLimit,
+                      cpuSecondsPerJob: configuration.decoderCPUSecondsPerJob, fileSizeBytes: configuration.workerFileSizeLimit,
                       takesReserved: configuration.decoderExecutable == nil,
                       exitGraceMilliseconds: configuration.decoderExitGraceMilliseconds)
+    }
+}
+
+extension WorkerThread {
+    /// Isolation `.none`: a job runs on the pool's own thread, in this process.
+    static let inThisProcess: RunHere = { job, isAbandoned in job.run(shouldStop: isAbandoned) }
+}
+
+extension AttachFetchConfiguration {
+    /// The file-size limit a worker gets: `decoderFileSizeLimit`, or while the pipeline converts
+    /// video, what a remuxed or transcoded video may reach (the video limit and 1 MiB of index)
+    /// when that is more.
+    var workerFileSizeLimit: Int {
+        guard normalize else { return decoderFileSizeLimit }
+        let video = Int(clamping: sizeLimits.video) + (1 << 20)
+        return max(decoderFileSizeLimit, video)
     }
 }

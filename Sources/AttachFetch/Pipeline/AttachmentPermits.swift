@@ -18,8 +18,14 @@ final class AttachmentPermits: Sendable {
     }
 
     private let state: Mutex<State>
+    /// Runs when a waiter has its id and before its continuation is recorded: the window in
+    /// which a `release` finds nobody waiting. For the test that holds it open; nil otherwise.
+    private let whileArriving: (@Sendable () -> Void)?
 
-    init(count: Int) { state = Mutex(State(available: count)) }
+    init(count: Int, whileArriving: (@Sendable () -> Void)? = nil) {
+        state = Mutex(State(available: count))
+        self.whileArriving = whileArriving
+    }
 
     /// Waits for a permit: true once it has one (to be given back with `release`), false when
     /// the task was cancelled first (nothing to give back).
@@ -34,15 +40,23 @@ final class AttachmentPermits: Sendable {
             return state.nextID
         }
         guard let id else { return true }
+        whileArriving?()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-                let early = state.withLock { state -> Bool in
+                let answer = state.withLock { state -> Bool? in
                     state.arriving.remove(id)
-                    if state.cancelledEarly.remove(id) != nil { return true }
+                    if state.cancelledEarly.remove(id) != nil { return false }
+                    // A permit given back while this waiter arrived found nobody waiting and was
+                    // made available: it is this waiter's (none waits before it, or the permit
+                    // would have gone to that one).
+                    if state.available > 0 {
+                        state.available -= 1
+                        return true
+                    }
                     state.waiting.append((id, continuation))
-                    return false
+                    return nil
                 }
-                if early { continuation.resume(returning: false) }
+                if let answer { continuation.resume(returning: answer) }
             }
         } onCancel: {
             let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in

@@ -49,8 +49,9 @@ public final class AttachmentPipeline: Sendable {
         // starts one.
         let launch = try DecoderProcess.launch(for: configuration)
         let imageWorkers = DecoderPool(threads: configuration.thumbnailThreads, name: "af-thumb", launch: launch,
-                                       eager: configuration.imageWorkersStartWithPipeline)
-        let probeWorkers = DecoderPool(threads: configuration.probeThreads, name: "af-probe", launch: launch, eager: false)
+                                       eager: configuration.imageWorkersStartWithPipeline, runHere: WorkerThread.inThisProcess)
+        let probeWorkers = DecoderPool(threads: configuration.probeThreads, name: "af-probe", launch: launch, eager: false,
+                                       runHere: WorkerThread.inThisProcess)
         self.engine = try TransferEngine(maxConcurrent: configuration.maxConcurrentTransfers,
                                          adaptive: configuration.transferConcurrency == .adaptive,
                                          decoderThreads: configuration.thumbnailThreads + configuration.probeThreads,

@@ -186,10 +186,16 @@ public struct AttachFetchConfiguration: Sendable {
     package var decoderExitGraceMilliseconds = 0
     /// Data memory (heap and private mappings, RLIMIT_DATA) each worker may hold. Default 512 MiB.
     public var decoderMemoryLimit = 512 << 20
-    /// CPU seconds a worker may spend on one job before it is ended (RLIMIT_CPU). Default 20.
+    /// CPU seconds a worker may spend on one job before the pipeline ends it (it reads the
+    /// worker's CPU time every 100 ms). A transcode, which stops itself at its budget's end, may
+    /// spend that much more per core for every second of its budget. A worker's own
+    /// `RLIMIT_CPU` is 30 times this for its whole life (at least 600 s), soft and hard alike, a
+    /// backstop it cannot raise. Default 20.
     public var decoderCPUSecondsPerJob = 20
-    /// Largest file a worker may write (RLIMIT_FSIZE): thumbnails and converted images.
-    /// Default 64 MiB.
+    /// Largest file a worker may write (RLIMIT_FSIZE): thumbnails and converted images. While
+    /// the pipeline converts (`normalize`), a worker may write at least what a remuxed or
+    /// transcoded video may be (the video limit and 1 MiB of index), so that a video limit set
+    /// above this never ends a worker with SIGXFSZ (`workerFileSizeLimit`). Default 64 MiB.
     public var decoderFileSizeLimit = 64 << 20
     /// Whether the image threads' workers start with the pipeline. Default true: no image waits
     /// for a worker to start. False: each starts at its thread's first image, so a pipeline

@@ -62,7 +62,8 @@ struct AttachmentWork: Sendable {
 
     /// What a transcode of the delivered file may make, of `kind`.
     func transcodeLimits(_ kind: AttachmentDescriptor.Kind, _ configuration: AttachFetchConfiguration) -> MediaTranscoder.Limits {
-        var limits = MediaTranscoder.Limits(maxBytes: configuration.sizeLimits.limit(for: kind), maxLongEdge: transcoding(configuration).maxLongEdge)
+        var limits = MediaTranscoder.Limits(maxBytes: configuration.sizeLimits.limit(for: kind), maxLongEdge: transcoding(configuration).maxLongEdge,
+                                            maxPixels: configuration.maxImagePixels)
         limits.audioOnlyMaxBytes = configuration.sizeLimits.limit(for: .audio)
         return limits
     }

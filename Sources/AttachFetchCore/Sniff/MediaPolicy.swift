@@ -51,12 +51,16 @@ package enum MediaPolicy {
         }
     }
 
-    /// A video container iOS would not show (QuickTime, 3GPP) is remuxed into MPEG-4.
+    /// A container iOS would not take whose streams it may play as they are (QuickTime, 3GPP,
+    /// an MPEG transport stream, Matroska, AAC in ADTS) is remuxed into MPEG-4; a stream MPEG-4
+    /// cannot carry sends it on to the transcoder.
     package static func needsRemux(_ type: MediaType) -> Bool {
         type.kind != .image && !type.isDeliverable && !needsTranscode(type)
     }
 
-    /// Audio iOS would not play (Ogg, FLAC) is transcoded into AAC in MPEG-4 audio.
+    /// A container iOS would not take, whose streams are re-encoded (`MediaType.transcoded`: Ogg,
+    /// FLAC, AC-3, Monkey's Audio, Musepack, DSF, WebM, Ogg Theora, ASF, Flash Video): sound
+    /// into AAC in MPEG-4 audio, video into H.264 and AAC in MPEG-4.
     package static func needsTranscode(_ type: MediaType) -> Bool {
         MediaType.transcoded.contains(type)
     }

@@ -2,8 +2,8 @@ import Synchronization
 
 /// Bridges a result produced on another thread into async code, with prompt cancellation:
 /// whichever comes first, the result or the task's cancellation, resumes the waiter, once.
-/// A result that arrives after the waiter left is handed to `onLate`, so that work abandoned
-/// at a deadline can still clean up after itself.
+/// A result that arrives after the waiter left is refused (`deliver` returns false), so that
+/// the producer of work abandoned at a deadline cleans up after itself.
 package final class OneShot<Value: Sendable>: Sendable {
     private struct State {
         var continuation: CheckedContinuation<Value?, Never>?

@@ -1,4 +1,6 @@
 internal import CAttachFetchShims
+import AttachFetchCore
+import AttachFetchDecoderProtocol
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -10,49 +12,10 @@ import Glibc
 /// crash, a limit), only the job it was running fails and the pipeline starts another.
 ///
 /// Before it touches any downloaded byte it caps itself (data memory, file size, no core
-/// files, CPU time per job), forbids gaining privileges, leaves the network (a network
+/// files, CPU time in all, each soft and hard alike), drops every capability, forbids gaining privileges, leaves the network (a network
 /// namespace of its own, where the kernel allows one), and installs a seccomp filter that
 /// refuses the system calls decoding never needs: sockets, exec, ptrace.
-public enum DecoderWorker {
-    /// Limits a worker applies to itself, passed on its command line.
-    package struct Limits: Equatable {
-        package var memoryBytes: Int
-        package var cpuSecondsPerJob: Int
-        package var fileSizeBytes: Int
-        var parent: pid_t
-
-        package var arguments: [String] {
-            ["--memory", "\(memoryBytes)", "--cpu", "\(cpuSecondsPerJob)", "--file-size", "\(fileSizeBytes)", "--parent", "\(parent)"]
-        }
-
-        /// The same, as the first message to a forked worker (`DecoderReserve`).
-        package var handshake: Data { Data(arguments.joined(separator: " ").utf8) }
-
-        package init?(handshake: Data) {
-            self.init(arguments: String(decoding: handshake, as: UTF8.self).split(separator: " ").map(String.init))
-        }
-
-        init(memoryBytes: Int, cpuSecondsPerJob: Int, fileSizeBytes: Int, parent: pid_t) {
-            self.memoryBytes = memoryBytes
-            self.cpuSecondsPerJob = cpuSecondsPerJob
-            self.fileSizeBytes = fileSizeBytes
-            self.parent = parent
-        }
-
-        package init?(arguments: [String]) {
-            var values: [String: Int] = [:]
-            var index = 0
-            while index + 1 < arguments.count {
-                guard let value = Int(arguments[index + 1]) else { return nil }
-                values[arguments[index]] = value
-                index += 2
-            }
-            guard index == arguments.count, let memory = values["--memory"], let cpu = values["--cpu"],
-                  let fileSize = values["--file-size"], let parent = values["--parent"] else { return nil }
-            self.init(memoryBytes: memory, cpuSecondsPerJob: cpu, fileSizeBytes: fileSize, parent: pid_t(parent))
-        }
-    }
-
+extension DecoderWorker {
     /// Free heap bytes above which a worker hands pages back after a job.
     static let trimThreshold = 16 << 20
 
@@ -61,10 +24,30 @@ public enum DecoderWorker {
 
     /// The entry point of `attach-fetch-decoder`. Never returns.
     public static func main(arguments: [String]) -> Never {
+        if arguments.first == reservedArgument { serveReserved(arguments: Array(arguments.dropFirst())) }
         guard let limits = Limits(arguments: arguments) else {
             FileHandle.standardError.write(Data("attach-fetch-decoder is started by attach-fetch's pipeline, not by hand\n".utf8))
             exit(2)
         }
+        serve(limits)
+    }
+
+    /// A worker started ahead of need (`DecoderReserve`): it waits, holding nothing but its
+    /// socket, for the limits the pipeline that takes it sends first, and applies them before
+    /// it reads any job. A program that exits without taking it closes the socket, and it ends.
+    private static func serveReserved(arguments: [String]) -> Never {
+        guard arguments.count == 2, arguments[0] == "--parent", let parent = pid_t(arguments[1]) else {
+            FileHandle.standardError.write(Data("attach-fetch-decoder is started by attach-fetch's pipeline, not by hand\n".utf8))
+            exit(2)
+        }
+        // Gone with the program, even while it waits.
+        _ = af_prctl_set_parent_death_signal(SIGKILL)
+        if getppid() != parent { exit(5) }
+        // libvips and FFmpeg set up now, while it waits (libvips' start registers a few hundred
+        // types): its first job then finds them ready. No downloaded byte has been read yet.
+        guard (try? Vips.ensureStarted()) != nil else { exit(3) }
+        _ = FFmpeg.startup
+        guard let frame = Frame.read(from: 0), let limits = Limits(handshake: frame), limits.parent == parent else { exit(0) }
         serve(limits)
     }
 
@@ -85,7 +68,6 @@ public enum DecoderWorker {
             received = []
             let answer: DecodeAnswer
             if let job = JobWire.decodeJob(frame), job.unnamedDescriptors.count == copies.count {
-                allowCPU(seconds: limits.cpuSecondsPerJob)
                 let toCopies = Dictionary(uniqueKeysWithValues: zip(job.unnamedDescriptors, copies.map(\.descriptor)))
                 let toPipeline = Dictionary(uniqueKeysWithValues: toCopies.map { ($0.value, $0.key) })
                 answer = withExtendedLifetime(copies) { job.replacingDescriptors(toCopies).run().replacingDescriptors(toPipeline) }
@@ -107,12 +89,14 @@ public enum DecoderWorker {
 
     // MARK: Confinement
 
-    private static func confine(_ limits: Limits) {
+    package static func confine(_ limits: Limits) {
         // Gone with the thread that started it (and never outliving the pipeline's process).
         _ = af_prctl_set_parent_death_signal(SIGKILL)
         if getppid() != limits.parent { exit(5) }
+        // Every limit soft and hard alike: set once here, never raised again by anyone.
         setLimit(RLIMIT_CORE, 0)
         setLimit(RLIMIT_FSIZE, limits.fileSizeBytes)
+        setLimit(RLIMIT_CPU, limits.cpuSeconds)
         // A worker built with AddressSanitizer (the sanitizer test runs) reserves terabytes of
         // shadow memory and reports leaks through ptrace at exit: it gets neither the memory
         // cap nor the seccomp filter, which would stop the sanitizer itself.
@@ -124,6 +108,11 @@ public enum DecoderWorker {
         // CLONE_NEWNET and CLONE_NEWUSER (<sched.h>, behind _GNU_SOURCE).
         let newNetwork: Int32 = 0x4000_0000, newUser: Int32 = 0x1000_0000
         if af_unshare(newNetwork) != 0 { _ = af_unshare(newUser | newNetwork) }
+        // No capability, whoever started it (a service run as root included): none in any
+        // set, none that exec could give back. Decoding needs none.
+        for capability in 0..<64 { _ = af_prctl_drop_bounding_capability(Int32(capability)) }
+        _ = af_prctl_clear_ambient_capabilities()
+        _ = af_capset_none()
         _ = af_prctl_set_no_new_privs()
         if !sanitized { SystemCallFilter.install() }
     }
@@ -132,81 +121,5 @@ public enum DecoderWorker {
         var limit = rlimit(rlim_cur: rlim_t(value), rlim_max: rlim_t(value))
         _ = setrlimit(__rlimit_resource_t(resource.rawValue), &limit)
     }
-
-    /// RLIMIT_CPU counts the whole process's time: each job gets `seconds` more than used so far
-    /// (SIGXCPU ends the worker past it). The hard limit stays open so later jobs can be given theirs.
-    private static func allowCPU(seconds: Int) {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        let used = Int(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + 1
-        var limit = rlimit(rlim_cur: rlim_t(used + seconds), rlim_max: rlim_t.max)  // RLIM_INFINITY
-        _ = setrlimit(__rlimit_resource_t(RLIMIT_CPU.rawValue), &limit)
-    }
 }
 
-/// Messages on the worker's socket: a 4-byte little-endian length, then that many bytes (JobWire).
-enum Frame {
-    /// A job or answer is small (paths, sizes, a message); anything larger is a broken peer.
-    package static let maxBytes = 1 << 20
-
-    package static func read(from fd: Int32) -> Data? {
-        var descriptors: [Int32] = []
-        defer { descriptors.forEach { close($0) } }
-        return read(from: fd, descriptors: &descriptors)
-    }
-
-    /// A message and the descriptors that came with it (SCM_RIGHTS), appended to `descriptors`.
-    package static func read(from fd: Int32, descriptors: inout [Int32]) -> Data? {
-        guard let header = readExactly(fd, 4, descriptors: &descriptors) else { return nil }
-        let length = Int(header[0]) | Int(header[1]) << 8 | Int(header[2]) << 16 | Int(header[3]) << 24
-        guard length <= maxBytes else { return nil }
-        return readExactly(fd, length, descriptors: &descriptors).map { Data($0) }
-    }
-
-    /// Whether a message is ready to read on `fd` within `milliseconds` (or the peer hung up).
-    package static func arrives(on fd: Int32, withinMilliseconds milliseconds: Int32) -> Bool {
-        var waiting = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        while true {
-            let ready = poll(&waiting, 1, milliseconds)
-            if ready < 0 && errno == EINTR { continue }
-            return ready != 0
-        }
-    }
-
-    /// Sends a message; `descriptors` (at most AF_MAX_PASSED_DESCRIPTORS) go with its first
-    /// byte as SCM_RIGHTS.
-    package static func write(_ data: Data, to fd: Int32, descriptors: [Int32] = []) -> Bool {
-        let length = data.count
-        var bytes = [UInt8(length & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length >> 16 & 0xFF), UInt8(length >> 24 & 0xFF)]
-        bytes.append(contentsOf: data)
-        var offset = 0
-        while offset < bytes.count {
-            // MSG_NOSIGNAL: a peer that went away is an error here, not a SIGPIPE.
-            let sent = bytes.withUnsafeBytes { buffer in
-                offset == 0 ? af_send_with_descriptors(fd, buffer.baseAddress!, buffer.count, descriptors, Int32(descriptors.count))
-                    : send(fd, buffer.baseAddress! + offset, buffer.count - offset, Int32(MSG_NOSIGNAL))
-            }
-            if sent < 0 && errno == EINTR { continue }
-            guard sent > 0 else { return false }
-            offset += sent
-        }
-        return true
-    }
-
-    private static func readExactly(_ fd: Int32, _ count: Int, descriptors: inout [Int32]) -> [UInt8]? {
-        var bytes = [UInt8](repeating: 0, count: count)
-        var offset = 0
-        var arrived = [Int32](repeating: -1, count: Int(AF_MAX_PASSED_DESCRIPTORS))
-        while offset < count {
-            var arrivedCount: Int32 = 0
-            let got = bytes.withUnsafeMutableBytes {
-                af_receive_with_descriptors(fd, $0.baseAddress! + offset, count - offset, &arrived, &arrivedCount)
-            }
-            descriptors.append(contentsOf: arrived.prefix(Int(arrivedCount)))
-            if got < 0 && errno == EINTR { continue }
-            guard got > 0 else { return nil }
-            offset += got
-        }
-        return bytes
-    }
-}

@@ -5,27 +5,7 @@ internal import CVips
 /// into a JPEG (PNG when some pixel is transparent, GIF for an animation that still fits),
 /// downscaling in a bounded number of attempts until it fits. EXIF orientation is applied to
 /// the pixels, so the result needs no metadata. Blocking: call it from a worker thread.
-package enum ImageNormalizer {
-    package struct Limits: Sendable, Codable {
-        /// The delivered file must not be larger than this (the image limit).
-        package var maxBytes: Int64
-        /// Encodings tried at most before giving up with `sizeLimitExceeded`.
-        package var maxAttempts: Int
-        package var decode: Thumbnailer.Limits
-        /// An animation may stay one (iOS plays GIFs); off, its first frame becomes a still.
-        package var keepsAnimation = true
-        /// Set (transcoding on): an animation that does not fit as a GIF becomes a video within
-        /// these limits, instead of a still (`normalize` answers nil for it).
-        package var animationAsVideo: MediaTranscoder.Limits? = nil
-
-        package init(maxBytes: Int64, maxAttempts: Int, decode: Thumbnailer.Limits, keepsAnimation: Bool = true,
-                     animationAsVideo: MediaTranscoder.Limits? = nil) {
-            (self.maxBytes, self.maxAttempts, self.decode) = (maxBytes, maxAttempts, decode)
-            (self.keepsAnimation, self.animationAsVideo) = (keepsAnimation, animationAsVideo)
-        }
-
-    }
-
+extension ImageNormalizer {
     /// JPEG quality of a delivered image: high, since this is the picture people see.
     static let jpegQuality = 85
 

@@ -6,28 +6,7 @@ import Glibc
 
 /// Probes audio and video with FFmpeg's libraries and makes a video's poster-frame thumbnail.
 /// Blocking: call it from a worker thread.
-package enum MediaProber {
-    /// The decode budgets, from the configuration.
-    package struct Limits: Sendable, Codable {
-        /// Frames decoded at most to reach the thumbnail time (after seeking to the keyframe
-        /// before it); past that, the last frame decoded is the poster.
-        package var maxDecodedFrames: Int
-        /// Packets read at most, in all.
-        package var maxPackets: Int
-        package var thumbnail: Thumbnailer.Limits
-        /// Converting is on: HEVC tagged `hev1` is answered with the re-tagging it needs
-        /// (``ProbeOutcome/conversion``), not refused.
-        package var convertsUnplayable = false
-        /// Transcoding is on too: so is video that must be re-encoded.
-        package var transcodesUnplayable = false
-
-        package init(maxDecodedFrames: Int, maxPackets: Int, thumbnail: Thumbnailer.Limits,
-                     convertsUnplayable: Bool = false, transcodesUnplayable: Bool = false) {
-            (self.maxDecodedFrames, self.maxPackets, self.thumbnail) = (maxDecodedFrames, maxPackets, thumbnail)
-            (self.convertsUnplayable, self.transcodesUnplayable) = (convertsUnplayable, transcodesUnplayable)
-        }
-    }
-
+extension MediaProber {
     /// Demuxers per sniffed type: FFmpeg may probe a file only as what libmagic said it is.
     static func demuxers(for type: MediaType) -> String {
         switch type {
@@ -115,8 +94,9 @@ package enum MediaProber {
             }
             return ProbeOutcome(probe: probe, resolvedType: resolvedType, conversion: .transcodeAudio(what))
         }
-        let video = try videoStream.map { stream throws(Reason) in try AVDecoder(stream: stream, allowed: decoders) }
-        let audio = try audioStream.map { stream throws(Reason) in try AVDecoder(stream: stream, allowed: decoders) }
+        let maxPixels = limits.thumbnail.maxPixels
+        let video = try videoStream.map { stream throws(Reason) in try AVDecoder(stream: stream, allowed: decoders, maxPixels: maxPixels) }
+        let audio = try audioStream.map { stream throws(Reason) in try AVDecoder(stream: stream, allowed: decoders, maxPixels: maxPixels) }
         probe.videoCodec = video?.codecName
         probe.audioCodec = audio?.codecName
 

@@ -4,23 +4,13 @@ internal import CFFmpeg
 /// (docs/media.md#what-ios-plays). Apple's sources: the HLS authoring specification for Apple
 /// devices (H.264 up to High profile, 8-bit 4:2:0; HEVC Main and Main 10, which "must be
 /// signaled as hvc1"), and AVFoundation's `AVURLAsset.audiovisualTypes`.
-package enum PlayableMedia {
+extension PlayableMedia {
     enum Verdict: Equatable, Sendable {
         case plays
         /// HEVC tagged `hev1`: AVFoundation plays HEVC only tagged `hvc1`.
         case needsHVC1Tag
         /// Not playable as it is: what it is, named as people know it ("H.264 High 4:4:4 Predictive").
         case cannotPlay(String)
-    }
-
-    /// What makes a video iOS cannot play into one it plays.
-    package enum Conversion: Codable, Sendable, Equatable {
-        /// HEVC tagged `hev1`: moved into MPEG-4 tagged `hvc1`, not re-encoded.
-        case retag
-        /// Re-encoded for its video; the associated text names it ("H.264 High 10", "AV1").
-        case transcode(String)
-        /// Re-encoded for its sound ("Opus", "PCM" in MPEG-4).
-        case transcodeAudio(String)
     }
 
     /// The rule for the video stream's codec, profile, sample format and tag.

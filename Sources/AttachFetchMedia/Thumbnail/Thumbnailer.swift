@@ -14,35 +14,10 @@ struct EncodedImage {
 
 /// Makes clipped thumbnails with libvips. Stateless; safe to call from many threads
 /// (libvips is thread-safe once started). Blocking: call it from a worker thread.
-package enum Thumbnailer {
+extension Thumbnailer {
     /// Decodes `source` in full (so truncated or corrupt files fail), and writes a thumbnail of
     /// the clipping rectangle, longest edge `maxEdge`, to `destinationBase` + ".jpg" (or ".png"
     /// when the image has alpha).
-    /// Which part of the image the thumbnail shows.
-    package enum Shape: Sendable, Equatable {
-        /// A clipping rectangle in the unit square.
-        case clip(ClippingRectangle)
-        /// The largest centered square (avatars).
-        case squareCenter
-    }
-
-    /// The decode budgets, from the configuration.
-    package struct Limits: Sendable, Codable {
-        package var maxEdge: Int
-        package var maxPixels: Int
-        package var maxProgressivePixels: Int
-        package var maxAnimationFrames: Int
-        package var maxAnimationPixels: Int
-
-        package init(maxEdge: Int, maxPixels: Int, maxProgressivePixels: Int, maxAnimationFrames: Int, maxAnimationPixels: Int) {
-            self.maxEdge = maxEdge
-            self.maxPixels = maxPixels
-            self.maxProgressivePixels = maxProgressivePixels
-            self.maxAnimationFrames = maxAnimationFrames
-            self.maxAnimationPixels = maxAnimationPixels
-        }
-    }
-
     package static func make(source: String, destinationBase: String, shape: Shape,
                      limits: Limits) -> Result<ThumbnailOutcome, Reason> {
         do throws(Reason) {
@@ -118,7 +93,7 @@ package enum Thumbnailer {
             throw Reason(code: .ioError, message: error.message)
         }
         try PNGChunkCheck.check(source)
-        if let declared = HEIFImageSize.largest(source) {
+        if let declared = HEIFImageSize.largest(source) ?? GIFScreen.size(source) {
             try checkBudgets(width: declared.width, height: declared.height, interlaced: false, frames: 1, limits: limits)
         }
         guard let headerPointer = af_vips_image_new_from_file(source, VIPS_FAIL_ON_ERROR) else {

@@ -1,4 +1,5 @@
 internal import CFFmpeg
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,9 +12,27 @@ final class AudioEncoder {
     let context: UnsafeMutablePointer<AVCodecContext>
     private var resampler: OpaquePointer?
     private let fifo: OpaquePointer
+    /// The next sample's time, in samples at the encoder's rate from the output's start: the
+    /// first frame's own time, then counted on (the resampler fills gaps and drops overlaps, so
+    /// the count stays on the frames' times).
     private var nextTimestamp: Int64 = 0
-    /// Samples handed to the encoder so far: the output's duration.
+    private var started = false
+    /// Where the output's timeline starts, in the stream's time base (`start`).
+    private var origin: Int64 = 0
+    private var streamTimeBase = AVRational(num: 1, den: 1)
+    /// Samples handed to the encoder so far.
     private(set) var samples: Int64 = 0
+
+    /// A gap or overlap between the frames' times and the samples, in seconds, past which the
+    /// resampler inserts silence or drops samples: within the 40 ms that sound and picture may
+    /// drift apart.
+    static let compensationThreshold = 0.02
+    /// A jump forward in the frames' times longer than this is damage, not a pause: filling it
+    /// with silence would write that much of it. A jump back longer than `longestOverlap` is
+    /// damage too: dropping that much sound would eat what follows. Both are refused
+    /// (`corruptMedia`), as ffprobe reports such a stream's timestamps as invalid.
+    static let longestGap = 10.0
+    static let longestOverlap = 1.0
 
     /// AVERROR_INPUT_CHANGED (a macro Swift does not import).
     static let inputChanged: Int32 = -0x636e_6701
@@ -47,7 +66,12 @@ final class AudioEncoder {
         guard opened >= 0 else { throw FFmpeg.failure(.ioError, "FFmpeg cannot open the AAC encoder", opened) }
         let made = swr_alloc_set_opts2(&resampler, &context.pointee.ch_layout, AV_SAMPLE_FMT_FLTP, context.pointee.sample_rate,
                                        &input.pointee.ch_layout, input.pointee.sample_fmt, input.pointee.sample_rate, 0, nil)
-        guard made >= 0, swr_init(resampler) >= 0 else {
+        // Timestamps drive the samples (`swr_next_pts`): a gap in the source is filled with
+        // silence and an overlap dropped, each once it passes the threshold.
+        guard made >= 0,
+              av_opt_set_double(UnsafeMutableRawPointer(resampler), "min_comp", 0.001, 0) >= 0,
+              av_opt_set_double(UnsafeMutableRawPointer(resampler), "min_hard_comp", Self.compensationThreshold, 0) >= 0,
+              swr_init(resampler) >= 0 else {
             throw Reason(code: .unsupportedType, message: "FFmpeg cannot convert this audio's channels or sample format")
         }
     }
@@ -64,6 +88,44 @@ final class AudioEncoder {
         return rates.contains(source) ? source : 48_000
     }
 
+    /// Sets the output's start (`MediaTranscoder.origin(of:)`, in `AV_TIME_BASE` units) for a
+    /// stream of `streamTimeBase`. Before the first frame.
+    func start(origin: Int64, streamTimeBase: AVRational) throws(Reason) {
+        guard streamTimeBase.num > 0, streamTimeBase.den > 0 else {
+            throw Reason(code: .corruptMedia, message: "the audio stream has no time base")
+        }
+        self.origin = av_rescale_q(origin, FFmpeg.microseconds, streamTimeBase)
+        self.streamTimeBase = streamTimeBase
+    }
+
+    /// Seconds from the output's start to the end of the last sample handed to the encoder.
+    var end: Double { Double(nextTimestamp) / Double(context.pointee.sample_rate) }
+
+    /// Tells the resampler where `frame` belongs (`swr_next_pts`), so that it compensates a gap
+    /// or an overlap; the first frame's time becomes the first sample's.
+    private func place(_ frame: UnsafeMutablePointer<AVFrame>) throws(Reason) {
+        let timestamp = frame.pointee.best_effort_timestamp
+        let inputRate = Int64(frame.pointee.sample_rate > 0 ? frame.pointee.sample_rate : 1)
+        let outputRate = Int64(context.pointee.sample_rate)
+        guard timestamp != FFmpeg.noTimestamp else { return }
+        // swr_next_pts counts in 1 / (input rate x output rate) of a second: past Int32, so not
+        // an AVRational.
+        let wanted = av_rescale(timestamp - origin, Int64(streamTimeBase.num) * inputRate * outputRate, Int64(streamTimeBase.den))
+        if started {
+            let due = swr_next_pts(resampler, Int64.min) + swr_get_delay(resampler, inputRate * outputRate)
+            let gap = Double(wanted - due) / Double(inputRate * outputRate)
+            guard gap < Self.longestGap, gap > -Self.longestOverlap else {
+                throw Reason(code: .corruptMedia,
+                             message: "the audio's timestamps jump \(String(format: "%.1f", abs(gap))) s \(gap > 0 ? "ahead" : "back"): the stream is damaged")
+            }
+        }
+        let placed = swr_next_pts(resampler, wanted)
+        if !started {
+            started = true
+            nextTimestamp = (placed + inputRate / 2) / inputRate
+        }
+    }
+
     /// Converts and queues one decoded frame (nil: the end, which flushes the resampler, the
     /// FIFO's last short frame and the encoder), giving each packet made to `write`.
     package func encode(_ frame: UnsafeMutablePointer<AVFrame>?, write: (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void) throws(Reason) {
@@ -73,6 +135,7 @@ final class AudioEncoder {
         av_channel_layout_copy(&converted.pointer.pointee.ch_layout, &context.pointee.ch_layout)
         // The frame's own layout may be unset (some decoders leave it to the stream's).
         if let frame, frame.pointee.ch_layout.nb_channels == 0 { av_channel_layout_default(&frame.pointee.ch_layout, 1) }
+        if let frame { try place(frame) }
         var status = swr_convert_frame(resampler, converted.pointer, frame)
         // A frame whose layout, rate or format differs from what the decoder announced (WMA's
         // decoders name the layout only in their frames): the resampler is set up from it.
@@ -92,7 +155,8 @@ final class AudioEncoder {
             try send(count: min(frameSize, av_audio_fifo_size(fifo)), write: write)
         }
         if frame == nil {
-            avcodec_send_frame(context, nil)
+            let flushed = avcodec_send_frame(context, nil)
+            guard flushed >= 0 || flushed == FFmpeg.endOfFile else { throw FFmpeg.failure(.ioError, "the AAC encoder cannot be flushed", flushed) }
             try drain(write)
         }
     }
@@ -119,7 +183,10 @@ final class AudioEncoder {
 
     private func drain(_ write: (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void) throws(Reason) {
         let packet = try AVPacketBox()
-        while avcodec_receive_packet(context, packet.pointer) >= 0 {
+        while true {
+            let received = avcodec_receive_packet(context, packet.pointer)
+            if received == FFmpeg.tryAgain || received == FFmpeg.endOfFile { return }
+            guard received >= 0 else { throw FFmpeg.failure(.ioError, "the AAC encoder failed", received) }
             defer { av_packet_unref(packet.pointer) }
             try write(packet.pointer)
         }

@@ -1,24 +1,8 @@
 internal import CFFmpeg
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// What a transcode made: the delivered file's facts, and what it was made from.
-package struct TranscodedMedia: Sendable, Codable {
-    package var file: String
-    package var type: MediaType
-    package var bytes: Int64
-    package var sha256: String
-    /// The source's codecs, as people name them ("Opus", "VP9").
-    package var sourceAudioCodec: String?
-    package var sourceVideoCodec: String?
-    /// Seconds delivered.
-    package var duration: Double
-    /// Cut short to fit the size limit or the time budget: the first `duration` seconds.
-    package var trimmed: Bool
-    /// Cut short because the time budget (`Limits.stopAt`) ran out, not the size limit.
-    package var outOfTime = false
-}
 
 /// Re-encodes what iOS cannot play into what it does, with FFmpeg's libraries (never the
 /// `ffmpeg` program), in the decoder workers:
@@ -32,32 +16,7 @@ package struct TranscodedMedia: Sendable, Codable {
 /// then (once the first stream, the video if any, has a frame: flushing the encoder makes
 /// a clip of whatever it was given); both say so (`trimmed`).
 /// Blocking: a decode job.
-package enum MediaTranscoder {
-    package struct Limits: Sendable, Codable {
-        /// The delivered file's most bytes (its kind's limit).
-        package var maxBytes: Int64
-        /// The most bytes when a video container turns out to hold sound alone (WMA in ASF, a
-        /// Flash file without video): the result is audio, under the audio limit. Nil: `maxBytes`.
-        package var audioOnlyMaxBytes: Int64? = nil
-        /// The video's longest edge at most, in pixels.
-        package var maxLongEdge: Int = 1280
-        /// When reading stops and what was encoded is finished as a clip: `CLOCK_MONOTONIC`
-        /// nanoseconds, the same clock in every process (`TranscodeBudget`). Nil: no budget.
-        var stopAt: UInt64? = nil
-
-        package init(maxBytes: Int64, maxLongEdge: Int = 1280, stopAt: UInt64? = nil) {
-            (self.maxBytes, self.maxLongEdge, self.stopAt) = (maxBytes, maxLongEdge, stopAt)
-        }
-    }
-
-    /// A remux's way out: transcode `type` within `limits` when a stream cannot be copied.
-    package struct Fallback: Sendable, Codable {
-        package var type: MediaType
-        package var limits: Limits
-
-        package init(type: MediaType, limits: Limits) { (self.type, self.limits) = (type, limits) }
-    }
-
+extension MediaTranscoder {
     /// The decoders of the codecs transcoded from; no other decoder runs.
     package static let decoders: Set<String> = [
         "opus", "vorbis", "flac", "aac", "aac_fixed", "mp3float", "mp3", "mp2float", "mp2", "ac3", "eac3", "dca", "alac",
@@ -72,11 +31,20 @@ package enum MediaTranscoder {
     package static func transcode(source: String, type: MediaType, destinationBase: String, limits: Limits,
                           shouldStop: () -> Bool = { false }) -> Result<TranscodedMedia, Reason> {
         let file = destinationBase + (type.kind == .audio ? ".m4a" : ".mp4")
-        do throws(Reason) {
-            return .success(try transcodeStreams(source: source, type: type, file: file, limits: limits, shouldStop: shouldStop))
-        } catch {
-            unlink(file)
-            return .failure(error)
+        var rung = 0
+        while true {
+            do throws(Reason) {
+                switch try transcodeStreams(source: source, type: type, file: file, limits: limits, rung: rung, shouldStop: shouldStop) {
+                case .made(let made): return .success(made)
+                case .tooSlow(let lacking):
+                    // Too slow for the whole clip by the budget's end: again, as much faster as it lacks.
+                    unlink(file)
+                    rung = SpeedLadder.rung(after: rung, lacking: lacking)
+                }
+            } catch {
+                unlink(file)
+                return .failure(error)
+            }
         }
     }
 
@@ -87,56 +55,112 @@ package enum MediaTranscoder {
         let output: UnsafeMutablePointer<AVStream>
         let timeBase: AVRational
         let encode: (UnsafeMutablePointer<AVFrame>?, (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void) throws(Reason) -> Void
+        let isVideo: Bool
         var decoded = 0
         var written = 0
+        /// Packets or frames the decoder refused (real errors, not EAGAIN or the end).
+        var decodeErrors = 0
+        /// Where the source's packets read for this stream end, in seconds on the output's
+        /// timeline: what the delivered stream is checked against.
+        var sourceEnd = 0.0
 
         init(input: UnsafeMutablePointer<AVStream>, decoder: AVDecoder, output: UnsafeMutablePointer<AVStream>, timeBase: AVRational,
+             isVideo: Bool,
              encode: @escaping (UnsafeMutablePointer<AVFrame>?, (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void) throws(Reason) -> Void) {
             (self.input, self.decoder, self.output, self.timeBase, self.encode) = (input, decoder, output, timeBase, encode)
+            self.isVideo = isVideo
         }
     }
 
-    private static func transcodeStreams(source: String, type: MediaType, file: String, limits: Limits,
-                                         shouldStop: () -> Bool) throws(Reason) -> TranscodedMedia {
+    /// The earliest start of `streams`, in `AV_TIME_BASE` units (0 when none states one). Both
+    /// streams kept are rebased on it: the file starts at 0, and an offset between sound and
+    /// picture stays in their timestamps, which the MPEG-4 muxer writes as an edit list.
+    static func origin(of streams: [UnsafeMutablePointer<AVStream>]) -> Int64 {
+        streams.compactMap { stream -> Int64? in
+            let start = stream.pointee.start_time
+            return start == FFmpeg.noTimestamp ? nil : av_rescale_q(start, stream.pointee.time_base, FFmpeg.microseconds)
+        }.min() ?? 0
+    }
+
+    /// The first audio stream whose decoder and encoder open: a file whose first sound is one
+    /// FFmpeg cannot decode may carry a second that it can. None open: the first one's reason.
+    private static func openAudio(_ input: AVInput, limits: Limits) throws(Reason) -> (AVDecoder, AudioEncoder)? {
+        var firstProblem: Reason?
+        for stream in input.streams where stream.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_AUDIO {
+            do throws(Reason) {
+                let decoder = try AVDecoder(stream: stream, allowed: decoders, maxPixels: limits.maxPixels)
+                return (decoder, try AudioEncoder(decoder: decoder))
+            } catch {
+                firstProblem = firstProblem ?? error
+            }
+        }
+        if let firstProblem { throw firstProblem }
+        return nil
+    }
+
+    /// What one try made: the file, or how many times too slow `rung`'s preset measured to make
+    /// the whole clip by the budget's end, while a faster rung is left (`SpeedLadder`).
+    private enum Attempt {
+        case made(TranscodedMedia)
+        case tooSlow(Double)
+    }
+
+    private static func transcodeStreams(source: String, type: MediaType, file: String, limits: Limits, rung: Int,
+                                         shouldStop: () -> Bool) throws(Reason) -> Attempt {
         let input = try AVInput(path: source, demuxers: MediaProber.demuxers(for: type), decoders: decoders.sorted().joined(separator: ","))
         // An animated GIF is video here.
         let videoStream = type.kind != .audio ? input.streams.first {
             $0.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_VIDEO && $0.pointee.disposition & AV_DISPOSITION_ATTACHED_PIC == 0
         } : nil
-        let audioStream = input.streams.first { $0.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_AUDIO }
+        let audio = try openAudio(input, limits: limits)
+        let audioStream = audio?.0.stream
         guard videoStream != nil || audioStream != nil else {
             throw Reason(code: .corruptMedia, message: "the file has no \(type.kind == .audio ? "audio" : "audio or video") stream")
         }
         let sourceAudio = audioStream.map { PlayableMedia.title($0.pointee.codecpar.pointee.codec_id) }
         let sourceVideo = videoStream.map { PlayableMedia.title($0.pointee.codecpar.pointee.codec_id) }
+        // The stream's stated area, before any frame is decoded (every codec alike); each
+        // decoded frame is checked again (`checkArea`), and the decoder itself refuses larger.
+        if let videoStream {
+            let parameters = videoStream.pointee.codecpar.pointee
+            try checkArea(width: Int(parameters.width), height: Int(parameters.height), limits: limits)
+        }
+        let origin = origin(of: [videoStream, audioStream].compactMap { $0 })
+        // The stated duration, when the file's size makes it plausible (16 kb/s or more over
+        // it): a header that claims 10^12 s for a few megabytes would size the bit rate, and the
+        // speed ladder's projection, for the lie. Without one, CRF alone decides and the size
+        // limit still cuts what does not fit.
+        let stated = input.duration.flatMap { Double(input.fileBytes) * 8 / $0 >= 16_000 ? $0 : nil }
         let output = try AVOutput(path: file, format: type.kind == .audio ? "ipod" : "mp4")
         var tracks: [Track] = []
         var audioEncoder: AudioEncoder?
         var videoEncoder: VideoEncoder?
+        var sourceSize: (width: Int, height: Int)?
         if let videoStream {
-            let decoder = try AVDecoder(stream: videoStream, allowed: decoders, threads: 2)
+            let decoder = try AVDecoder(stream: videoStream, allowed: decoders, threads: 2, maxPixels: limits.maxPixels)
             let parameters = videoStream.pointee.codecpar.pointee
-            let duration = input.duration ?? 0
+            let duration = stated ?? 0
             // The most bits a second that keeps the whole clip within the limit (audio and the
             // index aside), when the duration is known; CRF decides below it. At most 8 Mb/s,
             // past what CRF 23 asks at 1280 pixels, so that a short clip's budget does not make
             // the encoder's buffer (and the margin below) huge.
             let budget = duration > 0 ? min(8_000_000, Int64(Double(limits.maxBytes) * 8 * 0.9 / duration) - 200_000) : nil
             let encoder = try VideoEncoder(stream: videoStream, width: Int(parameters.width), height: Int(parameters.height),
-                                           maxLongEdge: limits.maxLongEdge, maxBitRate: budget.map { max(200_000, $0) })
+                                           maxLongEdge: limits.maxLongEdge, maxBitRate: budget.map { max(200_000, $0) },
+                                           origin: origin, preset: SpeedLadder.presets[rung])
             videoEncoder = encoder
+            sourceSize = (Int(parameters.width), Int(parameters.height))
             tracks.append(Track(input: videoStream, decoder: decoder,
                                 output: try output.addStream(encoder: encoder.context, sideDataFrom: videoStream),
-                                timeBase: encoder.context.pointee.time_base,
+                                timeBase: encoder.context.pointee.time_base, isVideo: true,
                                 encode: { (frame, write) throws(Reason) in try encoder.encode(frame, write: write) }))
         }
-        if let audioStream {
-            let decoder = try AVDecoder(stream: audioStream, allowed: decoders)
-            let encoder = try AudioEncoder(decoder: decoder)
+        if let (decoder, encoder) = audio {
+            try encoder.start(origin: origin, streamTimeBase: decoder.stream.pointee.time_base)
             audioEncoder = encoder
-            tracks.append(Track(input: audioStream, decoder: decoder,
+            tracks.append(Track(input: decoder.stream, decoder: decoder,
                                 output: try output.addStream(encoder: encoder.context, sideDataFrom: nil),
-                                timeBase: encoder.context.pointee.time_base,
+                                timeBase: encoder.context.pointee.time_base, isVideo: false,
                                 encode: { (frame, write) throws(Reason) in try encoder.encode(frame, write: write) }))
         }
         try output.writeHeader(moovFirst: true)
@@ -158,53 +182,106 @@ package enum MediaTranscoder {
         let maxBytes = videoStream == nil ? limits.audioOnlyMaxBytes ?? limits.maxBytes : limits.maxBytes
         func fits() -> Bool { written + packets * 8 + 16_384 + margin <= maxBytes }
         let packet = try AVPacketBox(), frame = try AVFrameBox()
-        var lastError: Int32 = 0, trimmed = false, outOfTime = false
+        var lastError: Int32 = 0, readError: Int32 = 0, trimmed = false, outOfTime = false, packetBytes: Int64 = 0
+        /// Every frame the decoder has ready, encoded; false once the result no longer fits.
+        func drainDecoder(_ track: Track) throws(Reason) -> Bool {
+            while true {
+                let received = avcodec_receive_frame(track.decoder.context, frame.pointer)
+                if received == FFmpeg.tryAgain || received == FFmpeg.endOfFile { return true }
+                if received < 0 {
+                    track.decodeErrors += 1
+                    lastError = received
+                    return true
+                }
+                defer { av_frame_unref(frame.pointer) }
+                if track.isVideo { try checkArea(width: Int(frame.pointer.pointee.width), height: Int(frame.pointer.pointee.height), limits: limits) }
+                track.decoded += 1
+                try track.encode(frame.pointer, writer(track))
+                if !fits() { return false }
+            }
+        }
+        // The pace is measured when a faster rung is left, the budget is known, and so is the
+        // clip's length (its stated duration at its frame rate).
+        var pace: SpeedLadder.Pace?
+        if rung + 1 < SpeedLadder.presets.count, let stopAt = limits.stopAt, let videoStream, let duration = stated {
+            let rate = av_guess_frame_rate(nil, videoStream, nil)
+            if rate.num > 0, rate.den > 0 { pace = SpeedLadder.Pace(started: TranscodeBudget.now(), stopAt: stopAt, frames: duration * av_q2d(rate)) }
+        }
         reading: while true {
             if shouldStop() { throw Reason(code: .cancelled, message: "abandoned") }
+            if let video = tracks.first(where: \.isVideo), let lacking = pace?.lacking(written: video.written, now: TranscodeBudget.now()) {
+                return .tooSlow(lacking)
+            }
             if let stopAt = limits.stopAt, TranscodeBudget.now() >= stopAt, tracks[0].decoded > 0 {
                 (trimmed, outOfTime) = (true, true)
                 break
             }
             let status = av_read_frame(input.context, packet.pointer)
             if status < 0 {
-                if status != FFmpeg.endOfFile { lastError = status }
+                if status != FFmpeg.endOfFile { (lastError, readError) = (status, status) }
                 break
             }
             defer { av_packet_unref(packet.pointer) }
+            packetBytes += Int64(packet.pointer.pointee.size)
             guard let track = tracks.first(where: { $0.input.pointee.index == packet.pointer.pointee.stream_index }) else { continue }
+            let time = packet.pointer.pointee.pts != FFmpeg.noTimestamp ? packet.pointer.pointee.pts : packet.pointer.pointee.dts
+            if time != FFmpeg.noTimestamp {
+                let end = av_rescale_q(time + max(0, packet.pointer.pointee.duration), track.input.pointee.time_base, FFmpeg.microseconds) - origin
+                track.sourceEnd = max(track.sourceEnd, Double(end) / Double(AV_TIME_BASE))
+            }
             let sent = avcodec_send_packet(track.decoder.context, packet.pointer)
-            if sent < 0 { lastError = sent; continue }
-            while avcodec_receive_frame(track.decoder.context, frame.pointer) >= 0 {
-                defer { av_frame_unref(frame.pointer) }
-                track.decoded += 1
-                try track.encode(frame.pointer, writer(track))
-                if !fits() {
-                    trimmed = true
-                    break reading
-                }
+            if sent < 0 && sent != FFmpeg.tryAgain {
+                track.decodeErrors += 1
+                lastError = sent
+                continue
+            }
+            if try !drainDecoder(track) {
+                trimmed = true
+                break reading
             }
         }
         for track in tracks {
             if !trimmed {
-                avcodec_send_packet(track.decoder.context, nil)
-                while avcodec_receive_frame(track.decoder.context, frame.pointer) >= 0 {
-                    defer { av_frame_unref(frame.pointer) }
-                    track.decoded += 1
-                    try track.encode(frame.pointer, writer(track))
+                // A threaded decoder reports a damaged packet's error late, here among them.
+                let flushed = avcodec_send_packet(track.decoder.context, nil)
+                if flushed < 0 && flushed != FFmpeg.endOfFile {
+                    track.decodeErrors += 1
+                    lastError = flushed
                 }
+                if try !drainDecoder(track) { trimmed = true }
             }
             guard track.decoded > 0 || outOfTime else {
                 let detail = lastError == 0 ? "" : " (\(FFmpeg.errorText(lastError)))"
                 let name = PlayableMedia.title(track.input.pointee.codecpar.pointee.codec_id)
-                throw Reason(code: .corruptMedia, message: "the \(name) \(track.decoder.stream == videoStream ? "video" : "audio") stream does not decode\(detail)")
+                throw Reason(code: .corruptMedia, message: "the \(name) \(track.isVideo ? "video" : "audio") stream does not decode\(detail)")
             }
             try track.encode(nil, writer(track))
         }
         try output.finish()
+        let delivered = try DeliveredStreams.read(file)
+        try delivered.check(sourceVideo: tracks.first(where: \.isVideo).map { (sourceVideo ?? "video", $0.sourceEnd) },
+                            sourceAudio: tracks.first(where: { !$0.isVideo }).map { (sourceAudio ?? "audio", $0.sourceEnd) })
+        // Far less than the header states, and the demuxer gave up with an error or skipped
+        // most of the file's bytes (damaged clusters): what could be read is not the file. With
+        // neither, a header that states more is a lie, and the streams read are the file.
+        if !trimmed, let stated = input.duration,
+           stated - delivered.duration > DeliveredStreams.longestShortfall, delivered.duration < stated * DeliveredStreams.shortestShare,
+           readError != 0 || packetBytes < input.fileBytes / 2 {
+            let why = readError != 0 ? FFmpeg.errorText(readError) : "\(packetBytes) of its \(input.fileBytes) bytes are media"
+            throw Reason(code: .corruptMedia, message: "FFmpeg cannot read the file past \(String(format: "%.2f", delivered.duration)) s of the \(String(format: "%.2f", stated)) s its header states (\(why))")
+        }
         let made = try VideoRemuxer.describe(file)
-        let seconds = audioEncoder.map { Double($0.samples) / Double($0.context.pointee.sample_rate) } ?? videoEncoder?.seconds ?? 0
-        return TranscodedMedia(file: file, type: type.kind == .audio ? .m4a : .mp4, bytes: made.bytes, sha256: made.sha256,
-                               sourceAudioCodec: sourceAudio, sourceVideoCodec: sourceVideo, duration: seconds, trimmed: trimmed,
-                               outOfTime: outOfTime)
+        return .made(TranscodedMedia(file: file, type: type.kind == .audio ? .m4a : .mp4, bytes: made.bytes, sha256: made.sha256,
+                               sourceAudioCodec: sourceAudio, sourceVideoCodec: sourceVideo, duration: delivered.duration, trimmed: trimmed,
+                               outOfTime: outOfTime, sourceWidth: sourceSize?.width, sourceHeight: sourceSize?.height,
+                               preset: videoEncoder == nil ? nil : SpeedLadder.presets[rung]))
+    }
+
+    /// A frame's area against `maxImagePixels`: `pixelLimitExceeded` past it.
+    private static func checkArea(width: Int, height: Int, limits: Limits) throws(Reason) {
+        let pixels = HEIFImageSize.area(width, height)
+        guard pixels <= limits.maxPixels else {
+            throw Reason(code: .pixelLimitExceeded, message: "video frames of \(width)x\(height) (\(pixels) pixels) are over the limit of \(limits.maxPixels)")
+        }
     }
 }

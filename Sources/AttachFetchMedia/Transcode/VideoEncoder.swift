@@ -9,29 +9,36 @@ import Glibc
 final class VideoEncoder {
     let context: UnsafeMutablePointer<AVCodecContext>
     private var scaler: OpaquePointer?
+    /// The frame size and format `scaler` was made for.
+    private var scalerSource: (width: Int32, height: Int32, format: Int32)?
     private let sourceTimeBase: AVRational
+    /// Where the output's timeline starts, in the source's time base: every frame's time is
+    /// taken from this (`MediaTranscoder.origin(of:)`).
+    private let origin: Int64
     private var lastTimestamp: Int64 = .min
     /// The frame scaled into, kept for the next (`scaled(_:)`).
     private var scaledFrame: AVFrameBox?
 
-    /// libx264's settings: `veryfast` (a notification has seconds, not minutes) at CRF 23
-    /// (x264's default quality), High profile.
-    static let preset = "veryfast", quality = "23", profile = "high"
+    /// libx264's settings: CRF 23 (x264's default quality), High profile; the preset is the
+    /// speed ladder's (`SpeedLadder`: `veryfast` unless the budget needs faster).
+    static let quality = "23", profile = "high"
 
     /// - Parameters:
     ///   - size: the source's width and height, in pixels.
     ///   - maxLongEdge: the output's longest edge at most (never enlarged).
     ///   - maxBitRate: a cap (bits a second) so that the whole clip fits its limit, or nil.
-    init(stream: UnsafeMutablePointer<AVStream>, width: Int, height: Int, maxLongEdge: Int, maxBitRate: Int64?) throws(Reason) {
+    ///   - origin: the output's start, in `AV_TIME_BASE` units.
+    init(stream: UnsafeMutablePointer<AVStream>, width: Int, height: Int, maxLongEdge: Int, maxBitRate: Int64?,
+         origin: Int64, preset: String) throws(Reason) {
         guard let codec = avcodec_find_encoder_by_name("libx264"), let context = avcodec_alloc_context3(codec) else {
             throw Reason(code: .ioError, message: "FFmpeg has no libx264 encoder")
         }
         self.context = context
         sourceTimeBase = stream.pointee.time_base
-        let scale = min(1, Double(maxLongEdge) / Double(max(width, height)))
-        // 4:2:0 needs even sizes.
-        context.pointee.width = Int32(max(2, Int((Double(width) * scale / 2).rounded()) * 2))
-        context.pointee.height = Int32(max(2, Int((Double(height) * scale / 2).rounded()) * 2))
+        self.origin = av_rescale_q(origin, FFmpeg.microseconds, stream.pointee.time_base)
+        let size = Self.outputSize(width: width, height: height, maxLongEdge: maxLongEdge)
+        context.pointee.width = Int32(size.width)
+        context.pointee.height = Int32(size.height)
         context.pointee.pix_fmt = AV_PIX_FMT_YUV420P
         context.pointee.time_base = sourceTimeBase
         let rate = av_guess_frame_rate(nil, stream, nil)
@@ -44,11 +51,21 @@ final class VideoEncoder {
             context.pointee.rc_max_rate = maxBitRate
             context.pointee.rc_buffer_size = Int32(clamping: maxBitRate * 2)
         }
-        for (name, value) in [("preset", Self.preset), ("crf", Self.quality), ("profile", Self.profile)] {
-            av_opt_set(context.pointee.priv_data, name, value, 0)
+        for (name, value) in [("preset", preset), ("crf", Self.quality), ("profile", Self.profile)] {
+            let set = av_opt_set(context.pointee.priv_data, name, value, 0)
+            guard set >= 0 else { throw FFmpeg.failure(.ioError, "libx264 refused \(name) \(value)", set) }
         }
         let opened = avcodec_open2(context, codec, nil)
         guard opened >= 0 else { throw FFmpeg.failure(.ioError, "FFmpeg cannot open libx264", opened) }
+    }
+
+    /// The encoded size: the source's scaled to fit `maxLongEdge` (never enlarged), each side
+    /// rounded down to even (4:2:0 needs even sizes), so never past `maxLongEdge`.
+    static func outputSize(width: Int, height: Int, maxLongEdge: Int) -> (width: Int, height: Int) {
+        let scale = min(1, Double(maxLongEdge) / Double(max(width, height, 1)))
+        // The small addend keeps an exact product (1920 x 1280/1920) from landing just below.
+        func even(_ side: Int) -> Int { max(2, Int(Double(side) * scale + 1e-6) / 2 * 2) }
+        return (even(width), even(height))
     }
 
     deinit {
@@ -60,7 +77,8 @@ final class VideoEncoder {
     /// each packet made to `write`.
     package func encode(_ frame: UnsafeMutablePointer<AVFrame>?, write: (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void) throws(Reason) {
         guard let frame else {
-            avcodec_send_frame(context, nil)
+            let flushed = avcodec_send_frame(context, nil)
+            guard flushed >= 0 || flushed == FFmpeg.endOfFile else { throw FFmpeg.failure(.ioError, "libx264 cannot be flushed", flushed) }
             try drain(write)
             return
         }
@@ -76,7 +94,11 @@ final class VideoEncoder {
         }
         // Timestamps that never go back: a frame at or before the last one is moved just past it.
         var timestamp = frame.pointee.best_effort_timestamp
-        if timestamp == FFmpeg.noTimestamp { timestamp = lastTimestamp == .min ? 0 : lastTimestamp + 1 }
+        if timestamp == FFmpeg.noTimestamp {
+            timestamp = lastTimestamp == .min ? 0 : lastTimestamp + 1
+        } else {
+            timestamp -= origin
+        }
         if timestamp <= lastTimestamp { timestamp = lastTimestamp + 1 }
         lastTimestamp = timestamp
         input.pointee.pts = timestamp
@@ -91,9 +113,12 @@ final class VideoEncoder {
     /// `frame` scaled and converted into the one output frame, reused from frame to frame: a
     /// new 1280×720 buffer a frame was a fresh mapping of 1.4 MB to fault in each time.
     private func scaled(_ frame: UnsafeMutablePointer<AVFrame>) throws(Reason) -> UnsafeMutablePointer<AVFrame> {
-        scaler = sws_getCachedContext(scaler, frame.pointee.width, frame.pointee.height, AVPixelFormat(frame.pointee.format),
-                                      context.pointee.width, context.pointee.height, AV_PIX_FMT_YUV420P, SWS_BICUBIC, nil, nil, nil)
-        guard scaler != nil else { throw Reason(code: .corruptMedia, message: "libswscale cannot convert the frame's pixel format") }
+        let source = (width: frame.pointee.width, height: frame.pointee.height, format: frame.pointee.format)
+        if scaler == nil || scalerSource.map({ $0 != source }) ?? true {
+            sws_freeContext(scaler)
+            scaler = try Self.makeScaler(from: source, to: (context.pointee.width, context.pointee.height))
+            scalerSource = source
+        }
         let output: UnsafeMutablePointer<AVFrame>
         if let reused = scaledFrame {
             output = reused.pointer
@@ -116,13 +141,37 @@ final class VideoEncoder {
         return output
     }
 
-    /// Seconds of video handed to the encoder so far (its last frame's time).
-    package var seconds: Double { lastTimestamp == .min ? 0 : Double(lastTimestamp) * av_q2d(sourceTimeBase) }
+
+    /// A scaler to 8-bit 4:2:0 at the output size, bicubic, on as many threads as there are
+    /// cores (libswscale's `threads`, as the ffmpeg program's scale filter sets it): scaling a
+    /// 1080p frame on one thread was a serial step between the decoder's and libx264's threads.
+    private static func makeScaler(from source: (width: Int32, height: Int32, format: Int32),
+                                   to output: (Int32, Int32)) throws(Reason) -> OpaquePointer {
+        guard let made = sws_alloc_context() else { throw Reason(code: .ioError, message: "libswscale cannot allocate a scaler: out of memory") }
+        let object = UnsafeMutableRawPointer(made)
+        let settings: [(String, Int64)] = [
+            ("srcw", Int64(source.width)), ("srch", Int64(source.height)), ("src_format", Int64(source.format)),
+            ("dstw", Int64(output.0)), ("dsth", Int64(output.1)), ("dst_format", Int64(AV_PIX_FMT_YUV420P.rawValue)),
+            ("sws_flags", Int64(SWS_BICUBIC)), ("threads", Int64(min(4, max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))))),
+        ]
+        for (name, value) in settings where av_opt_set_int(object, name, value, 0) < 0 {
+            sws_freeContext(made)
+            throw Reason(code: .ioError, message: "libswscale refused \(name)")
+        }
+        guard sws_init_context(made, nil, nil) >= 0 else {
+            sws_freeContext(made)
+            throw Reason(code: .corruptMedia, message: "libswscale cannot convert the frame's pixel format")
+        }
+        return made
+    }
 
     private func drain(_ write: (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void) throws(Reason) {
         let packet = try AVPacketBox()
         let rate = context.pointee.framerate
-        while avcodec_receive_packet(context, packet.pointer) >= 0 {
+        while true {
+            let received = avcodec_receive_packet(context, packet.pointer)
+            if received == FFmpeg.tryAgain || received == FFmpeg.endOfFile { return }
+            guard received >= 0 else { throw FFmpeg.failure(.ioError, "libx264 failed", received) }
             defer { av_packet_unref(packet.pointer) }
             // libx264 leaves durations unset; without one the muxer ends the track (and its edit
             // list) at the last frame's start, and players drop that frame.

@@ -80,6 +80,12 @@ public enum AddressClassifier {
         }
         if first10Zero && bytes[10] == 0xFF && bytes[11] == 0xFF { return classify(ipv4: embeddedIPv4) } // ::ffff:a.b.c.d
         if bytes[0..<12].allSatisfy({ $0 == 0 }) { return classify(ipv4: embeddedIPv4) }                  // ::a.b.c.d (deprecated)
+        if bytes[0..<8].allSatisfy({ $0 == 0 }) && bytes[8..<12] == [0xFF, 0xFF, 0, 0] {                  // ::ffff:0:a.b.c.d (IPv4-translated, RFC 2765)
+            return classify(ipv4: embeddedIPv4)
+        }
+        if bytes[0..<6] == [0x00, 0x64, 0xFF, 0x9B, 0x00, 0x01] {                                         // 64:ff9b:1::/48 local NAT64 (RFC 8215)
+            return classify(ipv4: embeddedIPv4)
+        }
         if bytes[0..<12] == [0x00, 0x64, 0xFF, 0x9B, 0, 0, 0, 0, 0, 0, 0, 0] {                            // 64:ff9b::/96 NAT64
             return classify(ipv4: embeddedIPv4)
         }

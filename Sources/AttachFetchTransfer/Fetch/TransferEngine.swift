@@ -209,7 +209,7 @@ package final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
             return
         }
         active[transfer.handle] = transfer
-        logger.trace("transfer started", metadata: ["url": "\(job.spec.url)"])
+        logger.trace("transfer started", metadata: ["url": "\(URLRedaction.redacted(job.spec.url))"])
     }
 
     package func finish(_ handle: UnsafeMutableRawPointer, curlCode: CURLcode?) {
@@ -226,7 +226,7 @@ package final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
         }
         let outcome = transfer.complete(curlCode: curlCode)
         logger.trace("transfer finished", metadata: [
-            "url": "\(transfer.job.spec.url)",
+            "url": "\(URLRedaction.redacted(transfer.job.spec.url))",
             "result": "\(outcome.failure?.code.rawValue ?? "ok")",
         ])
         ended(transfer.job, outcome)
@@ -274,7 +274,7 @@ package final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
         }
         if retrying, let retryAt {
             pauses[host] = max(pauses[host] ?? retryAt, retryAt)
-            logger.debug("retrying after Retry-After", metadata: ["url": "\(job.spec.url)"])
+            logger.debug("retrying after Retry-After", metadata: ["url": "\(URLRedaction.redacted(job.spec.url))"])
         } else {
             job.finish(outcome)
         }

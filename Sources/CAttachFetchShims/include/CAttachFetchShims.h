@@ -27,10 +27,20 @@ ssize_t af_receive_with_descriptors(int socket, void *bytes, size_t count, int *
 int af_prctl_set_no_new_privs(void);
 // PR_SET_PDEATHSIG: the worker is killed when the thread that started it ends.
 int af_prctl_set_parent_death_signal(int signal);
-// PR_SET_SECCOMP with SECCOMP_MODE_FILTER: installs a classic-BPF system-call filter.
-int af_prctl_set_seccomp_filter(struct sock_filter *instructions, unsigned short count);
+// seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC): installs a classic-BPF
+// system-call filter on every thread of the process (glibc has no wrapper; syscall is variadic).
+int af_seccomp_set_filter_all_threads(struct sock_filter *instructions, unsigned short count);
 // unshare is declared only under _GNU_SOURCE, which Swift's Glibc module does not define.
 int af_unshare(int flags);
+// PR_SET_DUMPABLE: 0 makes the process's memory, descriptors and environment in /proc
+// (ptrace's access check) closed to every process without CAP_SYS_PTRACE.
+int af_prctl_set_dumpable(int dumpable);
+// PR_CAPBSET_DROP: the capability can never be gained again, by exec or otherwise.
+int af_prctl_drop_bounding_capability(int capability);
+// PR_CAP_AMBIENT with PR_CAP_AMBIENT_CLEAR_ALL.
+int af_prctl_clear_ambient_capabilities(void);
+// capset(2) with every set empty (glibc has no wrapper; syscall is variadic).
+int af_capset_none(void);
 
 // socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC): Swift sees <sys/socket.h>'s SOCK_* constants
 // only through whichever module includes that header first, so it cannot name them reliably.
@@ -38,9 +48,6 @@ int af_socketpair_stream_cloexec(int fds[2]);
 // posix_spawn_file_actions_addclosefrom_np (glibc 2.34+) is declared only under _GNU_SOURCE:
 // the worker inherits no descriptor of the pipeline's but its socket.
 int af_spawn_close_from(void *actions, int lowest);
-// close_range (glibc 2.34+) is declared only under _GNU_SOURCE: a worker forked from the
-// program's process closes every descriptor it inherited but its socket.
-int af_close_from(int lowest);
 // PR_SET_NAME (prctl is variadic): a forked worker carries the program's name and takes the
 // spawned worker's; threads name themselves with it too (as ps and the tests see them, 15
 // characters kept).

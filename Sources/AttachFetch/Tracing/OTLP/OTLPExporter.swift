@@ -10,7 +10,7 @@ import Logging
 ///
 /// Written on the libcurl engine rather than swift-otel's exporter: a first debug build of
 /// swift-otel 1.6.0 with only its OTLP/HTTP trait (async-http-client, swift-nio-ssl,
-/// swift-protobuf) took 3 min 2 s on this 2-core machine, measured 2026-11-27, where the test
+/// swift-protobuf) takes about 3 minutes on a 2-core machine, where the test
 /// command's budget is 10 minutes including the build and a clean build of the project alone
 /// takes about 4 (247 s); this exporter adds seconds (docs/observability.md#why-not-swift-otel).
 package final class OTLPExporter: Sendable {

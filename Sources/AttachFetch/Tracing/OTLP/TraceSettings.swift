@@ -38,6 +38,8 @@ package struct TraceSettings: Sendable {
         guard let url = URLComponents(string: endpoint), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host != nil else {
             throw TraceSettingsError("the OTLP endpoint must be an http or https URL, not '\(endpoint.prefix(80))'")
         }
+        // `http/protobuf` is OpenTelemetry's default name, so it is accepted; what is sent is
+        // JSON either way, which OTLP/HTTP receivers take on the same path by its Content-Type.
         let proto = value("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") ?? value("OTEL_EXPORTER_OTLP_PROTOCOL")
         if let proto, !["http/json", "http/protobuf"].contains(proto.lowercased()) {
             throw TraceSettingsError("attach-fetch exports OTLP over HTTP in JSON; OTEL_EXPORTER_OTLP_PROTOCOL '\(proto)' is not one it speaks (use http/json)")

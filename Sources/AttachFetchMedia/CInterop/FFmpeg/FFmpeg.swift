@@ -11,6 +11,10 @@ package enum FFmpeg {
     /// AVERROR_EOF and AV_NOPTS_VALUE are C macros Swift cannot import.
     static let endOfFile: Int32 = -Int32(bitPattern: 0x45 | 0x4F << 8 | 0x46 << 16 | 0x20 << 24)
     static let noTimestamp = Int64.min
+    /// AVERROR(EAGAIN): the codec wants input first (or has output first), not an error.
+    static let tryAgain = -EAGAIN
+    /// `AV_TIME_BASE_Q` (a macro Swift does not import): microseconds.
+    static let microseconds = AVRational(num: 1, den: AV_TIME_BASE)
 
     /// An AVIOContext's seek callback on a file descriptor: AVSEEK_SIZE asks for the size, and
     /// AVSEEK_FORCE is a hint for network streams that a file ignores.
@@ -49,6 +53,8 @@ final class AVFileIO {
 
     let context: UnsafeMutablePointer<AVIOContext>
     private let descriptor: Descriptor
+    /// The descriptor read or written through.
+    var fd: Int32 { descriptor.fd }
 
     /// Takes `fd` over: it is closed with this object, or at once when this throws.
     init(fd: Int32, writable: Bool) throws(Reason) {
@@ -163,6 +169,12 @@ final class AVInput {
         (0..<Int(context.pointee.nb_streams)).compactMap { context.pointee.streams[$0] }
     }
 
+    /// The file's size in bytes.
+    var fileBytes: Int64 {
+        var info = stat()
+        return fstat(file.fd, &info) == 0 ? Int64(info.st_size) : 0
+    }
+
     /// The container's duration in seconds, when it states one.
     package var duration: Double? {
         let value = context.pointee.duration
@@ -176,10 +188,14 @@ final class AVDecoder {
     package let stream: UnsafeMutablePointer<AVStream>
     package let name: String
 
-    /// - Parameter threads: 1 for the probe's few frames (the pipeline's worker threads are the
-    ///   parallelism); a transcode, which decodes every frame beside libx264's two threads, asks
-    ///   for 2.
-    init(stream: UnsafeMutablePointer<AVStream>, allowed: Set<String>, threads: Int32 = 1) throws(Reason) {
+    /// - Parameters:
+    ///   - threads: 1 for the probe's few frames (the pipeline's worker threads are the
+    ///     parallelism); a transcode, which decodes every frame beside libx264's two threads,
+    ///     asks for 2.
+    ///   - maxPixels: the most pixels a frame may have (`max_pixels`): the decoder refuses a
+    ///     larger one, even when the stream's header states a smaller size and a later frame
+    ///     grows (libdav1d and libavcodec's own decoders honour it).
+    init(stream: UnsafeMutablePointer<AVStream>, allowed: Set<String>, threads: Int32 = 1, maxPixels: Int) throws(Reason) {
         self.stream = stream
         let parameters = stream.pointee.codecpar!
         // A codec FFmpeg cannot decode at all (MPEG-H 3D audio, AC-4, VVC on Debian 12's
@@ -201,6 +217,7 @@ final class AVDecoder {
             throw FFmpeg.failure(.corruptMedia, "bad \(name) parameters", copied)
         }
         context.pointee.thread_count = threads
+        context.pointee.max_pixels = Int64(max(1, maxPixels))
         let status = avcodec_open2(context, codec, nil)
         guard status >= 0 else {
             throw FFmpeg.failure(.corruptMedia, "FFmpeg cannot open the \(name) decoder", status)

@@ -1,3 +1,5 @@
+import AttachFetchCore
+
 /// Whether, and how far, one attachment's sound and video may be re-encoded: the pipeline's
 /// `transcode` and `transcodeMaxLongEdge`, or a request's own (`AttachmentRequest.transcoding`).
 /// Checked when made, so that a bad value is an error naming it, never a failed attachment.

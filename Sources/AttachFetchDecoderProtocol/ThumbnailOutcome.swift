@@ -1,3 +1,5 @@
+import AttachFetchCore
+
 /// What the thumbnail stage learned and made.
 package struct ThumbnailOutcome: Sendable, Codable {
     /// Width and height of the original as displayed (EXIF orientation applied).
@@ -10,4 +12,14 @@ package struct ThumbnailOutcome: Sendable, Codable {
     package var time: Double?
     /// The size of the file written, as its writer knows it (so nobody asks the file).
     package var bytes: Int64?
+
+    package init(sourceWidth: Int, sourceHeight: Int, file: String, width: Int, height: Int, time: Double? = nil, bytes: Int64? = nil) {
+        self.sourceWidth = sourceWidth
+        self.sourceHeight = sourceHeight
+        self.file = file
+        self.width = width
+        self.height = height
+        self.time = time
+        self.bytes = bytes
+    }
 }

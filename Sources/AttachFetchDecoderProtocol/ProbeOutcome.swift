@@ -1,3 +1,5 @@
+import AttachFetchCore
+
 /// What FFmpeg learned about an audio or video file.
 package struct MediaProbe: Sendable, Equatable, Codable {
     /// Seconds, when the container states a duration.
@@ -7,6 +9,14 @@ package struct MediaProbe: Sendable, Equatable, Codable {
     /// The video's size as displayed (sample aspect ratio and rotation applied).
     package var width: Int?
     package var height: Int?
+
+    package init(duration: Double? = nil, videoCodec: String? = nil, audioCodec: String? = nil, width: Int? = nil, height: Int? = nil) {
+        self.duration = duration
+        self.videoCodec = videoCodec
+        self.audioCodec = audioCodec
+        self.width = width
+        self.height = height
+    }
 }
 
 package struct ProbeOutcome: Sendable, Codable {
@@ -18,4 +28,11 @@ package struct ProbeOutcome: Sendable, Codable {
     package var poster: ThumbnailOutcome?
     /// Set instead of a poster when the video is one iOS cannot play and converting is on.
     package var conversion: PlayableMedia.Conversion?
+
+    package init(probe: MediaProbe, resolvedType: MediaType, poster: ThumbnailOutcome? = nil, conversion: PlayableMedia.Conversion? = nil) {
+        self.probe = probe
+        self.resolvedType = resolvedType
+        self.poster = poster
+        self.conversion = conversion
+    }
 }

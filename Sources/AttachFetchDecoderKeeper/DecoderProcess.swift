@@ -1,4 +1,6 @@
 internal import CAttachFetchShims
+import AttachFetchCore
+import AttachFetchDecoderProtocol
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -13,16 +15,13 @@ package final class DecoderProcess {
     private let socket: Int32
     private var alive = true
     private let exitGraceMilliseconds: Int
-
-    /// A worker's whole environment, started or forked (`DecoderReserve` sets the same).
-    /// SWIFT_BACKTRACE=enable=no: the Swift runtime's crash handler would try to start its
-    /// backtracer (an exec the seccomp filter refuses) and, for a signal sent from outside,
-    /// return and carry on; a worker that faults must simply die, for the pipeline to see.
-    /// VIPSHOME=/dev/null: libvips maps none of its optional modules at start (the HEIF one
-    /// is loaded when first needed), which halves a worker's start.
-    static let workerEnvironment: [(name: String, value: String)] = [
-        ("LC_ALL", "C"), ("SWIFT_BACKTRACE", "enable=no"), ("VIPSHOME", "/dev/null"),
-    ]
+    /// Each job's CPU time, and the worker's in all (`DecoderWorker.Limits.cpuSeconds`).
+    private let cpuSecondsPerJob: Int
+    private let cpuSecondsInAll: Int
+    /// The worker's CPU seconds, as last read (`CPUTime`), and the jobs answered since.
+    private var cpuUsed = 0.0
+    private var jobsSinceReading = 0
+    private lazy var cpuTime = CPUTime(pid: pid)
 
     /// How the pipeline's threads start their workers.
     package struct Launch: Sendable {
@@ -30,7 +29,7 @@ package final class DecoderProcess {
         package var memoryBytes: Int
         package var cpuSecondsPerJob: Int
         package var fileSizeBytes: Int
-        /// Whether a worker the program forked at its start (`DecoderReserve`) may be taken:
+        /// Whether a worker the program started ahead of need (`DecoderReserve`) may be taken:
         /// only for the default worker, which is what a reserved one is.
         package var takesReserved: Bool
         /// How long a worker no longer needed may take to exit before it is killed.
@@ -44,9 +43,11 @@ package final class DecoderProcess {
     }
 
     package init(_ launch: Launch) throws(Reason) {
-        let limits = DecoderWorker.Limits(memoryBytes: launch.memoryBytes, cpuSecondsPerJob: launch.cpuSecondsPerJob,
+        let inAll = Self.cpuSecondsInAll(perJob: launch.cpuSecondsPerJob)
+        let limits = DecoderWorker.Limits(memoryBytes: launch.memoryBytes, cpuSeconds: inAll,
                                           fileSizeBytes: launch.fileSizeBytes, parent: getpid())
         exitGraceMilliseconds = launch.exitGraceMilliseconds
+        (cpuSecondsPerJob, cpuSecondsInAll) = (launch.cpuSecondsPerJob, inAll)
         if launch.takesReserved, let reserved = DecoderReserve.take() {
             // Its limits first, applied before it reads any job.
             if Frame.write(limits.handshake, to: reserved.socket) {
@@ -58,6 +59,36 @@ package final class DecoderProcess {
             kill(reserved.pid, SIGKILL)
             while waitpid(reserved.pid, nil, 0) < 0 && errno == EINTR {}
         }
+        (pid, socket) = try Self.spawn(launch.executable, arguments: limits.arguments)
+    }
+
+    /// This process made non-dumpable before its first worker starts: its memory, descriptors
+    /// and environment under /proc (`/proc/PID/mem` is as strong as the `process_vm_writev`
+    /// the workers' filter refuses) are then open only to a process with CAP_SYS_PTRACE, which
+    /// no worker has (it drops every capability). Seccomp cannot match paths; this closes them.
+    private static let closedToWorkers: Void = { _ = af_prctl_set_dumpable(0) }()
+
+    /// The same, ahead of any worker (for a program that starts a confined process itself).
+    package static func closeThisProcessToWorkers() { _ = closedToWorkers }
+
+    /// `attach-fetch-decoder` in the running program's directory: the default worker.
+    package static var executablePathBesideProgram: String {
+        let own = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        return ((own as NSString).deletingLastPathComponent as NSString).appendingPathComponent("attach-fetch-decoder")
+    }
+
+    /// The same, when it is there and executable.
+    static func executableBesideProgram() -> String? {
+        let path = executablePathBesideProgram
+        return access(path, X_OK) == 0 ? path : nil
+    }
+
+    /// Starts `executable` as a decoder worker with `arguments`: its socket as standard input
+    /// and output, standard error to /dev/null, no other descriptor of this process, default
+    /// signal dispositions and an empty mask, and `DecoderWorker.environment` as its whole
+    /// environment. Answers its pid and this side's end of the socket.
+    static func spawn(_ executable: String, arguments: [String]) throws(Reason) -> (pid: pid_t, socket: Int32) {
+        _ = closedToWorkers
         var pair: [Int32] = [-1, -1]
         guard af_socketpair_stream_cloexec(&pair) == 0 else {
             throw Reason(code: .ioError, message: "cannot make the decoder's socket: \(String(cString: strerror(errno)))")
@@ -81,20 +112,18 @@ package final class DecoderProcess {
         posix_spawnattr_setsigdefault(&attributes, &all)
         posix_spawnattr_setsigmask(&attributes, &none)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-        let arguments = [launch.executable] + limits.arguments
-        let argv = arguments.map { strdup($0) } + [nil]
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
-        var environment = DecoderProcess.workerEnvironment.map { strdup("\($0.name)=\($0.value)") } + [nil]
+        var environment = DecoderWorker.environment.map { strdup("\($0.name)=\($0.value)") } + [nil]
         defer { environment.forEach { free($0) } }
         var child: pid_t = 0
-        let status = posix_spawn(&child, launch.executable, &actions, &attributes, argv, &environment)
+        let status = posix_spawn(&child, executable, &actions, &attributes, argv, &environment)
         close(pair[1])
         guard status == 0 else {
             close(pair[0])
-            throw Reason(code: .ioError, message: "cannot start \(launch.executable): \(String(cString: strerror(status)))")
+            throw Reason(code: .ioError, message: "cannot start \(executable): \(String(cString: strerror(status)))")
         }
-        pid = child
-        socket = pair[0]
+        return (child, pair[0])
     }
 
     deinit { stop(waitingUpTo: exitGraceMilliseconds) }
@@ -106,11 +135,15 @@ package final class DecoderProcess {
     /// `decoderCrashed` with the signal. Either way the files the job may have made are removed
     /// when it did not answer.
     package func run(_ job: DecodeJob, isAbandoned: () -> Bool) -> DecodeAnswer {
+
         // Unnamed files go as descriptors: the worker reads and writes them through its copies.
         guard let request = JobWire.encode(job), Frame.write(request, to: socket, descriptors: job.unnamedDescriptors) else {
             return died(job)
         }
         var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        let allowance = cpuAllowance(job)
+        var started: Double?
+        var polls = 0
         while true {
             if isAbandoned() {
                 stop(waitingUpTo: 0)
@@ -120,11 +153,74 @@ package final class DecoderProcess {
             let ready = poll(&poller, 1, 10)
             if ready < 0 && errno != EINTR { return died(job) }
             if ready > 0 { break }
+            // The job's CPU time, every 100 ms, counted from the first reading (a job shorter
+            // than that is never read: its first 0.1 s per thread is not counted).
+            polls += 1
+            guard polls % Self.pollsPerCPUReading == 0, let used = cpuTime.seconds() else { continue }
+            cpuUsed = used
+            guard let first = started else {
+                started = used
+                continue
+            }
+            if used - first > allowance {
+                stop(waitingUpTo: 0)
+                job.possibleOutputs.forEach { _ = unlink($0) }
+                return DecodeAnswer(failure: Reason(code: .decoderCrashed, message: "the decoder process used more than its \(Int(allowance.rounded(.up))) CPU seconds for this job and was stopped (decoderCPUSecondsPerJob)"))
+            }
         }
-        guard let reply = Frame.read(from: socket), let answer = JobWire.decodeAnswer(reply) else {
+        // The rest of the answer must follow at once: a worker that sends part of one and stops
+        // is ended, not waited for. (One that sends more than one answer is ended before its
+        // next job: `spokeUnasked`.)
+        guard let reply = Frame.read(from: socket, withinMilliseconds: Self.answerArrivalMilliseconds),
+              let answer = JobWire.decodeAnswer(reply) else {
             return died(job)
         }
+        // Short jobs are never read while they run: every so often, after one.
+        jobsSinceReading += 1
+        if jobsSinceReading >= Self.jobsPerCPUReading, let used = cpuTime.seconds() {
+            (cpuUsed, jobsSinceReading) = (used, 0)
+        }
         return answer
+    }
+
+    /// How long the rest of an answer may take once its first byte is there.
+    static let answerArrivalMilliseconds: Int32 = 2_000
+
+    /// Ends the worker at once: its answer was refused.
+    func end() { stop(waitingUpTo: 0) }
+
+    /// Whether something waits on the socket between jobs: an answer nobody asked for (a
+    /// second one to the last job), which would be read as the next job's, or a hang-up.
+    var spokeUnasked: Bool { alive && Frame.arrives(on: socket, withinMilliseconds: 0) }
+
+    /// Polls (10 ms each) between readings of the worker's CPU time while a job runs, and
+    /// jobs between readings after one.
+    static let pollsPerCPUReading = 10
+    static let jobsPerCPUReading = 16
+
+    /// The worker's CPU time in all: room for many jobs (a worker is reused), at least ten
+    /// minutes; a worker near it is replaced before its next job (`hasCPUFor`).
+    static func cpuSecondsInAll(perJob: Int) -> Int { max(600, perJob * 30) }
+
+    /// The CPU seconds a job may use: `decoderCPUSecondsPerJob`, and for a transcode that
+    /// stops itself at its budget's end, that much more per core for every second until then
+    /// (its decoder and encoder run on every core there is).
+    func cpuAllowance(_ job: DecodeJob) -> Double {
+        let base = Double(cpuSecondsPerJob)
+        guard let stopAt = job.encodingStopsAt else { return base }
+        let now = TranscodeBudget.now()
+        let seconds = stopAt > now ? Double(stopAt - now) / 1e9 : 0
+        return base + seconds * Double(Self.cores)
+    }
+
+    /// Cores this process may run on.
+    static let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
+
+    /// Whether the worker's own CPU limit leaves room for `job`'s allowance: otherwise the
+    /// keeper starts a fresh worker rather than let the kernel end this one midway.
+    func hasCPUFor(_ job: DecodeJob) -> Bool {
+        // The margin covers what the jobs since the last reading used (short ones, < 0.1 s each).
+        cpuUsed + cpuAllowance(job) < Double(cpuSecondsInAll) - 5
     }
 
     /// The worker stopped answering: reap it and say why.
@@ -141,6 +237,7 @@ package final class DecoderProcess {
     private func stop(waitingUpTo milliseconds: Int) -> String {
         guard alive else { return "had already stopped" }
         alive = false
+        cpuTime.close()
         close(socket)
         var status: Int32 = 0
         var waited = 0

@@ -1,3 +1,4 @@
+import AttachFetchCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -6,13 +7,13 @@ import Glibc
 /// kept for what follows it: flushing the encoders' look-ahead, writing the index first, probing
 /// the result and making its poster, the Android variant, publishing.
 ///
-/// The reserve is 15 % of the time left, at least 0.5 s and at most 3 s. The tail after the stop
+/// The reserve is 10 % of the time left, at least 0.5 s and at most 2 s. The tail after the stop
 /// was measured on this project's clips (`VideoTranscodeTests`, `docs/media.md#by-the-deadline`):
 /// flush, index and probe of a 1280-pixel clip take 0.1–0.4 s on one core.
 package enum TranscodeBudget {
-    static let reserveShare = 0.15
-    static let minimumReserve: Duration = .milliseconds(500)
-    static let maximumReserve: Duration = .seconds(3)
+    package static let reserveShare = 0.10
+    package static let minimumReserve: Duration = .milliseconds(500)
+    package static let maximumReserve: Duration = .seconds(2)
 
     /// `CLOCK_MONOTONIC` now, in nanoseconds: one clock for the pipeline and its workers.
     package static func now() -> UInt64 {
@@ -22,7 +23,7 @@ package enum TranscodeBudget {
     }
 
     /// The instant encoding stops, for `remaining` time before the deadline.
-    static func stopAt(remaining: Duration) -> UInt64 {
+    package static func stopAt(remaining: Duration) -> UInt64 {
         let reserve = min(maximumReserve, max(minimumReserve, remaining * reserveShare))
         let encoding = max(.zero, remaining - reserve)
         let (seconds, attoseconds) = encoding.components
@@ -45,6 +46,19 @@ extension DecodeJob {
             return .remux(source: source, destinationBase: base, orTranscode: fallback)
         default:
             return self
+        }
+    }
+}
+
+extension DecodeJob {
+    /// When the job's encoding stops (`Limits.stopAt`, `CLOCK_MONOTONIC` nanoseconds), for a job
+    /// that may transcode under a budget; nil for every other.
+    package var encodingStopsAt: UInt64? {
+        switch self {
+        case .transcode(_, _, _, let limits): return limits.stopAt
+        case .normalize(_, _, _, let limits): return limits.animationAsVideo?.stopAt
+        case .remux(_, _, let fallback): return fallback?.limits.stopAt
+        default: return nil
         }
     }
 }

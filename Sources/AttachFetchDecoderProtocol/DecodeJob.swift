@@ -1,8 +1,9 @@
+import AttachFetchCore
 import Foundation
 
 /// One piece of work that hands downloaded bytes to a C decoder (libvips, libheif,
 /// libjpeg-turbo, FFmpeg, libswscale). The same description runs in-process or in a decoder
-/// worker process, so both ways run exactly the same code.
+/// worker process, so both ways run exactly the same code (`run`, in AttachFetchMedia).
 package enum DecodeJob: Codable, Sendable {
     case thumbnail(source: String, destinationBase: String, shape: Thumbnailer.Shape, limits: Thumbnailer.Limits)
     case normalize(source: String, type: MediaType, destinationBase: String, limits: ImageNormalizer.Limits)
@@ -13,45 +14,6 @@ package enum DecodeJob: Codable, Sendable {
     case remux(source: String, destinationBase: String, orTranscode: MediaTranscoder.Fallback? = nil)
     case transcode(source: String, type: MediaType, destinationBase: String, limits: MediaTranscoder.Limits)
 
-    /// Runs the job here, on the calling thread. `shouldStop` is checked between steps.
-    package func run(shouldStop: () -> Bool = { false }) -> DecodeAnswer {
-        // libvips' error buffer is per process: whatever an earlier job left in it (a fallback
-        // that failed quietly, a message nobody took) must not become this job's reason.
-        Vips.clearError()
-        let answer: DecodeAnswer
-        switch self {
-        case .thumbnail(let source, let destinationBase, let shape, let limits):
-            answer = .init(Thumbnailer.make(source: source, destinationBase: destinationBase, shape: shape, limits: limits), \.thumbnail)
-        case .normalize(let source, let type, let destinationBase, let limits):
-            switch ImageNormalizer.normalize(source: source, type: type, destinationBase: destinationBase,
-                                             limits: limits, shouldStop: shouldStop) {
-            case .success(let image?): answer = .init(.success(image), \.normalized)
-            case .failure(let reason): answer = .init(failure: reason)
-            case .success(nil):
-                // An animation too large as a GIF, moving as a video (`animationAsVideo`).
-                answer = .init(MediaTranscoder.transcode(source: source, type: type, destinationBase: destinationBase,
-                                                         limits: limits.animationAsVideo ?? .init(maxBytes: limits.maxBytes),
-                                                         shouldStop: shouldStop), \.transcoded)
-            }
-        case .probe(let source, let type, let thumbnailTime, let thumbnailBase, let shape, let limits):
-            answer = .init(MediaProber.probe(source: source, type: type, thumbnailTime: thumbnailTime,
-                                             thumbnailBase: thumbnailBase, shape: shape, limits: limits,
-                                             shouldStop: shouldStop), \.probed)
-        case .remux(let source, let destinationBase, let fallback):
-            let remuxed = VideoRemuxer.remux(source: source, destinationBase: destinationBase, shouldStop: shouldStop)
-            if case .failure(let reason) = remuxed, reason.code == .unsupportedType, let fallback {
-                answer = .init(MediaTranscoder.transcode(source: source, type: fallback.type, destinationBase: destinationBase,
-                                                         limits: fallback.limits, shouldStop: shouldStop), \.transcoded)
-            } else {
-                answer = .init(remuxed, \.remuxed)
-            }
-        case .transcode(let source, let type, let destinationBase, let limits):
-            answer = .init(MediaTranscoder.transcode(source: source, type: type, destinationBase: destinationBase, limits: limits,
-                                                     shouldStop: shouldStop), \.transcoded)
-        }
-        return answer.withoutWorkingPaths(source: source, outputBase: outputBase)
-    }
-
     package var source: String {
         switch self {
         case .thumbnail(let source, _, _, _), .normalize(let source, _, _, _), .probe(let source, _, _, _, _, _),
@@ -60,7 +22,7 @@ package enum DecodeJob: Codable, Sendable {
     }
 
     /// Where the job writes: this base plus an image extension.
-    var outputBase: String? {
+    package var outputBase: String? {
         switch self {
         case .thumbnail(_, let base, _, _), .normalize(_, _, let base, _): return base
         case .probe(_, _, _, let base, _, _): return base
@@ -70,14 +32,14 @@ package enum DecodeJob: Codable, Sendable {
 
     /// Every file the job may have made, for removal when it was killed or abandoned (an
     /// unnamed output is its ledger's to free).
-    var possibleOutputs: [String] {
+    package var possibleOutputs: [String] {
         guard let base = outputBase, UnnamedFile.descriptor(in: base) == nil else { return [] }
         return ["jpg", "png", "gif", "mp4", "m4a"].map { "\(base).\($0)" }
     }
 
     /// The descriptors of the unnamed files the job reads or writes (`UnnamedFile` working
     /// paths), source first: what a decoder worker is sent along with the job.
-    var unnamedDescriptors: [Int32] {
+    package var unnamedDescriptors: [Int32] {
         var found: [Int32] = []
         for path in [source, outputBase].compactMap({ $0 }) {
             if let descriptor = UnnamedFile.descriptor(in: path), !found.contains(descriptor) { found.append(descriptor) }
@@ -87,7 +49,7 @@ package enum DecodeJob: Codable, Sendable {
 
     /// The same job with each working path's descriptor replaced by `replacement` (the worker's
     /// copies of the pipeline's descriptors).
-    func replacingDescriptors(_ replacement: [Int32: Int32]) -> DecodeJob {
+    package func replacingDescriptors(_ replacement: [Int32: Int32]) -> DecodeJob {
         func map(_ path: String) -> String { UnnamedFile.replacingDescriptor(in: path, replacement) }
         switch self {
         case .thumbnail(let source, let base, let shape, let limits):

@@ -1,3 +1,4 @@
+import AttachFetchCore
 import Foundation
 
 /// What a decode job made, or why it failed: exactly one of the fields is set.
@@ -31,7 +32,7 @@ package struct DecodeAnswer: Codable, Sendable {
 
     /// The same answer with each working path's descriptor replaced (a worker's copy back to
     /// the pipeline's descriptor).
-    func replacingDescriptors(_ replacement: [Int32: Int32]) -> DecodeAnswer {
+    package func replacingDescriptors(_ replacement: [Int32: Int32]) -> DecodeAnswer {
         func map(_ path: String) -> String { UnnamedFile.replacingDescriptor(in: path, replacement) }
         var answer = self
         if let file = answer.thumbnail?.file { answer.thumbnail?.file = map(file) }
@@ -44,7 +45,7 @@ package struct DecodeAnswer: Codable, Sendable {
 
     /// A reason message never shows working paths: the decoders' messages may name the
     /// downloaded file or an output file, which mean nothing to the caller.
-    func withoutWorkingPaths(source: String, outputBase: String?) -> DecodeAnswer {
+    package func withoutWorkingPaths(source: String, outputBase: String?) -> DecodeAnswer {
         guard let failure else { return self }
         var message = failure.message.replacingOccurrences(of: source, with: "the downloaded file")
         if let outputBase { message = message.replacingOccurrences(of: outputBase, with: "the output file") }

@@ -1,3 +1,4 @@
+import AttachFetchCore
 import Foundation
 
 /// How jobs and answers travel on a decoder worker's socket. Thumbnail jobs and their answers
@@ -5,7 +6,7 @@ import Foundation
 /// decoding them as JSON took about a tenth of all CPU in a run of 200 small images through the
 /// workers, most of what isolation then cost. Every other job and answer goes as JSON (rare,
 /// and far more work each). The first byte says which.
-enum JobWire {
+package enum JobWire {
     private static let json: UInt8 = 0, thumbnail: UInt8 = 1, failure: UInt8 = 2
 
     package static func encode(_ job: DecodeJob) -> Data? {
@@ -27,7 +28,7 @@ enum JobWire {
         return out.data
     }
 
-    static func decodeJob(_ data: Data) -> DecodeJob? {
+    package static func decodeJob(_ data: Data) -> DecodeJob? {
         var input = Reader(data)
         switch input.byte() {
         case json: return try? JSONDecoder().decode(DecodeJob.self, from: data.dropFirst())
@@ -80,7 +81,7 @@ enum JobWire {
         return (try? JSONWriter.data(answer)).map { Data([json]) + $0 }
     }
 
-    static func decodeAnswer(_ data: Data) -> DecodeAnswer? {
+    package static func decodeAnswer(_ data: Data) -> DecodeAnswer? {
         var input = Reader(data)
         switch input.byte() {
         case json: return try? JSONDecoder().decode(DecodeAnswer.self, from: data.dropFirst())

@@ -1,0 +1,149 @@
+import AttachFetchCore
+import AttachFetchDecoderProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The keeper's reading of a decoder's answer: the worker proposes, the pipeline decides. A
+/// worker taken over by a file could otherwise name any file the pipeline can read as its
+/// output (to have it delivered and published), or any it can write (to have it removed), and
+/// state a size and hash for content-addressed publishing that are not the file's.
+///
+/// Every file an answer names must be the job's own output: its output base and an extension
+/// the job may make, a regular file (never a link), on a descriptor the pipeline gave it or in
+/// the job's place. Its size is the keeper's `fstat`; the SHA-256 of a delivered file is the
+/// keeper's own, read from the file itself; what the worker said of either is not used. A
+/// delivered file's bytes are sniffed with libmagic and must be of its extension's type; a
+/// thumbnail's must start as a JPEG or PNG does. An answer that breaks a rule is refused
+/// whole: the keeper ends that worker (`WorkerThread`).
+package enum AnswerCheck {
+    /// The extensions each kind of job may write (`DecodeJob.outputBase` plus one of these).
+    static func extensions(for job: DecodeJob) -> Set<String> {
+        switch job {
+        case .thumbnail: return ["jpg", "png"]
+        case .probe: return ["jpg", "png"]
+        // An animation too large as a GIF may come back as a video.
+        case .normalize: return ["jpg", "png", "gif", "mp4"]
+        // A remux that falls back to a transcode may find sound alone.
+        case .remux, .transcode: return ["mp4", "m4a"]
+        }
+    }
+
+    /// `answer` with every size and hash the keeper's own, or the reason it is refused.
+    /// - Parameter sniffer: the calling thread's libmagic handle, for the delivered files.
+    package static func verify(_ answer: DecodeAnswer, for job: DecodeJob, sniffer: () -> MagicSniffer?) -> Result<DecodeAnswer, Reason> {
+        if answer.failure != nil {
+            // A failure names no file; one that does is lying about something.
+            return answer.files.isEmpty ? .success(answer) : .failure(refused("a failure that names files"))
+        }
+        let made = [answer.thumbnail != nil, answer.normalized != nil, answer.probed != nil,
+                    answer.remuxed != nil, answer.transcoded != nil].filter { $0 }.count
+        guard made == 1, answer.isWhatJobMakes(job) else { return .failure(refused("an answer of another kind than its job")) }
+        guard let base = job.outputBase else {
+            return answer.files.isEmpty ? .success(answer) : .failure(refused("files for a job that writes none"))
+        }
+        let allowed = extensions(for: job)
+        var checked = answer
+        for file in answer.files {
+            guard let dot = file.lastIndex(of: "."), String(file[..<dot]) == base, allowed.contains(String(file[file.index(after: dot)...])) else {
+                return .failure(refused("an output it was not asked for"))
+            }
+            let delivered = file != answer.thumbnail?.file && file != answer.probed?.poster?.file
+            guard let facts = facts(of: file, hashing: delivered) else {
+                return .failure(refused("an output that is not a regular file of its own"))
+            }
+            let format = String(file[file.index(after: dot)...])
+            let sniffed = delivered ? sniffer().flatMap { magic in try? facts.prefix.withUnsafeBytes(magic.mimeType).get() } : nil
+            guard delivered ? sniffed.map(Self.extensions(ofMIME:))?.contains(format) == true : startsAsImage(facts.prefix, format) else {
+                return .failure(refused("a .\(format) file whose bytes are not of that type"))
+            }
+            checked.replaceFacts(of: file, bytes: facts.bytes, sha256: facts.sha256)
+        }
+        return .success(checked)
+    }
+
+    private static func refused(_ what: String) -> Reason {
+        Reason(code: .decoderCrashed, message: "the decoder process answered \(what); the answer was refused and the process ended")
+    }
+
+    /// The file's size, and its SHA-256 when `hashing`: read through the pipeline's own
+    /// descriptor for a working path, or opened without following a link. Nil for anything
+    /// but a regular file.
+    static func facts(of path: String, hashing: Bool) -> (bytes: Int64, sha256: String?, prefix: [UInt8])? {
+        let owned = UnnamedFile.descriptor(in: path) == nil
+        let fd = owned ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) : UnnamedFile.descriptor(in: path)!
+        guard fd >= 0 else { return nil }
+        defer { if owned { close(fd) } }
+        var status = stat()
+        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
+        let bytes = Int64(status.st_size)
+        guard hashing else {
+            var prefix = [UInt8](repeating: 0, count: 8)
+            let count = prefix.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+            return (bytes, nil, Array(prefix.prefix(max(0, count))))
+        }
+        // pread: a working file's offset is shared with its writer.
+        let digest = SHA256Digest()
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var offset: Int64 = 0
+        var prefix: [UInt8] = []
+        while offset < bytes {
+            let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(offset)) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return nil }
+            buffer.withUnsafeBytes { digest.update(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+            if offset == 0 { prefix = Array(buffer.prefix(min(count, 4_096))) }
+            offset += Int64(count)
+        }
+        guard let hex = try? digest.finalizeHex() else { return nil }
+        return (bytes, hex, prefix)
+    }
+
+    /// The extensions a libmagic answer allows: MPEG-4's brands are many, and the pipeline
+    /// probes what it delivers as MPEG-4 by its streams.
+    static func extensions(ofMIME mime: String) -> Set<String> {
+        guard let type = MediaType.forSniffedMIME(mime) else { return [] }
+        return [.mp4, .m4a, .m4v].contains(type) ? ["mp4", "m4a", "m4v"] : [type.fileExtension]
+    }
+
+    /// A thumbnail's first bytes: JPEG's start of image, or PNG's signature.
+    static func startsAsImage(_ prefix: [UInt8], _ format: String) -> Bool {
+        switch format {
+        case "jpg": return prefix.starts(with: [0xFF, 0xD8, 0xFF])
+        case "png": return prefix.starts(with: [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
+        default: return false
+        }
+    }
+}
+
+extension DecodeAnswer {
+    /// Whether the one thing this answer carries is what `job` makes.
+    func isWhatJobMakes(_ job: DecodeJob) -> Bool {
+        switch job {
+        case .thumbnail: return thumbnail != nil
+        case .probe: return probed != nil
+        case .normalize: return normalized != nil || transcoded != nil
+        case .remux: return remuxed != nil || transcoded != nil
+        case .transcode: return transcoded != nil
+        }
+    }
+
+    /// The keeper's size and hash in place of the worker's, for the output at `file`.
+    mutating func replaceFacts(of file: String, bytes: Int64, sha256: String?) {
+        if thumbnail?.file == file { thumbnail?.bytes = bytes }
+        if probed?.poster?.file == file { probed?.poster?.bytes = bytes }
+        guard let sha256 else { return }
+        if normalized?.file == file {
+            normalized?.bytes = bytes
+            normalized?.sha256 = sha256
+        }
+        if remuxed?.file == file {
+            remuxed?.bytes = bytes
+            remuxed?.sha256 = sha256
+        }
+        if transcoded?.file == file {
+            transcoded?.bytes = bytes
+            transcoded?.sha256 = sha256
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import AttachFetchCore
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The decoder worker: a process that runs decode jobs for an `AttachmentPipeline`, one at a
+/// time, read from standard input and answered on standard output (a socket the pipeline
+/// holds). What runs inside it is in AttachFetchMedia (`DecoderWorker.main(arguments:)`); what
+/// starts, feeds and ends it is in AttachFetchDecoderKeeper. This is what the two share.
+public enum DecoderWorker {
+    /// Limits a worker applies to itself, passed on its command line.
+    package struct Limits: Equatable {
+        package var memoryBytes: Int
+        /// The worker's CPU time in all its life (`RLIMIT_CPU`, soft and hard alike, so that a
+        /// worker taken over cannot raise it): a backstop; each job is held to its own share by
+        /// the keeper, which ends the worker past it (`DecoderProcess`).
+        package var cpuSeconds: Int
+        package var fileSizeBytes: Int
+        package var parent: pid_t
+
+        package var arguments: [String] {
+            ["--memory", "\(memoryBytes)", "--cpu", "\(cpuSeconds)", "--file-size", "\(fileSizeBytes)", "--parent", "\(parent)"]
+        }
+
+        /// The same, as the first message to a forked worker (`DecoderReserve`).
+        package var handshake: Data { Data(arguments.joined(separator: " ").utf8) }
+
+        package init?(handshake: Data) {
+            self.init(arguments: String(decoding: handshake, as: UTF8.self).split(separator: " ").map(String.init))
+        }
+
+        package init(memoryBytes: Int, cpuSeconds: Int, fileSizeBytes: Int, parent: pid_t) {
+            self.memoryBytes = memoryBytes
+            self.cpuSeconds = cpuSeconds
+            self.fileSizeBytes = fileSizeBytes
+            self.parent = parent
+        }
+
+        package init?(arguments: [String]) {
+            var values: [String: Int] = [:]
+            var index = 0
+            while index + 1 < arguments.count {
+                guard let value = Int(arguments[index + 1]) else { return nil }
+                values[arguments[index]] = value
+                index += 2
+            }
+            guard index == arguments.count, let memory = values["--memory"], let cpu = values["--cpu"],
+                  let fileSize = values["--file-size"], let parent = values["--parent"] else { return nil }
+            self.init(memoryBytes: memory, cpuSeconds: cpu, fileSizeBytes: fileSize, parent: pid_t(parent))
+        }
+    }
+
+    /// A worker's whole environment: the keeper starts every worker with this and nothing else,
+    /// so that no variable of the program's (credentials among them) reaches a decoder.
+    /// SWIFT_BACKTRACE=enable=no: the Swift runtime's crash handler would try to start its
+    /// backtracer (an exec the seccomp filter refuses) and, for a signal sent from outside,
+    /// return and carry on; a worker that faults must simply die, for the pipeline to see.
+    /// VIPSHOME=/dev/null: libvips maps none of its optional modules at start (the HEIF one
+    /// is loaded when first needed), which halves a worker's start.
+    package static let environment: [(name: String, value: String)] = [
+        ("LC_ALL", "C"), ("SWIFT_BACKTRACE", "enable=no"), ("VIPSHOME", "/dev/null"),
+    ]
+
+    /// The argument that makes a started worker wait for its limits on its socket (the first
+    /// message) instead of reading them from its command line: a worker started ahead of need
+    /// (`DecoderReserve`), before any pipeline has a configuration.
+    package static let reservedArgument = "--reserved"
+}

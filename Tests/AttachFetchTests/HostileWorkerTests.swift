@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+@testable import AttachFetch
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A decoder worker taken over by a file (`hostile-decoder`, a real process speaking the job
+/// protocol) gets nothing past the keeper: each lie is refused, the attachment fails cleanly,
+/// no file outside the job's is delivered or removed, the lying worker is ended, and the pool
+/// goes on answering.
+@Suite struct HostileWorkerTests {
+    /// The hostile worker under the name that chooses what it does (`hostile-MODE`).
+    static func worker(_ mode: String, in scratch: Scratch) throws -> String {
+        let link = "\(scratch.path)/hostile-\(mode)"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: builtExecutable("hostile-decoder"))
+        return link
+    }
+
+    /// One batch of `names` through a pipeline whose one image worker is `mode`'s.
+    /// `scratch` holds the batch's files: the caller's, so that they outlive this call.
+    static func run(_ mode: String, _ names: [String], deadline: Duration = .seconds(20), in scratch: Scratch = Scratch(),
+                    _ configure: @escaping @Sendable (inout AttachFetchConfiguration) -> Void = { _ in }) async throws -> [AttachmentDescriptor] {
+        let tools = Scratch()
+        let executable = try worker(mode, in: tools)
+        return try await withPipeline(scratch, {
+            $0.decoderExecutable = executable
+            $0.thumbnailThreads = 1
+            $0.probeThreads = 1
+            configure(&$0)
+        }) { pipeline in
+            try await withMediaServer { server in
+                let first = await pipeline.process(names.map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)") }, deadline: deadline)
+                // The pool answers again afterwards: the lying worker was ended and replaced.
+                let again = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/\(names[0])")], deadline: deadline)
+                #expect(again.attachments.count == 1 && again.attachments[0].status != .timedOut || mode == "silent",
+                        "\(mode): the pool did not answer again: \(again.attachments.first?.reason?.message ?? "")")
+                // A worker that answered twice is ended before its next job: that job is answered
+                // by a fresh worker, never with the stale second answer.
+                if mode == "twice" {
+                    #expect(again.attachments.first?.status == .ready, "\(again.attachments.first?.reason?.message ?? "")")
+                }
+                return first.attachments
+            }
+        }
+    }
+
+    @Test func anOutputNamedOutsideTheJobIsRefusedAndLeftAlone() async throws {
+        let before = try sha256sum("/etc/passwd")
+        let d = try await Self.run("passwd", ["photo.jpg"])[0]
+        #expect(d.status == .rejected && d.reason?.code == .decoderCrashed, "\(d.status) \(d.reason?.message ?? "")")
+        #expect(d.reason?.message.contains("not asked for") == true, "\(d.reason?.message ?? "")")
+        #expect(d.file == nil && d.thumbnail == nil)
+        #expect(try sha256sum("/etc/passwd") == before, "/etc/passwd still there, unchanged")
+    }
+
+    @Test func anotherAttachmentsFileIsRefusedAndLeftWithIt() async throws {
+        let scratch = Scratch()
+        let attachments = try await Self.run("other", ["photo.jpg", "rotated.jpg"], in: scratch)
+        // One worker, jobs in either order: the first answered honestly, the second named the
+        // first one's output.
+        let honest = try #require(attachments.first { $0.status == .ready }, "\(attachments.map(\.status))")
+        let lying = try #require(attachments.first { $0.status != .ready }, "\(attachments.map(\.status))")
+        #expect(lying.reason?.code == .decoderCrashed && lying.reason?.message.contains("not asked for") == true,
+                "\(lying.status) \(lying.reason?.message ?? "")")
+        let thumbnail = try #require(honest.thumbnail?.file)
+        #expect(FileManager.default.fileExists(atPath: thumbnail), "the honest attachment's thumbnail was removed")
+        #expect(lying.thumbnail == nil && lying.file == nil)
+    }
+
+    @Test func aStatedSizeAndHashAreNotBelieved() async throws {
+        let scratch = Scratch()
+        let d = try await Self.run("lie", ["image.webp"], in: scratch)[0]
+        #expect(d.status == .ready, "\(d.reason?.message ?? "")")
+        let file = try #require(d.file)
+        #expect(d.bytes == fileSize(file) && d.bytes != 1, "\(d.bytes ?? 0) bytes for a file of \(fileSize(file))")
+        #expect(try d.sha256 == sha256sum(file) && d.sha256 != String(repeating: "0", count: 64), "\(d.sha256 ?? "")")
+    }
+
+    @Test func bytesOfAnotherTypeAreRefused() async throws {
+        let d = try await Self.run("notjpeg", ["image.webp"])[0]
+        #expect(d.reason?.code == .decoderCrashed && d.reason?.message.contains("not of that type") == true,
+                "\(d.status) \(d.reason?.message ?? "")")
+    }
+
+    @Test func halfAnAnswerEndsTheWorkerWithoutWaitingForTheDeadline() async throws {
+        let started = ContinuousClock.now
+        let d = try await Self.run("half", ["photo.jpg"], deadline: .seconds(30))[0]
+        #expect(d.reason?.code == .decoderCrashed, "\(d.status) \(d.reason?.message ?? "")")
+        // Both batches within the keeper's 2-s wait for the rest of an answer, not the 30-s deadline.
+        #expect(ContinuousClock.now - started < .seconds(20), "\(ContinuousClock.now - started)")
+    }
+
+    @Test func aWorkerThatNeverAnswersCostsItsAttachmentTheDeadlineOnly() async throws {
+        let d = try await Self.run("silent", ["photo.jpg"], deadline: .seconds(2))[0]
+        // A thumbnail is the one step a late image may go without (`skippedAtDeadline`).
+        #expect(d.status == .timedOut || d.reason?.code == .deadlineExceeded || (d.thumbnail == nil && d.skippedAtDeadline != nil),
+                "\(d.status) \(d.reason?.message ?? "") \(d.skippedAtDeadline ?? [])")
+    }
+
+    @Test func aSecondAnswerEndsTheWorker() async throws {
+        let d = try await Self.run("twice", ["photo.jpg"])[0]
+        #expect(d.status == .ready, "\(d.status) \(d.reason?.message ?? "")")
+    }
+
+    /// The keeper, not the worker's own limit, holds a job to its CPU seconds: a worker cannot
+    /// lift what the keeper counts.
+    @Test func aJobOverItsCPUSecondsIsEndedByTheKeeper() async throws {
+        let d = try await Self.run("spin", ["photo.jpg"], deadline: .seconds(20)) { $0.decoderCPUSecondsPerJob = 1 }[0]
+        #expect(d.reason?.code == .decoderCrashed && d.reason?.message.contains("CPU seconds") == true, "\(d.status) \(d.reason?.message ?? "")")
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+import Testing
+@testable import AttachFetch
+
+/// What a decoder taken over can do once confined (docs/security.md, "What a compromised
+/// decoder can do"): `filter-check` confines itself exactly as a worker does, then tries each
+/// thing and reports its errno.
+@Suite struct WorkerConfinementTests {
+    @Test func aConfinedWorkerReachesNothingButItself() async throws {
+        // As every program with workers is before its first one starts.
+        DecoderProcess.closeThisProcessToWorkers()
+        let run = try await tool(builtExecutable("filter-check"), [])
+        try #require(run.status == 0, "\(run.errors)")
+        var results: [String: String] = [:]
+        for line in run.output.split(separator: "\n") {
+            let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
+            if parts.count == 2 { results[parts[0]] = parts[1] }
+        }
+        let eperm = "\(EPERM)"
+        for denied in ["socket", "io_uring_setup", "unshare", "setns", "kill-parent", "tkill-self", "pidfd_open-parent"] {
+            #expect(results[denied] == eperm, "\(denied): \(results[denied] ?? "not tried")")
+        }
+        // glibc falls back to clone for its threads.
+        #expect(results["clone3"] == "\(ENOSYS)", "\(results["clone3"] ?? "")")
+        // abort() signals itself.
+        #expect(results["kill-self"] == "0" && results["tgkill-self"] == "0", "\(results)")
+        // The parent's memory and environment: closed (it is non-dumpable; the worker holds no capability).
+        #expect(results["open-parent-mem"] != "0" && results["open-parent-environ"] != "0", "\(results)")
+        for limit in ["cpu", "data", "fsize", "core"] {
+            #expect(results["limit-\(limit)"] == "equal", "\(limit): soft and hard differ")
+            #expect(results["raise-\(limit)"] == eperm, "\(limit): raised by the worker")
+        }
+        for set in ["CapEff", "CapPrm", "CapBnd", "CapAmb"] {
+            #expect(results[set] == "0000000000000000", "\(set): \(results[set] ?? "")")
+        }
+    }
+}
+
+extension WorkerConfinementTests {
+    /// A worker may always write what a converted video may be: a video limit above
+    /// `decoderFileSizeLimit` raises the worker's limit with it, instead of ending every remux
+    /// of a large video with SIGXFSZ. Not converting, the setting stands as it is.
+    @Test func theWorkersFileSizeLimitFollowsTheVideoLimit() {
+        var configuration = AttachFetchConfiguration()
+        #expect(configuration.workerFileSizeLimit == 64 << 20)
+        configuration.sizeLimits.video = 100 << 20
+        #expect(configuration.workerFileSizeLimit == (100 << 20) + (1 << 20))
+        configuration.normalize = false
+        #expect(configuration.workerFileSizeLimit == 64 << 20)
+    }
+}

@@ -1,0 +1,110 @@
+// A decoder worker taken over: it speaks the job protocol (AttachFetchDecoderProtocol, the only
+// thing it links) and does what a compromised decoder would, for HostileWorkerTests. What it
+// does is its name's: the tests link it as `hostile-MODE` and name that as the pipeline's
+// `decoderExecutable` (a worker's environment and arguments are the keeper's, not the test's).
+//
+//   passwd   names /etc/passwd as its output
+//   other    answers its first job honestly, then names that job's output for the next one
+//   lie      writes a real JPEG, and states its size as 1 byte and its hash as zeros
+//   notjpeg  writes text where the JPEG should be
+//   half     sends the first bytes of an answer, then nothing
+//   silent   never answers
+//   twice    answers every job twice
+//   spin     burns CPU on every job
+import AttachFetchCore
+import AttachFetchDecoderProtocol
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let mode = String(URL(fileURLWithPath: CommandLine.arguments[0]).lastPathComponent.dropFirst("hostile-".count))
+guard DecoderWorker.Limits(arguments: Array(CommandLine.arguments.dropFirst())) != nil else { exit(2) }
+
+/// An 8x8 red JPEG (made by ffmpeg), what this worker writes as every image it makes.
+let tinyJPEG: [UInt8] = {
+    let hex = "ffd8ffe000104a46494600010200000100010000fffe00104c61766335392e33372e31303000ffdb0043000814141714171b1b1b1b1b1b201e20212121202020202121212424242a2a2a2424242121242428282a2a2e2f2e2b2b2a2b2f2f3232323c3c3939464648565667ffc4004c0001010000000000000000000000000000000601010100000000000000000000000000000607100100000000000000000000000000000000110100000000000000000000000000000000ffc00011080008000803012200021100031100ffda000c03010002110311003f008b00517f7fffd9"
+    return stride(from: 0, to: hex.count, by: 2).map { UInt8(hex[hex.index(hex.startIndex, offsetBy: $0)..<hex.index(hex.startIndex, offsetBy: $0 + 2)], radix: 16)! }
+}()
+
+/// Writes `bytes` at an output path (a working path goes through its descriptor).
+func write(_ bytes: [UInt8], to path: String) {
+    let fd = UnnamedFile.descriptor(in: path).map { dup($0) } ?? open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    guard fd >= 0 else { return }
+    defer { close(fd) }
+    _ = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+    _ = ftruncate(fd, off_t(bytes.count))
+}
+
+/// What an honest worker would answer, roughly: a tiny JPEG as whatever the job makes.
+func made(_ job: DecodeJob, claimingBytes bytes: Int64? = nil, sha256: String? = nil) -> DecodeAnswer {
+    let base = job.outputBase ?? "/tmp/attach-fetch-hostile"
+    let file = base + ".jpg"
+    write(mode == "notjpeg" ? Array("not an image at all\n".utf8) : tinyJPEG, to: file)
+    let size = bytes ?? Int64(tinyJPEG.count)
+    var answer = DecodeAnswer(failure: Reason(code: .ioError, message: "unused"))
+    answer.failure = nil
+    switch job {
+    case .normalize:
+        answer.normalized = NormalizedImage(file: file, type: .jpeg, bytes: size, sha256: sha256 ?? String(repeating: "0", count: 64),
+                                            width: 8, height: 8, sourceWidth: 8, sourceHeight: 8, transforms: [.transcoded])
+    case .probe:
+        answer.probed = ProbeOutcome(probe: MediaProbe(duration: 1), resolvedType: .mp4,
+                                     poster: ThumbnailOutcome(sourceWidth: 8, sourceHeight: 8, file: file, width: 8, height: 8, time: 0, bytes: size))
+    default:
+        answer.thumbnail = ThumbnailOutcome(sourceWidth: 8, sourceHeight: 8, file: file, width: 8, height: 8, bytes: size)
+    }
+    return answer
+}
+
+func send(_ answer: DecodeAnswer, mapping: [Int32: Int32]) {
+    guard let data = JobWire.encode(answer.replacingDescriptors(mapping)) else { exit(4) }
+    _ = Frame.write(data, to: 1)
+}
+
+var previous: String?
+var received: [Int32] = []
+while let frame = Frame.read(from: 0, descriptors: &received) {
+    let copies = received
+    received = []
+    guard let sent = JobWire.decodeJob(frame), sent.unnamedDescriptors.count == copies.count else { exit(3) }
+    let toCopies = Dictionary(uniqueKeysWithValues: zip(sent.unnamedDescriptors, copies))
+    let toPipeline = Dictionary(uniqueKeysWithValues: toCopies.map { ($0.value, $0.key) })
+    let job = sent.replacingDescriptors(toCopies)
+    switch mode {
+    case "passwd":
+        var answer = made(job)
+        answer.thumbnail?.file = "/etc/passwd"
+        answer.normalized?.file = "/etc/passwd"
+        send(answer, mapping: toPipeline)
+    case "other":
+        var answer = made(job)
+        if let earlier = previous {
+            answer.thumbnail?.file = earlier
+            answer.normalized?.file = earlier
+        } else {
+            previous = answer.files.first.map { UnnamedFile.replacingDescriptor(in: $0, toPipeline) }
+        }
+        send(answer, mapping: toPipeline)
+    case "lie":
+        send(made(job, claimingBytes: 1), mapping: toPipeline)
+    case "half":
+        // Two bytes of a four-byte length, and no more.
+        let part: [UInt8] = [0x40, 0x00]
+        _ = part.withUnsafeBytes { Glibc.send(1, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        sleep(60)
+    case "silent":
+        sleep(60)
+    case "twice":
+        let answer = made(job)
+        send(answer, mapping: toPipeline)
+        send(answer, mapping: toPipeline)
+    case "spin":
+        var x: UInt64 = 1
+        while true { x = x &* 6364136223846793005 &+ 1442695040888963407; if x == 0 { print(x) } }
+    default:
+        send(made(job), mapping: toPipeline)
+    }
+    copies.forEach { close($0) }
+}
+exit(0)
