@@ -45,14 +45,14 @@ package enum AnswerCheck {
         let allowed = extensions(for: job)
         var checked = answer
         for file in answer.files {
-            guard let dot = file.lastIndex(of: "."), String(file[..<dot]) == base, allowed.contains(String(file[file.index(after: dot)...])) else {
+            guard let dot = file.lastIndex(of: "."), case let format = String(file[file.index(after: dot)...]),
+                  String(file[..<dot]) == base, allowed.contains(format) else {
                 return .failure(refused("an output it was not asked for"))
             }
             let delivered = file != answer.thumbnail?.file && file != answer.probed?.poster?.file
             guard let facts = facts(of: file, hashing: delivered) else {
                 return .failure(refused("an output that is not a regular file of its own"))
             }
-            let format = String(file[file.index(after: dot)...])
             let sniffed = delivered ? sniffer().flatMap { magic in try? facts.prefix.withUnsafeBytes(magic.mimeType).get() } : nil
             guard delivered ? sniffed.map(Self.extensions(ofMIME:))?.contains(format) == true : startsAsImage(facts.prefix, format) else {
                 return .failure(refused("a .\(format) file whose bytes are not of that type"))
@@ -70,8 +70,9 @@ package enum AnswerCheck {
     /// descriptor for a working path, or opened without following a link. Nil for anything
     /// but a regular file.
     static func facts(of path: String, hashing: Bool) -> (bytes: Int64, sha256: String?, prefix: [UInt8])? {
-        let owned = UnnamedFile.descriptor(in: path) == nil
-        let fd = owned ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) : UnnamedFile.descriptor(in: path)!
+        let working = UnnamedFile.descriptor(in: path)
+        let owned = working == nil
+        let fd = working ?? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else { return nil }
         defer { if owned { close(fd) } }
         var status = stat()
