@@ -21,8 +21,8 @@ public struct FetchedAttachment: Sendable, Equatable {
 }
 
 /// Downloads encrypted attachments and decrypts them record by record as they stream in, into
-/// files in `directory`: memory holds two records at most (of 16 MiB at most; 64 KiB as
-/// attach-fetch publishes), never the file, whatever the server sends. Each file's SHA-256 is
+/// files in `directory`: memory holds one range (`rangeBytes`) and two records at most (of
+/// 16 MiB at most; 64 KiB as attach-fetch publishes), never the file, whatever the server sends. Each file's SHA-256 is
 /// checked against the payload. Whatever fails, is cut off by the deadline or cancelled leaves
 /// no file behind.
 public final class EncryptedAttachmentFetcher: Sendable {
@@ -32,15 +32,22 @@ public final class EncryptedAttachmentFetcher: Sendable {
     /// publishes under. The payload's `bytes`, when smaller, is the limit; a body longer than
     /// the limit encrypts to is refused as it arrives (`tooLarge`).
     public let maxBytes: Int64
+    /// The most bytes asked for in one request. Default 4 MiB. An object is fetched in ranges
+    /// (`Range: bytes=…`) one after the other, and only a range's bytes are ever queued ahead
+    /// of the decryption, so memory stays bounded however fast the server sends. A server
+    /// that answers `200` with the whole object is taken only for an object no longer than
+    /// one range (`transferFailed` otherwise, before its body is read).
+    public let rangeBytes: Int64
     private let session: URLSession
     private let downloads: Downloads
 
     /// `configuration`'s session is used for every download (ephemeral by default: nothing is
     /// cached on disk in plaintext or otherwise).
     public init(directory: URL = FileManager.default.temporaryDirectory, maxBytes: Int64 = 52_428_800,
-                configuration: URLSessionConfiguration = .ephemeral) {
+                rangeBytes: Int64 = 4 << 20, configuration: URLSessionConfiguration = .ephemeral) {
         self.directory = directory
         self.maxBytes = maxBytes
+        self.rangeBytes = max(1, rangeBytes)
         let downloads = Downloads()
         self.downloads = downloads
         let queue = OperationQueue()
@@ -104,17 +111,36 @@ public final class EncryptedAttachmentFetcher: Sendable {
             return .failure(DeviceFetchError(.ioError, "cannot create a file in \(directory.path)"))
         }
         let limit = min(attachment.bytes ?? maxBytes, maxBytes)
-        let download = Download(attachment: attachment, decoder: ContentDecoder(key: key), output: handle, limit: limit)
-        var request = URLRequest(url: attachment.url)
-        request.cachePolicy = .reloadIgnoringLocalCacheData
-        let task = session.dataTask(with: request)
-        let outcome: Result<Int64, DeviceFetchError> = await withTaskCancellationHandler {
+        let download = Download(attachment: attachment, decoder: ContentDecoder(key: key), output: handle, limit: limit,
+                                rangeBytes: rangeBytes)
+        var outcome: Result<Download.Step, DeviceFetchError> = .success(.more)
+        while case .success(.more) = outcome {
+            outcome = Task.isCancelled ? .failure(downloads.stopReason(call: call, attachment)) : await fetchRange(of: download, call: call)
+        }
+        try? handle.close()
+        switch outcome {
+        case .success(.done(let bytes)):
+            return .success(FetchedAttachment(identifier: attachment.identifier, fileURL: file, typeHint: attachment.typeHint,
+                                              thumbnailOptions: attachment.thumbnailOptions, bytes: bytes))
+        case .success(.more):
+            preconditionFailure("the loop ends on the last range")
+        case .failure(let error):
+            try? FileManager.default.removeItem(at: file)
+            return .failure(error)
+        }
+    }
+
+    /// The download's next range, as a task of its own that the deadline and cancellation end.
+    private func fetchRange(of download: Download, call: UInt64?) async -> Result<Download.Step, DeviceFetchError> {
+        let attachment = download.attachment
+        let task = session.dataTask(with: download.nextRequest())
+        return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 download.start(continuation)
                 if downloads.add(download, for: task, call: call) {
                     task.resume()
                 } else {
-                    download.stop(DeviceFetchError(.deadlineExceeded, "the deadline came before \(attachment.identifier) started"))
+                    download.stop(DeviceFetchError(.deadlineExceeded, "the deadline came before \(attachment.identifier) was whole"))
                     download.complete(nil)
                     task.cancel()
                 }
@@ -122,15 +148,6 @@ public final class EncryptedAttachmentFetcher: Sendable {
         } onCancel: {
             download.stop(downloads.stopReason(call: call, attachment))
             task.cancel()
-        }
-        try? handle.close()
-        switch outcome {
-        case .success(let bytes):
-            return .success(FetchedAttachment(identifier: attachment.identifier, fileURL: file, typeHint: attachment.typeHint,
-                                              thumbnailOptions: attachment.thumbnailOptions, bytes: bytes))
-        case .failure(let error):
-            try? FileManager.default.removeItem(at: file)
-            return .failure(error)
         }
     }
 }

@@ -100,27 +100,42 @@ func withServer<T>(_ handler: @escaping LoopbackHTTPServer.Handler,
     }
 }
 
-/// Serves `objects` by path, whole, with a Content-Length.
+/// Serves `objects` by path with a Content-Length: the range asked for (206), else whole.
 func serve(_ objects: [String: [UInt8]]) -> LoopbackHTTPServer.Handler {
     { request, connection in
         guard let object = objects[request.path] else {
             return connection.respond(status: 404, reason: "Not Found", body: [])
         }
-        connection.respond(status: 200, contentType: "application/octet-stream", body: object)
+        guard let range = request.byteRange(ofLength: object.count) else {
+            return connection.respond(status: 200, contentType: "application/octet-stream", body: object)
+        }
+        connection.respond(status: 206, reason: "Partial Content", contentType: "application/octet-stream", body: Array(object[range]),
+                           extraHeaders: [("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(object.count)")])
     }
 }
 
-/// Sends `head`, then `body` over and over until `total` bytes in all or until the client hangs
-/// up, counting what it sent under `tag` (a small send buffer keeps the count close to what
-/// the client took).
-func stream(_ head: [UInt8], then body: [UInt8], total: Int, tag: String, on connection: HTTPConnection) {
+/// Sends `head`, then `body` over and over, as an object of `total` bytes, until the client
+/// hangs up, counting what it sent under `tag` (a small send buffer keeps the count close to
+/// what the client took). A request for a range from 0 gets that range (206), as a server
+/// that honours ranges sends it; with `ignoringRange`, or without a range, the whole object.
+func stream(_ head: [UInt8], then body: [UInt8], total: Int, tag: String, ignoringRange: Bool = false,
+            on connection: HTTPConnection, request: HTTPRequest) {
     connection.useSmallSendBuffer()
-    guard connection.sendHead(status: 200, contentType: "application/octet-stream", contentLength: total),
-          connection.send(head) else { return }
+    var end = total
+    if !ignoringRange, let range = request.byteRange(ofLength: total) {
+        // The object's first bytes are all these tests' clients ever ask for.
+        guard range.lowerBound == 0 else { return connection.respond(status: 416, reason: "Range Not Satisfiable", body: []) }
+        end = range.upperBound
+        guard connection.sendHead(status: 206, reason: "Partial Content", contentType: "application/octet-stream", contentLength: end,
+                                  extraHeaders: [("Content-Range", "bytes 0-\(end - 1)/\(total)")]) else { return }
+    } else {
+        guard connection.sendHead(status: 200, contentType: "application/octet-stream", contentLength: total) else { return }
+    }
+    guard connection.send(head) else { return }
     var sent = head.count
     connection.serverForCounting.count(tag, head.count)
-    while sent < total {
-        let count = min(body.count, total - sent)
+    while sent < end {
+        let count = min(body.count, end - sent)
         guard body.withUnsafeBytes({ connection.send(UnsafeRawBufferPointer(rebasing: $0[..<count])) }) else { break }
         sent += count
         connection.serverForCounting.count(tag, count)

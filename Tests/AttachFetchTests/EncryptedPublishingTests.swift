@@ -364,11 +364,12 @@ extension DeadlineBoundSuites {
             let fetched = try results[0].get()
             #expect(fetched.bytes == Int64(size))
             #expect(try Data(contentsOf: fetched.fileURL) == Data(contentsOf: URL(fileURLWithPath: video)))
-            // Holding the file would grow by its size (over 42 MiB) at least. Below that is what
-            // FoundationNetworking's URLSession buffers ahead of the decryption: it has no back
-            // pressure, so the buffer grows when the decrypting thread waits for a core (17 to
-            // 28 MiB measured beside the rest of the suite).
-            #expect(growth < 34 << 20, "peak memory grew \(growth >> 20) MiB for a \(size >> 20) MiB video")
+            // Holding the file would grow by its size (over 42 MiB) at least. The device asks
+            // for 4 MiB ranges, so at most one range is queued ahead of the decryption, however
+            // long the decrypting thread waits for a core: a Notification Service Extension's
+            // 24 MiB holds it.
+            #expect(growth < 24 << 20, "peak memory grew \(growth >> 20) MiB for a \(size >> 20) MiB video")
+            print("a \(size >> 20) MiB video fetched in ranges: peak memory +\(growth >> 20) MiB")
         }
     }
 }

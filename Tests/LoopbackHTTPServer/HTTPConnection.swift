@@ -26,6 +26,16 @@ public struct HTTPRequest: Sendable {
                     path: path, query: query, headers: headers)
     }
 
+    /// The bytes of an object of `length` bytes that a `Range: bytes=first-last` (or
+    /// `bytes=first-`) header asks for; nil without one, or for one that asks for none of them.
+    public func byteRange(ofLength length: Int) -> Range<Int>? {
+        guard let value = headers["range"], value.hasPrefix("bytes=") else { return nil }
+        let bounds = value.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
+        guard bounds.count == 2, let first = Int(bounds[0]), first < length else { return nil }
+        let last = bounds[1].isEmpty ? length - 1 : min(length - 1, Int(bounds[1]) ?? length - 1)
+        return first <= last ? first..<(last + 1) : nil
+    }
+
     private init(method: String, target: String, path: String, query: [String: String], headers: [String: String]) {
         (self.method, self.target, self.path, self.query, self.headers) = (method, target, path, query, headers)
     }

@@ -108,6 +108,11 @@ public struct MediaRoutes: Sendable {
         let contentType = request.query["type"] ?? type(of: name)
         let length: Int? = request.query["length"] == "none" ? nil : data.count
         let encoding = request.query["encoding"].map { [("Content-Encoding", $0)] } ?? []
+        // A range asked for is sent alone (the device library asks for ranges; the pipeline never does).
+        if let range = request.byteRange(ofLength: data.count) {
+            return connection.respond(status: 206, reason: "Partial Content", contentType: contentType, body: Array(data[range]),
+                                      extraHeaders: [("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(data.count)")])
+        }
         guard connection.sendHead(status: 200, contentType: contentType, contentLength: length,
                                   extraHeaders: encoding) else { return }
         var ok = true
