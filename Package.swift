@@ -67,10 +67,13 @@ let package = Package(
         // target imports only those below it. The vocabulary, sniffing, files and support.
         .target(
             name: "AttachFetchCore",
-            dependencies: [
-                "DeadlineRace", "CMagic", "CLibcrypto", "CAttachFetchShims",
-                .product(name: "DequeModule", package: "swift-collections"),
-            ]
+            dependencies: ["CMagic", "CLibcrypto", "CAttachFetchShims"]
+        ),
+        // The runtime machinery below the layers that run work: a batch and its deadline, the
+        // thread pools, blocking work off the cooperative pool.
+        .target(
+            name: "AttachFetchRuntime",
+            dependencies: ["AttachFetchCore", "DeadlineRace", .product(name: "DequeModule", package: "swift-collections")]
         ),
         // The decoder worker's job protocol, the one thing the worker and its keeper share: the
         // jobs and answers, their wire format and framing, the worker's limits and environment.
@@ -82,12 +85,12 @@ let package = Package(
                 dependencies: ["AttachFetchCore", "AttachFetchDecoderProtocol", "CVips", "CFFmpeg", "CTurboJPEG", "CVipsShims", "CAttachFetchShims"]),
         // The pipeline's side of the worker: starting, feeding, killing and checking it. Links no
         // decoder.
-        .target(name: "AttachFetchDecoderKeeper", dependencies: ["AttachFetchCore", "AttachFetchDecoderProtocol", "CAttachFetchShims"]),
+        .target(name: "AttachFetchDecoderKeeper", dependencies: ["AttachFetchCore", "AttachFetchRuntime", "AttachFetchDecoderProtocol", "CAttachFetchShims"]),
         // Downloads: the transfer engine on libcurl, address and TLS checks.
         .target(
             name: "AttachFetchTransfer",
             dependencies: [
-                "AttachFetchCore", "CCurl", "CLibcrypto", "CCurlShims",
+                "AttachFetchCore", "AttachFetchRuntime", "CCurl", "CLibcrypto", "CCurlShims",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "HeapModule", package: "swift-collections"),
@@ -97,7 +100,7 @@ let package = Package(
         .target(
             name: "AttachFetch",
             dependencies: [
-                "AttachFetchCore", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchDecoderProtocol", "AttachFetchDecoderKeeper",
+                "AttachFetchCore", "AttachFetchRuntime", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchDecoderProtocol", "AttachFetchDecoderKeeper",
                 "EncryptedContent", "CCurl", "CCurlShims", "CAttachFetchShims",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
@@ -109,7 +112,7 @@ let package = Package(
         .target(
             name: "AttachFetchService",
             dependencies: [
-                "AttachFetch",
+                "AttachFetch", "AttachFetchRuntime",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -136,7 +139,7 @@ let package = Package(
         .executableTarget(
             name: "attach-fetch",
             dependencies: [
-                "AttachFetch", "AttachFetchService", "attach-fetch-decoder", "EncryptedContent",
+                "AttachFetch", "AttachFetchRuntime", "AttachFetchService", "attach-fetch-decoder", "EncryptedContent",
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -148,6 +151,9 @@ let package = Package(
         // libFuzzer target for ContentDecoder on random keys, headers and chunkings
         // (scripts/fuzz-decoder.sh). The codec alone, so that it builds in seconds.
         .executableTarget(name: "content-decoder-fuzz", dependencies: ["EncryptedContent"]),
+        // Writes the lists of reason codes that are not Swift (openapi.json, the docs' tables)
+        // from ReasonCode.contracts; scripts/test.sh runs it with --check.
+        .executableTarget(name: "contract-lists", dependencies: ["AttachFetchCore"]),
         // One fixed batch through the pipeline, for the instruction-count guard
         // (Benchmarks/instruction-guard runs it under callgrind).
         .executableTarget(name: "instruction-count", dependencies: ["AttachFetch", "attach-fetch-decoder"]),
@@ -162,6 +168,9 @@ let package = Package(
             ],
             path: "Tests/LoopbackHTTPServer"
         ),
+        // What the test targets share: a scratch directory, a thread off the pool, polling, and
+        // a loopback server of TestMedia.
+        .target(name: "TestHelpers", dependencies: ["LoopbackHTTPServer"], path: "Tests/TestHelpers"),
         // Serves TestMedia/ on a loopback port for the README's demo.
         .executableTarget(name: "loopback-media-server", dependencies: ["LoopbackHTTPServer"]),
         // A process's resident memory and its peak, for the tests and the check programs.
@@ -188,9 +197,15 @@ let package = Package(
             name: "AttachFetchDeviceTests",
             dependencies: ["AttachFetchDevice", "EncryptedContent", "DeadlineRace", "LoopbackHTTPServer", "device-fetch-check"]
         ),
+        // A test target per layer, each built with its layer's dependencies only: Core's build
+        // and run without libcurl, libvips, FFmpeg or Hummingbird.
+        .testTarget(name: "AttachFetchCoreTests", dependencies: ["AttachFetchCore", "TestHelpers", "contract-lists"]),
+        .testTarget(name: "AttachFetchTransferTests", dependencies: ["AttachFetchTransfer", "TestHelpers", "LoopbackHTTPServer", "CCurl"]),
+        .testTarget(name: "AttachFetchMediaTests", dependencies: ["AttachFetchMedia"]),
+        // The pipeline, the service and the CLI, end to end.
         .testTarget(
             name: "AttachFetchTests",
-            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "ResidentMemory", "CAttachFetchShims", "CVipsShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "media-check", "batch-memory-check", "hostile-decoder", "filter-check",
+            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "ResidentMemory", "TestHelpers", "CAttachFetchShims", "CVipsShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "media-check", "batch-memory-check", "hostile-decoder", "filter-check",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOEmbedded", package: "swift-nio"),

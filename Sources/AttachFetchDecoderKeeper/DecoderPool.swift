@@ -1,6 +1,7 @@
 import AttachFetchCore
 import AttachFetchDecoderProtocol
 #if canImport(Glibc)
+import AttachFetchRuntime
 import Glibc
 #endif
 

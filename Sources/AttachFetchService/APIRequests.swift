@@ -200,7 +200,7 @@ struct AttachmentsBody: Decodable {
             request.options = AttachmentOptions(thumbnailTime: seconds)
         }
         let badTranscode = APIError.invalidRequest("\(path).transcode must be true or false")
-        let badEdge = APIError.invalidRequest("\(path).transcodeMaxEdge must be a whole number of pixels from 16 to 4096")
+        let badEdge = APIError.invalidRequest("\(path).transcodeMaxEdge must be a whole number of pixels from \(TranscodeSettings.longEdgesText)")
         let transcode = try fields.optional(Bool.self, "transcode", else: badTranscode)
         let edge = try fields.optional(Int.self, "transcodeMaxEdge", else: badEdge)
         if transcode != nil || edge != nil {

@@ -1,4 +1,5 @@
 import AttachFetch
+import AttachFetchRuntime
 import Foundation
 import ServiceLifecycle
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import AttachFetch
+import AttachFetchRuntime
 import Foundation
 #if canImport(Glibc)
 import Glibc

@@ -49,7 +49,7 @@ struct PipelineOptions: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Re-encode sound and video iOS cannot play (Ogg, FLAC, AC-3, WMA, WebM, Matroska with VP9 or AV1, Theora, WMV, Flash Video; H.264 above High or not 8-bit 4:2:0, AV1 or VP9 in MPEG-4) into AAC and H.264; --no-transcode refuses them.")
     var transcode = library.transcode
 
-    @Option(name: .customLong("transcode-max-edge"), help: ArgumentHelp("Longest edge of re-encoded video, in pixels; 16 to 4096.", valueName: "PX"))
+    @Option(name: .customLong("transcode-max-edge"), help: ArgumentHelp("Longest edge of re-encoded video, in pixels; \(TranscodeSettings.longEdgesText).", valueName: "PX"))
     var transcodeMaxEdge: Int = library.transcodeMaxLongEdge
 
     @Option(name: .customLong("decoder-isolation"), help: "Where decoders run: 'processes' (confined worker processes; a crash costs one attachment) or 'none' (in this process; unsafe for untrusted input).")
@@ -94,8 +94,8 @@ struct PipelineOptions: ParsableArguments {
         }
         _ = try inflightBytes()
         guard (1...4096).contains(thumbnailSize) else { throw ValidationError("--thumbnail-size must be between 1 and 4096 pixels") }
-        guard (16...4096).contains(transcodeMaxEdge) else {
-            throw ValidationError("--transcode-max-edge must be between 16 and 4096 pixels, not \(transcodeMaxEdge)")
+        guard TranscodeSettings.longEdges.contains(transcodeMaxEdge) else {
+            throw ValidationError("--transcode-max-edge must be from \(TranscodeSettings.longEdgesText) pixels, not \(transcodeMaxEdge)")
         }
         if clip != nil { _ = try parsedClip() }
         guard ["processes", "none"].contains(decoderIsolation) else {

@@ -23,7 +23,7 @@ import Testing
                 try? await Task.sleep(for: .seconds(20))
             }, each: { _, _ in Issue.record("no job, no result") })
         }
-        #expect(took < .milliseconds(100), "\(took)")
+        #expect(took < .seconds(2), "\(took)")
         #expect(!started.isSet)
     }
 
@@ -47,6 +47,9 @@ import Testing
             ], until: Date().addingTimeInterval(0.3), each: { results[$0] = $1 })
         }
         #expect(results == [0: "done", 1: "cancelled"])
+        // The real clock is the point: the device's deadline is a `Date`, with no clock to
+        // inject. The race must wait for it (300 ms, less 10 of rounding between `Date` and the
+        // monotonic clock) and no longer than a busy machine could explain.
         #expect(took >= .milliseconds(290) && took < .seconds(5), "\(took)")
     }
 
@@ -55,7 +58,7 @@ import Testing
         var came: Bool?
         let took = await Self.elapsed { came = await Deadline.sleep(until: deadline) }
         #expect(came == true)
-        #expect(took < .milliseconds(100), "\(took)")
+        #expect(took < .seconds(2), "\(took)")
     }
 
     /// `distantFuture` (and beyond) would overflow a `UInt64` of nanoseconds: it is slept
@@ -87,13 +90,13 @@ import Testing
         var results: [Result<FetchedAttachment, DeviceFetchError>]?
         let took = try await Self.elapsed { results = try await fetcher.fetch(userInfo: userInfo, deadline: Date().addingTimeInterval(20)) }
         #expect(results?.isEmpty == true)
-        #expect(took < .milliseconds(100), "\(took) under a 20 s deadline")
+        #expect(took < .seconds(2), "\(took) under a 20 s deadline")
         print("no media: answered in \(took) under a 20 s deadline")
         // An empty attachments list is the same.
         let empty = try await Self.elapsed {
             _ = try await fetcher.fetch(userInfo: ["attach-fetch": ["v": 1, "attachments": [Any]()]], deadline: .distantFuture)
         }
-        #expect(empty < .milliseconds(100), "\(empty)")
+        #expect(empty < .seconds(2), "\(empty)")
     }
 
     @Test func aDistantFutureDeadlineFetchesEverythingAndAPastOneEndsItAtOnce() async throws {

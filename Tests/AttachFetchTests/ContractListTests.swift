@@ -4,9 +4,9 @@
 import Foundation
 import Testing
 
-/// Reason codes, routes and descriptor fields are each defined once in Swift (`ReasonCode`, the
-/// `Routes` table, the descriptor's `Codable` fields). Every other list of them, in the sources
-/// and in the docs, is compared with that definition here, and a difference is named: what is
+/// Reason codes, routes and descriptor fields are each defined once in Swift
+/// (`ReasonCode.contracts`, the `Routes` table, the descriptor's `Codable` fields). What is not
+/// generated from that definition is compared with it here, and a difference is named: what is
 /// missing or extra, and in which file (docs/architecture.md#contract-lists).
 @Suite struct ContractListTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -45,50 +45,18 @@ import Testing
 
     // MARK: Reason codes
 
-    /// `allKnown` repeats the declarations above it (a struct's static members cannot be listed
-    /// in Swift): each declared code is in it, once, in declaration order, named as its raw value.
-    @Test func everyDeclaredReasonCodeIsInAllKnown() throws {
-        let source = try Self.text("Sources/AttachFetchCore/Descriptor/ReasonCode.swift")
-        let declaration = /public static let (\w+) = ReasonCode\(rawValue: "(\w+)"\)/
-        let declared = source.matches(of: declaration).map { (name: String($0.1), raw: String($0.2)) }
-        for code in declared where code.name != code.raw { Issue.record("ReasonCode.\(code.name) has the raw value \(code.raw)") }
-        #expect(declared.map(\.raw) == ReasonCode.allKnown.map(\.rawValue),
-                "\(Self.difference("ReasonCode.allKnown", expected: declared.map(\.raw), found: ReasonCode.allKnown.map(\.rawValue)) ?? "the order differs")")
-    }
-
-    /// Each list of reason codes names every code and no other; the tables give each its status.
-    @Test func everyListOfReasonCodesIsAllKnown() throws {
-        let known = ReasonCode.allKnown.map(\.rawValue)
-        var problems: [String] = []
-        let schemas = (OpenAPIContract.document["components"] as? [String: Any])?["schemas"] as? [String: Any]
-        let reason = (schemas?["Reason"] as? [String: Any])?["properties"] as? [String: Any]
-        let documented = (reason?["code"] as? [String: Any])?["enum"] as? [String] ?? []
-        problems += [Self.difference("openapi.json, Reason.code's enum", expected: known, found: documented)].compactMap { $0 }
-        for (file, heading) in [("docs/descriptor.md", "## Reason codes"),
-                                ("Sources/AttachFetch/AttachFetch.docc/DescriptorContract.md", "### Reason codes")] {
-            let rows = Self.tableRows(try Self.text(file), under: heading)
-            problems += [Self.difference("\(file), its table of reason codes", expected: known, found: rows.map(\.name))].compactMap { $0 }
-            for row in rows where ReasonCode.allKnown.contains(ReasonCode(rawValue: row.name)) {
-                let status = ReasonCode(rawValue: row.name).status.rawValue
-                if row.second != status { problems.append("\(file): \(row.name) is \(status), not \(row.second)") }
-            }
-        }
+    /// openapi.json's enum and the docs' tables are generated (`contract-lists`, checked by
+    /// `ReasonCodeContractTests`); the inspector's sentences are written by hand, one per code.
+    @Test func theInspectorHasASentenceForEveryCode() throws {
         let script = try Self.text("Sources/AttachFetchService/Inspector/inspector-verdict.js")
         let sentences = script.matches(of: /case '(\w+)':/).map { String($0.1) }
-        problems += [Self.difference("inspector-verdict.js, reasonSentence's cases", expected: known, found: sentences)].compactMap { $0 }
-        #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+        let problem = Self.difference("inspector-verdict.js, reasonSentence's cases", expected: ReasonCode.allKnown.map(\.rawValue), found: sentences)
+        #expect(problem == nil, "\(problem ?? "")")
     }
 
-    /// The cache and the circuit breaker decide on every code: each is in exactly one of their
-    /// two lists, and the breaker describes exactly the codes it counts.
-    @Test func theCacheAndTheBreakerDecideOnEveryCode() throws {
-        let known = ReasonCode.allKnown.map(\.rawValue)
-        for (place, yes, no) in [("ResultCaching.cachedFailures / uncachedFailures", ResultCaching.cachedFailures, ResultCaching.uncachedFailures),
-                                 ("OriginFailure.counted / neverCounted", OriginFailure.counted, OriginFailure.neverCounted)] {
-            #expect(yes.isDisjoint(with: no), "\(place): in both: \(yes.intersection(no).map(\.rawValue).sorted())")
-            let both = yes.union(no).map(\.rawValue)
-            #expect(Set(both) == Set(known), "\(Self.difference(place, expected: known, found: both) ?? "")")
-        }
+    /// The breaker describes exactly the codes its contract counts, and the caching page names
+    /// every code that is never reused.
+    @Test func theBreakerAndTheCachingPageFollowTheContracts() throws {
         let described = ReasonCode.allKnown.filter { OriginFailure.describe(Reason(code: $0, message: "m"), status: 503) != nil }
         #expect(Set(described) == OriginFailure.counted, "OriginFailure.describe: \(Self.difference("its cases", expected: OriginFailure.counted.map(\.rawValue), found: described.map(\.rawValue)) ?? "")")
         // docs/caching-and-fan-out.md names every code that is never reused.

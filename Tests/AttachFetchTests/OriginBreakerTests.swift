@@ -359,6 +359,9 @@ extension DeadlineBoundSuites {
                         return try await group.reduce(into: [Duration]()) { $0 += $1 }
                     }.sorted()
                     let p99 = latencies[Int(Double(latencies.count) * 0.99) - 1]
+                    // The real clock is the point: what a healthy origin's callers wait while a
+                    // dead one holds connections. One second is generous (tens of milliseconds
+                    // measured); a healthy call stuck behind the dead host's 8 s would be far over.
                     #expect(p99 < .seconds(1), "healthy p99 \(p99) beside a dead host")
                     let codes = try await deadCalls.value
                     #expect(Set(codes).isSubset(of: ["timeout", "originUnavailable"]) && codes.contains("timeout"), "\(codes)")

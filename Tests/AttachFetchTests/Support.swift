@@ -4,49 +4,9 @@ import CTestSupport
 import CVips
 import Foundation
 import LoopbackHTTPServer
+@_exported import TestHelpers
 import Testing
 @testable import AttachFetch
-
-/// The repository's TestMedia directory.
-let testMediaDirectory: String = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    .appendingPathComponent("TestMedia").path
-
-/// Starts a real HTTP server on 127.0.0.1 (ephemeral port) serving TestMedia, runs `body`, and
-/// shuts the server down whatever happens.
-func withMediaServer<T>(host: LoopbackHTTPServer.Host = .ipv4, directory: String = testMediaDirectory,
-                        _ body: (LoopbackHTTPServer) async throws -> T) async throws -> T {
-    let routes = MediaRoutes(directory: directory)
-    let server = try LoopbackHTTPServer(host: host) { request, connection in routes.handle(request, connection) }
-    do {
-        let result = try await body(server)
-        try await offPool { server.shutdown() }
-        return result
-    } catch {
-        try await offPool { server.shutdown() }
-        throw error
-    }
-}
-
-/// A fresh directory for one test's batches, removed afterwards.
-final class Scratch: Sendable {
-    let path: String
-
-    init() {
-        var template = Array("/tmp/attach-fetch-test-XXXXXX".utf8CString)
-        path = String(cString: mkdtemp(&template)!)
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-
-    /// Every file below the directory, as paths relative to it, sorted.
-    func tree() -> [String] {
-        let enumerator = FileManager.default.enumerator(atPath: path)
-        var all: [String] = []
-        while let entry = enumerator?.nextObject() as? String { all.append(entry) }
-        return all.sorted()
-    }
-}
 
 /// Runs `body` with a pipeline whose temp dir is in `scratch` and that may reach loopback (the
 /// tests' server), or with `loopback: false` the default address policy, which refuses it; the
@@ -128,15 +88,6 @@ func fileMode(_ path: String) -> Int {
     ((try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? NSNumber)?.intValue ?? -1
 }
 
-/// Runs blocking work (a child process, a wait) on its own thread, so that it never holds one
-/// of the few threads of Swift's cooperative pool that the timing tests depend on. A thread per
-/// call, not the library's fixed `BlockingWork` pool: tests wait on several child processes and
-/// servers at once, and a fixed pool would queue those waits into the timings they check.
-func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try work() }) }.start()
-    }
-}
 
 /// Writes a black JPEG of the given size with libvips. Progressive JPEGs cannot be shrunk on
 /// load, so decoding a large one is slow: the tool for testing thumbnail budgets. libvips must

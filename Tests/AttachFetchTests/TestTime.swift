@@ -62,29 +62,3 @@ final class ManualClock: Sendable {
     /// Sleepers waiting on this clock now: a test advances once the deadline sentinel waits.
     var sleeping: Int { state.withLock { $0.sleepers.count } }
 }
-
-/// `waitUntil` for code that cannot suspend (a child process's start, in an initializer): polls
-/// `condition` every 10 ms. Returns whether it came true within `timeout`; the caller says what
-/// failed, with what it knows.
-func pollUntil(timeout: Duration, _ condition: () throws -> Bool) rethrows -> Bool {
-    let end = ContinuousClock.now + timeout
-    while try !condition() {
-        guard ContinuousClock.now < end else { return false }
-        usleep(10_000)
-    }
-    return true
-}
-
-/// Polls `condition` every 10 ms until it holds: how a test waits for an event it can observe
-/// (a metric, a count, a state). Records an issue after `timeout`, which only bounds a failure.
-func waitUntil(_ what: String = "the condition", timeout: Duration = .seconds(20),
-               _ condition: () throws -> Bool) async throws {
-    let end = ContinuousClock.now + timeout
-    while try !condition() {
-        guard ContinuousClock.now < end else {
-            Issue.record("\(what) did not come true within \(timeout)")
-            return
-        }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-}

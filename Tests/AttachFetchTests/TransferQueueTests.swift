@@ -7,7 +7,7 @@ import Testing
 @Suite struct TransferQueueTests {
     private func job(batch: Int, host: String = "http://127.0.0.1:9", deadline: Batch) -> TransferJob {
         TransferJob(spec: TransferSpec(batch: batch, url: "\(host)/\(batch)", origin: URLCheck.origin(of: "\(host)/\(batch)"), bodyPath: "/nonexistent", runningUnder: deadline,
-                                       timeout: AttachFetchConfiguration.Timeout().settings, sizeLimits: AttachFetchConfiguration.SizeLimits().settings, maxRedirects: 0, addressPolicy: AttachFetchConfiguration().addressPolicy,
+                                       timeout: AttachFetchConfiguration.Timeout().settings, sizeLimits: AttachFetchConfiguration.SizeLimits(), maxRedirects: 0, addressPolicy: AttachFetchConfiguration().addressPolicy,
                                        imagesOnly: false, normalize: true, trustStore: nil, proxy: nil))
     }
 

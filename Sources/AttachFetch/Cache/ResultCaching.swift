@@ -47,17 +47,11 @@ public struct ResultCaching: Sendable, Equatable {
         }
     }
 
-    /// Failures that would come out the same if tried again now: reused for `failureFreshness`.
-    static let cachedFailures: Set<ReasonCode> = [
-        .invalidURL, .unsupportedScheme, .forbiddenAddress, .httpStatus, .tooManyRedirects, .sizeLimitExceeded,
-        .unsupportedType, .corruptMedia, .emptyBody, .pixelLimitExceeded, .decoderCrashed, .tlsFailed,
-    ]
+    /// Failures that would come out the same if tried again now: reused for `failureFreshness`
+    /// (`ReasonCode.Contract.reused`).
+    static let cachedFailures = Set(ReasonCode.contracts.filter(\.reused).map(\.code))
 
     /// Failures never reused: they depend on the moment, the caller or the service, not on the
-    /// media. With `cachedFailures` every known code (`ContractListTests`), so a new code is
-    /// decided on rather than left out by default.
-    static let uncachedFailures: Set<ReasonCode> = [
-        .connectFailed, .transferFailed, .timeout, .deadlineExceeded, .cancelled, .ioError, .unsupportedOnPlatform,
-        .publishFailed, .originUnavailable, .encryptionUnavailable,
-    ]
+    /// media.
+    static let uncachedFailures = Set(ReasonCode.contracts.filter { !$0.reused }.map(\.code))
 }

@@ -1,3 +1,5 @@
+import AttachFetchRuntime
+
 /// Coalescing and the result cache. Requests with the same key share one piece of work while
 /// it runs; with caching on, finished results are reused while fresh and revalidated with the
 /// origin when stale. A caller that stops waiting (its deadline, its cancellation) leaves;

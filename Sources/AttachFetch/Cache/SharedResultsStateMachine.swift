@@ -1,3 +1,4 @@
+import AttachFetchRuntime
 import DequeModule
 
 /// Every decision of coalescing and caching, as a value. Each call changes the state and

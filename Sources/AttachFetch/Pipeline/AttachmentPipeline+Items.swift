@@ -1,3 +1,4 @@
+import AttachFetchRuntime
 import Logging
 internal import Tracing
 

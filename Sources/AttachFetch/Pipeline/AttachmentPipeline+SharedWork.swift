@@ -1,3 +1,4 @@
+import AttachFetchRuntime
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -151,7 +152,7 @@ extension AttachmentPipeline {
             timeout.request = min(timeout.request, shorter)
         }
         var spec = TransferSpec(batch: batch.id, url: request.url, origin: URLCheck.origin(of: request.url), bodyPath: bodyPath, runningUnder: batch, timeout: timeout,
-                                sizeLimits: configuration.sizeLimits.settings, maxRedirects: configuration.maxRedirects,
+                                sizeLimits: configuration.sizeLimits, maxRedirects: configuration.maxRedirects,
                                 addressPolicy: configuration.addressPolicy, imagesOnly: request.role == .avatar,
                                 normalize: configuration.normalize, trustStore: trustStore, proxy: configuration.proxy)
         spec.transcode = configuration.transcoding(for: request).enabled

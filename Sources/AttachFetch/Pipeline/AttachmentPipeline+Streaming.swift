@@ -1,3 +1,4 @@
+import AttachFetchRuntime
 import Logging
 
 extension AttachmentPipeline {

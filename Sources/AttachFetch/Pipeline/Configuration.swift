@@ -255,8 +255,8 @@ public struct AttachFetchConfiguration: Sendable {
             throw .invalidConfiguration("maxInflightBytes must be at least the largest size limit (\(sizeLimits.largest) bytes), not \(maxInflightBytes)")
         }
         guard maxRedirects >= 0 else { throw .invalidConfiguration("maxRedirects must not be negative") }
-        guard (16...4096).contains(transcodeMaxLongEdge) else {
-            throw .invalidConfiguration("transcodeMaxLongEdge must be from 16 to 4096 pixels, not \(transcodeMaxLongEdge)")
+        guard TranscodeSettings.longEdges.contains(transcodeMaxLongEdge) else {
+            throw .invalidConfiguration("transcodeMaxLongEdge must be from \(TranscodeSettings.longEdgesText) pixels, not \(transcodeMaxLongEdge)")
         }
         guard sizeLimits.image > 0, sizeLimits.audio > 0, sizeLimits.video > 0, sizeLimits.imageSource > 0 else {
             throw .invalidConfiguration("size limits must be greater than zero")

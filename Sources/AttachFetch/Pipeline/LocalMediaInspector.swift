@@ -68,7 +68,7 @@ public final class LocalMediaInspector {
         var status = stat()
         let size = fstat(handle.fileDescriptor, &status) == 0 ? Int64(status.st_size) : nil
         let configuration = stages.configuration
-        var admission = BodyAdmission(limits: configuration.sizeLimits.settings, imagesOnly: false,
+        var admission = BodyAdmission(limits: configuration.sizeLimits, imagesOnly: false,
                                       normalize: configuration.normalize, transcode: configuration.transcode, sniffer: sniffer)
         let digest = SHA256Digest()
         var bytes: Int64 = 0

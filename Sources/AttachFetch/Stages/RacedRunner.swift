@@ -1,3 +1,5 @@
+import AttachFetchRuntime
+
 internal import Tracing
 
 /// Runs the stages for the pipeline: each decode on its worker threads (in decoder worker

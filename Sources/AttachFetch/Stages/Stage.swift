@@ -1,3 +1,4 @@
+import AttachFetchRuntime
 import Foundation
 
 /// One step after the download, as data: what it runs, on which worker threads, and what
@@ -98,7 +99,7 @@ extension Stage {
         timing: .normalize,
         job: { work, configuration in
             let file = work.admitted
-            guard MediaPolicy.needsConversion(file.type, bytes: work.source.bytes, limits: configuration.sizeLimits.settings) else { return nil }
+            guard MediaPolicy.needsConversion(file.type, bytes: work.source.bytes, limits: configuration.sizeLimits) else { return nil }
             var limits = ImageNormalizer.Limits(configuration)
             // GIF only: FFmpeg decodes no animated WebP.
             if file.type == .gif, work.transcoding(configuration).enabled {
@@ -177,7 +178,7 @@ extension Stage {
         let file = work.admitted
         guard file.type.kind != .image else { return nil }
         return MediaPolicy.checkDelivered(file.type, bytes: work.descriptor.deliveredBytes ?? work.source.bytes,
-                                          limits: configuration.sizeLimits.settings)
+                                          limits: configuration.sizeLimits)
     })
 }
 

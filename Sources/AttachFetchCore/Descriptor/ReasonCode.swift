@@ -74,27 +74,14 @@ public struct ReasonCode: RawRepresentable, Hashable, Codable, Sendable, CustomS
     /// fetched or published. Failed.
     public static let encryptionUnavailable = ReasonCode(rawValue: "encryptionUnavailable")
 
-    /// Every code this version knows, in contract order.
-    public static let allKnown: [ReasonCode] = [
-        .invalidURL, .unsupportedScheme, .forbiddenAddress, .connectFailed, .httpStatus,
-        .tooManyRedirects, .transferFailed, .timeout, .deadlineExceeded, .sizeLimitExceeded,
-        .unsupportedType, .corruptMedia, .emptyBody, .pixelLimitExceeded, .cancelled, .ioError,
-        .decoderCrashed, .tlsFailed, .unsupportedOnPlatform, .publishFailed, .originUnavailable,
-        .encryptionUnavailable,
-    ]
+    /// Every code this version knows, in contract order (`contracts`).
+    public static let allKnown: [ReasonCode] = contracts.map(\.code)
 
-    /// The descriptor status a code implies (fixed by the contract).
-    public var status: AttachmentDescriptor.Status {
-        switch self {
-        case .invalidURL, .unsupportedScheme, .forbiddenAddress, .sizeLimitExceeded,
-             .unsupportedType, .corruptMedia, .emptyBody, .pixelLimitExceeded, .decoderCrashed, .unsupportedOnPlatform:
-            return .rejected
-        case .timeout, .deadlineExceeded:
-            return .timedOut
-        default:
-            return .failed
-        }
-    }
+    /// The descriptor status a code implies (fixed by the contract, `contracts`); `failed` for
+    /// a code this version does not know.
+    public var status: AttachmentDescriptor.Status { Self.contractByCode[self]?.status ?? .failed }
+
+    private static let contractByCode = Dictionary(uniqueKeysWithValues: contracts.map { ($0.code, $0) })
 
     /// Decodes a code from its string, known or not.
     public init(from decoder: any Decoder) throws {

@@ -164,14 +164,10 @@ struct OriginBreakers {
 /// failures and refusals, timeouts, TLS failures and 5xx answers. Anything else (a 404, media
 /// refused, the batch's deadline) says nothing about the origin's health.
 enum OriginFailure {
-    /// The codes that count (`httpStatus` only for a 5xx), and those that never do: together
-    /// every known code (`ContractListTests`), so a new code is decided on, not left out by default.
-    package static let counted: Set<ReasonCode> = [.connectFailed, .timeout, .tlsFailed, .httpStatus]
-    static let neverCounted: Set<ReasonCode> = [
-        .invalidURL, .unsupportedScheme, .forbiddenAddress, .tooManyRedirects, .transferFailed, .deadlineExceeded,
-        .sizeLimitExceeded, .unsupportedType, .corruptMedia, .emptyBody, .pixelLimitExceeded, .cancelled, .ioError,
-        .decoderCrashed, .unsupportedOnPlatform, .publishFailed, .originUnavailable, .encryptionUnavailable,
-    ]
+    /// The codes that count (`httpStatus` only for a 5xx), and those that never do
+    /// (`ReasonCode.Contract.countsAgainstOrigin`).
+    package static let counted = Set(ReasonCode.contracts.filter(\.countsAgainstOrigin).map(\.code))
+    static let neverCounted = Set(ReasonCode.contracts.filter { !$0.countsAgainstOrigin }.map(\.code))
 
     /// `osError` is the connect call's errno (CURLINFO_OS_ERRNO), which tells a refusal apart.
     static func describe(_ failure: Reason?, status: Int, osError: Int = 0) -> String? {

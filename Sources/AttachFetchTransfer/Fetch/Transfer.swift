@@ -1,3 +1,5 @@
+import AttachFetchRuntime
+
 /// What one download must do. Built by the pipeline, carried out by the `TransferEngine`.
 package struct TransferSpec: Sendable {
     /// The batch it belongs to, for sharing transfer slots fairly between batches.

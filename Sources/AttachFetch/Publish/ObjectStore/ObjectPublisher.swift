@@ -1,3 +1,4 @@
+import AttachFetchRuntime
 import Foundation
 #if canImport(Glibc)
 import Glibc

@@ -1,3 +1,5 @@
+import AttachFetchCore
+
 /// Blocking work that belongs to no pipeline (reading a file for an answer, sweeping old batch
 /// directories, waiting for a thread to stop), run on a `WorkerPool` of its own: the project's
 /// one way off Swift's cooperative pool, whose few threads must never block.

@@ -1,5 +1,5 @@
 import Testing
-@testable import AttachFetch
+@testable import AttachFetchTransfer
 
 /// The classifier is tested directly: nothing here connects anywhere.
 @Suite struct AddressClassifierTests {

@@ -1,3 +1,4 @@
+import AttachFetchCore
 import DeadlineRace
 import Synchronization
 
