@@ -22,6 +22,9 @@ package enum Thumbnailer {
         package var maxProgressivePixels: Int
         package var maxAnimationFrames: Int
         package var maxAnimationPixels: Int
+        /// Set: with the thumbnail of the whole image, the square a thumbnail of it should show
+        /// by this crop (`ThumbnailOutcome.suggestedClip`).
+        package var suggestClip: PictureCrop? = nil
 
         package init(maxEdge: Int, maxPixels: Int, maxProgressivePixels: Int, maxAnimationFrames: Int, maxAnimationPixels: Int) {
             self.maxEdge = maxEdge
@@ -47,6 +50,11 @@ package enum ImageNormalizer {
         /// Set (transcoding on): an animation that does not fit as a GIF becomes a video within
         /// these limits, instead of a still (`normalize` answers nil for it).
         package var animationAsVideo: MediaTranscoder.Limits? = nil
+        /// Set: an image whose shape is not about 2:1 (`PictureCrop.needsTwoToOne`) becomes a
+        /// 2:1 crop of it by this crop, at most `cropWidth` wide, a JPEG (`Transform.cropped`).
+        package var crop: PictureCrop? = nil
+        /// The widest a 2:1 crop is made.
+        package var cropWidth = 1024
 
         package init(maxBytes: Int64, maxAttempts: Int, decode: Thumbnailer.Limits, keepsAnimation: Bool = true,
                      animationAsVideo: MediaTranscoder.Limits? = nil) {

@@ -25,6 +25,7 @@ package enum JobWire {
         }
         [limits.maxEdge, limits.maxPixels, limits.maxProgressivePixels, limits.maxAnimationFrames,
          limits.maxAnimationPixels].forEach { out.integer($0) }
+        out.crop(limits.suggestClip)
         return out.data
     }
 
@@ -44,9 +45,10 @@ package enum JobWire {
             default: return nil
             }
             guard let maxEdge = input.integer(), let maxPixels = input.integer(), let maxProgressive = input.integer(),
-                  let maxFrames = input.integer(), let maxAnimationPixels = input.integer(), input.isAtEnd else { return nil }
-            let limits = Thumbnailer.Limits(maxEdge: maxEdge, maxPixels: maxPixels, maxProgressivePixels: maxProgressive,
+                  let maxFrames = input.integer(), let maxAnimationPixels = input.integer(), let crop = input.crop(), input.isAtEnd else { return nil }
+            var limits = Thumbnailer.Limits(maxEdge: maxEdge, maxPixels: maxPixels, maxProgressivePixels: maxProgressive,
                                             maxAnimationFrames: maxFrames, maxAnimationPixels: maxAnimationPixels)
+            limits.suggestClip = crop
             return .thumbnail(source: source, destinationBase: destinationBase, shape: shape, limits: limits)
         default: return nil
         }
@@ -70,6 +72,7 @@ package enum JobWire {
             } else {
                 out.byte(0)
             }
+            out.rectangle(made.suggestedClip)
             return out.data
         }
         if others, answer.thumbnail == nil, let problem = answer.failure {
@@ -91,10 +94,11 @@ package enum JobWire {
             let time = hasTime == 1 ? input.double() : nil
             guard hasTime == 0 || time != nil, let hasBytes = input.byte() else { return nil }
             let bytes = hasBytes == 1 ? input.integer() : nil
-            guard hasBytes == 0 || bytes != nil, input.isAtEnd else { return nil }
-            return DecodeAnswer(.success(ThumbnailOutcome(sourceWidth: sourceWidth, sourceHeight: sourceHeight, file: file,
-                                                          width: width, height: height, time: time, bytes: bytes.map(Int64.init))),
-                                \.thumbnail)
+            guard hasBytes == 0 || bytes != nil, let suggested = input.rectangle(), input.isAtEnd else { return nil }
+            var made = ThumbnailOutcome(sourceWidth: sourceWidth, sourceHeight: sourceHeight, file: file,
+                                        width: width, height: height, time: time, bytes: bytes.map(Int64.init))
+            made.suggestedClip = suggested
+            return DecodeAnswer(.success(made), \.thumbnail)
         case failure:
             guard let code = input.string(), let message = input.string(), input.isAtEnd else { return nil }
             return DecodeAnswer(failure: Reason(code: ReasonCode(rawValue: code), message: message))
@@ -114,6 +118,22 @@ package enum JobWire {
             withUnsafeBytes(of: UInt32(bytes.count).littleEndian) { data.append(contentsOf: $0) }
             data.append(contentsOf: bytes)
         }
+        /// 0 for none; 1, the mode's index, then 0, or 1 and the focal point.
+        mutating func crop(_ crop: PictureCrop?) {
+            guard let crop else { return byte(0) }
+            byte(1)
+            byte(UInt8(CropMode.allCases.firstIndex(of: crop.mode) ?? 0))
+            guard let focus = crop.focus else { return byte(0) }
+            byte(1)
+            double(focus.x)
+            double(focus.y)
+        }
+        /// 0 for none; 1 and the four numbers.
+        mutating func rectangle(_ rectangle: ClippingRectangle?) {
+            guard let rectangle else { return byte(0) }
+            byte(1)
+            [rectangle.x, rectangle.y, rectangle.width, rectangle.height].forEach { double($0) }
+        }
     }
 
     private struct Reader {
@@ -121,6 +141,32 @@ package enum JobWire {
         var offset = 0
         init(_ data: Data) { bytes = [UInt8](data) }
         var isAtEnd: Bool { offset == bytes.count }
+
+        /// What `Writer.crop` wrote: .some(nil) for none, nil when malformed.
+        mutating func crop() -> PictureCrop?? {
+            switch byte() {
+            case 0: return .some(nil)
+            case 1:
+                guard let index = byte(), Int(index) < CropMode.allCases.count, let hasFocus = byte() else { return nil }
+                let mode = CropMode.allCases[Int(index)]
+                guard hasFocus == 1 else { return hasFocus == 0 ? .some(PictureCrop(mode: mode)) : nil }
+                guard let x = double(), let y = double(), let focus = try? FocusPoint(x: x, y: y) else { return nil }
+                return .some(PictureCrop(mode: mode, focus: focus))
+            default: return nil
+            }
+        }
+
+        /// What `Writer.rectangle` wrote: .some(nil) for none, nil when malformed.
+        mutating func rectangle() -> ClippingRectangle?? {
+            switch byte() {
+            case 0: return .some(nil)
+            case 1:
+                guard let x = double(), let y = double(), let width = double(), let height = double(),
+                      let rectangle = try? ClippingRectangle(x: x, y: y, width: width, height: height) else { return nil }
+                return .some(rectangle)
+            default: return nil
+            }
+        }
 
         mutating func byte() -> UInt8? {
             guard offset < bytes.count else { return nil }

@@ -12,6 +12,9 @@ package struct ThumbnailOutcome: Sendable, Codable {
     package var time: Double?
     /// The size of the file written, as its writer knows it (so nobody asks the file).
     package var bytes: Int64?
+    /// Asked for (`Thumbnailer.Limits.suggestClip`): the square, in the unit square of the
+    /// whole image, that a thumbnail of it should show.
+    package var suggestedClip: ClippingRectangle?
 
     package init(sourceWidth: Int, sourceHeight: Int, file: String, width: Int, height: Int, time: Double? = nil, bytes: Int64? = nil) {
         self.sourceWidth = sourceWidth

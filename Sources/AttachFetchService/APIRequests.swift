@@ -112,7 +112,7 @@ private extension KeyedDecodingContainer where Key == FieldName {
 struct AttachmentsBody: Decodable {
     /// The body's fields, and each request's (the OpenAPI document's are checked against them).
     static let fields = ["requests", "urls", "deadlineMs", "files", "encrypt"]
-    static let requestFields = ["url", "identifier", "clip", "thumbnailTime", "role", "transcode", "transcodeMaxEdge"]
+    static let requestFields = ["url", "identifier", "clip", "thumbnailTime", "role", "transcode", "transcodeMaxEdge", "crop", "focus"]
     /// Where the decoder finds the service's `TranscodeSettings`.
     static let transcodingKey = CodingUserInfoKey(rawValue: "transcoding")!
 
@@ -157,6 +157,18 @@ struct AttachmentsBody: Decodable {
             throw APIError.invalidRequest("give requests or urls")
         case (true, true):
             throw APIError.invalidRequest("give requests or urls, not both")
+        }
+    }
+
+    private struct Focus: Decodable {
+        var x, y: Double
+
+        /// The two numbers and nothing else.
+        init(from decoder: any Decoder) throws {
+            let fields = try decoder.container(keyedBy: FieldName.self)
+            try fields.refuseUnknown(["x", "y"]) { "unknown focus field '\($0)'" }
+            x = try fields.decode(Double.self, forKey: FieldName("x"))
+            y = try fields.decode(Double.self, forKey: FieldName("y"))
         }
     }
 
@@ -211,6 +223,15 @@ struct AttachmentsBody: Decodable {
             } catch {
                 throw badEdge
             }
+        }
+        let badCrop = APIError.invalidRequest("\(path).crop must be one of \(CropMode.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", "))")
+        if let crop = try fields.optional(String.self, "crop", else: badCrop) {
+            guard let mode = CropMode(rawValue: crop) else { throw badCrop }
+            request.crop = mode
+        }
+        let badFocus = APIError.invalidRequest("\(path).focus must be {\"x\", \"y\"} numbers from 0 to 1, and nothing else")
+        if let focus = try fields.optional(Focus.self, "focus", else: badFocus) {
+            do { request.focus = try FocusPoint(x: focus.x, y: focus.y) } catch { throw badFocus }
         }
         let badRole = APIError.invalidRequest("\(path).role must be \"attachment\" or \"avatar\"")
         if let role = try fields.optional(String.self, "role", else: badRole) {

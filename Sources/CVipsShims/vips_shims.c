@@ -51,3 +51,13 @@ int af_vips_rot(VipsImage *in, VipsImage **out, VipsAngle angle) {
 int af_vips_gifsave_buffer(VipsImage *in, void **buffer, size_t *length) {
     return vips_gifsave_buffer(in, buffer, length, "strip", TRUE, NULL);
 }
+
+int af_vips_thumbnail_crop(const char *filename, VipsImage **out, int width, int height,
+                           VipsInteresting interesting, VipsFailOn fail_on) {
+    return vips_thumbnail(filename, out, width, "height", height, "size", VIPS_SIZE_DOWN,
+                          "crop", interesting, "fail_on", fail_on, NULL);
+}
+
+int af_vips_smartcrop(VipsImage *in, VipsImage **out, int width, int height, VipsInteresting interesting) {
+    return vips_smartcrop(in, out, width, height, "interesting", interesting, NULL);
+}

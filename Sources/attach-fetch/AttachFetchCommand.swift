@@ -58,6 +58,7 @@ struct FetchCommand: AsyncParsableCommand {
 
     mutating func run() async throws {
         let clip = try pipeline.parsedClip()
+        let crop = try pipeline.parsedCrop()
         let thumbnailTime = pipeline.thumbnailTime
         var pushPayload: PushPayload?
         var payloadMedia: [PayloadMedia] = []
@@ -78,6 +79,7 @@ struct FetchCommand: AsyncParsableCommand {
             requests = media.map { item in
                 var request = item.request(platforms: platforms)
                 if request.clip == nil { request.clip = clip }
+                (request.crop, request.focus) = (request.crop ?? crop.mode, request.focus ?? crop.focus)
                 if let thumbnailTime, request.options?.thumbnailTime == nil {
                     request.options = request.options ?? AttachmentOptions()
                     request.options?.thumbnailTime = thumbnailTime
@@ -91,7 +93,9 @@ struct FetchCommand: AsyncParsableCommand {
                 throw ValidationError(input.failure ?? "no URLs given (the input was empty)")
             }
             urls = URLRequests(first: first, rest: lines, input: input) {
-                AttachmentRequest(url: $0, clip: clip, options: thumbnailTime.map { AttachmentOptions(thumbnailTime: $0) })
+                var request = AttachmentRequest(url: $0, clip: clip, options: thumbnailTime.map { AttachmentOptions(thumbnailTime: $0) })
+                (request.crop, request.focus) = (crop.mode, crop.focus)
+                return request
             }
         }
         var logger = Logger(label: "attach-fetch") { StreamLogHandler.standardError(label: $0) }

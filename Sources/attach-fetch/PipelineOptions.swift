@@ -40,7 +40,13 @@ struct PipelineOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Clipping rectangle for image thumbnails, in the unit square with the origin top-left, e.g. 0.25,0.25,0.5,0.5.", valueName: "X,Y,W,H"))
     var clip: String?
 
-    @Option(name: .customLong("thumbnail-time"), help: ArgumentHelp("Seconds into a video for its poster-frame thumbnail (clamped to the duration; default 0).", valueName: "SECONDS"))
+    @Option(help: ArgumentHelp("How the Android variant is cut to 2:1 and the square of the iOS thumbnail chosen: attention (default), entropy, centre or none.", valueName: "MODE"))
+    var crop: String?
+
+    @Option(help: ArgumentHelp("Where the crops centre (the subject), in the unit square, e.g. 0.3,0.6; wins over --crop's choice.", valueName: "X,Y"))
+    var focus: String?
+
+    @Option(name: .customLong("thumbnail-time"), help: ArgumentHelp("Seconds into a video for its poster-frame thumbnail (clamped to the duration; 0 is the first frame). Default: auto, the most detailed frame of the first 2 seconds.", valueName: "SECONDS"))
     var thumbnailTime: Double?
 
     @Flag(name: .customLong("no-normalize"), help: "Deliver media only as downloaded: refuse WebP/HEIC/AVIF, images over the limit, QuickTime/3GPP/transport streams/Matroska/ADTS and every transcoded format instead of converting, fitting, remuxing and transcoding them.")
@@ -98,6 +104,7 @@ struct PipelineOptions: ParsableArguments {
             throw ValidationError("--transcode-max-edge must be from \(TranscodeSettings.longEdgesText) pixels, not \(transcodeMaxEdge)")
         }
         if clip != nil { _ = try parsedClip() }
+        _ = try parsedCrop()
         guard ["processes", "none"].contains(decoderIsolation) else {
             throw ValidationError("--decoder-isolation must be 'processes' or 'none', not '\(decoderIsolation)'")
         }
@@ -128,6 +135,27 @@ struct PipelineOptions: ParsableArguments {
             throw ValidationError("--max-inflight-bytes must be a number of bytes (K, M, G or T allowed) from \(smallest) (the largest size limit) to 1T, not '\(maxInflightBytes)'")
         }
         return number * multiplier
+    }
+
+    /// --crop and --focus: the mode (nil: the default, attention) and the focal point.
+    func parsedCrop() throws -> (mode: CropMode?, focus: FocusPoint?) {
+        var mode: CropMode?
+        if let crop {
+            guard let chosen = CropMode(rawValue: crop) else {
+                throw ValidationError("--crop must be one of \(CropMode.allCases.map(\.rawValue).joined(separator: ", ")), not '\(crop)'")
+            }
+            mode = chosen
+        }
+        guard let focus else { return (mode, nil) }
+        let values = focus.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+        guard values.count == 2, let x = values[0], let y = values[1] else {
+            throw ValidationError("--focus takes two numbers X,Y, not '\(focus)'")
+        }
+        do {
+            return (mode, try FocusPoint(x: x, y: y))
+        } catch {
+            throw ValidationError("--focus: \(error.message)")
+        }
     }
 
     func parsedClip() throws -> ClippingRectangle? {

@@ -34,6 +34,7 @@ extension ContractListTests {
         (variant.publishedBytes, variant.encryption) = (13, encryption)
         d.variants = ["android": variant]
         d.skippedAtDeadline = ["probe"]
+        d.thumbnailClip = try! ClippingRectangle(x: 0.25, y: 0, width: 0.5, height: 1)
         return d
     }
 

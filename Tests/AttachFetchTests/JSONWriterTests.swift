@@ -98,6 +98,10 @@ import Testing
         d.skippedAtDeadline = maybe(&random) { random in
             (0..<Int.random(in: 0...3, using: &random)).map { _ in ["thumbnail", "probe", "variants"].randomElement(using: &random)! }
         }
+        d.thumbnailClip = maybe(&random) { random in
+            try! ClippingRectangle(x: Double.random(in: 0...0.5, using: &random), y: Double.random(in: 0...0.5, using: &random),
+                                   width: 0.5, height: Double.random(in: 0.1...0.5, using: &random))
+        }
         d.publishedUrl = maybe(&random, string)
         d.publishedBytes = maybe(&random, bytes)
         d.encryption = maybe(&random, encryption)

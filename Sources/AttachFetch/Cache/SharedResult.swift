@@ -18,6 +18,8 @@ struct ResultKey: Hashable, Sendable {
     let encrypted: Bool
     /// The request's own transcoding, when it differs from the pipeline's (nil: the pipeline's).
     let transcoding: TranscodeSettings?
+    /// The crop and focal point asked for (nil: none).
+    let crop: PictureCrop?
 
     init(_ request: AttachmentRequest, platforms: Set<Platform>, encrypted: Bool = false, pipeline: TranscodeSettings? = nil) {
         self.encrypted = encrypted
@@ -26,6 +28,7 @@ struct ResultKey: Hashable, Sendable {
         clip = request.clip.map { [$0.x, $0.y, $0.width, $0.height] }
         thumbnailTime = request.options?.thumbnailTime
         role = request.role
+        crop = request.pictureCrop
         self.platforms = platforms.sorted()
     }
 }

@@ -66,10 +66,12 @@ struct StoreResults: Sendable {
     /// nil only when OpenSSL cannot hash (the result is then not shared).
     func name(for key: ResultKey) -> String? {
         let clip = key.clip.map { $0.map { "\($0)" }.joined(separator: ",") } ?? "-"
-        let text = [key.url, clip, key.thumbnailTime.map { "\($0)" } ?? "-", key.role?.rawValue ?? "-",
-                    key.platforms.map(\.rawValue).joined(separator: ","), settings]
-            .joined(separator: "\n") + (key.encrypted ? "\nencrypted" : "")
-            + (key.transcoding.map { "\ntranscode=\($0.enabled),\($0.maxLongEdge)" } ?? "")
+        var text = [key.url, clip, key.thumbnailTime.map { "\($0)" } ?? "-", key.role?.rawValue ?? "-",
+                    key.platforms.map(\.rawValue).joined(separator: ","), settings].joined(separator: "\n")
+        if key.encrypted { text += "\nencrypted" }
+        if let transcoding = key.transcoding { text += "\ntranscode=\(transcoding.enabled),\(transcoding.maxLongEdge)" }
+        let crop: String = key.crop.map { crop in crop.mode.rawValue + (crop.focus.map { ",focus=\($0.x),\($0.y)" } ?? "") } ?? "none"
+        text += "\ncrop=" + crop
         return try? SHA256Digest.hex(of: Array(text.utf8))
     }
 

@@ -58,6 +58,12 @@ struct DescriptorBuilder: Sendable {
         descriptor.height = made.sourceHeight
         descriptor.sourceWidth = descriptor.sourceWidth ?? made.sourceWidth
         descriptor.sourceHeight = descriptor.sourceHeight ?? made.sourceHeight
+        descriptor.thumbnailClip = made.suggestedClip
+    }
+
+    /// The square a video's poster suggests for iOS's thumbnail (`ThumbnailOutcome.suggestedClip`).
+    mutating func record(posterClip: ClippingRectangle?) {
+        descriptor.thumbnailClip = posterClip
     }
 
     /// A converted image: the delivered file's facts, and the original's size as displayed.
@@ -170,6 +176,8 @@ struct DescriptorBuilder: Sendable {
 
     /// The bytes that will be delivered (the original's, or a conversion's).
     var deliveredBytes: Int64? { descriptor.bytes }
+    /// The delivered image's size as displayed, once known.
+    var deliveredSize: (width: Int, height: Int)? { descriptor.width.flatMap { width in descriptor.height.map { (width, $0) } } }
     /// The SHA-256 of the bytes that will be delivered.
     var deliveredSHA256: String? { descriptor.sha256 }
 

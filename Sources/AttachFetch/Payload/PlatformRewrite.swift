@@ -56,11 +56,25 @@ extension PushPayload {
                                     "ext": fileExtension]
         if let bytes = descriptor.bytes { entry["bytes"] = NSNumber(value: bytes) }
         if let uti = descriptor.uti { entry["type"] = uti }
-        if let options = descriptor.options, !options.isEmpty,
-           let data = try? JSONEncoder().encode(options), let object = try? JSONSerialization.jsonObject(with: data) {
+        let options = thumbnailOptions(descriptor)
+        if !options.isEmpty, let data = try? JSONEncoder().encode(options), let object = try? JSONSerialization.jsonObject(with: data) {
             entry["options"] = object
         }
         return entry
+    }
+
+    /// The payload's own thumbnail options, completed with what attach-fetch chose where the
+    /// payload says nothing: the square `thumbnailClip` as the clipping rectangle, and a
+    /// video's poster time as the thumbnail time.
+    static func thumbnailOptions(_ descriptor: AttachmentDescriptor) -> AttachmentOptions {
+        var options = descriptor.options ?? AttachmentOptions()
+        if options.clippingRect == nil, let square = descriptor.thumbnailClip {
+            options.clippingRect = .init(x: square.x, y: square.y, width: square.width, height: square.height)
+        }
+        if options.thumbnailTime == nil, descriptor.kind == .video, let time = descriptor.thumbnail?.time {
+            options.thumbnailTime = time
+        }
+        return options
     }
 
     /// `payloadTooLarge` for each APNs payload of the rewritten `payload` over Apple's limit,

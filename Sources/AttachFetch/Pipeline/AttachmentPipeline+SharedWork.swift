@@ -136,7 +136,7 @@ extension AttachmentPipeline {
                         convertedBase: "\(directory)/.norm-\(number)", thumbnailBase: "\(directory)/.thumb-\(number)",
                         variantBase: "\(directory)/.variant-\(number)", workDirectory: directory, platforms: platforms,
                         encryption: encrypts(request) ? configuration.mediaEncryption : nil,
-                        transcoding: configuration.transcoding(for: request)),
+                        transcoding: configuration.transcoding(for: request), crop: request.pictureCrop),
             ledger: ledger)
         if let reason = await stages.run(Stage.afterDownload, on: &work, batch: batch) {
             return .made(work.descriptor.failed(reason), files: [], headers: outcome.cacheHeaders)

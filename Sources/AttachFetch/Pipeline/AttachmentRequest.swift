@@ -26,6 +26,17 @@ public struct AttachmentRequest: Sendable, Equatable {
     /// pipeline's (`AttachFetchConfiguration.transcode`, `transcodeMaxLongEdge`). Results made
     /// under other settings are not shared with it.
     public var transcoding: TranscodeSettings?
+    /// Added: how the Android variant is cut to 2:1 and the square iOS shows as the
+    /// thumbnail is chosen; nil: `attention`. A `clip` still decides the iOS thumbnail.
+    public var crop: CropMode?
+    /// Added: where the crops centre (the subject), in the unit square; ignored with `crop: .none`.
+    public var focus: FocusPoint?
+
+    /// The crop this request asks for; nil when it asks for none. Avatars are never cropped.
+    package var pictureCrop: PictureCrop? {
+        guard role != .avatar, (crop ?? .attention) != .none else { return nil }
+        return PictureCrop(mode: crop ?? .attention, focus: focus)
+    }
 
     /// Makes a request; only `url` is required.
     public init(url: String, identifier: String? = nil, clip: ClippingRectangle? = nil,

@@ -27,7 +27,7 @@ public final class LocalMediaInspector {
     /// variant (`configuration.platforms`) is `thumbnailBase` + ".variant." + extension. Nothing
     /// else is left behind, and `path` itself is never changed.
     public func inspect(file path: String, thumbnailBase: String, clip: ClippingRectangle = .whole,
-                        thumbnailTime: Double? = nil) -> AttachmentDescriptor {
+                        thumbnailTime: Double? = nil, crop: PictureCrop? = PictureCrop()) -> AttachmentDescriptor {
         var descriptor = DescriptorBuilder(identifier: (path as NSString).lastPathComponent, url: "file://" + path,
                                            start: .now)
         let source: AttachmentWork.Source
@@ -46,7 +46,8 @@ public final class LocalMediaInspector {
             descriptor: descriptor, source: source,
             plan: .init(shape: .clip(clip), thumbnailTime: thumbnailTime,
                         convertedBase: thumbnailBase + ".delivered", thumbnailBase: thumbnailBase,
-                        variantBase: thumbnailBase + ".variant", platforms: stages.configuration.platforms),
+                        variantBase: thumbnailBase + ".variant", platforms: stages.configuration.platforms,
+                        crop: crop?.crops == true ? crop : nil),
             ledger: ledger)
         if let reason = stages.run(Stage.afterDownload, on: &work) { return work.descriptor.failed(reason) }
         let file = work.admitted

@@ -33,6 +33,9 @@ struct AttachmentWork: Sendable {
         var encryption: MediaEncryption? = nil
         /// Whether, and how far, sound and video are re-encoded (the request's or the pipeline's).
         var transcoding: TranscodeSettings? = nil
+        /// How the Android variant is cut to 2:1 and the iOS thumbnail's square chosen; nil:
+        /// neither (`none`, or an avatar).
+        var crop: PictureCrop? = nil
     }
 
     /// A file and its type.

@@ -12,6 +12,7 @@ extension Stage {
                 guard file.type.kind != .image, when(work) else { return nil }
                 var limits = MediaProber.Limits(configuration)
                 limits.transcodesUnplayable = configuration.normalize && work.transcoding(configuration).enabled
+                limits.thumbnail.suggestClip = work.plan.crop
                 return .probe(source: file.path, type: file.type, thumbnailTime: work.plan.thumbnailTime,
                               // Audio has no poster: no file made for one.
                               thumbnailBase: file.type.kind == .audio ? work.plan.thumbnailBase : work.thumbnailOutput(),
@@ -27,6 +28,7 @@ extension Stage {
                 }
                 work.descriptor.record(probed.probe)
                 work.thumbnail = probed.poster
+                work.descriptor.record(posterClip: probed.poster?.suggestedClip)
             }))
     }
 

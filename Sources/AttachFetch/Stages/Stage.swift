@@ -157,8 +157,9 @@ extension Stage {
         job: { work, configuration in
             let file = work.admitted
             guard file.type.kind == .image else { return nil }
-            return .thumbnail(source: file.path, destinationBase: work.thumbnailOutput(), shape: work.plan.shape,
-                              limits: Thumbnailer.Limits(configuration))
+            var limits = Thumbnailer.Limits(configuration)
+            limits.suggestClip = work.plan.crop
+            return .thumbnail(source: file.path, destinationBase: work.thumbnailOutput(), shape: work.plan.shape, limits: limits)
         },
         take: { answer, work in
             guard let made = answer.thumbnail else { return }
@@ -199,23 +200,27 @@ extension Stage {
         return nil
     })
 
-    /// An image Android would not show as delivered (not a still JPEG or PNG within 1 MB) gets
-    /// an Android variant that fits; a video gets its poster frame (the frame its thumbnail was
-    /// made from, at the thumbnail's size) as a JPEG. Failing or late, the variant is missing and
-    /// says why; the attachment is still delivered.
+    /// An image Android would not show as delivered (not a still JPEG or PNG within 1 MB), or
+    /// whose shape is not about 2:1 (`PictureCrop.needsTwoToOne`) while the request crops, gets
+    /// an Android variant that fits, cut to 2:1 by the request's crop; a video gets its poster
+    /// frame (the frame its thumbnail was made from, at the thumbnail's size) as a JPEG, cut the
+    /// same way. Failing or late, the variant is missing and says why; the attachment is still
+    /// delivered.
     static let androidVariant = Stage(name: "android variant", body: .decode(
         on: .image, whenLate: .degrade, timing: .variants,
         job: { work, configuration in
             let file = work.admitted
             guard work.plan.platforms.contains(.android) else { return nil }
+            var limits = ImageNormalizer.Limits(android: configuration)
+            limits.crop = work.plan.crop
             if file.type.kind == .video, let poster = work.thumbnail {
                 return .normalize(source: UnnamedFile.openable(poster.file), type: .jpeg, destinationBase: work.plan.variantBase,
-                                  limits: ImageNormalizer.Limits(android: configuration))
+                                  limits: limits)
             }
-            guard file.type.kind == .image,
-                  !Platform.androidShows(file.type, bytes: work.descriptor.deliveredBytes ?? work.source.bytes) else { return nil }
-            return .normalize(source: file.path, type: file.type, destinationBase: work.plan.variantBase,
-                              limits: ImageNormalizer.Limits(android: configuration))
+            guard file.type.kind == .image else { return nil }
+            let cropped = work.plan.crop != nil && work.descriptor.deliveredSize.map { PictureCrop.needsTwoToOne(width: $0.width, height: $0.height) } == true
+            guard cropped || !Platform.androidShows(file.type, bytes: work.descriptor.deliveredBytes ?? work.source.bytes) else { return nil }
+            return .normalize(source: file.path, type: file.type, destinationBase: work.plan.variantBase, limits: limits)
         },
         take: { answer, work in
             guard let image = answer.normalized else { return }

@@ -39,6 +39,7 @@ extension AttachmentDescriptor: CompactJSONWritable {
             json.field("sourceWidth", sourceWidth)
             json.field("status", status)
             json.field("thumbnail", thumbnail)
+            json.field("thumbnailClip", thumbnailClip)
             json.field("timings", timings)
             Self.write(transforms, as: "transforms", to: &json)
             json.field("url", url)
@@ -159,6 +160,17 @@ extension AttachmentOptions: CompactJSONWritable {
             }
             json.field(CodingKeys.thumbnailHidden.rawValue, thumbnailHidden)
             json.field(CodingKeys.thumbnailTime.rawValue, thumbnailTime)
+        }
+    }
+}
+
+extension ClippingRectangle: CompactJSONWritable {
+    package func write(to json: inout CompactJSON) {
+        json.object { json in
+            json.field("height", height)
+            json.field("width", width)
+            json.field("x", x)
+            json.field("y", y)
         }
     }
 }

@@ -128,6 +128,9 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         /// Added: audio or video cut short to fit the size limit or the deadline (the first
         /// `duration` seconds).
         case trimmed
+        /// Added: cut to a 2:1 picture around what matters (an Android variant of an image, or
+        /// of a video's poster, whose shape is not about 2:1).
+        case cropped
     }
 
     /// What the media is for in a notification (set when it came from a push payload).
@@ -239,6 +242,11 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     /// variant missing). Absent when the deadline cut nothing short. Such a result is never
     /// cached: the next request for the URL, with its own deadline, does the work again.
     public var skippedAtDeadline: [String]?
+    /// Added with cropping: the square (in pixels) of the delivered image, or of a video's
+    /// poster, that iOS should show as the attachment's thumbnail, in the unit square, chosen
+    /// by the request's crop (attention by default) or centred on its focus point. Absent when
+    /// the caller gave a `clip` (which wins) or asked for no crop.
+    public var thumbnailClip: ClippingRectangle?
 
     /// Makes a descriptor with the required fields; set the others as needed, for example for a
     /// fake in a test.

@@ -74,3 +74,59 @@ public struct ClippingRectangle: Sendable, Equatable, Codable {
     /// The whole image: the default clip.
     public static let whole = try! ClippingRectangle(x: 0, y: 0, width: 1, height: 1)
 }
+
+/// How a picture is cropped where a platform shows only part of it: Android's and web push's
+/// 2:1 big picture, and the square iOS shows as an attachment's thumbnail.
+public enum CropMode: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Around what draws the eye: edges, skin tones and saturated colour (libvips' attention
+    /// model). The default.
+    case attention
+    /// Around the most detail (libvips' entropy model).
+    case entropy
+    /// The middle.
+    case centre
+    /// Not cropped: the Android variant is made only when Android cannot show the image as it
+    /// is, and no thumbnail rectangle is suggested.
+    case none
+}
+
+/// A point in the unit square, origin top-left, that a crop centres on (within the image):
+/// the subject, when the caller knows where it is.
+public struct FocusPoint: Sendable, Hashable, Codable {
+    /// From 0 (left) to 1 (right).
+    public let x: Double
+    /// From 0 (top) to 1 (bottom).
+    public let y: Double
+
+    /// Throws unless both coordinates are in the unit square.
+    public init(x: Double, y: Double) throws(AttachFetchError) {
+        guard x.isFinite, y.isFinite, (0...1).contains(x), (0...1).contains(y) else {
+            throw .invalidClip("focus point \(x),\(y) must lie in the unit square (0 to 1 each)")
+        }
+        (self.x, self.y) = (x, y)
+    }
+}
+
+/// What a crop is asked to do: the mode, and a focal point that wins over it when given.
+public struct PictureCrop: Sendable, Hashable, Codable {
+    /// The mode; `none` asks for no crop.
+    public var mode: CropMode
+    /// Where the crop centres, whatever the mode (but `none`).
+    public var focus: FocusPoint?
+
+    public init(mode: CropMode = .attention, focus: FocusPoint? = nil) {
+        (self.mode, self.focus) = (mode, focus)
+    }
+
+    /// Whether anything is cropped.
+    public var crops: Bool { mode != .none }
+
+    /// Android's big picture and Chrome's notification image are shown at about 2:1 and
+    /// centre-cropped by the system: an image whose width over height is below 1.5 or above
+    /// 2.5 gets a 2:1 crop of its own, one between keeps its shape.
+    public static func needsTwoToOne(width: Int, height: Int) -> Bool {
+        guard width > 0, height > 0 else { return false }
+        let aspect = Double(width) / Double(height)
+        return aspect < 1.5 || aspect > 2.5
+    }
+}

@@ -44,7 +44,8 @@ extension MediaProber {
 
     /// - Parameters:
     ///   - thumbnailTime: the poster frame's time (UNNotificationAttachmentOptionsThumbnailTimeKey),
-    ///     clamped to the duration; nil means 0.
+    ///     clamped to the duration; nil: auto, the most telling frame of the first seconds
+    ///     (PosterChoice.swift).
     ///   - thumbnailBase: where a poster thumbnail goes when there is video; nil for none.
     ///   - shouldStop: checked between packets; true when nobody waits for the result any more.
     package static func probe(source: String, type: MediaType, thumbnailTime: Double?, thumbnailBase: String?,
@@ -114,6 +115,7 @@ extension MediaProber {
         let frame = try AVFrameBox()
         let poster = try AVFrameBox()
         var posterSeconds: Double?
+        var search = PosterSearch()
         var videoDone = video == nil
         var audioDecoded = audio == nil
         var decodedFrames = 0
@@ -130,6 +132,17 @@ extension MediaProber {
                 guard !videoDone else { continue }
                 decodedFrames += 1
                 let seconds = frameSeconds(frame.pointer, stream: decoder.stream)
+                if thumbnailTime == nil {
+                    // Auto (PosterChoice.swift): the most telling candidate of the first seconds.
+                    let scoreable = lumaFormat(frame.pointer) != nil
+                    if search.takes(frame.pointer, at: seconds, isFirst: poster.pointer.pointee.width <= 0) {
+                        av_frame_unref(poster.pointer)
+                        av_frame_move_ref(poster.pointer, frame.pointer)
+                        posterSeconds = seconds
+                    }
+                    if search.isOver(at: seconds, scoreable: scoreable) || decodedFrames >= limits.maxDecodedFrames { videoDone = true }
+                    continue
+                }
                 av_frame_unref(poster.pointer)
                 av_frame_move_ref(poster.pointer, frame.pointer)
                 posterSeconds = seconds

@@ -21,10 +21,21 @@ extension Thumbnailer {
     package static func make(source: String, destinationBase: String, shape: Shape,
                      limits: Limits) -> Result<ThumbnailOutcome, Reason> {
         do throws(Reason) {
-            return .success(try makeThrowing(source: source, destinationBase: destinationBase, shape: shape, limits: limits))
+            return .success(suggestingClip(try makeThrowing(source: source, destinationBase: destinationBase, shape: shape, limits: limits),
+                                               shape: shape, limits: limits))
         } catch {
             return .failure(error)
         }
+    }
+
+    /// `made` with the square a thumbnail should show (`Limits.suggestClip`), when asked and
+    /// the thumbnail is of the whole image: chosen on the thumbnail, which is small. A square
+    /// that cannot be chosen is left out; the thumbnail stands.
+    static func suggestingClip(_ made: ThumbnailOutcome, shape: Shape, limits: Limits) -> ThumbnailOutcome {
+        guard let crop = limits.suggestClip, crop.crops, case .clip(let clip) = shape, clip == .whole else { return made }
+        var outcome = made
+        outcome.suggestedClip = try? PictureCropper.square(ofImageIn: UnnamedFile.openable(made.file), crop: crop)
+        return outcome
     }
 
     /// The same, for a frame already in memory (a video's poster frame).
@@ -37,8 +48,9 @@ extension Thumbnailer {
                   let out else {
                 throw Vips.failure("scale the frame")
             }
-            return .success(try finish(VipsImageRef(out), clip: box.clip, sourceWidth: image.width, sourceHeight: image.height,
-                                       destinationBase: destinationBase))
+            return .success(suggestingClip(try finish(VipsImageRef(out), clip: box.clip, sourceWidth: image.width,
+                                                          sourceHeight: image.height, destinationBase: destinationBase),
+                                               shape: shape, limits: limits))
         } catch {
             return .failure(error)
         }

@@ -25,5 +25,11 @@ int af_vips_min(VipsImage *in, double *minimum);
 int af_vips_jpegsave_buffer(VipsImage *in, void **buffer, size_t *length, int quality);
 int af_vips_pngsave_buffer(VipsImage *in, void **buffer, size_t *length);
 int af_vips_gifsave_buffer(VipsImage *in, void **buffer, size_t *length);
+// Shrink-on-load thumbnail cut to width x height by `interesting` (libvips' smartcrop).
+int af_vips_thumbnail_crop(const char *filename, VipsImage **out, int width, int height,
+                           VipsInteresting interesting, VipsFailOn fail_on);
+// The width x height part `interesting` chooses; the output's Xoffset and Yoffset are minus
+// its left and top.
+int af_vips_smartcrop(VipsImage *in, VipsImage **out, int width, int height, VipsInteresting interesting);
 
 #endif
