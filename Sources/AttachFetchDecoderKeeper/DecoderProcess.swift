@@ -14,6 +14,8 @@ package final class DecoderProcess {
     /// Our end of the socket pair; the worker's end is its standard input and output.
     private let socket: Int32
     private var alive = true
+    /// The signal that ended the worker, once reaped (0: none).
+    private var lastSignal: Int32 = 0
     private let exitGraceMilliseconds: Int
     /// Each job's CPU time, and the worker's in all (`DecoderWorker.Limits.cpuSeconds`).
     private let cpuSecondsPerJob: Int
@@ -165,7 +167,9 @@ package final class DecoderProcess {
             if used - first > allowance {
                 stop(waitingUpTo: 0)
                 job.possibleOutputs.forEach { _ = unlink($0) }
-                return DecodeAnswer(failure: Reason(code: .decoderCrashed, message: "the decoder process used more than its \(Int(allowance.rounded(.up))) CPU seconds for this job and was stopped (decoderCPUSecondsPerJob)"))
+                var reason = Reason(code: .decoderCrashed, message: "the decoder process used more than its \(Int(allowance.rounded(.up))) CPU seconds for this job and was stopped (decoderCPUSecondsPerJob)")
+                reason.endedByOwnLimit = true
+                return DecodeAnswer(failure: reason)
             }
         }
         // The rest of the answer must follow at once: a worker that sends part of one and stops
@@ -228,7 +232,10 @@ package final class DecoderProcess {
         // Its end of the socket closed: it is exiting (or already has); give it a moment to.
         let cause = stop(waitingUpTo: 1_000)
         job.possibleOutputs.forEach { _ = unlink($0) }
-        return DecodeAnswer(failure: Reason(code: .decoderCrashed, message: "the decoder process \(cause)"))
+        var reason = Reason(code: .decoderCrashed, message: "the decoder process \(cause)")
+        // The worker's CPU and file-size limits are ours, set for every job alike.
+        reason.endedByOwnLimit = lastSignal == SIGXCPU || lastSignal == SIGXFSZ
+        return DecodeAnswer(failure: reason)
     }
 
     /// Reaps the worker, killing it if it has not ended within `milliseconds`; returns how it
@@ -252,6 +259,7 @@ package final class DecoderProcess {
         }
         // WIFSIGNALED / WTERMSIG / WEXITSTATUS are macros: signal in bits 0-6, exit code in 8-15.
         let signal = status & 0x7F
+        lastSignal = signal
         if signal != 0 {
             return "died from signal \(signal) (\(DecoderProcess.signalName(signal)))"
         }

@@ -109,4 +109,30 @@ import Glibc
         let d = try await Self.run("spin", ["photo.jpg"], deadline: .seconds(20)) { $0.decoderCPUSecondsPerJob = 1 }[0]
         #expect(d.reason?.code == .decoderCrashed && d.reason?.message.contains("CPU seconds") == true, "\(d.status) \(d.reason?.message ?? "")")
     }
+
+    /// A failure our own limit caused is the deadline's business, not the media's: reused for
+    /// `ResultCaching.ownLimitFreshness` (30 s) at most, though failures are kept for an hour.
+    @Test func aJobEndedByItsCPUAllowanceIsReusedOnlyBriefly() async throws {
+        let tools = Scratch(), scratch = Scratch()
+        let executable = try Self.worker("spin", in: tools)
+        let time = ManualClock()
+        try await withPipeline(scratch, {
+            $0.decoderExecutable = executable
+            $0.thumbnailThreads = 1
+            $0.decoderCPUSecondsPerJob = 1
+            $0.clock = time.clock
+            $0.cache = ResultCaching(failureFreshness: .seconds(3600))
+        }) { pipeline in
+            try await withMediaServer { server in
+                let url = "\(server.baseURL)/media/photo.jpg"
+                let first = await fetchOne(url, pipeline, deadline: .seconds(20))
+                #expect(first.reason?.code == .decoderCrashed && first.reason?.message.contains("CPU seconds") == true, "\(first.reason?.message ?? "")")
+                let soon = await fetchOne(url, pipeline, deadline: .seconds(20))
+                #expect(soon.cache == .hit && soon.reason?.code == .decoderCrashed, "\(String(describing: soon.cache))")
+                time.advance(by: ResultCaching.ownLimitFreshness + .seconds(1))
+                let later = await fetchOne(url, pipeline, deadline: .seconds(20))
+                #expect(later.cache == .miss, "reused past \(ResultCaching.ownLimitFreshness): \(String(describing: later.cache))")
+            }
+        }
+    }
 }

@@ -11,6 +11,12 @@ public struct ResultCaching: Sendable, Equatable {
     /// `deadlineExceeded`, `cancelled`, `connectFailed`, `transferFailed`, `ioError` and
     /// `originUnavailable` never are. Default 30 s.
     public var failureFreshness: Duration = .seconds(30)
+    /// How long at most a failure that attach-fetch's own limit caused (a decoder ended for its
+    /// CPU allowance, `decoderCPUSecondsPerJob`, or its CPU or file-size limit) is reused,
+    /// whatever `failureFreshness` says: 30 s. Such a failure says more about the machine and
+    /// the deadline than about the media, so it is tried again soon, yet a file built to burn
+    /// CPU does not cost a whole allowance on every call.
+    public static let ownLimitFreshness: Duration = .seconds(30)
     /// Entries kept at most; the least recently used go first. Default 10,000.
     public var maxEntries = 10_000
     /// Bytes of files (delivered files, thumbnails, variants) the entries hold at most; the

@@ -48,14 +48,14 @@ extension AttachmentPipeline {
             return .init(result: result, lifetime: lifetime, revalidated: revalidated, shared: !revalidated)
         case .notModified(let headers):
             guard let stale else { preconditionFailure("a 304 without a conditional request") }
-            let lifetime = headers.speaksOfFreshness ? freshness(ready: true, code: nil, headers: headers) : stale.lifetime
+            let lifetime = headers.speaksOfFreshness ? freshness(ready: true, reason: nil, headers: headers) : stale.lifetime
             return .init(result: stale, lifetime: lifetime, revalidated: true)
         case .made(let descriptor, let files, let unnamed, let sizes, let headers):
             // A result the deadline cut short is this caller's only: kept, it would answer
             // callers with time to spare, for its whole freshness, without a thumbnail (an image
             // never decoded in full), a probe or a variant.
             let lifetime = descriptor.skippedAtDeadline != nil ? nil
-                : freshness(ready: descriptor.status == .ready, code: descriptor.reason?.code, headers: headers)
+                : freshness(ready: descriptor.status == .ready, reason: descriptor.reason, headers: headers)
             let published = configuration.publish.map { publishing in
                 ([descriptor.publishedUrl, descriptor.thumbnail?.publishedUrl] + (descriptor.variants ?? [:]).values.map(\.publishedUrl))
                     .compactMap { $0 }.map { "\(publishing.directory)/\(($0 as NSString).lastPathComponent)" }
@@ -80,13 +80,14 @@ extension AttachmentPipeline {
     }
 
     /// How long a result may be reused: nil when caching is off or the result must not be kept.
-    func freshness(ready: Bool, code: ReasonCode?, headers: CacheHeaders) -> Duration? {
+    func freshness(ready: Bool, reason: Reason?, headers: CacheHeaders) -> Duration? {
         guard let caching = configuration.cache,
               let lifetime = HTTPFreshness.lifetime(of: headers, maximum: caching.maximumFreshness,
                                                     fallback: caching.defaultFreshness) else { return nil }
         if ready { return lifetime }
-        guard let code, ResultCaching.cachedFailures.contains(code) else { return nil }
-        return caching.failureFreshness
+        guard let reason, ResultCaching.cachedFailures.contains(reason.code) else { return nil }
+        // Our own limit ended it, not the media: tried again soon.
+        return reason.endedByOwnLimit ? min(caching.failureFreshness, ResultCaching.ownLimitFreshness) : caching.failureFreshness
     }
 
     enum WorkOutcome: Sendable {

@@ -59,13 +59,13 @@ extension AttachmentPipeline {
         switch outcome {
         case .made(let descriptor, _, _, _, let headers):
             if descriptor.skippedAtDeadline == nil,
-               let lifetime = freshness(ready: descriptor.status == .ready, code: descriptor.reason?.code, headers: headers) {
+               let lifetime = freshness(ready: descriptor.status == .ready, reason: descriptor.reason, headers: headers) {
                 await shared.write(shared.record(of: descriptor, headers: headers, lifetime: lifetime), name: name, deadline: batch.deadline)
             }
         case .notModified(let headers):
             if stale == nil, let storedStale {
                 // The stored result confirmed: renewed in the store, and used here.
-                let lifetime = headers.speaksOfFreshness ? freshness(ready: true, code: nil, headers: headers) : nil
+                let lifetime = headers.speaksOfFreshness ? freshness(ready: true, reason: nil, headers: headers) : nil
                 var renewed = storedStale
                 renewed.headers = headers.validators == nil ? storedStale.headers : headers
                 if let lifetime {

@@ -59,21 +59,20 @@ enum PictureCropper {
         return VipsImageRef(out)
     }
 
-    /// The largest square of the image in `file` (a thumbnail of the whole image) that `crop`
-    /// chooses, in the unit square.
-    static func square(ofImageIn file: String, crop: PictureCrop) throws(Reason) -> ClippingRectangle {
-        guard let pointer = af_vips_image_new_from_file(file, VIPS_FAIL_ON_ERROR) else { throw Vips.failure("read the thumbnail") }
-        let image = VipsImageRef(pointer)
-        let (width, height) = (image.width, image.height)
+    /// The largest square of a picture that `crop` chooses, in the unit square. `cues` reads
+    /// its pixels for the attention model; `image` (rendered) is smartcrop's for entropy.
+    static func square(width: Int, height: Int, crop: PictureCrop, cues: () -> AttentionCues?,
+                       image: () -> VipsImageRef?) throws(Reason) -> ClippingRectangle {
         let side = min(width, height)
-        let left: Int, top: Int
+        var left = (width - side) / 2, top = (height - side) / 2
         if let focus = crop.focus {
             (left, top) = (edge(centredOn: focus.x, part: side, whole: width), edge(centredOn: focus.y, part: side, whole: height))
-        } else if crop.mode == .centre || width == height {
-            (left, top) = ((width - side) / 2, (height - side) / 2)
-        } else {
+        } else if crop.mode == .attention, width != height, let cues = cues() {
+            let start = cues.bestWindow(side: side, length: max(width, height))
+            (left, top) = width > height ? (start, 0) : (0, start)
+        } else if crop.mode == .entropy, width != height, let picture = image() {
             var out: UnsafeMutablePointer<VipsImage>?
-            guard af_vips_smartcrop(image.pointer, &out, Int32(side), Int32(side), interesting(crop.mode)) == 0, let out else {
+            guard af_vips_smartcrop(picture.pointer, &out, Int32(side), Int32(side), VIPS_INTERESTING_ENTROPY) == 0, let out else {
                 throw Vips.failure("choose the thumbnail's square")
             }
             let cut = VipsImageRef(out)

@@ -1,4 +1,6 @@
 internal import CTurboJPEG
+internal import CVipsShims
+internal import CVips
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -63,8 +65,13 @@ enum JPEGThumbnailer {
             if let problem = SafeFile.create(file, contents: UnsafeRawBufferPointer(start: jpeg, count: Int(length))) {
                 throw Reason(code: .ioError, message: problem)
             }
-            return .success(ThumbnailOutcome(sourceWidth: Int(width), sourceHeight: Int(height), file: file,
-                                              width: image.width, height: image.height, bytes: Int64(length)))
+            var outcome = ThumbnailOutcome(sourceWidth: Int(width), sourceHeight: Int(height), file: file,
+                                           width: image.width, height: image.height, bytes: Int64(length))
+            outcome.suggestedClip = Thumbnailer.suggestedSquare(
+                width: image.width, height: image.height, shape: shape, limits: limits,
+                cues: { image.pixels.withUnsafeBufferPointer { AttentionCues(pixels: $0, width: image.width, height: image.height, bands: 3) } },
+                image: { image.pixels.withUnsafeBytes { vips_image_new_from_memory_copy($0.baseAddress, $0.count, Int32(image.width), Int32(image.height), 3, VIPS_FORMAT_UCHAR) }.map(VipsImageRef.init) })
+            return .success(outcome)
         } catch {
             return .failure(error)
         }

@@ -21,21 +21,19 @@ extension Thumbnailer {
     package static func make(source: String, destinationBase: String, shape: Shape,
                      limits: Limits) -> Result<ThumbnailOutcome, Reason> {
         do throws(Reason) {
-            return .success(suggestingClip(try makeThrowing(source: source, destinationBase: destinationBase, shape: shape, limits: limits),
-                                               shape: shape, limits: limits))
+            return .success(try makeThrowing(source: source, destinationBase: destinationBase, shape: shape, limits: limits))
         } catch {
             return .failure(error)
         }
     }
 
-    /// `made` with the square a thumbnail should show (`Limits.suggestClip`), when asked and
-    /// the thumbnail is of the whole image: chosen on the thumbnail, which is small. A square
-    /// that cannot be chosen is left out; the thumbnail stands.
-    static func suggestingClip(_ made: ThumbnailOutcome, shape: Shape, limits: Limits) -> ThumbnailOutcome {
-        guard let crop = limits.suggestClip, crop.crops, case .clip(let clip) = shape, clip == .whole else { return made }
-        var outcome = made
-        outcome.suggestedClip = try? PictureCropper.square(ofImageIn: UnnamedFile.openable(made.file), crop: crop)
-        return outcome
+    /// The square a thumbnail of the whole image should show (`Limits.suggestClip`), chosen on
+    /// the thumbnail's pixels, already in memory; nil when not asked, for a clipped thumbnail,
+    /// or when it cannot be chosen (the thumbnail stands).
+    static func suggestedSquare(width: Int, height: Int, shape: Shape, limits: Limits, cues: () -> AttentionCues?,
+                                image: () -> VipsImageRef?) -> ClippingRectangle? {
+        guard let crop = limits.suggestClip, crop.crops, case .clip(let clip) = shape, clip == .whole else { return nil }
+        return try? PictureCropper.square(width: width, height: height, crop: crop, cues: cues, image: image)
     }
 
     /// The same, for a frame already in memory (a video's poster frame).
@@ -48,9 +46,8 @@ extension Thumbnailer {
                   let out else {
                 throw Vips.failure("scale the frame")
             }
-            return .success(suggestingClip(try finish(VipsImageRef(out), clip: box.clip, sourceWidth: image.width,
-                                                          sourceHeight: image.height, destinationBase: destinationBase),
-                                               shape: shape, limits: limits))
+            return .success(try finish(VipsImageRef(out), clip: box.clip, sourceWidth: image.width, sourceHeight: image.height,
+                                       destinationBase: destinationBase, shape: shape, limits: limits))
         } catch {
             return .failure(error)
         }
@@ -71,7 +68,8 @@ extension Thumbnailer {
         let box = try boxSize(width: header.width, height: header.height, shape: shape, maxEdge: limits.maxEdge)
         let thumbnail = try Vips.decodingUnderPolicy(isJPEG: header.image.isJPEG) { failOn throws(Reason) in
             try finish(try Vips.thumbnail(source, width: box.width, height: box.height, failOn: failOn), clip: box.clip,
-                       sourceWidth: header.width, sourceHeight: header.height, destinationBase: destinationBase)
+                       sourceWidth: header.width, sourceHeight: header.height, destinationBase: destinationBase,
+                       shape: shape, limits: limits)
         }
         if (header.image.integer("n-pages") ?? 1) > 1 {
             do throws(Reason) { try decodeEveryFrame(source) } catch {
@@ -146,7 +144,7 @@ extension Thumbnailer {
 
     /// Cuts the clip out of the scaled image, renders it, and writes the thumbnail file.
     private static func finish(_ scaled: VipsImageRef, clip: ClippingRectangle, sourceWidth: Int, sourceHeight: Int,
-                               destinationBase: String) throws(Reason) -> ThumbnailOutcome {
+                               destinationBase: String, shape: Shape, limits: Limits) throws(Reason) -> ThumbnailOutcome {
         var image = scaled
         if clip != .whole {
             let area = clipRegion(clip, width: image.width, height: image.height)
@@ -163,13 +161,17 @@ extension Thumbnailer {
             throw Vips.failure("decode the image")
         }
         image = VipsImageRef(rendered)
+        let square = suggestedSquare(width: image.width, height: image.height, shape: shape, limits: limits,
+                                     cues: { AttentionCues(image) }, image: { image })
         let encoded = try encode(image)
         let file = destinationBase + "." + encoded.type.fileExtension
         if let problem = encoded.data.withUnsafeBytes({ SafeFile.create(file, contents: $0) }) {
             throw Reason(code: .ioError, message: problem)
         }
-        return ThumbnailOutcome(sourceWidth: sourceWidth, sourceHeight: sourceHeight, file: file,
-                                width: encoded.width, height: encoded.height, bytes: Int64(encoded.data.count))
+        var outcome = ThumbnailOutcome(sourceWidth: sourceWidth, sourceHeight: sourceHeight, file: file,
+                                       width: encoded.width, height: encoded.height, bytes: Int64(encoded.data.count))
+        outcome.suggestedClip = square
+        return outcome
     }
 
     /// Encodes a rendered image as JPEG, or as PNG when some pixel is transparent.
