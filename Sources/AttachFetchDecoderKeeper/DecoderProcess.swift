@@ -14,8 +14,6 @@ package final class DecoderProcess {
     /// Our end of the socket pair; the worker's end is its standard input and output.
     private let socket: Int32
     private var alive = true
-    /// The signal that ended the worker, once reaped (0: none).
-    private var lastSignal: Int32 = 0
     private let exitGraceMilliseconds: Int
     /// Each job's CPU time, and the worker's in all (`DecoderWorker.Limits.cpuSeconds`).
     private let cpuSecondsPerJob: Int
@@ -36,6 +34,8 @@ package final class DecoderProcess {
         package var takesReserved: Bool
         /// How long a worker no longer needed may take to exit before it is killed.
         package var exitGraceMilliseconds = 0
+        /// The directory a worker may write and read beside system files (Landlock); nil: none.
+        package var workDirectory: String?
 
         package init(executable: String, memoryBytes: Int, cpuSecondsPerJob: Int, fileSizeBytes: Int,
                      takesReserved: Bool, exitGraceMilliseconds: Int = 0) {
@@ -47,7 +47,7 @@ package final class DecoderProcess {
     package init(_ launch: Launch) throws(Reason) {
         let inAll = Self.cpuSecondsInAll(perJob: launch.cpuSecondsPerJob)
         let limits = DecoderWorker.Limits(memoryBytes: launch.memoryBytes, cpuSeconds: inAll,
-                                          fileSizeBytes: launch.fileSizeBytes, parent: getpid())
+                                          fileSizeBytes: launch.fileSizeBytes, parent: getpid(), workDirectory: launch.workDirectory)
         exitGraceMilliseconds = launch.exitGraceMilliseconds
         (cpuSecondsPerJob, cpuSecondsInAll) = (launch.cpuSecondsPerJob, inAll)
         if launch.takesReserved, let reserved = DecoderReserve.take() {
@@ -167,9 +167,7 @@ package final class DecoderProcess {
             if used - first > allowance {
                 stop(waitingUpTo: 0)
                 job.possibleOutputs.forEach { _ = unlink($0) }
-                var reason = Reason(code: .decoderCrashed, message: "the decoder process used more than its \(Int(allowance.rounded(.up))) CPU seconds for this job and was stopped (decoderCPUSecondsPerJob)")
-                reason.endedByOwnLimit = true
-                return DecodeAnswer(failure: reason)
+                return DecodeAnswer(failure: Reason(code: .decoderCrashed, message: "the decoder process used more than its \(Int(allowance.rounded(.up))) CPU seconds for this job and was stopped (decoderCPUSecondsPerJob)"))
             }
         }
         // The rest of the answer must follow at once: a worker that sends part of one and stops
@@ -232,10 +230,8 @@ package final class DecoderProcess {
         // Its end of the socket closed: it is exiting (or already has); give it a moment to.
         let cause = stop(waitingUpTo: 1_000)
         job.possibleOutputs.forEach { _ = unlink($0) }
-        var reason = Reason(code: .decoderCrashed, message: "the decoder process \(cause)")
-        // The worker's CPU and file-size limits are ours, set for every job alike.
-        reason.endedByOwnLimit = lastSignal == SIGXCPU || lastSignal == SIGXFSZ
-        return DecodeAnswer(failure: reason)
+        // The message ends as `Reason.ownLimitEndings` says for the limits that are ours.
+        return DecodeAnswer(failure: Reason(code: .decoderCrashed, message: "the decoder process \(cause)"))
     }
 
     /// Reaps the worker, killing it if it has not ended within `milliseconds`; returns how it
@@ -259,7 +255,6 @@ package final class DecoderProcess {
         }
         // WIFSIGNALED / WTERMSIG / WEXITSTATUS are macros: signal in bits 0-6, exit code in 8-15.
         let signal = status & 0x7F
-        lastSignal = signal
         if signal != 0 {
             return "died from signal \(signal) (\(DecoderProcess.signalName(signal)))"
         }

@@ -18,9 +18,14 @@ public enum DecoderWorker {
         package var cpuSeconds: Int
         package var fileSizeBytes: Int
         package var parent: pid_t
+        /// The one directory the worker may write and read beside system files (Landlock): the
+        /// pipeline's temporary directory, where every job's files are; nil: no such rule.
+        package var workDirectory: String?
 
         package var arguments: [String] {
             ["--memory", "\(memoryBytes)", "--cpu", "\(cpuSeconds)", "--file-size", "\(fileSizeBytes)", "--parent", "\(parent)"]
+                // Hex, so that a path with spaces survives the handshake's split.
+                + (workDirectory.map { ["--work-directory", Array($0.utf8).map { String(format: "%02x", $0) }.joined()] } ?? [])
         }
 
         /// The same, as the first message to a forked worker (`DecoderReserve`).
@@ -30,24 +35,34 @@ public enum DecoderWorker {
             self.init(arguments: String(decoding: handshake, as: UTF8.self).split(separator: " ").map(String.init))
         }
 
-        package init(memoryBytes: Int, cpuSeconds: Int, fileSizeBytes: Int, parent: pid_t) {
+        package init(memoryBytes: Int, cpuSeconds: Int, fileSizeBytes: Int, parent: pid_t, workDirectory: String? = nil) {
             self.memoryBytes = memoryBytes
             self.cpuSeconds = cpuSeconds
             self.fileSizeBytes = fileSizeBytes
             self.parent = parent
+            self.workDirectory = workDirectory
         }
 
         package init?(arguments: [String]) {
             var values: [String: Int] = [:]
+            var workDirectory: String?
             var index = 0
             while index + 1 < arguments.count {
-                guard let value = Int(arguments[index + 1]) else { return nil }
-                values[arguments[index]] = value
+                if arguments[index] == "--work-directory" {
+                    let hex = Array(arguments[index + 1].utf8)
+                    guard hex.count % 2 == 0 else { return nil }
+                    let bytes = stride(from: 0, to: hex.count, by: 2).compactMap { UInt8(String(decoding: hex[$0..<$0 + 2], as: UTF8.self), radix: 16) }
+                    guard bytes.count * 2 == hex.count else { return nil }
+                    workDirectory = String(decoding: bytes, as: UTF8.self)
+                } else {
+                    guard let value = Int(arguments[index + 1]) else { return nil }
+                    values[arguments[index]] = value
+                }
                 index += 2
             }
             guard index == arguments.count, let memory = values["--memory"], let cpu = values["--cpu"],
                   let fileSize = values["--file-size"], let parent = values["--parent"] else { return nil }
-            self.init(memoryBytes: memory, cpuSeconds: cpu, fileSizeBytes: fileSize, parent: pid_t(parent))
+            self.init(memoryBytes: memory, cpuSeconds: cpu, fileSizeBytes: fileSize, parent: pid_t(parent), workDirectory: workDirectory)
         }
     }
 

@@ -2,12 +2,15 @@
 // posix_spawn_file_actions_addclosefrom_np need _GNU_SOURCE. Each forwards unchanged.
 #define _GNU_SOURCE
 #include <sched.h>
+#include <dlfcn.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <linux/seccomp.h>
 #include <linux/capability.h>
+#include <linux/landlock.h>
 #include <sys/syscall.h>
 #include "CAttachFetchShims.h"
 
@@ -56,4 +59,33 @@ int af_prctl_set_name(const char *name) {
 
 int af_socketpair_stream_cloexec(int fds[2]) {
     return socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds);
+}
+
+// Landlock (linux/landlock.h; no libc wrappers): the syscalls, as they are.
+long af_landlock_abi(void) {
+    return syscall(__NR_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+}
+
+int af_landlock_create_ruleset(unsigned long long handled_access_fs) {
+    struct landlock_ruleset_attr attributes = { .handled_access_fs = handled_access_fs };
+    return (int)syscall(__NR_landlock_create_ruleset, &attributes, sizeof(attributes), 0);
+}
+
+int af_landlock_add_path_rule(int ruleset, int parent, unsigned long long allowed_access) {
+    struct landlock_path_beneath_attr rule = { .allowed_access = allowed_access, .parent_fd = parent };
+    return (int)syscall(__NR_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0);
+}
+
+int af_landlock_restrict_self(int ruleset) {
+    return (int)syscall(__NR_landlock_restrict_self, ruleset, 0);
+}
+
+// O_PATH and dladdr are behind _GNU_SOURCE, which Swift's Glibc does not define.
+int af_open_path(const char *path) {
+    return open(path, O_PATH | O_CLOEXEC);
+}
+
+const char *af_loaded_file_of(const void *address) {
+    Dl_info info;
+    return dladdr(address, &info) != 0 ? info.dli_fname : NULL;
 }

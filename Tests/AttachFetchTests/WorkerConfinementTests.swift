@@ -34,6 +34,36 @@ import Testing
             #expect(results[set] == "0000000000000000", "\(set): \(results[set] ?? "")")
         }
     }
+
+    /// With Landlock in the kernel, a worker keeps to its work directory: it writes there and
+    /// reads the libraries, and neither reads nor writes a file beside it, nor /etc/passwd.
+    @Test func aConfinedWorkerKeepsToItsWorkDirectory() async throws {
+        DecoderProcess.closeThisProcessToWorkers()
+        let outside = Scratch()
+        let work = outside.path + "/work"
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: false)
+        let secret = outside.path + "/credentials"
+        try Data("AKIA-not-for-decoders".utf8).write(to: URL(fileURLWithPath: secret))
+        let run = try await tool(builtExecutable("filter-check"), [work, secret])
+        try #require(run.status == 0, "\(run.errors)")
+        var results: [String: String] = [:]
+        for line in run.output.split(separator: "\n") {
+            let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
+            if parts.count == 2 { results[parts[0]] = parts[1] }
+        }
+        let abi = Int(results["landlock"] ?? "") ?? -1
+        #expect(results["write-work"] == "0" && results["read-usr"] == "0" && results["read-own-status"] == "0", "\(results)")
+        guard abi >= 1 else {
+            print("no Landlock in this kernel (\(results["landlock"] ?? "?")): the work directory is not enforced")
+            return
+        }
+        let eacces = "\(EACCES)"
+        for denied in ["read-outside", "write-outside", "read-etc-passwd", "read-parent-status"] {
+            #expect(results[denied] == eacces, "\(denied): \(results[denied] ?? "not tried")")
+        }
+        #expect(!FileManager.default.fileExists(atPath: outside.path + "/written-by-the-worker"))
+        print("Landlock ABI \(abi): the worker wrote in its work directory, and was refused the file beside it and /etc/passwd")
+    }
 }
 
 extension WorkerConfinementTests {

@@ -1,7 +1,10 @@
 // Confines itself exactly as a decoder worker does (DecoderWorker.confine), then makes the
 // calls a decoder taken over would make, and prints each one's errno (0: it went through), for
-// IsolationTests. Its parent, the test process, has made itself non-dumpable first, as every
-// program with workers does.
+// WorkerConfinementTests. Its parent, the test process, has made itself non-dumpable first, as
+// every program with workers does.
+//
+// filter-check [WORK_DIRECTORY OUTSIDE_FILE]: with a work directory, confined to it (Landlock);
+// OUTSIDE_FILE is a file beside it that the worker must not read.
 import AttachFetchMedia
 import CTestSupport
 import Foundation
@@ -10,7 +13,13 @@ import Glibc
 #endif
 
 let parent = getppid()
-DecoderWorker.confine(DecoderWorker.Limits(memoryBytes: 512 << 20, cpuSeconds: 60, fileSizeBytes: 64 << 20, parent: parent))
+let arguments = Array(CommandLine.arguments.dropFirst())
+let workDirectory = arguments.count == 2 ? arguments[0] : nil
+// The kernel's Landlock ABI (landlock_create_ruleset with LANDLOCK_CREATE_RULESET_VERSION), asked
+// before the filter is installed.
+let landlockABI = af_test_syscall(444, 0, 0, 1, 0, 0)
+DecoderWorker.confine(DecoderWorker.Limits(memoryBytes: 512 << 20, cpuSeconds: 60, fileSizeBytes: 64 << 20, parent: parent,
+                                           workDirectory: workDirectory))
 
 func result(_ name: String, _ value: Int) { print("\(name) \(value < 0 ? errno : 0)") }
 func call(_ number: Int, _ a: Int = 0, _ b: Int = 0, _ c: Int = 0, _ d: Int = 0, _ e: Int = 0) -> Int {
@@ -48,4 +57,20 @@ let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8))
 for field in ["CapEff", "CapPrm", "CapBnd", "CapAmb"] {
     let value = status.split(separator: "\n").first { $0.hasPrefix(field + ":") }?.split(separator: "\t").last ?? "?"
     print("\(field) \(value)")
+}
+// The file system (Landlock), when confined to a work directory.
+if let workDirectory {
+    print("landlock \(landlockABI)")
+    func opened(_ path: String, _ flags: Int32) -> Int {
+        let descriptor = open(path, flags | O_CLOEXEC, 0o600)
+        if descriptor >= 0 { close(descriptor) }
+        return Int(descriptor)
+    }
+    result("write-work", opened(workDirectory + "/made-by-the-worker", O_WRONLY | O_CREAT))
+    result("read-outside", opened(arguments[1], O_RDONLY))
+    result("write-outside", opened((arguments[1] as NSString).deletingLastPathComponent + "/written-by-the-worker", O_WRONLY | O_CREAT))
+    result("read-etc-passwd", opened("/etc/passwd", O_RDONLY))
+    result("read-usr", opened("/usr/lib/os-release", O_RDONLY))
+    result("read-own-status", opened("/proc/self/status", O_RDONLY))
+    result("read-parent-status", opened("/proc/\(parent)/status", O_RDONLY))
 }

@@ -39,7 +39,9 @@ extension MediaProber.Limits {
 extension DecoderProcess {
     /// How a pipeline with this configuration starts its workers; nil for isolation `.none`.
     /// The executable must exist and be executable: a configuration error otherwise.
-    static func launch(for configuration: AttachFetchConfiguration) throws(AttachFetchError) -> Launch? {
+    /// `confined`: the workers keep to `temporaryDirectory` (Landlock), where the pipeline's
+    /// work store is; off for the local inspector, whose files are wherever its caller says.
+    static func launch(for configuration: AttachFetchConfiguration, confined: Bool = true) throws(AttachFetchError) -> Launch? {
         guard configuration.isolation == .processes else { return nil }
         let executable: String
         if let configured = configuration.decoderExecutable {
@@ -50,10 +52,12 @@ extension DecoderProcess {
         guard access(executable, X_OK) == 0 else {
             throw .invalidConfiguration("the decoder worker \(executable) is not there or not executable: build it (swift build --product attach-fetch-decoder) and keep it beside the program, set decoderExecutable, or set isolation to .none (unsafe for untrusted input)")
         }
-        return Launch(executable: executable, memoryBytes: configuration.decoderMemoryLimit,
-                      cpuSecondsPerJob: configuration.decoderCPUSecondsPerJob, fileSizeBytes: configuration.workerFileSizeLimit,
-                      takesReserved: configuration.decoderExecutable == nil,
-                      exitGraceMilliseconds: configuration.decoderExitGraceMilliseconds)
+        var launch = Launch(executable: executable, memoryBytes: configuration.decoderMemoryLimit,
+                            cpuSecondsPerJob: configuration.decoderCPUSecondsPerJob, fileSizeBytes: configuration.workerFileSizeLimit,
+                            takesReserved: configuration.decoderExecutable == nil,
+                            exitGraceMilliseconds: configuration.decoderExitGraceMilliseconds)
+        if confined { launch.workDirectory = (configuration.temporaryDirectory as NSString).standardizingPath }
+        return launch
     }
 }
 

@@ -31,17 +31,11 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         public var code: ReasonCode
         /// A sentence for people; it never names working files.
         public var message: String
-        /// Set when a limit of attach-fetch's own ended the work (a decoder's CPU allowance, its
-        /// CPU or file-size limit), not the media: such a failure is reused only briefly
-        /// (`ResultCaching.ownLimitFreshness`). Not part of the JSON.
-        package var endedByOwnLimit = false
         /// Makes a reason.
         public init(code: ReasonCode, message: String) {
             self.code = code
             self.message = message
         }
-
-        private enum CodingKeys: String, CodingKey { case code, message }
     }
 
     /// Added with encrypted publishing: how a published object is encrypted, and its key. The

@@ -65,3 +65,16 @@ extension ReasonCode {
                  when: "the request asked for encrypted publishing (`AttachmentRequest.encrypt`) but the pipeline has no media key (`mediaEncryption`); nothing was fetched or published. The service refuses such a call with 400 instead"),
     ]
 }
+
+extension AttachmentDescriptor.Reason {
+    /// The endings of the messages of a decoder ended by a limit of attach-fetch's own (the
+    /// keeper's CPU allowance, the worker's CPU or file-size limit), not by the media: written
+    /// where those reasons are made (`DecoderProcess`), read by the result cache.
+    package static let ownLimitEndings = ["(decoderCPUSecondsPerJob)", "(SIGXCPU: CPU time limit)", "(SIGXFSZ: file size limit)"]
+
+    /// Whether a limit of attach-fetch's own ended the work: such a failure is reused only
+    /// briefly (`ResultCaching.ownLimitFreshness`).
+    package var endedByOwnLimit: Bool {
+        code == .decoderCrashed && Self.ownLimitEndings.contains { message.hasSuffix($0) }
+    }
+}

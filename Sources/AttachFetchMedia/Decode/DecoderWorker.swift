@@ -114,6 +114,8 @@ extension DecoderWorker {
         _ = af_prctl_clear_ambient_capabilities()
         _ = af_capset_none()
         _ = af_prctl_set_no_new_privs()
+        // The file system: the work directory and the system's files, read only (Landlock).
+        if let directory = limits.workDirectory { FileSystemConfinement.restrict(writable: directory) }
         if !sanitized { SystemCallFilter.install() }
     }
 

@@ -32,6 +32,15 @@ int af_prctl_set_parent_death_signal(int signal);
 int af_seccomp_set_filter_all_threads(struct sock_filter *instructions, unsigned short count);
 // unshare is declared only under _GNU_SOURCE, which Swift's Glibc module does not define.
 int af_unshare(int flags);
+// Landlock: the highest ABI the kernel has (negative: none), a ruleset handling these
+// file-system rights, a rule allowing rights beneath a directory opened O_PATH, enforcement.
+long af_landlock_abi(void);
+int af_landlock_create_ruleset(unsigned long long handled_access_fs);
+int af_landlock_add_path_rule(int ruleset, int parent, unsigned long long allowed_access);
+int af_landlock_restrict_self(int ruleset);
+// open(path, O_PATH | O_CLOEXEC), and the file a loaded address belongs to (dladdr).
+int af_open_path(const char *path);
+const char *af_loaded_file_of(const void *address);
 // PR_SET_DUMPABLE: 0 makes the process's memory, descriptors and environment in /proc
 // (ptrace's access check) closed to every process without CAP_SYS_PTRACE.
 int af_prctl_set_dumpable(int dumpable);

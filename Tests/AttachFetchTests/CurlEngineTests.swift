@@ -1,9 +1,8 @@
 import CCurl
 import Foundation
 import LoopbackHTTPServer
-import TestHelpers
 import Testing
-@testable import AttachFetchTransfer
+@testable import AttachFetch
 
 /// The one libcurl engine loop that the downloads (`TransferEngine`) and the object-store
 /// requests (`StoreEngine`) share, driven by a workload of the test's own: real easy handles

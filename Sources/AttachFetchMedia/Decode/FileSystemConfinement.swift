@@ -1,0 +1,60 @@
+internal import CAttachFetchShims
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Landlock: a worker keeps to its pipeline's work directory (read and write) and reads system
+/// files, nothing else of the file system; set once, before its first job, for its whole life.
+///
+/// Why one directory for the worker's life, not one per job: workers are reused across jobs
+/// and a ruleset can only narrow, so a directory per job would need a process per job (its
+/// start costs more than most jobs). Every job's input and output is in the work directory or
+/// passed as a descriptor, so the worker still reaches the other attachments' files there, and
+/// no file of the program or the machine outside it. Where the kernel has no Landlock the
+/// worker goes on without it (the seccomp filter and the limits still hold).
+enum FileSystemConfinement {
+    // The rights of Landlock's ABI 1 (linux/landlock.h), and REFER from ABI 2.
+    static let execute: UInt64 = 1 << 0, writeFile: UInt64 = 1 << 1, readFile: UInt64 = 1 << 2, readDirectory: UInt64 = 1 << 3
+    static let abiOne: UInt64 = (1 << 13) - 1, refer: UInt64 = 1 << 13
+
+    /// What is read, and executed from, beside the work directory: the libraries (the
+    /// system's, and the Swift runtime's wherever the toolchain put it) for those loaded late
+    /// (libvips' HEIF module), and the few files decoders read. Not /etc, /home or /run, where
+    /// a machine keeps its secrets, and of /proc only this process's own directory (opened
+    /// through /proc/self, so its number) and the machine's counts: not another process's
+    /// `mem`, a sibling worker's among them.
+    static let systemPaths = ["/usr", "/lib", "/lib64", "/opt", "/proc/self", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat",
+                              "/sys/devices/system/cpu", "/dev/null", "/dev/zero", "/dev/urandom", "/etc/ld.so.cache", "/etc/localtime"]
+
+    /// Restricts this process; returns the kernel's Landlock ABI, or nil when it has none
+    /// (or the ruleset could not be made, which leaves the process as it was).
+    @discardableResult
+    static func restrict(writable: String) -> Int? {
+        let abi = Int(af_landlock_abi())
+        guard abi >= 1 else { return nil }
+        let handled = abi >= 2 ? abiOne | refer : abiOne
+        let ruleset = af_landlock_create_ruleset(handled)
+        guard ruleset >= 0 else { return nil }
+        defer { close(ruleset) }
+        var rules = systemPaths.map { ($0, execute | readFile | readDirectory) } + [(writable, handled)]
+        if let runtime = runtimeDirectory() { rules.append((runtime, execute | readFile | readDirectory)) }
+        for (path, rights) in rules {
+            let opened = af_open_path(path)
+            guard opened >= 0 else { continue }
+            defer { close(opened) }
+            var status = stat()
+            // A file takes only the rights of files.
+            let isDirectory = fstat(opened, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR
+            _ = af_landlock_add_path_rule(ruleset, opened, isDirectory ? rights : rights & (execute | writeFile | readFile))
+        }
+        return af_landlock_restrict_self(ruleset) == 0 ? abi : nil
+    }
+
+    /// The directory of the Swift runtime this process loaded.
+    static func runtimeDirectory() -> String? {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "swift_retain"),
+              let name = af_loaded_file_of(symbol) else { return nil }
+        return (String(cString: name) as NSString).deletingLastPathComponent
+    }
+}
