@@ -140,6 +140,7 @@ export function iosPreview(group, texts, context) {
   const side = ready && thumbnail && !hidden && !avatar
     ? image('thumbnail thumbnail-side', 'Thumbnail of ' + name + ' as iOS shows it beside the notification', thumbnail.file, thumbnail.publishedUrl)
     : null;
+  if (side) showSquare(side.querySelector('img'), descriptor.thumbnailClip);
   const banner = el('div', { class: 'ios-banner' },
     icon,
     el('div', { class: 'ios-text' },
@@ -252,6 +253,24 @@ function factList(rows) {
   return list;
 }
 
+/** A unit-square rectangle with four numbers, or null. */
+function square(clip) {
+  return isObj(clip) && [clip.x, clip.y, clip.width, clip.height].every(isNum) ? clip : null;
+}
+
+/**
+ * Shows in the square side thumbnail (`object-fit: cover`) the square attach-fetch chose for
+ * iOS (`thumbnailClip`): the picture slides so that the chosen square fills the box. The
+ * rectangle is kept on the element (`data-clip`) for people and tests.
+ */
+function showSquare(img, clip) {
+  const chosen = square(clip);
+  if (!img || !chosen) return;
+  const along = (start, size) => (size < 1 ? Math.min(100, Math.max(0, (start / (1 - size)) * 100)) : 50);
+  img.style.objectPosition = along(chosen.x, chosen.width).toFixed(1) + '% ' + along(chosen.y, chosen.height).toFixed(1) + '%';
+  img.dataset.clip = [chosen.x, chosen.y, chosen.width, chosen.height].map((v) => v.toFixed(3)).join(',');
+}
+
 export function iosFacts(descriptor) {
   const ready = descriptor.status === 'ready';
   const mime = descriptor.mimeType;
@@ -286,6 +305,11 @@ export function iosFacts(descriptor) {
   } else if (ready && descriptor.kind !== 'audio') {
     rows.push(['Thumbnail', 'none']);
   }
+  const chosen = square(descriptor.thumbnailClip);
+  if (chosen) {
+    rows.push(['Thumbnail square', 'chosen around what matters: from ' + Math.round(chosen.x * 100) + ' % across and ' +
+      Math.round(chosen.y * 100) + ' % down, ' + Math.round(chosen.width * 100) + ' % × ' + Math.round(chosen.height * 100) + ' % of the picture']);
+  }
   const options = isObj(descriptor.options) ? descriptor.options : null;
   if (options) {
     const parts = [];
@@ -314,6 +338,7 @@ export function androidFacts(descriptor, outcome, checked) {
       (isNum(variant.bytes) ? ' (' + exactBytes(variant.bytes) + ')' : '')]);
     const transforms = Array.isArray(variant.transforms) ? variant.transforms : [];
     if (transforms.length) rows.push(['Done to it', transforms.map(String).join(', ')]);
+    if (transforms.indexOf('cropped') >= 0) rows.push(['Cut', 'to 2:1 around what matters, the shape Android shows a big picture in']);
     if (isHttpURL(variant.publishedUrl)) rows.push(['Published at', link(variant.publishedUrl)]);
   } else if (outcome.shown) {
     rows.push(['Shown', checked ? 'Yes: no variant needed, Android shows the delivered file.' : 'Yes, by Android\'s rule: a still JPEG, PNG or BMP within 1 MB needs no variant.']);
