@@ -40,6 +40,9 @@ struct PipelineOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Clipping rectangle for image thumbnails, in the unit square with the origin top-left, e.g. 0.25,0.25,0.5,0.5.", valueName: "X,Y,W,H"))
     var clip: String?
 
+    @Option(name: .customLong("secret-param"), help: ArgumentHelp("A query parameter whose value is a secret, redacted from logs, spans and errors beside the built-in ones (signature, token, api_key, X-Amz-*, ...); repeatable.", valueName: "NAME"))
+    var secretParameters: [String] = []
+
     @Option(help: ArgumentHelp("How the Android variant is cut to 2:1 and the square of the iOS thumbnail chosen: attention (default), entropy, centre or none.", valueName: "MODE"))
     var crop: String?
 
@@ -206,6 +209,7 @@ struct PipelineOptions: ParsableArguments {
 
     /// The library's configuration with these options applied.
     func configuration() throws -> AttachFetchConfiguration {
+        AttachFetchConfiguration.addSecretQueryParameters(secretParameters)
         var configuration = AttachFetchConfiguration()
         configuration.timeout = .init(connect: .seconds(connectTimeout), request: .seconds(timeout), stall: .seconds(stallTimeout))
         configuration.defaultDeadline = .seconds(deadline)

@@ -25,4 +25,14 @@ import Testing
             #expect(names.contains(name), "\(name)")
         }
     }
+
+    /// A parameter the operator names is a secret from then on, in every spelling, for the
+    /// redaction and for the service's list; one nobody named stays as it is.
+    @Test func aParameterTheOperatorAddsIsRedactedToo() {
+        let url = "https://cdn.example.com/a.jpg?Campaign-Secret=s3cr3t&w=100"
+        #expect(URLRedaction.redacted(url).contains("s3cr3t"), "not a secret before it is named")
+        URLRedaction.addSecretParameters(["campaign-secret"])
+        #expect(URLRedaction.redacted(url) == "https://cdn.example.com/a.jpg?Campaign-Secret=REDACTED&w=100")
+        #expect(Set(URLRedaction.spelledParameters).isSuperset(of: ["campaign-secret", "Campaign-Secret", "CAMPAIGN-SECRET"]))
+    }
 }

@@ -182,8 +182,10 @@ extension DeadlineBoundSuites {
                         // When the conversion started, from the batch's start.
                         downloads.append(timed.timings.total - (timed.timings.thumbnail ?? 0) - convert)
                         conversions.append(convert)
-                        try? FileManager.default.removeItem(atPath: scratch.path)
-                        try FileManager.default.createDirectory(atPath: scratch.path, withIntermediateDirectories: false)
+                        // Emptied, not replaced: the workers keep to this directory itself (Landlock).
+                        for entry in try FileManager.default.contentsOfDirectory(atPath: scratch.path) {
+                            try? FileManager.default.removeItem(atPath: scratch.path + "/" + entry)
+                        }
                     }
                     let download = downloads.min()!, convert = conversions.min()!
                     let deadline = Duration.milliseconds(download + convert / 8)

@@ -76,3 +76,13 @@ extension AttachFetchConfiguration {
         return max(decoderFileSizeLimit, video)
     }
 }
+
+extension AttachFetchConfiguration {
+    /// Adds query parameters whose values are secrets to the one redaction every log line,
+    /// span and error message of this process uses (beside `signature`, `sig`, `token`,
+    /// `access_token`, `api_key`, `key`, `auth`, `password`, `secret` and `X-Amz-*`), compared
+    /// without regard to case. Process-wide, from the call on: call it before the first pipeline.
+    public static func addSecretQueryParameters(_ names: [String]) {
+        URLRedaction.addSecretParameters(names)
+    }
+}

@@ -155,7 +155,8 @@ public struct AttachFetchConfiguration: Sendable {
     public var addressPolicy: AddressPolicy {
         AddressPolicy(allowPrivateNetwork: allowPrivateNetwork, allowedRanges: allowedRanges, deniedRanges: deniedRanges)
     }
-    /// Where batch working directories are made. Default: the system temporary directory.
+    /// Where batch working directories are made; decoder workers may write only here (Landlock),
+    /// so it stays the same directory while the pipeline runs. Default: the system temporary directory.
     public var temporaryDirectory: String = FileManager.default.temporaryDirectory.path
     /// Threads that make thumbnails. Default: the number of active cores.
     public var thumbnailThreads = max(1, ProcessInfo.processInfo.activeProcessorCount)

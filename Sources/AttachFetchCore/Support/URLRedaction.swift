@@ -12,17 +12,29 @@ package enum URLRedaction {
         "signature", "sig", "token", "access_token", "api_key", "apikey", "key", "auth", "password", "secret",
     ]
 
+    /// Names the operator adds (`addSecretParameters`), lower-cased.
+    private static let added = Locked(Set<String>())
+
+    /// Adds query parameters whose values are secrets, for every redaction in this process
+    /// from now on: an operator's own (`attach-fetch --secret-param`, the library's
+    /// `AttachFetchConfiguration.addSecretQueryParameters`). Names are compared without regard to case.
+    package static func addSecretParameters(_ names: some Sequence<String>) {
+        let lowered = names.map { $0.lowercased() }.filter { !$0.isEmpty }
+        added.withLock { $0.formUnion(lowered) }
+    }
+
     /// Whether a query parameter's value is a secret.
     package static func isSecret(_ name: String) -> Bool {
         let lowered = name.lowercased()
-        return lowered.hasPrefix("x-amz-") || secretQueryParameters.contains(lowered)
+        return lowered.hasPrefix("x-amz-") || secretQueryParameters.contains(lowered) || added.withLock { $0.contains(lowered) }
     }
 
     /// The names to give a redactor that takes a list (the service's tracing middleware): each
     /// secret name as it is, capitalised and upper-cased, and the `X-Amz-*` ones S3 signs with.
     package static var spelledParameters: [String] {
         let amz = ["X-Amz-Signature", "X-Amz-Credential", "X-Amz-Security-Token", "X-Amz-Date", "X-Amz-Algorithm"]
-        return secretQueryParameters.sorted().flatMap { [$0, $0.capitalized, $0.uppercased()] } + amz + amz.map { $0.lowercased() }
+        let names = secretQueryParameters.union(added.withLock { $0 }).sorted()
+        return names.flatMap { [$0, $0.capitalized, $0.uppercased()] } + amz + amz.map { $0.lowercased() }
     }
 
     /// `url` without user info and with every secret query value replaced; text that does not
