@@ -75,4 +75,37 @@ import Testing
         let stripped = try Self.object(payload.removing(media.filter { $0.url.hasSuffix("gone.jpg") }.map(\.entry)))
         #expect((stripped["message"] as? [String: Any])?["android"] == nil)
     }
+
+    /// Airship reads its own thumbnail options: the rewrite adds the square attach-fetch chose
+    /// (`options.crop`) and a video's poster time (`options.time`) where the payload gives
+    /// none, keeps the payload's own, and the encrypted entry carries the same as Apple's keys.
+    @Test func airshipsOptionsGetTheChosenSquareAndPosterTime() throws {
+        let plain = try PushPayload(data: Data(#"{"aps": {"alert": "a", "mutable-content": 1}, "com.urbanairship.media_attachment": {"url": "https://o.test/v.mp4", "options": {"hidden": false}}}"#.utf8))
+        var video = Self.ready("v", url: "https://o.test/v.mp4", published: "https://media.example.test/p/v.mp4", encrypted: false)
+        video.kind = .video
+        video.thumbnailClip = try ClippingRectangle(x: 0.125, y: 0, width: 0.5625, height: 1)
+        video.thumbnail = .init(file: "", width: 180, height: 320, time: 1.5)
+        let rewritten = try Self.object(plain.rewritten(media: plain.media(), descriptors: [video], pretty: false))
+        let attachment = try #require(rewritten["com.urbanairship.media_attachment"] as? [String: Any])
+        let options = try #require(attachment["options"] as? [String: Any])
+        let crop = try #require(options["crop"] as? [String: Any])
+        #expect(crop["x"] as? Double == 0.125 && crop["width"] as? Double == 0.5625 && crop["height"] as? Double == 1)
+        #expect(options["time"] as? Double == 1.5 && options["hidden"] as? Bool == false)
+        #expect(attachment["url"] as? String == "https://media.example.test/p/v.mp4")
+        // The payload's own crop wins.
+        let own = try PushPayload(data: Data(#"{"aps": {"alert": "a", "mutable-content": 1}, "com.urbanairship.media_attachment": {"url": "https://o.test/v.mp4", "options": {"crop": {"x": 0, "y": 0, "width": 1, "height": 1}, "time": 0}}}"#.utf8))
+        var ownVideo = video
+        ownVideo.options = own.media()[0].options
+        let kept = try Self.object(own.rewritten(media: own.media(), descriptors: [ownVideo], pretty: false))
+        let keptOptions = try #require((kept["com.urbanairship.media_attachment"] as? [String: Any])?["options"] as? [String: Any])
+        #expect((keptOptions["crop"] as? [String: Any])?["width"] as? Double == 1 && keptOptions["time"] as? Double == 0, "\(keptOptions)")
+        // Encrypted, the extension gets them as Apple's keys.
+        var encrypted = video
+        encrypted.encryption = .init(scheme: "aes128gcm", key: "16jxB1Rk2gNbh4n41-9wNA", recordSize: 65_536)
+        let sealed = try Self.object(plain.rewritten(media: plain.media(), descriptors: [encrypted], pretty: false))
+        let entry = try #require(((sealed[PushPayload.encryptedMediaKey] as? [String: Any])?["attachments"] as? [[String: Any]])?.first)
+        let apple = try #require(entry["options"] as? [String: Any])
+        #expect(apple["UNNotificationAttachmentOptionsThumbnailTimeKey"] as? Double == 1.5)
+        #expect((apple["UNNotificationAttachmentOptionsThumbnailClippingRectKey"] as? [String: Any])?["Width"] as? Double == 0.5625)
+    }
 }

@@ -65,6 +65,7 @@ def media_dir(tmp_path_factory):
     directory = tmp_path_factory.mktemp("origin")
     shutil.copy(MEDIA / "photo.jpg", directory / "photo.jpg")
     shutil.copy(MEDIA / "clip.mp4", directory / "clip.mp4")
+    shutil.copy(MEDIA / "rotated.jpg", directory / "rotated.jpg")
     shutil.copy(MEDIA / "error-page.html", directory / "fake.jpg")
     if shutil.which("vips") is None:
         pytest.fail("the vips command (libvips-tools) is needed to make big.jpg")

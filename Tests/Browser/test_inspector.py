@@ -242,12 +242,23 @@ def test_fcm_message_shows_both_platforms(browser, service, origin):
     android = browser.find_elements(By.CSS_SELECTOR, "#results .android-preview img.android-image")
     assert android, "no img.android-image"
     wait_image_loaded(browser, android[0])
-    # photo.jpg is 4:3: Android's picture is its 2:1 crop, and iOS shows the chosen square.
+
+
+def test_portrait_photo_is_cut_to_2_to_1_for_android_and_ios_shows_the_square(browser, service, origin):
+    # rotated.jpg is 500x1000 as displayed: Android's picture is its 2:1 crop, and the iOS
+    # thumbnail shows the square chosen for it.
+    open_page(browser, service.base)
+    inspect_url(browser, origin.url("rotated.jpg"))
+    (card,) = wait_for_cards(browser, 1)
+    assert status(card) == "ready"
+    android = card.find_elements(By.CSS_SELECTOR, ".android-preview img.android-image")
+    assert android, "no img.android-image"
+    wait_image_loaded(browser, android[0])
     width, height = browser.execute_script("return [arguments[0].naturalWidth, arguments[0].naturalHeight]", android[0])
     assert width == 2 * height, f"the Android picture is {width}x{height}, not 2:1"
-    facts = " ".join(e.text for e in browser.find_elements(By.CSS_SELECTOR, "#results .platform-android"))
+    facts = card.find_element(By.CSS_SELECTOR, ".platform-android").text
     assert "2:1 around what matters" in facts, facts
-    side = browser.find_elements(By.CSS_SELECTOR, "#results .ios-preview img.thumbnail-side")
+    side = card.find_elements(By.CSS_SELECTOR, ".ios-preview img.thumbnail-side")
     assert side and side[0].get_attribute("data-clip"), "the iOS thumbnail does not show the chosen square"
     assert "%" in (side[0].value_of_css_property("object-position") or ""), side[0].value_of_css_property("object-position")
 

@@ -17,6 +17,7 @@ extension PushPayload {
         var removals: [[PayloadPathComponent]] = []
         var encrypted: [[String: Any]] = []
         var listed: Set<String> = []
+        var vendorOptions: [(path: [PayloadPathComponent], value: Any)] = []
         for (item, descriptor) in zip(media, descriptors) {
             if descriptor.status == .ready, let entry = Self.encryptedEntry(descriptor) {
                 removals.append(item.entry)
@@ -33,15 +34,39 @@ extension PushPayload {
             }
             if let url = Self.publishedURL(for: item, descriptor) {
                 replacements.append((item.location, url))
+                if let options = airshipOptions(for: item, descriptor), !vendorOptions.contains(where: { $0.path == options.path }) {
+                    vendorOptions.append(options)
+                }
             } else {
                 removals.append(item.entry)
             }
         }
-        guard !encrypted.isEmpty else { return replacing(replacements, removing: removals, pretty: pretty) }
+        guard !encrypted.isEmpty else { return replacing(replacements, removing: removals, adding: vendorOptions, pretty: pretty) }
         let roots = apnsRootsWithAps()
         let block: [String: Any] = ["v": 1, "attachments": encrypted]
         return replacing(replacements, removing: removals,
-                         adding: (roots.isEmpty ? [[]] : roots).map { ($0 + [.key(Self.encryptedMediaKey)], block) }, pretty: pretty)
+                         adding: vendorOptions + (roots.isEmpty ? [[]] : roots).map { ($0 + [.key(Self.encryptedMediaKey)], block) }, pretty: pretty)
+    }
+
+    /// Airship's own thumbnail options for `item`'s attachment (`options.crop`, `options.time`)
+    /// completed with what attach-fetch chose where the payload says nothing (`thumbnailOptions`):
+    /// the whole `options` object and where it goes, or nil when nothing is added.
+    func airshipOptions(for item: PayloadMedia, _ descriptor: AttachmentDescriptor) -> (path: [PayloadPathComponent], value: Any)? {
+        let key = PayloadPathComponent.key("com.urbanairship.media_attachment")
+        guard item.provider == "airship", let end = item.location.firstIndex(of: key) else { return nil }
+        let path = Array(item.location[...end]) + [.key("options")]
+        var options = value(at: path) as? [String: Any] ?? [:]
+        let chosen = Self.thumbnailOptions(descriptor)
+        var added = false
+        if options["crop"] == nil, let rect = chosen.clippingRect {
+            options["crop"] = ["x": rect.x, "y": rect.y, "width": rect.width, "height": rect.height]
+            added = true
+        }
+        if options["time"] == nil, let time = chosen.thumbnailTime {
+            options["time"] = time
+            added = true
+        }
+        return added ? (path, options) : nil
     }
 
     /// The key of the encrypted media list, beside `aps`.
