@@ -167,7 +167,7 @@ package final class DecoderProcess {
             if used - first > allowance {
                 stop(waitingUpTo: 0)
                 job.possibleOutputs.forEach { _ = unlink($0) }
-                return DecodeAnswer(failure: Reason(code: .decoderCrashed, message: "the decoder process used more than its \(Int(allowance.rounded(.up))) CPU seconds for this job and was stopped (decoderCPUSecondsPerJob)"))
+                return DecodeAnswer(failure: Reason(code: .decoderCrashed, message: "the decoder process used more than its \(Int(allowance.rounded(.up))) CPU seconds for this job and was stopped \(Reason.cpuAllowanceEnding)"))
             }
         }
         // The rest of the answer must follow at once: a worker that sends part of one and stops
@@ -263,8 +263,8 @@ package final class DecoderProcess {
 
     static func signalName(_ signal: Int32) -> String {
         let names: [Int32: String] = [SIGSEGV: "SIGSEGV", SIGABRT: "SIGABRT", SIGBUS: "SIGBUS", SIGILL: "SIGILL",
-                                      SIGFPE: "SIGFPE", SIGKILL: "SIGKILL", SIGXCPU: "SIGXCPU: CPU time limit",
-                                      SIGXFSZ: "SIGXFSZ: file size limit", SIGTRAP: "SIGTRAP", SIGSYS: "SIGSYS: forbidden system call"]
+                                      SIGFPE: "SIGFPE", SIGKILL: "SIGKILL", SIGXCPU: Reason.cpuLimitSignal,
+                                      SIGXFSZ: Reason.fileSizeLimitSignal, SIGTRAP: "SIGTRAP", SIGSYS: "SIGSYS: forbidden system call"]
         return names[signal] ?? String(cString: strsignal(signal))
     }
 }

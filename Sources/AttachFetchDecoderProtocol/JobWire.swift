@@ -39,8 +39,7 @@ package enum JobWire {
             switch kind {
             case 0: shape = .squareCenter
             case 1:
-                guard let x = input.double(), let y = input.double(), let width = input.double(), let height = input.double(),
-                      let rectangle = try? ClippingRectangle(x: x, y: y, width: width, height: height) else { return nil }
+                guard let rectangle = input.rectangleFields() else { return nil }
                 shape = .clip(rectangle)
             default: return nil
             }
@@ -156,13 +155,18 @@ package enum JobWire {
             }
         }
 
+        /// Four numbers that make a rectangle in the unit square, or nil.
+        mutating func rectangleFields() -> ClippingRectangle? {
+            guard let x = double(), let y = double(), let width = double(), let height = double() else { return nil }
+            return try? ClippingRectangle(x: x, y: y, width: width, height: height)
+        }
+
         /// What `Writer.rectangle` wrote: .some(nil) for none, nil when malformed.
         mutating func rectangle() -> ClippingRectangle?? {
             switch byte() {
             case 0: return .some(nil)
             case 1:
-                guard let x = double(), let y = double(), let width = double(), let height = double(),
-                      let rectangle = try? ClippingRectangle(x: x, y: y, width: width, height: height) else { return nil }
+                guard let rectangle = rectangleFields() else { return nil }
                 return .some(rectangle)
             default: return nil
             }

@@ -70,7 +70,11 @@ extension AttachmentDescriptor.Reason {
     /// The endings of the messages of a decoder ended by a limit of attach-fetch's own (the
     /// keeper's CPU allowance, the worker's CPU or file-size limit), not by the media: written
     /// where those reasons are made (`DecoderProcess`), read by the result cache.
-    package static let ownLimitEndings = ["(decoderCPUSecondsPerJob)", "(SIGXCPU: CPU time limit)", "(SIGXFSZ: file size limit)"]
+    package static let ownLimitEndings = [cpuAllowanceEnding] + [cpuLimitSignal, fileSizeLimitSignal].map { "(\($0))" }
+    /// How the keeper's message for a job over its CPU allowance ends.
+    package static let cpuAllowanceEnding = "(decoderCPUSecondsPerJob)"
+    /// How the keeper names the signals of the worker's own CPU and file-size limits.
+    package static let cpuLimitSignal = "SIGXCPU: CPU time limit", fileSizeLimitSignal = "SIGXFSZ: file size limit"
 
     /// Whether a limit of attach-fetch's own ended the work: such a failure is reused only
     /// briefly (`ResultCaching.ownLimitFreshness`).

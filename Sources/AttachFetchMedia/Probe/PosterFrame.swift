@@ -91,17 +91,10 @@ extension MediaProber {
                 (packed.baseAddress! + row * rowBytes).copyMemory(from: destinationBase + row * stride, byteCount: rowBytes)
             }
         }
-        guard let image = pixels.withUnsafeBytes({
-            vips_image_new_from_memory_copy($0.baseAddress, $0.count, Int32(outWidth), Int32(outHeight), 3, VIPS_FORMAT_UCHAR)
-        }) else {
-            throw Vips.failure("take the frame")
+        let image = pixels.withUnsafeBytes { packed in
+            Result { () throws(Reason) in try Vips.rgbImage(packed, width: outWidth, height: outHeight) }
         }
-        let unlabelled = VipsImageRef(image)
-        var labelled: UnsafeMutablePointer<VipsImage>?
-        guard af_vips_copy_interpretation(unlabelled.pointer, &labelled, VIPS_INTERPRETATION_sRGB) == 0, let labelled else {
-            throw Vips.failure("take the frame")
-        }
-        return VipsImageRef(labelled)
+        return try image.get()
     }
 
     static func rotate(_ image: VipsImageRef, degrees quarterTurns: Int) throws(Reason) -> VipsImageRef {

@@ -1,6 +1,4 @@
 internal import CTurboJPEG
-internal import CVipsShims
-internal import CVips
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -70,7 +68,7 @@ enum JPEGThumbnailer {
             outcome.suggestedClip = Thumbnailer.suggestedSquare(
                 width: image.width, height: image.height, shape: shape, limits: limits,
                 cues: { image.pixels.withUnsafeBufferPointer { AttentionCues(pixels: $0, width: image.width, height: image.height, bands: 3) } },
-                image: { image.pixels.withUnsafeBytes { vips_image_new_from_memory_copy($0.baseAddress, $0.count, Int32(image.width), Int32(image.height), 3, VIPS_FORMAT_UCHAR) }.map(VipsImageRef.init) })
+                image: { image.pixels.withUnsafeBytes { try? Vips.rgbImage($0, width: image.width, height: image.height) } })
             return .success(outcome)
         } catch {
             return .failure(error)

@@ -101,6 +101,20 @@ package enum Vips {
         return VipsImageRef(out)
     }
 
+    /// Packed 8-bit RGB rows (no padding) as a libvips image, labelled sRGB (raw memory would
+    /// otherwise read as multiband): a poster frame from libswscale, a thumbnail from libjpeg-turbo.
+    static func rgbImage(_ pixels: UnsafeRawBufferPointer, width: Int, height: Int) throws(Reason) -> VipsImageRef {
+        guard let image = vips_image_new_from_memory_copy(pixels.baseAddress, pixels.count, Int32(width), Int32(height), 3, VIPS_FORMAT_UCHAR) else {
+            throw failure("take the pixels")
+        }
+        let unlabelled = VipsImageRef(image)
+        var labelled: UnsafeMutablePointer<VipsImage>?
+        guard af_vips_copy_interpretation(unlabelled.pointer, &labelled, VIPS_INTERPRETATION_sRGB) == 0, let labelled else {
+            throw failure("take the pixels")
+        }
+        return VipsImageRef(labelled)
+    }
+
     /// Runs `decode` (which loads with the `VipsFailOn` it is given, and renders) under the one
     /// JPEG decode policy both paths share. libvips' `fail_on=error` refuses a file cut short at
     /// its end but lets libjpeg's warnings through, among them "premature end of data segment":
