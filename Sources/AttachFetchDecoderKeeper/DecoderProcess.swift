@@ -36,6 +36,10 @@ package final class DecoderProcess {
         package var exitGraceMilliseconds = 0
         /// The directory a worker may write and read beside system files (Landlock); nil: none.
         package var workDirectory: String?
+        /// How much lower than this process's the worker's CPU priority is (`setpriority`, 0–19):
+        /// work nobody waits for yields the cores to work someone does. The worker cannot raise
+        /// it again (no `CAP_SYS_NICE`).
+        package var niceness: Int32 = 0
 
         package init(executable: String, memoryBytes: Int, cpuSecondsPerJob: Int, fileSizeBytes: Int,
                      takesReserved: Bool, exitGraceMilliseconds: Int = 0) {
@@ -62,6 +66,12 @@ package final class DecoderProcess {
             while waitpid(reserved.pid, nil, 0) < 0 && errno == EINTR {}
         }
         (pid, socket) = try Self.spawn(launch.executable, arguments: limits.arguments)
+        // Before its first job, which the socket's order guarantees: the worker reads no job
+        // before this call returns.
+        if launch.niceness > 0 {
+            let which = __priority_which_t(PRIO_PROCESS.rawValue)
+            _ = setpriority(which, id_t(pid), min(19, getpriority(which, 0) + launch.niceness))
+        }
     }
 
     /// This process made non-dumpable before its first worker starts: its memory, descriptors

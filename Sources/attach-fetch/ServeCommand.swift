@@ -39,6 +39,9 @@ struct ServeCommand: AsyncParsableCommand {
     var maxConnections = 4096
     @Flag(name: .customLong("no-cache"), help: "Turn the result cache off (on by default in the service).")
     var noCache = false
+    @Option(name: .customLong("whole-clip-budget"),
+            help: ArgumentHelp("How long a transcode a caller's deadline cut short goes on, at a lower priority, to make the whole clip later calls get; 0 turns it off.", valueName: "SECONDS"))
+    var wholeClipBudget: Double = 120
 
     @OptionGroup(title: "Pipeline") var pipeline: PipelineOptions
     @OptionGroup(title: "Publishing and platforms") var publishing: PublishingOptions
@@ -59,6 +62,9 @@ struct ServeCommand: AsyncParsableCommand {
         for (name, value) in [("--max-deadline", maxDeadline), ("--retention", retention), ("--idle-timeout", idleTimeout),
                               ("--body-timeout", bodyTimeout)] where !(value.isFinite && value > 0) {
             throw ValidationError("\(name) must be a number of seconds greater than 0")
+        }
+        guard wholeClipBudget.isFinite, (0...3_600).contains(wholeClipBudget) else {
+            throw ValidationError("--whole-clip-budget must be a number of seconds from 0 (off) to 3600")
         }
         guard drainDelay.isFinite, drainDelay >= 0 else { throw ValidationError("--drain-delay must be a number of seconds, 0 or more") }
         if let tokenFile {
@@ -87,6 +93,7 @@ struct ServeCommand: AsyncParsableCommand {
         // The service turns the cache on; --no-cache turns it off again.
         var configuration = ServiceConfiguration(pipeline: pipelineConfiguration)
         if noCache { configuration.pipeline.cache = nil }
+        configuration.pipeline.cache?.wholeClipBudget = .milliseconds(Int64((wholeClipBudget * 1000).rounded()))
         configuration.host = host
         configuration.port = port
         configuration.maxBatches = maxBatches
@@ -105,7 +112,7 @@ struct ServeCommand: AsyncParsableCommand {
             let traces = try AttachFetchServer.bootstrapTracing(environment: ProcessInfo.processInfo.environment,
                                                                version: "0.1", logger: logger)
             server = try AttachFetchServer(configuration: configuration, logger: logger, traces: traces)
-        } catch let error as AttachFetchError {
+        } catch {
             throw ValidationError(error.message)
         }
         do { try await server.checkObjectStore() } catch { throw ValidationError("--publish-to: \(error.message)") }

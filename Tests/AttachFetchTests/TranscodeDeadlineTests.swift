@@ -40,5 +40,51 @@ extension DeadlineBoundSuites {
                 }
             }
         }
+
+        /// With a cache, the clip the first caller's deadline cut short is not what the campaign
+        /// keeps: the transcode goes on under its own budget. A caller meanwhile gets the cut
+        /// clip by its deadline, with no second transcode; a caller with time gets the whole one,
+        /// and so does every call after.
+        @Test func theCampaignKeepsTheWholeClipMadeAfterTheFirstDeadline() async throws {
+            let media = Scratch(), scratch = Scratch()
+            try await offPool {
+                try VideoTranscodeTests.make(media.path, "campaign.mkv", size: "1920x1080", seconds: 40, audio: true,
+                                             ["-r", "15", "-c:v", "mpeg4", "-q:v", "6", "-c:a", "libvorbis"])
+            }
+            try await withPipeline(scratch, { $0.cache = ResultCaching() }) { pipeline in
+                try await withMediaServer(directory: media.path) { server in
+                    let url = "\(server.baseURL)/media/campaign.mkv"
+                    let first = await fetchOne(url, pipeline, deadline: .seconds(4))
+                    #expect(first.status == .ready && first.transforms == [.transcoded, .trimmed] && first.cache == .miss,
+                            "\(first.status) \(first.transforms ?? []) \(first.reason?.message ?? "")")
+                    let probesAfterFirst = pipeline.decodesStarted.probes
+
+                    // Meanwhile: the cut clip, by this caller's own deadline, from no new transcode.
+                    let started = ContinuousClock.now
+                    let meanwhile = await fetchOne(url, pipeline, deadline: .seconds(2))
+                    let elapsed = (ContinuousClock.now - started).seconds
+                    #expect(meanwhile.status == .ready && meanwhile.transforms == [.transcoded, .trimmed] && meanwhile.cache == .hit,
+                            "\(meanwhile.status) \(meanwhile.transforms ?? []) \(meanwhile.cache?.rawValue ?? "")")
+                    #expect(elapsed < 2.3, "the best attempt came after \(elapsed) s under a 2 s deadline")
+                    #expect(pipeline.decodesStarted.probes == probesAfterFirst, "a second transcode of the same source started")
+                    #expect(pipeline.wholeClipDecodesStarted >= 1, "the whole clip runs on its own worker")
+
+                    // A caller with time gets the whole clip when it is made; later calls get it from the cache.
+                    let patient = await fetchOne(url, pipeline, deadline: .seconds(90))
+                    #expect(patient.status == .ready && patient.transforms == [.transcoded] && patient.skippedAtDeadline == nil,
+                            "\(patient.status) \(patient.transforms ?? []) \(patient.skippedAtDeadline ?? []) \(patient.reason?.message ?? "")")
+                    #expect(patient.cache == .coalesced || patient.cache == .hit, "\(patient.cache?.rawValue ?? "")")
+                    let file = try #require(patient.file)
+                    let read = try await VideoTranscodeTests.streams(file)
+                    let duration = try #require(Double(read["duration"] ?? ""))
+                    #expect(abs(duration - 40) < 0.5, "\(duration) s of 40")
+                    #expect(pipeline.decodesStarted.probes == probesAfterFirst, "the whole clip was made on the campaign's worker")
+                    let later = await fetchOne(url, pipeline, deadline: .seconds(2))
+                    #expect(later.cache == .hit && later.transforms == [.transcoded] && later.duration == patient.duration,
+                            "\(later.cache?.rawValue ?? "") \(later.transforms ?? [])")
+                    print("whole clip: first \(first.duration ?? 0) s by 4 s; meanwhile \(meanwhile.duration ?? 0) s in \(elapsed) s; then \(duration) s")
+                }
+            }
+        }
     }
 }

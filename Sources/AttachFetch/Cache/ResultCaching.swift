@@ -17,6 +17,14 @@ public struct ResultCaching: Sendable, Equatable {
     /// the deadline than about the media, so it is tried again soon, yet a file built to burn
     /// CPU does not cost a whole allowance on every call.
     public static let ownLimitFreshness: Duration = .seconds(30)
+    /// How long a campaign's transcode may go on after a caller's deadline cut it short, to
+    /// make the whole clip that later calls get. Default 120 s; `.zero` turns it off (a clip the
+    /// deadline cut short is then never kept, as without a cache). The work runs on a decoder
+    /// worker of its own at a lower CPU priority (nice 10) than fresh work, and its result,
+    /// whole or the longest it could make by then, replaces the cut one in the cache and in the
+    /// object store. Callers meanwhile get the clip already made, or the whole one when it ends
+    /// before their deadline; never a second transcode of the same source.
+    public var wholeClipBudget: Duration = .seconds(120)
     /// Entries kept at most; the least recently used go first. Default 10,000.
     public var maxEntries = 10_000
     /// Bytes of files (delivered files, thumbnails, variants) the entries hold at most; the
@@ -36,17 +44,22 @@ public struct ResultCaching: Sendable, Equatable {
 
     /// Turns the cache on; each default is the documented one.
     public init(maximumFreshness: Duration = .seconds(600), defaultFreshness: Duration = .seconds(60),
-                failureFreshness: Duration = .seconds(30), maxEntries: Int = 10_000, maxBytes: Int64 = 1 << 30) {
+                failureFreshness: Duration = .seconds(30), maxEntries: Int = 10_000, maxBytes: Int64 = 1 << 30,
+                wholeClipBudget: Duration = .seconds(120)) {
         self.maximumFreshness = maximumFreshness
         self.defaultFreshness = defaultFreshness
         self.failureFreshness = failureFreshness
         self.maxEntries = maxEntries
         self.maxBytes = maxBytes
+        self.wholeClipBudget = wholeClipBudget
     }
 
     func validate() throws(AttachFetchError) {
         guard maximumFreshness >= .zero, defaultFreshness >= .zero, failureFreshness >= .zero else {
             throw .invalidConfiguration("cache freshness times must not be negative")
+        }
+        guard wholeClipBudget >= .zero, wholeClipBudget <= .seconds(3_600) else {
+            throw .invalidConfiguration("wholeClipBudget must be between 0 (off) and one hour")
         }
         guard maxEntries >= 1, maxBytes >= 0 else {
             throw .invalidConfiguration("the cache must allow at least one entry and must not have a negative byte bound")

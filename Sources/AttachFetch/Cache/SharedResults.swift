@@ -19,6 +19,10 @@ final class SharedResults: Sendable {
         var revalidated: Bool
         /// Another replica's result, read from the object store.
         var shared = false
+        /// A clip the deadline cut short, and how to make the whole one: with caching on, the
+        /// cut clip answers callers while this runs, nobody waiting, within its budget
+        /// (`ResultCaching.wholeClipBudget`), and its result replaces the cut one.
+        var completion: (budget: Duration, run: @Sendable (Batch) async -> Produced)?
     }
 
     private let state: Locked<SharedResultsStateMachine<CheckedContinuation<Delivery, Never>>>
@@ -79,6 +83,8 @@ final class SharedResults: Sendable {
             case .answerNil(let continuation, let task):
                 task?.cancel()
                 continuation.resume(returning: nil)
+            case .answer(let continuation, let delivery):
+                continuation.resume(returning: delivery)
             }
         }
         // The last caller to leave waits for the cancelled work to remove its files (promptly:
@@ -103,6 +109,14 @@ final class SharedResults: Sendable {
         // The work's own hold.
         produced.result.release()
         for (continuation, status) in action.answers { continuation.resume(returning: (produced.result, status)) }
+        if let (wholeClipID, work) = action.completion, let run = produced.completion?.run {
+            // Nobody waits for it: below fresh work's priority, and not cancelled when callers leave.
+            let task = Task(priority: .background) {
+                let whole = await run(work)
+                self.finish(key, wholeClipID, whole)
+            }
+            if !state.withLock({ $0.workStarted(key, flightID: wholeClipID, task: task) }) { task.cancel() }
+        }
     }
 
     /// Drops `key`'s entry when its files were removed behind the cache's back. The files are

@@ -18,12 +18,18 @@ struct SharedResultsStateMachine<Waiter> {
         let creator: UInt64
         var waiters: [UInt64: Waiter] = [:]
         var task: Task<Void, Never>?
+        /// A campaign's whole clip: it runs under its own budget, not its waiters' deadlines, and
+        /// is not cancelled when they leave; a waiter that leaves gets the provisional entry.
+        var wholeClip = false
     }
 
     private struct Entry {
         var result: SharedResult
         var freshUntil: ContinuousClock.Instant
         var lastUse: UInt64
+        /// A clip the deadline cut short, kept only while its whole clip is made: the answer
+        /// of callers whose deadline comes first, never a hit on its own.
+        var provisional = false
     }
 
     private var flights: [ResultKey: Flight] = [:]
@@ -32,6 +38,8 @@ struct SharedResultsStateMachine<Waiter> {
     private var counter: UInt64 = 0
     /// Work abandoned when this waiter, its last, left: the waiter waits for its cleanup.
     private var abandoned: [UInt64: Task<Void, Never>] = [:]
+    /// Set at shutdown: no whole clip starts after it.
+    private var closed = false
     /// Every use of an entry, oldest first; a record is stale when its entry was used again
     /// since (or is gone). The least recently used entry is the first record that is not
     /// stale, so a use and an eviction cost amortised O(1): a scan of every entry per miss
@@ -76,13 +84,13 @@ struct SharedResultsStateMachine<Waiter> {
         if cancelled { return .answer(nil) }
         if let hit = hit(key, now: now) { return .answer((hit, .hit)) }
         if let flight = flights[key] {
-            // The work goes on for the waiter with the most time.
-            flight.work.extendDeadline(to: deadline)
+            // The work goes on for the waiter with the most time (a whole clip has its own budget).
+            if !flight.wholeClip { flight.work.extendDeadline(to: deadline) }
             flights[key]?.waiters[waiterID] = waiter
             return .wait
         }
         var stale: SharedResult?
-        if let entry = entries[key], entry.result.descriptor.status == .ready, entry.result.headers.validators != nil {
+        if let entry = entries[key], !entry.provisional, entry.result.descriptor.status == .ready, entry.result.headers.validators != nil {
             stale = entry.result
             stale?.retain()
         }
@@ -103,7 +111,7 @@ struct SharedResultsStateMachine<Waiter> {
 
     /// A fresh entry's result, marked used and retained for the caller; nil when there is none.
     mutating func hit(_ key: ResultKey, now: ContinuousClock.Instant) -> SharedResult? {
-        guard let entry = entries[key], entry.freshUntil > now else { return nil }
+        guard let entry = entries[key], entry.freshUntil > now, !entry.provisional else { return nil }
         touch(key)
         entry.result.retain()
         return entry.result
@@ -115,14 +123,22 @@ struct SharedResultsStateMachine<Waiter> {
         case none
         /// Answer the waiter nil; cancel the task when it was the work's last waiter.
         case answerNil(Waiter, cancelling: Task<Void, Never>?)
+        /// Answer the waiter with the clip already made (retained for it) while the whole one goes on.
+        case answer(Waiter, Delivery)
     }
 
     /// A waiter stops waiting (its task was cancelled), unless `staysAtCancel` says it keeps
     /// waiting for work that ends by then.
     mutating func leave(_ key: ResultKey, waiterID: UInt64,
                         staysAtCancel: (ContinuousClock.Instant) -> Bool) -> LeaveAction {
-        guard var flight = flights[key], let waiter = flight.waiters[waiterID],
-              !staysAtCancel(flight.work.deadline) else { return .none }
+        guard var flight = flights[key], let waiter = flight.waiters[waiterID] else { return .none }
+        if flight.wholeClip {
+            flights[key]?.waiters[waiterID] = nil
+            guard let entry = entries[key], entry.provisional else { return .answerNil(waiter, cancelling: nil) }
+            entry.result.retain()
+            return .answer(waiter, (entry.result, .hit))
+        }
+        guard !staysAtCancel(flight.work.deadline) else { return .none }
         flight.waiters[waiterID] = nil
         guard flight.waiters.isEmpty else {
             flights[key] = flight
@@ -145,6 +161,8 @@ struct SharedResultsStateMachine<Waiter> {
         var answers: [(waiter: Waiter, status: AttachmentDescriptor.CacheStatus)] = []
         /// Results replaced or evicted, to release.
         var release: [SharedResult] = []
+        /// Start the campaign's whole clip as this flight, under this batch.
+        var completion: (flightID: UInt64, work: Batch)?
     }
 
     /// The flight's work produced a result: cached when it may be, handed to every waiter.
@@ -154,15 +172,23 @@ struct SharedResultsStateMachine<Waiter> {
         flights[key] = nil
         let result = produced.result
         var action = FinishAction()
-        if let caching, let lifetime = produced.lifetime {
+        // The cut clip answered callers while the whole one was made: it goes now.
+        if flight.wholeClip, entries[key]?.provisional == true, let cut = drop(key) { action.release.append(cut) }
+        let completion = produced.completion.flatMap { caching != nil && !flight.wholeClip && !closed ? $0.budget : nil }
+        if let caching, let lifetime = completion ?? produced.lifetime {
             result.retain()
             if let replaced = drop(key) { action.release.append(replaced) }
-            entries[key] = Entry(result: result, freshUntil: now + lifetime, lastUse: 0)
+            entries[key] = Entry(result: result, freshUntil: now + lifetime, lastUse: 0, provisional: completion != nil)
             touch(key)
             bytes += result.bytes
             while entries.count > caching.maxEntries || bytes > caching.maxBytes, let oldest = leastRecentlyUsed() {
                 if let evicted = drop(oldest) { action.release.append(evicted) }
             }
+        }
+        if let budget = completion, entries[key]?.provisional == true {
+            let work = Batch(start: .now, deadline: clock.now + budget, clock: clock)
+            flights[key] = Flight(id: next(), work: work, creator: 0, wholeClip: true)
+            action.completion = (flights[key]!.id, work)
         }
         for (waiter, continuation) in flight.waiters {
             result.retain()
@@ -186,6 +212,7 @@ struct SharedResultsStateMachine<Waiter> {
 
     /// Drops every entry and gives up every flight: what to release and which tasks to cancel.
     mutating func removeAll() -> (release: [SharedResult], cancel: [Task<Void, Never>]) {
+        closed = true
         let dropped = Array(entries.keys).compactMap { drop($0) }
         recency = []
         return (dropped, flights.values.compactMap(\.task))

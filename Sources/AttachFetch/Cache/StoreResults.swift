@@ -49,6 +49,9 @@ struct StoreResults: Sendable {
         /// Seconds since 1970.
         var storedAt: Double
         var freshUntil: Double
+        /// A clip the deadline cut short, stored while its replica makes the whole one
+        /// (`ResultCaching.wholeClipBudget`); absent otherwise.
+        var provisional: Bool?
 
         /// Whether it is fresh at `wall` (seconds since 1970).
         func isFresh(at wall: Double) -> Bool { freshUntil > wall }
@@ -133,6 +136,23 @@ struct StoreResults: Sendable {
             return error.endedByCaller ? .held(lease) : .unavailable
         }
     }
+
+    /// Moves the lease's expiry on while its work runs (a campaign's whole clip); false when the
+    /// store did not take it.
+    func renewLease(_ name: String, expires: Double, deadline: ContinuousClock.Instant) async -> Bool {
+        do throws(ObjectStoreError) {
+            return try await putLease(leaseKey(name), Lease(holder: holder, expires: expires), onlyIfAbsent: false, deadline: deadline)
+        } catch {
+            logger.debug("lease not renewed", metadata: ["problem": "\(error.description)"])
+            return false
+        }
+    }
+
+    /// How far a renewal moves a lease's expiry, in seconds; it is renewed every third of that.
+    static let renewedLeaseSeconds = 30.0
+
+    /// How long another replica's provisional result is used before the store is asked again.
+    static let provisionalReuse: Duration = .seconds(10)
 
     /// Gives the lease back, so that a result that was not stored is fetched by the next caller
     /// at once. The work ends only once its lease is given back (the pipeline's shutdown waits

@@ -13,12 +13,13 @@ extension AttachmentPipeline {
     /// Makes the result for one URL and its options, once for everyone waiting: fetched
     /// (conditionally when `stale` may still be good), the stages run, the files moved into
     /// the work store. It runs under `batch`: the deadline of the caller that started it,
-    /// moved later when a caller with more time joins.
+    /// moved later when a caller with more time joins. With `resuming`, it is a campaign's
+    /// whole clip, made again from the source a first run kept, under its own budget.
     func produce(_ request: AttachmentRequest, platforms: Set<Platform>, stale: SharedResult?,
-                         batch: Batch, logger: Logger) async -> SharedResults.Produced {
+                 batch: Batch, logger: Logger, resuming kept: KeptSource? = nil) async -> SharedResults.Produced {
         let number = workNumbers.add(1, ordering: .relaxed).newValue
         // The work's span: a child of the caller that started it; callers it is shared with link to it.
-        let span = InstrumentationSystem.tracer.startSpan("attach_fetch.work")
+        let span = InstrumentationSystem.tracer.startSpan(kept == nil ? "attach_fetch.work" : "attach_fetch.whole_clip")
         defer { span.end() }
         PipelineSpans.record(url: request.url, on: span)
         let outcome: WorkOutcome
@@ -27,6 +28,10 @@ extension AttachmentPipeline {
             defer { store.release() }
             var result: WorkOutcome?
             await batch.racingDeadline([{ await ServiceContext.withValue(span.context) {
+                if let kept {
+                    return await self.wholeClip(request, platforms: platforms, number: number, directory: directory,
+                                                kept: kept, batch: batch, logger: logger)
+                }
                 guard let shared = self.storeResults else {
                     return await self.work(request, platforms: platforms, number: number, directory: directory,
                                            validators: stale?.headers.validators, batch: batch, logger: logger)
@@ -36,6 +41,7 @@ extension AttachmentPipeline {
             } }]) { _, finished in result = finished }
             outcome = result!
         } catch {
+            if let lease = kept?.leaseName { await storeResults?.releaseLease(lease) }
             let failed = Self.builder(for: request, index: number, start: batch.start).failed(Reason(code: .ioError, message: error.message))
             return .init(result: SharedResult(descriptor: failed, files: [], publishedFiles: [], headers: .init(), lifetime: nil,
                                               store: nil), lifetime: nil, revalidated: false)
@@ -50,11 +56,12 @@ extension AttachmentPipeline {
             guard let stale else { preconditionFailure("a 304 without a conditional request") }
             let lifetime = headers.speaksOfFreshness ? freshness(ready: true, reason: nil, headers: headers) : stale.lifetime
             return .init(result: stale, lifetime: lifetime, revalidated: true)
-        case .made(let descriptor, let files, let unnamed, let sizes, let headers):
+        case .made(let descriptor, let files, let unnamed, let sizes, let headers, let resumable):
             // A result the deadline cut short is this caller's only: kept, it would answer
             // callers with time to spare, for its whole freshness, without a thumbnail (an image
-            // never decoded in full), a probe or a variant.
-            let lifetime = descriptor.skippedAtDeadline != nil ? nil
+            // never decoded in full), a probe or a variant. The campaign's whole clip, itself cut
+            // short by its own budget, is the longest there will be: kept.
+            let lifetime = descriptor.skippedAtDeadline != nil && kept == nil ? nil
                 : freshness(ready: descriptor.status == .ready, reason: descriptor.reason, headers: headers)
             let published = configuration.publish.map { publishing in
                 ([descriptor.publishedUrl, descriptor.thumbnail?.publishedUrl] + (descriptor.variants ?? [:]).values.map(\.publishedUrl))
@@ -63,7 +70,13 @@ extension AttachmentPipeline {
             let result = SharedResult(descriptor: descriptor, files: files, publishedFiles: published, headers: headers,
                                       lifetime: lifetime, store: store, unnamed: unnamed, sizes: sizes, madeBy: span.context)
             PipelineSpans.record(descriptor, cache: nil, on: span)
-            return .init(result: result, lifetime: lifetime, revalidated: false)
+            var produced = SharedResults.Produced(result: result, lifetime: lifetime, revalidated: false)
+            if let resumable, let budget = configuration.cache?.wholeClipBudget, budget > .zero {
+                produced.completion = (budget, { work in
+                    await self.produce(request, platforms: platforms, stale: nil, batch: work, logger: logger, resuming: resumable)
+                })
+            }
+            return produced
         }
     }
 
@@ -93,7 +106,9 @@ extension AttachmentPipeline {
     enum WorkOutcome: Sendable {
         /// The descriptor (its files: `files`, working paths of `unnamed` files or names in the
         /// store; their sizes where known) and the response's caching headers.
-        case made(AttachmentDescriptor, files: [String], unnamed: [UnnamedFile] = [], sizes: [String: Int64] = [:], headers: CacheHeaders)
+        /// `resumable`: the source kept for the whole clip, when a deadline cut its transcode short.
+        case made(AttachmentDescriptor, files: [String], unnamed: [UnnamedFile] = [], sizes: [String: Int64] = [:], headers: CacheHeaders,
+                  resumable: KeptSource? = nil)
         /// The origin confirmed the stale result (304).
         case notModified(CacheHeaders)
         /// A result of the shared store (files downloaded into the work store): another
@@ -103,11 +118,55 @@ extension AttachmentPipeline {
 
     /// The work itself: the body fetched into the store, the stages run, the files moved to
     /// their result names. The ledger removes whatever is not delivered, wherever it stops.
+    /// With `resuming`, the body a first run kept is used again instead of being fetched.
     func work(_ request: AttachmentRequest, platforms: Set<Platform>, number: Int, directory: String,
-                      validators: CacheValidators?, batch: Batch, logger: Logger) async -> WorkOutcome {
-        var descriptor = Self.builder(for: request, index: number, start: batch.start)
+                      validators: CacheValidators?, batch: Batch, logger: Logger, resuming kept: KeptSource? = nil) async -> WorkOutcome {
         let ledger = FileLedger(afterLateRemoval: store.tidy)
         defer { ledger.close() }
+        let fetched: KeptSource
+        if let kept {
+            guard let body = kept.body, let path = ledger.own(body) else {
+                return .made(kept.descriptor.failed(Reason(code: .ioError, message: "the kept source was closed")), files: [], headers: kept.headers)
+            }
+            kept.resume(at: path)
+            fetched = kept
+        } else {
+            switch await download(request, number: number, directory: directory, validators: validators, batch: batch, ledger: ledger) {
+            case .left(let outcome): return outcome
+            case .right(let source): fetched = source
+            }
+        }
+        var work = AttachmentWork(
+            descriptor: fetched.descriptor,
+            source: fetched.source,
+            plan: .init(shape: request.role == .avatar ? .squareCenter : .clip(request.clip ?? .whole),
+                        thumbnailTime: request.options?.thumbnailTime, imagesOnly: request.role == .avatar,
+                        convertedBase: "\(directory)/.norm-\(number)", thumbnailBase: "\(directory)/.thumb-\(number)",
+                        variantBase: "\(directory)/.variant-\(number)", workDirectory: directory, platforms: platforms,
+                        encryption: encrypts(request) ? configuration.mediaEncryption : nil,
+                        transcoding: configuration.transcoding(for: request), crop: request.pictureCrop, background: kept != nil),
+            ledger: ledger)
+        if let reason = await stages.run(Stage.afterDownload, on: &work, batch: batch) {
+            return .made(work.descriptor.failed(reason), files: [], headers: fetched.headers)
+        }
+        let (ready, files, unnamed) = moveIntoPlace(work, name: "r\(number)", directory: directory, logger: logger)
+        // A transcode the deadline cut short, in a pipeline that keeps results: its source is
+        // kept for the campaign's whole clip (`ResultCaching.wholeClipBudget`).
+        let resumable = kept == nil && ready.status == .ready && ready.skippedAtDeadline?.contains("transcode") == true
+            && (configuration.cache?.wholeClipBudget ?? .zero) > .zero ? fetched.keptBody : nil
+        return .made(ready, files: files, unnamed: unnamed, sizes: Self.knownSizes(of: ready, thumbnail: work.thumbnail),
+                     headers: fetched.headers, resumable: resumable)
+    }
+
+    private enum Fetched {
+        case left(WorkOutcome)
+        case right(KeptSource)
+    }
+
+    /// Fetches the body into the store: a finished outcome (a failure, a 304), or the source.
+    private func download(_ request: AttachmentRequest, number: Int, directory: String, validators: CacheValidators?,
+                          batch: Batch, ledger: FileLedger) async -> Fetched {
+        var descriptor = Self.builder(for: request, index: number, start: batch.start)
         let namedBodyPath = "\(directory)/.part-\(number)"
         var spec = transferSpec(for: request, bodyPath: namedBodyPath, batch: batch)
         spec.bodyDirectory = directory
@@ -121,30 +180,15 @@ extension AttachmentPipeline {
         // The transfer removed or dropped the body when it failed.
         let bodyPath = outcome.body.flatMap { ledger.own($0) } ?? namedBodyPath
         if outcome.body == nil && outcome.failure == nil { ledger.own(namedBodyPath) }
-        if outcome.notModified { return .notModified(outcome.cacheHeaders) }
+        if outcome.notModified { return .left(.notModified(outcome.cacheHeaders)) }
         descriptor.record(outcome)
-        func failed(_ reason: Reason) -> WorkOutcome { .made(descriptor.failed(reason), files: [], headers: outcome.cacheHeaders) }
+        func failed(_ reason: Reason) -> Fetched { .left(.made(descriptor.failed(reason), files: [], headers: outcome.cacheHeaders)) }
         if let reason = outcome.failure { return failed(batch.settle(reason, queued: outcome.endedWhileQueued)) }
         guard let sniffed = outcome.sniffedMIME, let type = outcome.mediaType, let sha256 = outcome.sha256 else {
             return failed(Reason(code: .ioError, message: "the transfer ended without a type"))
         }
-
-        var work = AttachmentWork(
-            descriptor: descriptor,
-            source: .init(path: bodyPath, sniffedMIME: sniffed, type: type, bytes: outcome.bytes, sha256: sha256),
-            plan: .init(shape: request.role == .avatar ? .squareCenter : .clip(request.clip ?? .whole),
-                        thumbnailTime: request.options?.thumbnailTime, imagesOnly: request.role == .avatar,
-                        convertedBase: "\(directory)/.norm-\(number)", thumbnailBase: "\(directory)/.thumb-\(number)",
-                        variantBase: "\(directory)/.variant-\(number)", workDirectory: directory, platforms: platforms,
-                        encryption: encrypts(request) ? configuration.mediaEncryption : nil,
-                        transcoding: configuration.transcoding(for: request), crop: request.pictureCrop),
-            ledger: ledger)
-        if let reason = await stages.run(Stage.afterDownload, on: &work, batch: batch) {
-            return .made(work.descriptor.failed(reason), files: [], headers: outcome.cacheHeaders)
-        }
-        let (ready, files, unnamed) = moveIntoPlace(work, name: "r\(number)", directory: directory, logger: logger)
-        return .made(ready, files: files, unnamed: unnamed, sizes: Self.knownSizes(of: ready, thumbnail: work.thumbnail),
-                     headers: outcome.cacheHeaders)
+        return .right(KeptSource(body: outcome.body, descriptor: descriptor, headers: outcome.cacheHeaders,
+                                 source: .init(path: bodyPath, sniffedMIME: sniffed, type: type, bytes: outcome.bytes, sha256: sha256)))
     }
 
     func transferSpec(for request: AttachmentRequest, bodyPath: String, batch: Batch) -> TransferSpec {

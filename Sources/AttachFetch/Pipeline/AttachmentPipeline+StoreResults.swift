@@ -57,7 +57,16 @@ extension AttachmentPipeline {
                                  validators: validators, batch: batch, logger: logger)
         var finished = outcome
         switch outcome {
-        case .made(let descriptor, _, _, _, let headers):
+        case .made(let descriptor, _, _, _, let headers, let resumable):
+            if let resumable, leaseHeld, let budget = configuration.cache?.wholeClipBudget {
+                // The clip the deadline cut short, for the other replicas' callers while the
+                // whole one is made here; the lease goes with the work that makes it.
+                var provisional = shared.record(of: descriptor, headers: headers, lifetime: budget)
+                provisional.provisional = true
+                await shared.write(provisional, name: name, deadline: batch.deadline + StoreResults.leaseGrace)
+                resumable.leaseName = name
+                return finished
+            }
             if descriptor.skippedAtDeadline == nil,
                let lifetime = freshness(ready: descriptor.status == .ready, reason: descriptor.reason, headers: headers) {
                 await shared.write(shared.record(of: descriptor, headers: headers, lifetime: lifetime), name: name, deadline: batch.deadline)
@@ -90,7 +99,10 @@ extension AttachmentPipeline {
                        revalidatedBy lifetime: Duration?) async -> WorkOutcome? {
         do throws(ObjectStoreError) {
             let (descriptor, files) = try await shared.materialize(record, base: base, deadline: batch.deadline)
-            let remaining = lifetime ?? record.remaining(at: shared.wallNow)
+            // A clip cut short while another replica makes the whole one: used, but asked for
+            // again soon, so that the whole clip replaces it.
+            var remaining = lifetime ?? record.remaining(at: shared.wallNow)
+            if record.provisional == true { remaining = min(remaining, StoreResults.provisionalReuse) }
             return .fromStore(descriptor, files: files, headers: record.headers,
                               lifetime: configuration.cache.map { min(remaining, $0.maximumFreshness) }, revalidated: lifetime != nil)
         } catch {

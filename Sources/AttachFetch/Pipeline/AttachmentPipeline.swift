@@ -53,6 +53,11 @@ public final class AttachmentPipeline: Sendable {
                                        eager: configuration.imageWorkersStartWithPipeline, runHere: WorkerThread.inThisProcess)
         let probeWorkers = DecoderPool(threads: configuration.probeThreads, name: "af-probe", launch: launch, eager: false,
                                        runHere: WorkerThread.inThisProcess)
+        var backgroundLaunch = launch
+        backgroundLaunch?.takesReserved = false
+        backgroundLaunch?.niceness = 10
+        let backgroundWorkers = DecoderPool(threads: 1, name: "af-whole", launch: backgroundLaunch, eager: false,
+                                            runHere: WorkerThread.inThisProcess)
         self.engine = try TransferEngine(maxConcurrent: configuration.maxConcurrentTransfers,
                                          adaptive: configuration.transferConcurrency == .adaptive,
                                          decoderThreads: configuration.thumbnailThreads + configuration.probeThreads,
@@ -78,6 +83,7 @@ public final class AttachmentPipeline: Sendable {
             configuration: configuration,
             imageWorkers: imageWorkers,
             probeWorkers: probeWorkers,
+            backgroundWorkers: backgroundWorkers,
             // The file thread only publishes: none when nothing is published.
             fileWorkers: fileWorkers,
             objectPublisher: objectStore.map { ObjectPublisher(store: $0, fileWorkers: fileWorkers) })
@@ -111,6 +117,9 @@ public final class AttachmentPipeline: Sendable {
     /// Decode jobs taken so far by the image workers (conversions, thumbnails, variants) and by
     /// the probe workers (`WorkerPool.jobsStarted`). For tests that act while a decode runs.
     var decodesStarted: (images: Int, probes: Int) { (stages.imageWorkers.jobsStarted, stages.probeWorkers.jobsStarted) }
+
+    /// Probe and transcode jobs taken so far for campaigns' whole clips (`ResultCaching.wholeClipBudget`).
+    var wholeClipDecodesStarted: Int { stages.backgroundWorkers.jobsStarted }
 
     /// Requests sent to the object store so far, by HTTP method (retries included); empty
     /// without one. For metrics.

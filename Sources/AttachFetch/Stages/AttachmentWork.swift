@@ -36,6 +36,9 @@ struct AttachmentWork: Sendable {
         /// How the Android variant is cut to 2:1 and the iOS thumbnail's square chosen; nil:
         /// neither (`none`, or an avatar).
         var crop: PictureCrop? = nil
+        /// Work nobody waits for (a campaign's whole clip): its probes and transcodes run on the
+        /// background decoder thread.
+        var background = false
     }
 
     /// A file and its type.

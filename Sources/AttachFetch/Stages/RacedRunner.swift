@@ -10,6 +10,10 @@ struct RacedRunner: Sendable {
     let configuration: AttachFetchConfiguration
     let imageWorkers: DecoderPool
     let probeWorkers: DecoderPool
+    /// Probes and transcodes of work nobody waits for (a campaign's whole clip,
+    /// `ResultCaching.wholeClipBudget`): one thread, its worker at a lower CPU priority, so
+    /// that it never holds a probe thread fresh work needs.
+    let backgroundWorkers: DecoderPool
     /// The thread for blocking file work (publishing).
     let fileWorkers: BlockingPool
     /// Uploads ready files, when an object store is configured.
@@ -20,6 +24,7 @@ struct RacedRunner: Sendable {
     func stopWorkers() {
         imageWorkers.stop()
         probeWorkers.stop()
+        backgroundWorkers.stop()
         fileWorkers.stop()
     }
 
@@ -55,7 +60,8 @@ struct RacedRunner: Sendable {
                 let span = stage.startSpan()
                 defer { span.end() }
                 let started = ContinuousClock.now
-                guard let answer = await decode(job, on: workers == .image ? imageWorkers : probeWorkers, ledger: work.ledger) else {
+                let pool = workers == .image ? imageWorkers : work.plan.background ? backgroundWorkers : probeWorkers
+                guard let answer = await decode(job, on: pool, ledger: work.ledger) else {
                     switch (batch.stopCause, whenLate) {
                     case (.cancellation, _): return Stage.failed(batch.stopReason(queued: false), span)
                     case (.deadline, .fail(let reason)): return Stage.failed(reason, span)
