@@ -68,6 +68,8 @@ extension DeadlineBoundSuites {
                     #expect(elapsed < 2.3, "the best attempt came after \(elapsed) s under a 2 s deadline")
                     #expect(pipeline.decodesStarted.probes == probesAfterFirst, "a second transcode of the same source started")
                     #expect(pipeline.wholeClipDecodesStarted >= 1, "the whole clip runs on its own worker")
+                    let niceness = Self.childNiceness()
+                    #expect(niceness.contains(10) && niceness.contains(0), "the whole clip's worker below fresh work's: \(niceness)")
 
                     // A caller with time gets the whole clip when it is made; later calls get it from the cache.
                     let patient = await fetchOne(url, pipeline, deadline: .seconds(90))
@@ -84,6 +86,21 @@ extension DeadlineBoundSuites {
                             "\(later.cache?.rawValue ?? "") \(later.transforms ?? [])")
                     print("whole clip: first \(first.duration ?? 0) s by 4 s; meanwhile \(meanwhile.duration ?? 0) s in \(elapsed) s; then \(duration) s")
                 }
+            }
+        }
+
+        /// The nice values of this process's children (its decoder workers), from /proc.
+        static func childNiceness() -> [Int] {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+            let children = tasks.flatMap { task in
+                ((try? String(contentsOfFile: "/proc/self/task/\(task)/children", encoding: .utf8)) ?? "").split(separator: " ")
+            }
+            return children.compactMap { pid in
+                // Field 19 of stat, counted after the command's closing parenthesis.
+                guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                      let end = stat.lastIndex(of: ")") else { return nil }
+                let fields = stat[stat.index(after: end)...].split(separator: " ")
+                return fields.count > 16 ? Int(fields[16]) : nil
             }
         }
     }
