@@ -94,4 +94,63 @@ import Testing
             }
         }
     }
+    /// HEVC tagged hev1 may keep its parameter sets in the samples only. Re-tagged hvc1, such a
+    /// file would have none in its header, where iOS reads them: it is re-encoded instead. The
+    /// usual hev1, whose header has them, is still only re-tagged.
+    @Test func hev1WithItsParameterSetsOnlyInTheStreamIsReEncoded() async throws {
+        let media = Scratch()
+        try await offPool {
+            try Self.make(media.path, "inband.mp4", ["-c:v", "libx265", "-x265-params", "log-level=error:repeat-headers=1", "-pix_fmt", "yuv420p"])
+            // The header's arrays keep their sizes but name no parameter set (type 63, unspecified).
+            var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: "\(media.path)/inband.mp4")))
+            let record = try #require(Self.hvcC(in: bytes))
+            #expect(Self.parameterSetTypes(bytes, record) == [32, 33, 34], "the encoder put them in the header too")
+            var at = record + 23
+            for _ in 0..<Int(bytes[record + 22]) {
+                bytes[at] = bytes[at] & 0xC0 | 0x3F
+                let count = Int(bytes[at + 1]) << 8 | Int(bytes[at + 2])
+                at += 3
+                for _ in 0..<count { at += 2 + (Int(bytes[at]) << 8 | Int(bytes[at + 1])) }
+            }
+            try Data(bytes).write(to: URL(fileURLWithPath: "\(media.path)/inband.mp4"))
+            try Self.make(media.path, "outofband.mp4", ["-c:v", "libx265", "-x265-params", "log-level=error", "-pix_fmt", "yuv420p"])
+        }
+        // ffmpeg still decodes it (the parameter sets come in band): a file the world makes.
+        #expect(try await tool("/usr/bin/ffmpeg", ["-v", "error", "-xerror", "-i", "\(media.path)/inband.mp4", "-f", "null", "-"]).status == 0)
+        #expect(try await Self.videoStream("\(media.path)/inband.mp4")["codec_tag_string"] == "hev1")
+        try await withPipeline(Scratch()) { pipeline in
+            try await withMediaServer(directory: media.path) { server in
+                let batch = await pipeline.process(["inband.mp4", "outofband.mp4"].map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)") })
+                let (inband, outofband) = (batch.attachments[0], batch.attachments[1])
+                #expect(inband.status == .ready && inband.transforms == [.transcoded], "\(inband.transforms ?? []) \(inband.reason?.message ?? "")")
+                let reEncoded = try await Self.videoStream(try #require(inband.file))
+                #expect(reEncoded["codec_name"] == "h264" && reEncoded["profile"] == "High", "\(reEncoded)")
+                #expect(outofband.status == .ready && outofband.transforms == [.remuxed], "\(outofband.transforms ?? [])")
+                let retagged = try [UInt8](Data(contentsOf: URL(fileURLWithPath: try #require(outofband.file))))
+                let record = try #require(Self.hvcC(in: retagged))
+                #expect(Self.parameterSetTypes(retagged, record) == [32, 33, 34], "the hvc1 header holds VPS, SPS and PPS")
+                #expect(try await Self.videoStream(try #require(outofband.file))["codec_tag_string"] == "hvc1")
+            }
+        }
+    }
+
+    /// Where an `hvcC` record's payload starts in an MPEG-4 file (after the box's type).
+    static func hvcC(in bytes: [UInt8]) -> Int? {
+        let name = Array("hvcC".utf8)
+        guard bytes.count > 4 else { return nil }
+        for i in 0..<(bytes.count - 4) where Array(bytes[i..<(i + 4)]) == name { return i + 4 }
+        return nil
+    }
+
+    /// The parameter-set NAL types (VPS 32, SPS 33, PPS 34) an `hvcC` record's arrays hold.
+    static func parameterSetTypes(_ bytes: [UInt8], _ record: Int) -> Set<UInt8> {
+        var types: Set<UInt8> = [], at = record + 23
+        for _ in 0..<Int(bytes[record + 22]) {
+            let type = bytes[at] & 0x3F, count = Int(bytes[at + 1]) << 8 | Int(bytes[at + 2])
+            at += 3
+            for _ in 0..<count { at += 2 + (Int(bytes[at]) << 8 | Int(bytes[at + 1])) }
+            if count > 0, [32, 33, 34].contains(type) { types.insert(type) }
+        }
+        return types
+    }
 }

@@ -51,7 +51,14 @@ extension PlayableMedia {
             guard [AV_PIX_FMT_YUV420P, AV_PIX_FMT_YUVJ420P, AV_PIX_FMT_YUV420P10LE].contains(format) else {
                 return .cannotPlay("HEVC in \(pixelFormatName(format)) (not 4:2:0 at 8 or 10 bits)")
             }
-            return parameters.pointee.codec_tag == hev1Tag ? .needsHVC1Tag : .plays
+            guard parameters.pointee.codec_tag == hev1Tag else { return .plays }
+            // Re-tagged, the file would have no parameter sets where iOS reads them: re-encoded.
+            let size = Int(max(0, parameters.pointee.extradata_size))
+            guard let extradata = parameters.pointee.extradata,
+                  HEVCParameterSets.inHeader(UnsafeBufferPointer(start: extradata, count: size)) else {
+                return .cannotPlay("HEVC tagged hev1 with its parameter sets only in the stream")
+            }
+            return .needsHVC1Tag
         default:
             return .plays
         }
