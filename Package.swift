@@ -56,6 +56,7 @@ let package = Package(
         .target(name: "CAttachFetchShims"),
         .target(name: "CCurlShims", dependencies: ["CCurl"]),
         .target(name: "CVipsShims", dependencies: ["CVips"]),
+        .target(name: "CFFmpegShims", dependencies: ["CFFmpeg"]),
 
         // "Run these, answer when all are done or the deadline comes": one race for the pipeline's
         // batches and the device's fetcher. Foundation only.
@@ -82,7 +83,7 @@ let package = Package(
         // transcoding, the system-call filter. Links libvips and FFmpeg, and nothing that
         // fetches, publishes or serves.
         .target(name: "AttachFetchMedia",
-                dependencies: ["AttachFetchCore", "AttachFetchDecoderProtocol", "CVips", "CFFmpeg", "CTurboJPEG", "CVipsShims", "CAttachFetchShims"]),
+                dependencies: ["AttachFetchCore", "AttachFetchDecoderProtocol", "CVips", "CFFmpeg", "CTurboJPEG", "CVipsShims", "CFFmpegShims", "CAttachFetchShims"]),
         // The pipeline's side of the worker: starting, feeding, killing and checking it. Links no
         // decoder.
         .target(name: "AttachFetchDecoderKeeper", dependencies: ["AttachFetchCore", "AttachFetchRuntime", "AttachFetchDecoderProtocol", "CAttachFetchShims"]),

@@ -157,6 +157,8 @@ package struct TranscodedMedia: Sendable, Codable {
     package var sourceHeight: Int?
     /// libx264's preset the speed ladder chose (nil for sound alone).
     package var preset: String?
+    /// What the source's decoders reported when some of it did not decode; nil when all did.
+    package var damage: String?
 
     package init(file: String, type: MediaType, bytes: Int64, sha256: String, sourceAudioCodec: String?, sourceVideoCodec: String?, duration: Double, trimmed: Bool, outOfTime: Bool = false, sourceWidth: Int? = nil, sourceHeight: Int? = nil, preset: String? = nil) {
         self.file = file

@@ -35,6 +35,7 @@ extension ContractListTests {
         d.variants = ["android": variant]
         d.skippedAtDeadline = ["probe"]
         d.thumbnailClip = try! ClippingRectangle(x: 0.25, y: 0, width: 0.5, height: 1)
+        d.sourceDamage = "1 FLAC audio packet did not decode (Invalid data found when processing input)"
         return d
     }
 

@@ -80,9 +80,10 @@ import Testing
         d.sourceBytes = maybe(&random, bytes)
         d.sourceWidth = maybe(&random, int)
         d.sourceHeight = maybe(&random, int)
+        d.sourceDamage = maybe(&random, string)
         let transforms: (inout Seeded) -> [AttachmentDescriptor.Transform] = { random in
             (0..<Int.random(in: 0...3, using: &random)).map { _ in
-                [.transcoded, .downscaled, .reencoded, .remuxed, .trimmed].randomElement(using: &random)!
+                AttachmentDescriptor.Transform.allCases.randomElement(using: &random)!
             }
         }
         d.transforms = maybe(&random, transforms)

@@ -113,6 +113,7 @@ import Testing
         var toDecode: [String: String] = [:]
         for (name, d) in zip(names, attachments) {
             check.counts[d.reason?.code.rawValue ?? "ready", default: 0] += 1
+            if d.transforms?.contains(.partial) == true { check.counts["of them partial", default: 0] += 1 }
             if d.reason?.code == .decoderCrashed { check.crashes.append("\(name): \(d.reason?.message ?? "")") }
             if d.status == .ready {
                 guard let file = d.file else {
@@ -125,6 +126,9 @@ import Testing
                     check.disagreements.append("\(name): \(problem)")
                 } else if d.kind == .audio || d.kind == .video {
                     toDecode[file] = name
+                    if let problem = try checkDamage(d, original: corpus + "/" + name), knownDisagreements[name] == nil {
+                        check.disagreements.append("\(name): \(problem)")
+                    }
                 }
             } else if let problem = try checkRefused(d, original: corpus + "/" + name, checker: checker),
                       knownDisagreements[name] == nil {
@@ -135,6 +139,20 @@ import Testing
             check.disagreements.append("\(toDecode[file] ?? file): delivered, but ffmpeg does not decode it without error")
         }
         return check
+    }
+
+    /// Re-encoded sound or video is `partial` exactly when ffmpeg, decoding the source's first
+    /// video and first audio stream (the ones a transcode takes), reports errors at its error
+    /// level (docs/media.md#damaged-sources). Delivered as it is or remuxed, a file is not
+    /// decoded whole here, so its damage is the player's to conceal, as ffmpeg's is.
+    static func checkDamage(_ d: AttachmentDescriptor, original: String) throws -> String? {
+        guard d.transforms?.contains(.transcoded) == true else { return nil }
+        let run = try tool("/usr/bin/ffmpeg", ["-v", "error", "-nostdin", "-i", original, "-map", "0:v:0?", "-map", "0:a:0?", "-f", "null", "-"])
+        let errors = run.errors.split(separator: "\n")
+        let partial = d.transforms?.contains(.partial) == true
+        if partial && errors.isEmpty { return "partial (\(d.sourceDamage ?? "")), but ffmpeg decodes the source without an error" }
+        if !partial && !errors.isEmpty { return "transcoded whole, but ffmpeg reports \(errors.count) errors decoding the source: \(errors.prefix(2).joined(separator: " / "))" }
+        return nil
     }
 
     /// The files that `ffmpeg -xerror` does not decode without error, each file's first video

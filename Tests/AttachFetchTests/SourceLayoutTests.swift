@@ -44,7 +44,7 @@ import Testing
         "AttachFetchTransfer": ["AttachFetchCore", "AttachFetchRuntime", "CCurl", "CLibcrypto", "CCurlShims"],
         "AttachFetchDecoderProtocol": ["AttachFetchCore", "CAttachFetchShims"],
         // What runs inside the worker: no keeper, nothing that fetches.
-        "AttachFetchMedia": ["AttachFetchCore", "AttachFetchDecoderProtocol", "CVips", "CFFmpeg", "CTurboJPEG", "CVipsShims", "CAttachFetchShims"],
+        "AttachFetchMedia": ["AttachFetchCore", "AttachFetchDecoderProtocol", "CVips", "CFFmpeg", "CTurboJPEG", "CVipsShims", "CFFmpegShims", "CAttachFetchShims"],
         // The worker's keeper: no decoder.
         "AttachFetchDecoderKeeper": ["AttachFetchCore", "AttachFetchRuntime", "AttachFetchDecoderProtocol", "CAttachFetchShims"],
         "AttachFetch": ["AttachFetchCore", "AttachFetchRuntime", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchDecoderProtocol", "AttachFetchDecoderKeeper",

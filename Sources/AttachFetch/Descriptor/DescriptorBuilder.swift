@@ -92,7 +92,8 @@ struct DescriptorBuilder: Sendable {
         descriptor.sha256 = made.sha256
         descriptor.sourceAudioCodec = made.sourceAudioCodec
         descriptor.sourceVideoCodec = sourceVideo ?? made.sourceVideoCodec
-        descriptor.transforms = made.trimmed ? [.transcoded, .trimmed] : [.transcoded]
+        descriptor.transforms = [.transcoded] + (made.trimmed ? [.trimmed] : []) + (made.damage != nil ? [.partial] : [])
+        descriptor.sourceDamage = made.damage
         // The source's size, not the delivered one the probe of the result reports.
         if let width = made.sourceWidth, let height = made.sourceHeight {
             (descriptor.sourceWidth, descriptor.sourceHeight) = (width, height)

@@ -33,6 +33,7 @@ extension AttachmentDescriptor: CompactJSONWritable {
             }
             json.field("sourceAudioCodec", sourceAudioCodec)
             json.field("sourceBytes", sourceBytes)
+            json.field("sourceDamage", sourceDamage)
             json.field("sourceHeight", sourceHeight)
             json.field("sourceMimeType", sourceMimeType)
             json.field("sourceVideoCodec", sourceVideoCodec)

@@ -131,6 +131,10 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         /// Added: cut to a 2:1 picture around what matters (an Android variant of an image, or
         /// of a video's poster, whose shape is not about 2:1).
         case cropped
+        /// Added: made from what of the source could be decoded. The source's decoder reported
+        /// errors (a damaged packet, a frame it could not rebuild); what it said is in
+        /// `sourceDamage`. The result still agrees with the source's length.
+        case partial
     }
 
     /// What the media is for in a notification (set when it came from a push payload).
@@ -206,6 +210,9 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     public var sourceWidth: Int?
     /// The original's pixel height, as displayed.
     public var sourceHeight: Int?
+    /// Added with the `partial` transform: what the source's decoders reported, in their words,
+    /// with how many packets or frames did not decode.
+    public var sourceDamage: String?
     /// What was done to the original, in order; empty when it is delivered as downloaded.
     public var transforms: [Transform]?
     /// Added for audio and video (FFmpeg's probe): seconds, when the container states it, ...

@@ -60,6 +60,10 @@ extension MediaTranscoder {
         var written = 0
         /// Packets or frames the decoder refused (real errors, not EAGAIN or the end).
         var decodeErrors = 0
+        /// The last of those errors, in FFmpeg's words.
+        var lastDecodeError: Int32 = 0
+        /// What the decoder's errors are logged under (`DecoderErrorLog`).
+        let logToken = DecoderErrorLog.begin()
         /// Where the source's packets read for this stream end, in seconds on the output's
         /// timeline: what the delivered stream is checked against.
         var sourceEnd = 0.0
@@ -69,7 +73,10 @@ extension MediaTranscoder {
              encode: @escaping (UnsafeMutablePointer<AVFrame>?, (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void) throws(Reason) -> Void) {
             (self.input, self.decoder, self.output, self.timeBase, self.encode) = (input, decoder, output, timeBase, encode)
             self.isVideo = isVideo
+            decoder.context.pointee.opaque = UnsafeMutableRawPointer(bitPattern: logToken)
         }
+
+        deinit { _ = DecoderErrorLog.take(logToken) }
     }
 
     /// The earliest start of `streams`, in `AV_TIME_BASE` units (0 when none states one). Both
@@ -190,7 +197,7 @@ extension MediaTranscoder {
                 if received == FFmpeg.tryAgain || received == FFmpeg.endOfFile { return true }
                 if received < 0 {
                     track.decodeErrors += 1
-                    lastError = received
+                    (lastError, track.lastDecodeError) = (received, received)
                     return true
                 }
                 defer { av_frame_unref(frame.pointer) }
@@ -232,7 +239,7 @@ extension MediaTranscoder {
             let sent = avcodec_send_packet(track.decoder.context, packet.pointer)
             if sent < 0 && sent != FFmpeg.tryAgain {
                 track.decodeErrors += 1
-                lastError = sent
+                (lastError, track.lastDecodeError) = (sent, sent)
                 continue
             }
             if try !drainDecoder(track) {
@@ -246,7 +253,7 @@ extension MediaTranscoder {
                 let flushed = avcodec_send_packet(track.decoder.context, nil)
                 if flushed < 0 && flushed != FFmpeg.endOfFile {
                     track.decodeErrors += 1
-                    lastError = flushed
+                    (lastError, track.lastDecodeError) = (flushed, flushed)
                 }
                 if try !drainDecoder(track) { trimmed = true }
             }
@@ -271,17 +278,21 @@ extension MediaTranscoder {
             throw Reason(code: .corruptMedia, message: "FFmpeg cannot read the file past \(String(format: "%.2f", delivered.duration)) s of the \(String(format: "%.2f", stated)) s its header states (\(why))")
         }
         let made = try VideoRemuxer.describe(file)
-        return .made(TranscodedMedia(file: file, type: type.kind == .audio ? .m4a : .mp4, bytes: made.bytes, sha256: made.sha256,
+        // Made from what could be decoded, and still the source's length: said, not hidden.
+        let damage = tracks.flatMap { track in
+            let name = PlayableMedia.title(track.input.pointee.codecpar.pointee.codec_id), kind = track.isVideo ? "video" : "audio"
+            let logged = DecoderErrorLog.take(track.logToken)
+            let refused = track.decodeErrors == 0 ? nil
+                : "\(track.decodeErrors) \(name) \(kind) \(track.decodeErrors == 1 ? "packet" : "packets") did not decode (\(FFmpeg.errorText(track.lastDecodeError)))"
+            let reported = logged.count == 0 ? nil
+                : "the \(name) \(kind) decoder reported \(logged.count) \(logged.count == 1 ? "error" : "errors") (\(logged.last))"
+            return [refused, reported].compactMap { $0 }
+        }
+        var media = TranscodedMedia(file: file, type: type.kind == .audio ? .m4a : .mp4, bytes: made.bytes, sha256: made.sha256,
                                sourceAudioCodec: sourceAudio, sourceVideoCodec: sourceVideo, duration: delivered.duration, trimmed: trimmed,
                                outOfTime: outOfTime, sourceWidth: sourceSize?.width, sourceHeight: sourceSize?.height,
-                               preset: videoEncoder == nil ? nil : SpeedLadder.presets[rung]))
-    }
-
-    /// A frame's area against `maxImagePixels`: `pixelLimitExceeded` past it.
-    private static func checkArea(width: Int, height: Int, limits: Limits) throws(Reason) {
-        let pixels = HEIFImageSize.area(width, height)
-        guard pixels <= limits.maxPixels else {
-            throw Reason(code: .pixelLimitExceeded, message: "video frames of \(width)x\(height) (\(pixels) pixels) are over the limit of \(limits.maxPixels)")
-        }
+                               preset: videoEncoder == nil ? nil : SpeedLadder.presets[rung])
+        media.damage = damage.isEmpty ? nil : damage.joined(separator: "; ")
+        return .made(media)
     }
 }

@@ -198,6 +198,10 @@ export function transformSentences(descriptor) {
     } else if (transforms.indexOf('trimmed') >= 0) {
       out.push('It was longer than fits the ' + limitText(limit) + ' limit: the first ' + (isNum(descriptor.duration) ? descriptor.duration.toFixed(1) + ' s are' : 'part is') + ' delivered.');
     }
+    if (transforms.indexOf('partial') >= 0) {
+      out.push('The original is damaged: it was re-encoded from what could be decoded' +
+        (typeof descriptor.sourceDamage === 'string' && descriptor.sourceDamage ? ' (' + descriptor.sourceDamage + ')' : '') + '.');
+    }
   } else if (transforms.indexOf('transcoded') >= 0) {
     const firstFrame = source === 'image/gif' && delivered === 'image/jpeg' ? ' (an animation keeps only its first frame)' : '';
     if (CONVERTIBLE_IMAGES.indexOf(source) >= 0) {

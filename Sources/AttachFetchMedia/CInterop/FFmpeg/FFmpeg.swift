@@ -3,10 +3,14 @@ internal import CFFmpeg
 import Glibc
 #endif
 
-/// FFmpeg's process-wide set-up, once: its log goes nowhere (the library is silent; what went
-/// wrong reaches the descriptor through the return codes).
+/// FFmpeg's process-wide set-up, once: its log goes nowhere but the errors a transcode's
+/// decoders report (`DecoderErrorLog`); the library is silent, and what went wrong reaches the
+/// descriptor through the return codes and that log.
 package enum FFmpeg {
-    static let startup: Void = { av_log_set_level(AV_LOG_QUIET) }()
+    static let startup: Void = {
+        av_log_set_level(AV_LOG_QUIET)
+        DecoderErrorLog.install()
+    }()
 
     /// AVERROR_EOF and AV_NOPTS_VALUE are C macros Swift cannot import.
     static let endOfFile: Int32 = -Int32(bitPattern: 0x45 | 0x4F << 8 | 0x46 << 16 | 0x20 << 24)
