@@ -114,6 +114,10 @@ import Testing
         for (name, d) in zip(names, attachments) {
             check.counts[d.reason?.code.rawValue ?? "ready", default: 0] += 1
             if d.transforms?.contains(.partial) == true { check.counts["of them partial", default: 0] += 1 }
+            if d.status == .ready, d.kind == .audio || d.kind == .video,
+               d.transforms?.contains(.transcoded) == true || d.transforms?.contains(.remuxed) == true {
+                check.counts["of them remade (timeline checked)", default: 0] += 1
+            }
             if d.reason?.code == .decoderCrashed { check.crashes.append("\(name): \(d.reason?.message ?? "")") }
             if d.status == .ready {
                 guard let file = d.file else {
@@ -126,7 +130,8 @@ import Testing
                     check.disagreements.append("\(name): \(problem)")
                 } else if d.kind == .audio || d.kind == .video {
                     toDecode[file] = name
-                    if let problem = try checkDamage(d, original: corpus + "/" + name), knownDisagreements[name] == nil {
+                    if let problem = try checkDamage(d, original: corpus + "/" + name) ?? checkTimeline(d, file: file, original: corpus + "/" + name),
+                       knownDisagreements[name] == nil {
                         check.disagreements.append("\(name): \(problem)")
                     }
                 }
