@@ -252,4 +252,34 @@ import Testing
             }
         }
     }
+    /// MediaRecorder's WebM states no duration (it is written as it is recorded, never sought
+    /// back): the clip is still made whole, its length read from its packets, in sync.
+    @Test func aWebMThatStatesNoDurationIsMadeWholeAndInSync() async throws {
+        let media = Scratch(), scratch = Scratch()
+        try await offPool {
+            // Written to a pipe, with no length given to the muxer, it cannot state a Duration or go
+            // back for the Cues; the sound starts half a second after the picture.
+            let made = try tool("/bin/sh", ["-c", "/usr/bin/ffmpeg -v error -nostdin -t 8 -f lavfi -i testsrc2=size=640x360:rate=25 -itsoffset 0.5 "
+                                            + "-t 7.5 -f lavfi -i sine=frequency=440 -c:v libvpx -deadline realtime -b:v 500k -c:a libopus "
+                                            + "-f webm pipe:1 > '\(media.path)/recorded.webm'"])
+            try #require(made.status == 0, "\(made.errors)")
+        }
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: "\(media.path)/recorded.webm")))
+        // Segment Info's Duration, ID 0x4489 with an 8-byte float: absent.
+        #expect(!(0..<bytes.count - 3).contains { bytes[$0] == 0x44 && bytes[$0 + 1] == 0x89 && bytes[$0 + 2] == 0x88 })
+        let stated = try await tool("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", "\(media.path)/recorded.webm"])
+        #expect(stated.output.contains("N/A"), "ffprobe finds a duration: \(stated.output)")
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer(directory: media.path) { server in
+                let d = await fetchOne("\(server.baseURL)/media/recorded.webm", pipeline, deadline: .seconds(60))
+                #expect(d.status == .ready && d.transforms == [.transcoded], "\(d.transforms ?? []) \(d.reason?.message ?? "")")
+                #expect(abs((d.duration ?? 0) - 8) < 0.2, "\(d.duration ?? 0) s of 8")
+                let file = try #require(d.file)
+                let source = try await Self.timeline("\(media.path)/recorded.webm"), delivered = try await Self.timeline(file)
+                let sourceOffset = try #require(source.audio).start - #require(source.video).start
+                let offset = try #require(delivered.audio).start - #require(delivered.video).start
+                #expect(abs(offset - sourceOffset) <= Self.tolerance, "sound \(offset) s after picture, the source \(sourceOffset) s")
+            }
+        }
+    }
 }
