@@ -16,6 +16,13 @@ import Glibc
 /// delivered file's bytes are sniffed with libmagic and must be of its extension's type; a
 /// thumbnail's must start as a JPEG or PNG does. An answer that breaks a rule is refused
 /// whole: the keeper ends that worker (`WorkerThread`).
+///
+/// From a worker process, each file is then sealed: copied, in the pass that hashes it, into
+/// an unnamed file of the keeper's (`UnnamedFile`), which the answer names instead, and the
+/// worker's own is let go. A worker keeps the descriptors and paths of what it wrote and could
+/// rewrite them after its answer, between the hash and the publishing; the copy has no name
+/// and no descriptor in any worker. Where the file system makes no unnamed file, the worker's
+/// file is used as before.
 package enum AnswerCheck {
     /// The extensions each kind of job may write (`DecodeJob.outputBase` plus one of these).
     static func extensions(for job: DecodeJob) -> Set<String> {
@@ -31,7 +38,9 @@ package enum AnswerCheck {
 
     /// `answer` with every size and hash the keeper's own, or the reason it is refused.
     /// - Parameter sniffer: the calling thread's libmagic handle, for the delivered files.
-    package static func verify(_ answer: DecodeAnswer, for job: DecodeJob, sniffer: () -> MagicSniffer?) -> Result<DecodeAnswer, Reason> {
+    /// - Parameter sealing: copy each file out of the worker's reach (a worker process's answer).
+    package static func verify(_ answer: DecodeAnswer, for job: DecodeJob, sealing: Bool,
+                               sniffer: () -> MagicSniffer?) -> Result<DecodeAnswer, Reason> {
         if answer.failure != nil {
             // A failure names no file; one that does is lying about something.
             return answer.files.isEmpty ? .success(answer) : .failure(refused("a failure that names files"))
@@ -50,7 +59,7 @@ package enum AnswerCheck {
                 return .failure(refused("an output it was not asked for"))
             }
             let delivered = file != answer.thumbnail?.file && file != answer.probed?.poster?.file
-            guard let facts = facts(of: file, hashing: delivered) else {
+            guard let facts = facts(of: file, hashing: delivered, sealing: sealing) else {
                 return .failure(refused("an output that is not a regular file of its own"))
             }
             let sniffed = delivered ? sniffer().flatMap { magic in try? facts.prefix.withUnsafeBytes(magic.mimeType).get() } : nil
@@ -58,6 +67,11 @@ package enum AnswerCheck {
                 return .failure(refused("a .\(format) file whose bytes are not of that type"))
             }
             checked.replaceFacts(of: file, bytes: facts.bytes, sha256: facts.sha256)
+            if let copy = facts.copy {
+                checked.replacePath(file, with: UnnamedFile.path(of: copy.path, withExtension: format))
+                checked.sealed.append(copy)
+                checked.superseded.append(file)
+            }
         }
         return .success(checked)
     }
@@ -66,10 +80,11 @@ package enum AnswerCheck {
         Reason(code: .decoderCrashed, message: "the decoder process answered \(what); the answer was refused and the process ended")
     }
 
-    /// The file's size, and its SHA-256 when `hashing`: read through the pipeline's own
-    /// descriptor for a working path, or opened without following a link. Nil for anything
-    /// but a regular file.
-    static func facts(of path: String, hashing: Bool) -> (bytes: Int64, sha256: String?, prefix: [UInt8])? {
+    /// The file's size, its SHA-256 when `hashing`, and with `sealing` a copy of it made in the
+    /// same pass: read through the pipeline's own descriptor for a working path, or opened
+    /// without following a link. Nil for anything but a regular file.
+    static func facts(of path: String, hashing: Bool, sealing: Bool = false)
+        -> (bytes: Int64, sha256: String?, prefix: [UInt8], copy: UnnamedFile?)? {
         let working = UnnamedFile.descriptor(in: path)
         let owned = working == nil
         let fd = working ?? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
@@ -78,26 +93,32 @@ package enum AnswerCheck {
         var status = stat()
         guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
         let bytes = Int64(status.st_size)
-        guard hashing else {
+        let copy = sealing ? UnnamedFile.directory(of: path).flatMap(UnnamedFile.create(in:)) : nil
+        guard hashing || copy != nil else {
             var prefix = [UInt8](repeating: 0, count: 8)
             let count = prefix.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-            return (bytes, nil, Array(prefix.prefix(max(0, count))))
+            return (bytes, nil, Array(prefix.prefix(max(0, count))), nil)
         }
-        // pread: a working file's offset is shared with its writer.
+        if let copy { _ = fchmod(copy.descriptor, status.st_mode & 0o777) }
+        // pread: a working file's offset is shared with its writer. What is hashed is what is
+        // copied, and the size is what was read: a worker still writing changes neither.
         let digest = SHA256Digest()
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         var offset: Int64 = 0
         var prefix: [UInt8] = []
         while offset < bytes {
-            let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(offset)) }
+            let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, min($0.count, Int(bytes - offset)), off_t(offset)) }
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { return nil }
             buffer.withUnsafeBytes { digest.update(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+            if let copy, !buffer.withUnsafeBytes({ SafeFile.writeAll(copy.descriptor, UnsafeRawBufferPointer(rebasing: $0[..<count]), at: offset) }) {
+                return nil
+            }
             if offset == 0 { prefix = Array(buffer.prefix(min(count, 4_096))) }
             offset += Int64(count)
         }
         guard let hex = try? digest.finalizeHex() else { return nil }
-        return (bytes, hex, prefix)
+        return (bytes, hashing ? hex : nil, prefix, copy)
     }
 
     /// The extensions a libmagic answer allows: MPEG-4's brands are many, and the pipeline

@@ -9,6 +9,13 @@ package struct DecodeAnswer: Codable, Sendable {
     package var probed: ProbeOutcome?
     package var remuxed: RemuxedVideo?
     package var transcoded: TranscodedMedia?
+    /// The keeper's sealed copies of the files the answer names (`AnswerCheck`), which the
+    /// answer's paths now stand for: the pipeline owns them. Never on the wire.
+    package var sealed: [UnnamedFile] = []
+    /// The worker's own outputs the sealed copies replace: the pipeline lets them go.
+    package var superseded: [String] = []
+
+    private enum CodingKeys: String, CodingKey { case failure, thumbnail, normalized, probed, remuxed, transcoded }
 
     package init(failure: Reason) { self.failure = failure }
 
@@ -28,6 +35,15 @@ package struct DecodeAnswer: Codable, Sendable {
     /// Files the answer hands over (removed when nobody takes them).
     package var files: [String] {
         [thumbnail?.file, normalized?.file, probed?.poster?.file, remuxed?.file, transcoded?.file].compactMap { $0 }
+    }
+
+    /// The same answer with `old`, wherever it names it, as `new`.
+    package mutating func replacePath(_ old: String, with new: String) {
+        if thumbnail?.file == old { thumbnail?.file = new }
+        if normalized?.file == old { normalized?.file = new }
+        if probed?.poster?.file == old { probed?.poster?.file = new }
+        if remuxed?.file == old { remuxed?.file = new }
+        if transcoded?.file == old { transcoded?.file = new }
     }
 
     /// The same answer with each working path's descriptor replaced (a worker's copy back to

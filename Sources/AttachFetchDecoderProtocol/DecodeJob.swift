@@ -51,17 +51,25 @@ package enum DecodeJob: Codable, Sendable {
     /// copies of the pipeline's descriptors).
     package func replacingDescriptors(_ replacement: [Int32: Int32]) -> DecodeJob {
         func map(_ path: String) -> String { UnnamedFile.replacingDescriptor(in: path, replacement) }
+        return mapping(source: map, base: map)
+    }
+
+    /// The same job reading its source by a path `open(2)` takes: a working path without the
+    /// extension it carries for its format (a sealed output, read by the next job).
+    package var openingSource: DecodeJob { mapping(source: UnnamedFile.openable, base: { $0 }) }
+
+    private func mapping(source mapSource: (String) -> String, base map: (String) -> String) -> DecodeJob {
         switch self {
         case .thumbnail(let source, let base, let shape, let limits):
-            return .thumbnail(source: map(source), destinationBase: map(base), shape: shape, limits: limits)
+            return .thumbnail(source: mapSource(source), destinationBase: map(base), shape: shape, limits: limits)
         case .normalize(let source, let type, let base, let limits):
-            return .normalize(source: map(source), type: type, destinationBase: map(base), limits: limits)
+            return .normalize(source: mapSource(source), type: type, destinationBase: map(base), limits: limits)
         case .probe(let source, let type, let time, let base, let shape, let limits):
-            return .probe(source: map(source), type: type, thumbnailTime: time, thumbnailBase: base.map(map), shape: shape, limits: limits)
+            return .probe(source: mapSource(source), type: type, thumbnailTime: time, thumbnailBase: base.map(map), shape: shape, limits: limits)
         case .remux(let source, let base, let fallback):
-            return .remux(source: map(source), destinationBase: map(base), orTranscode: fallback)
+            return .remux(source: mapSource(source), destinationBase: map(base), orTranscode: fallback)
         case .transcode(let source, let type, let base, let limits):
-            return .transcode(source: map(source), type: type, destinationBase: map(base), limits: limits)
+            return .transcode(source: mapSource(source), type: type, destinationBase: map(base), limits: limits)
         }
     }
 }

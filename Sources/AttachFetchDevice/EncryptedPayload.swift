@@ -55,7 +55,18 @@ public struct ThumbnailOptions: Sendable, Equatable {
     }
 }
 
-/// Reads the encrypted attachments from a notification's `userInfo`.
+/// A plain attachment's thumbnail options, as attach-fetch chose them (the square around what
+/// matters, a video's poster time), listed under `attach-fetch.plain`.
+public struct PlainAttachmentOptions: Sendable, Equatable {
+    /// The attachment's identifier, as the descriptor's.
+    public var identifier: String
+    /// The URL the payload carries at its key: the one the extension fetches.
+    public var url: URL
+    public var thumbnailOptions: ThumbnailOptions
+}
+
+/// Reads the encrypted attachments, and the plain ones' thumbnail options, from a
+/// notification's `userInfo`.
 public enum EncryptedPayload {
     /// The payload key the service's rewrite writes, beside `aps`.
     public static let key = "attach-fetch"
@@ -78,21 +89,46 @@ public enum EncryptedPayload {
             guard let sha256 = entry["sha256"] as? String, sha256.count == 64 else { throw fail("sha256") }
             guard let fileExtension = entry["ext"] as? String, !fileExtension.isEmpty,
                   fileExtension.allSatisfy({ $0.isLetter || $0.isNumber }) else { throw fail("ext") }
-            var options = ThumbnailOptions()
-            if let given = entry["options"] as? [String: Any] {
-                if let rect = given["UNNotificationAttachmentOptionsThumbnailClippingRectKey"] as? [String: Any] {
-                    guard let x = number(rect["X"]), let y = number(rect["Y"]), let width = number(rect["Width"]),
-                          let height = number(rect["Height"]) else { throw fail("options") }
-                    options.clippingRect = (x, y, width, height)
-                }
-                options.time = number(given["UNNotificationAttachmentOptionsThumbnailTimeKey"])
-                options.hidden = given["UNNotificationAttachmentOptionsThumbnailHiddenKey"] as? Bool
-            }
+            guard let options = thumbnailOptions(entry["options"]) else { throw fail("options") }
             return EncryptedAttachment(identifier: entry["id"] as? String ?? "attachment-\(index)", url: url, key: key,
                                        sha256: sha256.lowercased(), bytes: number(entry["bytes"]).map { Int64($0) },
                                        fileExtension: fileExtension, typeHint: entry["type"] as? String,
                                        thumbnailOptions: options)
         }
+    }
+
+    /// The thumbnail options attach-fetch chose for plain attachments, which the payload
+    /// carries at their own keys (the extension fetches those itself), listed under
+    /// `attach-fetch.plain` with their URLs. Look an attachment's up by the URL it was fetched
+    /// from; one not listed has no options beyond the payload's own.
+    public static func plainAttachmentOptions(in userInfo: [AnyHashable: Any]) throws(DeviceFetchError) -> [PlainAttachmentOptions] {
+        guard let block = userInfo[key] else { return [] }
+        guard let object = block as? [String: Any] else { throw DeviceFetchError(.malformedPayload, "\(key) must be an object") }
+        guard let list = object["plain"] else { return [] }
+        guard let entries = list as? [Any] else { throw DeviceFetchError(.malformedPayload, "\(key).plain must be an array") }
+        return try entries.enumerated().map { (index, item) throws(DeviceFetchError) in
+            guard let entry = item as? [String: Any], let text = entry["url"] as? String, let url = URL(string: text),
+                  let options = thumbnailOptions(entry["options"]) else {
+                throw DeviceFetchError(.malformedPayload, "\(key).plain[\(index)] is malformed")
+            }
+            return PlainAttachmentOptions(identifier: entry["id"] as? String ?? "attachment-\(index)", url: url, thumbnailOptions: options)
+        }
+    }
+
+    /// Apple's thumbnail keys read from an entry's `options` (none: empty options); nil when
+    /// they are malformed.
+    private static func thumbnailOptions(_ value: Any?) -> ThumbnailOptions? {
+        var options = ThumbnailOptions()
+        guard let value else { return options }
+        guard let given = value as? [String: Any] else { return nil }
+        if let rect = given["UNNotificationAttachmentOptionsThumbnailClippingRectKey"] {
+            guard let rect = rect as? [String: Any], let x = number(rect["X"]), let y = number(rect["Y"]),
+                  let width = number(rect["Width"]), let height = number(rect["Height"]) else { return nil }
+            options.clippingRect = (x, y, width, height)
+        }
+        options.time = number(given["UNNotificationAttachmentOptionsThumbnailTimeKey"])
+        options.hidden = given["UNNotificationAttachmentOptionsThumbnailHiddenKey"] as? Bool
+        return options
     }
 
     private static func number(_ value: Any?) -> Double? {

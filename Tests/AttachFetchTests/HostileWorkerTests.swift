@@ -77,6 +77,22 @@ import Glibc
         #expect(try d.sha256 == sha256sum(file) && d.sha256 != String(repeating: "0", count: 64), "\(d.sha256 ?? "")")
     }
 
+    /// A worker keeps what it wrote and rewrites it after its answer: what is delivered (and
+    /// would be published under its hash) is the keeper's sealed copy, unchanged.
+    @Test func whatAWorkerRewritesAfterItsAnswerIsNotWhatIsDelivered() async throws {
+        let scratch = Scratch()
+        let d = try await Self.run("rewrite", ["image.webp"], in: scratch)[0]
+        #expect(d.status == .ready, "\(d.reason?.message ?? "")")
+        // Past the worker's rewrite (0.3 s after its answer; the run's second batch came after too).
+        try await Task.sleep(for: .milliseconds(500))
+        let file = try #require(d.file), thumbnail = try #require(d.thumbnail?.file)
+        #expect(try sha256sum(file) == d.sha256 && fileSize(file) == d.bytes, "the delivered file changed after it was hashed")
+        for path in [file, thumbnail] {
+            let head = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)).prefix(3))
+            #expect(head == [0xFF, 0xD8, 0xFF], "\(path) was rewritten: \(head)")
+        }
+    }
+
     @Test func bytesOfAnotherTypeAreRefused() async throws {
         let d = try await Self.run("notjpeg", ["image.webp"])[0]
         #expect(d.reason?.code == .decoderCrashed && d.reason?.message.contains("not of that type") == true,

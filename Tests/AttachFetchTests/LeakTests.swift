@@ -212,8 +212,9 @@ import Testing
         var pipeline: AttachmentPipeline? = try AttachmentPipeline(configuration: configuration)
         // Threads name themselves once running: wait for them to start (the machine may still be
         // busy with the previous test's worker processes).
-        try await waitUntil("the pipeline's five threads to start") { Self.ownThreads() >= before + 5 }
-        #expect(Self.ownThreads() == before + 5, "\(Self.ownThreadNames())") // the curl thread, three thumbnail threads, one probe thread
+        try await waitUntil("the pipeline's six threads to start") { Self.ownThreads() >= before + 6 }
+        // The curl thread, three thumbnail threads, one probe thread, one for campaigns' whole clips.
+        #expect(Self.ownThreads() == before + 6, "\(Self.ownThreadNames())")
         _ = await pipeline!.process([AttachmentRequest(url: "http://127.0.0.1:1/x.jpg")])
         pipeline = nil
         try await waitUntil("the released pipeline's threads to end") { Self.ownThreads() <= before }

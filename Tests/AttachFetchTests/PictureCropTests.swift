@@ -125,4 +125,36 @@ import Testing
             }
         }
     }
+    /// A portrait photo of a person, as people send them: Grace Hopper's portrait from Pillow's
+    /// published test images (the corpus), at the top of a tall frame whose lower part is plain,
+    /// the way a portrait's face sits high. A centred 2:1 cut holds none of her; the attention
+    /// cut and the iOS square hold her face.
+    @Test(.enabled(if: RealWorldCorpusTests.directory != nil, "no corpus: run scripts/corpus.sh"))
+    func aPortraitKeepsTheFaceAtItsTop() async throws {
+        let corpus = try #require(RealWorldCorpusTests.directory)
+        let media = Scratch(), scratch = Scratch()
+        try await offPool {
+            for arguments in [["resize", "\(corpus)/pillow__hopper.jpg", "\(media.path)/face.v", "4"],
+                              ["embed", "\(media.path)/face.v", "\(media.path)/portrait.v", "0", "0", "512", "1280",
+                               "--extend", "background", "--background", "40 40 40"],
+                              ["jpegsave", "\(media.path)/portrait.v", "\(media.path)/portrait.jpg", "--Q", "90"]] {
+                let run = try tool("/usr/bin/vips", arguments)
+                try #require(run.status == 0, "vips \(arguments): \(run.errors)")
+            }
+        }
+        // Her eyes and mouth: rows 180 to 300 of 1280 (45 to 75 of the original 128, four times).
+        let face = (top: 180.0 / 1280, bottom: 300.0 / 1280)
+        try await withMediaServer(directory: media.path) { server in
+            try await withPipeline(scratch, { $0.platforms = [.ios, .android] }) { pipeline in
+                let attention = await process(server.baseURL, "portrait.jpg", pipeline)
+                let centre = await process(server.baseURL, "portrait.jpg", pipeline, crop: .centre)
+                let attentionCut = try #require(attention.variants?["android"]?.file), centreCut = try #require(centre.variants?["android"]?.file)
+                let (held, missed) = (try Self.deviation(attentionCut), try Self.deviation(centreCut))
+                #expect(held > 20 && missed < 5, "deviation of the 2:1 cuts: attention \(held), centre \(missed)")
+                let square = try #require(attention.thumbnailClip, "no thumbnail square")
+                #expect(square.y <= face.top && square.y + square.height >= face.bottom, "the square \(square) misses rows \(face)")
+                print("portrait: attention cut deviation \(held), centre \(missed); square \(square)")
+            }
+        }
+    }
 }

@@ -1,4 +1,5 @@
 import AttachFetch
+import AttachFetchDevice
 import Foundation
 import Testing
 
@@ -107,5 +108,38 @@ import Testing
         let apple = try #require(entry["options"] as? [String: Any])
         #expect(apple["UNNotificationAttachmentOptionsThumbnailTimeKey"] as? Double == 1.5)
         #expect((apple["UNNotificationAttachmentOptionsThumbnailClippingRectKey"] as? [String: Any])?["Width"] as? Double == 0.5625)
+    }
+    /// Plain media under a key with no vendor field for options keeps its URL there, and the
+    /// square and poster time attach-fetch chose are listed under `attach-fetch.plain`, which
+    /// the device library reads back by URL; the payload's own options add no entry.
+    @Test func plainMediasChosenOptionsAreListedForTheDeviceLibrary() throws {
+        let payload = try PushPayload(data: Data(#"{"aps": {"alert": "a", "mutable-content": 1}, "image_url": "https://o.test/v.mp4", "att": {"id": "https://o.test/p.jpg"}}"#.utf8))
+        let media = payload.media()
+        var video = Self.ready(media[0].identifier, url: media[0].url, published: "https://media.example.test/p/v.mp4", encrypted: false)
+        video.kind = .video
+        video.thumbnailClip = try ClippingRectangle(x: 0.125, y: 0, width: 0.5625, height: 1)
+        video.thumbnail = .init(file: "", width: 180, height: 320, time: 1.5)
+        // A picture whose payload gave its own options: nothing to add.
+        var picture = Self.ready(media[1].identifier, url: media[1].url, published: "https://media.example.test/p/p.jpg", encrypted: false)
+        picture.thumbnailClip = try ClippingRectangle(x: 0, y: 0, width: 1, height: 1)
+        picture.options = AttachmentOptions(clippingRect: .init(x: 0, y: 0, width: 1, height: 1))
+        let data = payload.rewritten(media: media, descriptors: [video, picture], pretty: false)
+        let rewritten = try Self.object(data)
+        #expect(rewritten["image_url"] as? String == "https://media.example.test/p/v.mp4", "the URL stays at its key")
+        let block = try #require(rewritten[PushPayload.encryptedMediaKey] as? [String: Any])
+        #expect((block["attachments"] as? [Any])?.isEmpty == true, "an older library still reads the block: no encrypted entry")
+        #expect((block["plain"] as? [Any])?.count == 1, "\(block)")
+        // What the extension's library reads.
+        let userInfo = try #require(try JSONSerialization.jsonObject(with: data) as? [AnyHashable: Any])
+        #expect(try EncryptedPayload.attachments(in: userInfo).isEmpty)
+        let listed = try EncryptedPayload.plainAttachmentOptions(in: userInfo)
+        let options = try #require(listed.first { $0.url.absoluteString == "https://media.example.test/p/v.mp4" }?.thumbnailOptions)
+        #expect(options.time == 1.5 && options.clippingRect?.x == 0.125 && options.clippingRect?.width == 0.5625 && options.clippingRect?.height == 1,
+                "\(options)")
+        #expect(listed.count == 1)
+        // A block with a malformed plain entry is said to be, not read halfway.
+        #expect(throws: DeviceFetchError.self) {
+            try EncryptedPayload.plainAttachmentOptions(in: ["attach-fetch": ["v": 1, "attachments": [], "plain": [["url": 3]]]])
+        }
     }
 }

@@ -11,6 +11,7 @@
 //   silent   never answers
 //   twice    answers every job twice
 //   spin     burns CPU on every job
+//   rewrite  answers honestly, then writes other bytes into what it answered with
 import AttachFetchCore
 import AttachFetchDecoderProtocol
 import Foundation
@@ -99,6 +100,20 @@ while let frame = Frame.read(from: 0, descriptors: &received) {
         let answer = made(job)
         send(answer, mapping: toPipeline)
         send(answer, mapping: toPipeline)
+    case "rewrite":
+        let answer = made(job)
+        // Its own handles on its outputs, kept past the answer.
+        let kept = answer.files.map { UnnamedFile.descriptor(in: $0).map { dup($0) } ?? open($0, O_WRONLY) }
+        send(answer, mapping: toPipeline)
+        usleep(300_000)
+        let other = Array("rewritten after the answer\n".utf8)
+        for fd in kept where fd >= 0 {
+            _ = other.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+            _ = ftruncate(fd, off_t(other.count))
+            close(fd)
+        }
+        // And by name, for a file it named.
+        for file in answer.files where UnnamedFile.descriptor(in: file) == nil { write(other, to: file) }
     case "spin":
         var x: UInt64 = 1
         while true { x = x &* 6364136223846793005 &+ 1442695040888963407; if x == 0 { print(x) } }

@@ -11,11 +11,15 @@ extension PushPayload {
     /// Media published encrypted leaves its key: no device could show the ciphertext there.
     /// It is listed instead under `attach-fetch` beside `aps` in every APNs payload, with its
     /// key, plaintext SHA-256, type and thumbnail options, for the service extension
-    /// (`AttachFetchDevice`) to decrypt (docs/payloads.md, "Encrypted media").
+    /// (`AttachFetchDevice`) to decrypt (docs/payloads.md, "Encrypted media"). Plain media
+    /// whose thumbnail options attach-fetch completed (the square it chose, a video's poster
+    /// time) keeps its URL at its key, and is listed there too under `plain`, with those
+    /// options as Apple's keys, where a vendor has no field of its own for them.
     public func rewritten(media: [PayloadMedia], descriptors: [AttachmentDescriptor], pretty: Bool = true) -> Data {
         var replacements: [(path: [PayloadPathComponent], value: String)] = []
         var removals: [[PayloadPathComponent]] = []
         var encrypted: [[String: Any]] = []
+        var plain: [[String: Any]] = []
         var listed: Set<String> = []
         var vendorOptions: [(path: [PayloadPathComponent], value: Any)] = []
         for (item, descriptor) in zip(media, descriptors) {
@@ -36,14 +40,18 @@ extension PushPayload {
                 replacements.append((item.location, url))
                 if let options = airshipOptions(for: item, descriptor), !vendorOptions.contains(where: { $0.path == options.path }) {
                     vendorOptions.append(options)
+                } else if item.provider != "airship", item.platforms.contains(.ios), url == descriptor.publishedUrl,
+                          let entry = Self.plainEntry(descriptor, url: url), listed.insert("plain " + url).inserted {
+                    plain.append(entry)
                 }
             } else {
                 removals.append(item.entry)
             }
         }
-        guard !encrypted.isEmpty else { return replacing(replacements, removing: removals, adding: vendorOptions, pretty: pretty) }
+        guard !encrypted.isEmpty || !plain.isEmpty else { return replacing(replacements, removing: removals, adding: vendorOptions, pretty: pretty) }
         let roots = apnsRootsWithAps()
-        let block: [String: Any] = ["v": 1, "attachments": encrypted]
+        var block: [String: Any] = ["v": 1, "attachments": encrypted]
+        if !plain.isEmpty { block["plain"] = plain }
         return replacing(replacements, removing: removals,
                          adding: vendorOptions + (roots.isEmpty ? [[]] : roots).map { ($0 + [.key(Self.encryptedMediaKey)], block) }, pretty: pretty)
     }
@@ -86,6 +94,16 @@ extension PushPayload {
             entry["options"] = object
         }
         return entry
+    }
+
+    /// A plain attachment's entry under `plain`: its URL (as the payload's key now carries it)
+    /// and the thumbnail options attach-fetch completed; nil when it completed none (the
+    /// payload's own options are the extension's to read where they are).
+    static func plainEntry(_ descriptor: AttachmentDescriptor, url: String) -> [String: Any]? {
+        let options = thumbnailOptions(descriptor)
+        guard options != (descriptor.options ?? AttachmentOptions()), let data = try? JSONEncoder().encode(options),
+              let object = try? JSONSerialization.jsonObject(with: data) else { return nil }
+        return ["id": descriptor.identifier, "url": url, "options": object]
     }
 
     /// The payload's own thumbnail options, completed with what attach-fetch chose where the

@@ -91,7 +91,8 @@ struct RacedRunner: Sendable {
             // batch that has ended that its last late work is done, so its directory can go.)
             if result.isAbandoned { return ledger.own([]) }
             let made = thread.decode(job) { result.isAbandoned }
-            if !result.deliver(made) { ledger.own(made.files) }
+            // Late: its files go (a sealed copy with the answer, the worker's own by the ledger).
+            if !result.deliver(made) { ledger.own(made.files + made.superseded) }
         }
         return await result.wait()
     }

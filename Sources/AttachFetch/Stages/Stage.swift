@@ -65,6 +65,12 @@ struct Stage: Sendable {
                        timing: DescriptorBuilder.TimedStep, ifFailed: IfFailed,
                        take: (DecodeAnswer, inout AttachmentWork) -> Void, work: inout AttachmentWork) -> Reason? {
         work.ledger.own(answer.files)
+        // The keeper's sealed copies stand for the worker's files, which go now.
+        for sealed in answer.sealed { _ = work.ledger.own(sealed) }
+        for file in answer.superseded {
+            work.ledger.own(file)
+            work.ledger.remove(file)
+        }
         if let failure = answer.failure {
             guard case .note(let note) = ifFailed else { return failure }
             note(failure, &work)

@@ -6,6 +6,21 @@ import Glibc
 import Synchronization
 
 package enum SafeFile {
+    /// Writes all of `bytes` at `offset` of `descriptor` (pwrite: its offset may be shared);
+    /// false when a write fails.
+    package static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64) -> Bool {
+        var done = 0
+        while done < bytes.count {
+            let written = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            if written < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            done += written
+        }
+        return true
+    }
+
     /// Creates `path` (O_EXCL: never replaces anything, mode 0600) holding `contents`.
     /// Returns a message on failure, after removing any partial file.
     /// A working path (`UnnamedFile`) is written into its file, which must be empty.

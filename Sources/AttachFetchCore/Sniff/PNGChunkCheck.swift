@@ -20,7 +20,9 @@ package enum PNGChunkCheck {
     /// Throws `corruptMedia` for a PNG whose metadata chunks do not fit the file or the caps;
     /// files that are not PNGs pass untouched.
     package static func check(_ path: String) throws(Reason) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // A working path (`UnnamedFile`, with its extension) opens through /proc as a new
+        // descriptor of its own: pread below leaves the shared offset alone either way.
+        let fd = open(UnnamedFile.openable(path), O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw Reason(code: .ioError, message: "cannot open the image: \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         var info = stat()

@@ -8,7 +8,7 @@ extension DecodeJob {
         // that failed quietly, a message nobody took) must not become this job's reason.
         Vips.clearError()
         let answer: DecodeAnswer
-        switch self {
+        switch openingSource {
         case .thumbnail(let source, let destinationBase, let shape, let limits):
             answer = .init(Thumbnailer.make(source: source, destinationBase: destinationBase, shape: shape, limits: limits), \.thumbnail)
         case .normalize(let source, let type, let destinationBase, let limits):
