@@ -38,8 +38,9 @@ package enum AnswerCheck {
 
     /// `answer` with every size and hash the keeper's own, or the reason it is refused.
     /// - Parameter sniffer: the calling thread's libmagic handle, for the delivered files.
-    /// - Parameter sealing: copy each file out of the worker's reach (a worker process's answer).
-    package static func verify(_ answer: DecodeAnswer, for job: DecodeJob, sealing: Bool,
+    /// - Parameter directory: where each file is copied out of the worker's reach (a confined
+    ///   worker's work directory, on the work store's file system); nil: not copied.
+    package static func verify(_ answer: DecodeAnswer, for job: DecodeJob, sealingIn directory: String?,
                                sniffer: () -> MagicSniffer?) -> Result<DecodeAnswer, Reason> {
         if answer.failure != nil {
             // A failure names no file; one that does is lying about something.
@@ -59,7 +60,7 @@ package enum AnswerCheck {
                 return .failure(refused("an output it was not asked for"))
             }
             let delivered = file != answer.thumbnail?.file && file != answer.probed?.poster?.file
-            guard let facts = facts(of: file, hashing: delivered, sealing: sealing) else {
+            guard let facts = facts(of: file, hashing: delivered, sealingIn: directory) else {
                 return .failure(refused("an output that is not a regular file of its own"))
             }
             let sniffed = delivered ? sniffer().flatMap { magic in try? facts.prefix.withUnsafeBytes(magic.mimeType).get() } : nil
@@ -83,7 +84,7 @@ package enum AnswerCheck {
     /// The file's size, its SHA-256 when `hashing`, and with `sealing` a copy of it made in the
     /// same pass: read through the pipeline's own descriptor for a working path, or opened
     /// without following a link. Nil for anything but a regular file.
-    static func facts(of path: String, hashing: Bool, sealing: Bool = false)
+    static func facts(of path: String, hashing: Bool, sealingIn directory: String? = nil)
         -> (bytes: Int64, sha256: String?, prefix: [UInt8], copy: UnnamedFile?)? {
         let working = UnnamedFile.descriptor(in: path)
         let owned = working == nil
@@ -93,13 +94,14 @@ package enum AnswerCheck {
         var status = stat()
         guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
         let bytes = Int64(status.st_size)
-        let copy = sealing ? UnnamedFile.directory(of: path).flatMap(UnnamedFile.create(in:)) : nil
+        let copy = directory.flatMap(UnnamedFile.create(in:))
         guard hashing || copy != nil else {
             var prefix = [UInt8](repeating: 0, count: 8)
             let count = prefix.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
             return (bytes, nil, Array(prefix.prefix(max(0, count))), nil)
         }
-        if let copy { _ = fchmod(copy.descriptor, status.st_mode & 0o777) }
+        // The worker's mode, as a delivered file had it (an unnamed file is made 0600).
+        if let copy, status.st_mode & 0o777 != 0o600 { _ = fchmod(copy.descriptor, status.st_mode & 0o777) }
         // pread: a working file's offset is shared with its writer. What is hashed is what is
         // copied, and the size is what was read: a worker still writing changes neither.
         let digest = SHA256Digest()
@@ -110,15 +112,16 @@ package enum AnswerCheck {
             let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, min($0.count, Int(bytes - offset)), off_t(offset)) }
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { return nil }
-            buffer.withUnsafeBytes { digest.update(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+            if hashing { buffer.withUnsafeBytes { digest.update(UnsafeRawBufferPointer(rebasing: $0[..<count])) } }
             if let copy, !buffer.withUnsafeBytes({ SafeFile.writeAll(copy.descriptor, UnsafeRawBufferPointer(rebasing: $0[..<count]), at: offset) }) {
                 return nil
             }
             if offset == 0 { prefix = Array(buffer.prefix(min(count, 4_096))) }
             offset += Int64(count)
         }
+        guard hashing else { return (bytes, nil, prefix, copy) }
         guard let hex = try? digest.finalizeHex() else { return nil }
-        return (bytes, hashing ? hex : nil, prefix, copy)
+        return (bytes, hex, prefix, copy)
     }
 
     /// The extensions a libmagic answer allows: MPEG-4's brands are many, and the pipeline

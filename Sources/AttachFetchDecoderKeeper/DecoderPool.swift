@@ -67,7 +67,7 @@ package final class WorkerThread {
         guard let launch else {
             // In this process: the same checks, for the same sizes and hashes either way.
             let answer = runHere?(job, isAbandoned) ?? DecodeAnswer(failure: Reason(code: .ioError, message: "no decoder to run the job"))
-            switch AnswerCheck.verify(answer, for: job, sealing: false, sniffer: magic) {
+            switch AnswerCheck.verify(answer, for: job, sealingIn: nil, sniffer: magic) {
             case .success(let checked): return checked
             case .failure(let refusal): return DecodeAnswer(failure: refusal)
             }
@@ -85,7 +85,7 @@ package final class WorkerThread {
             }
         }
         var answer = decoder!.run(job, isAbandoned: isAbandoned)
-        switch AnswerCheck.verify(answer, for: job, sealing: true, sniffer: magic) {
+        switch AnswerCheck.verify(answer, for: job, sealingIn: launch.workDirectory, sniffer: magic) {
         case .success(let checked): answer = checked
         case .failure(let refusal):
             // Never given another job: ended now, its job's outputs removed.

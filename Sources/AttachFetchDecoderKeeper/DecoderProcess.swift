@@ -34,7 +34,9 @@ package final class DecoderProcess {
         package var takesReserved: Bool
         /// How long a worker no longer needed may take to exit before it is killed.
         package var exitGraceMilliseconds = 0
-        /// The directory a worker may write and read beside system files (Landlock); nil: none.
+        /// The directory a worker may write and read beside system files (Landlock), where what
+        /// it makes is sealed before it is used (`AnswerCheck`); nil: neither (the local
+        /// inspector, whose outputs are named files beside the caller's own, never published).
         package var workDirectory: String?
         /// How much lower than this process's the worker's CPU priority is (`setpriority`, 0–19):
         /// work nobody waits for yields the cores to work someone does. The worker cannot raise

@@ -30,8 +30,9 @@ private final class FuzzState {
         _ = FileManager.default.createFile(atPath: input, contents: Data(bytes))
         let descriptor = inspector.inspect(file: input, thumbnailBase: thumbnail)
         unlink(input)
-        // The thumbnail, and a converted image when the input had to be converted to fit.
-        for suffix in [".jpg", ".png", ".delivered.jpg", ".delivered.png", ".delivered.gif", ".delivered.mp4"] { unlink(thumbnail + suffix) }
+        // The thumbnail, and what was delivered when the input had to be converted or made
+        // playable: whatever the inspector left, so that the next input starts clean.
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] { unlink("\(directory)/\(name)") }
         return descriptor
     }
 }

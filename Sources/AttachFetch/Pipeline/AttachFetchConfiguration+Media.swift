@@ -40,7 +40,8 @@ extension DecoderProcess {
     /// How a pipeline with this configuration starts its workers; nil for isolation `.none`.
     /// The executable must exist and be executable: a configuration error otherwise.
     /// `confined`: the workers keep to `temporaryDirectory` (Landlock), where the pipeline's
-    /// work store is; off for the local inspector, whose files are wherever its caller says.
+    /// work store is, and what they make is sealed before it is used; off for the local
+    /// inspector, whose files are wherever its caller says and are not published.
     static func launch(for configuration: AttachFetchConfiguration, confined: Bool = true) throws(AttachFetchError) -> Launch? {
         guard configuration.isolation == .processes else { return nil }
         let executable: String
