@@ -38,8 +38,9 @@ package enum AnswerCheck {
 
     /// `answer` with every size and hash the keeper's own, or the reason it is refused.
     /// - Parameter sniffer: the calling thread's libmagic handle, for the delivered files.
-    /// - Parameter directory: where each file is copied out of the worker's reach (a confined
-    ///   worker's work directory, on the work store's file system); nil: not copied.
+    /// - Parameter directory: a confined worker's work directory: each file is copied out of the
+    ///   worker's reach beside where it was made (in the work store, where results are kept),
+    ///   or there when that is unknown; nil: not copied.
     package static func verify(_ answer: DecodeAnswer, for job: DecodeJob, sealingIn directory: String?,
                                sniffer: () -> MagicSniffer?) -> Result<DecodeAnswer, Reason> {
         if answer.failure != nil {
@@ -94,7 +95,7 @@ package enum AnswerCheck {
         var status = stat()
         guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
         let bytes = Int64(status.st_size)
-        let copy = directory.flatMap(UnnamedFile.create(in:))
+        let copy = directory.flatMap { UnnamedFile.create(in: UnnamedFile.directory(of: path) ?? $0) }
         guard hashing || copy != nil else {
             var prefix = [UInt8](repeating: 0, count: 8)
             let count = prefix.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
