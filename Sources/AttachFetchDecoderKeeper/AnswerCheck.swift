@@ -38,9 +38,8 @@ package enum AnswerCheck {
 
     /// `answer` with every size and hash the keeper's own, or the reason it is refused.
     /// - Parameter sniffer: the calling thread's libmagic handle, for the delivered files.
-    /// - Parameter directory: a confined worker's work directory: each file is copied out of the
-    ///   worker's reach beside where it was made (in the work store, where results are kept),
-    ///   or there when that is unknown; nil: not copied.
+    /// - Parameter directory: where each file is copied out of the worker's reach (the job's
+    ///   place in the work store, where results are kept); nil: not copied.
     package static func verify(_ answer: DecodeAnswer, for job: DecodeJob, sealingIn directory: String?,
                                sniffer: () -> MagicSniffer?) -> Result<DecodeAnswer, Reason> {
         if answer.failure != nil {
@@ -95,7 +94,7 @@ package enum AnswerCheck {
         var status = stat()
         guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
         let bytes = Int64(status.st_size)
-        let copy = directory.flatMap { UnnamedFile.create(in: UnnamedFile.directory(of: path) ?? $0) }
+        let copy = directory.flatMap(UnnamedFile.create(in:))
         guard hashing || copy != nil else {
             var prefix = [UInt8](repeating: 0, count: 8)
             let count = prefix.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
@@ -106,7 +105,8 @@ package enum AnswerCheck {
         // pread: a working file's offset is shared with its writer. What is hashed is what is
         // copied, and the size is what was read: a worker still writing changes neither.
         let digest = SHA256Digest()
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        // A thumbnail's few kilobytes in one read, larger files in 64 KiB steps.
+        var buffer = [UInt8](repeating: 0, count: Int(min(max(bytes, 1), 1 << 16)))
         var offset: Int64 = 0
         var prefix: [UInt8] = []
         while offset < bytes {

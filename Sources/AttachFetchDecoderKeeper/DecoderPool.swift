@@ -62,7 +62,9 @@ package final class WorkerThread {
     }
 
     /// Runs a decode job: in this thread's worker process (started again if it died), or here.
-    package func decode(_ job: DecodeJob, isAbandoned: () -> Bool) -> DecodeAnswer {
+    /// - Parameter directory: where a confined worker's outputs are sealed (the job's place in
+    ///   the work store, where results are kept); nil: the worker's work directory.
+    package func decode(_ job: DecodeJob, sealingIn directory: String? = nil, isAbandoned: () -> Bool) -> DecodeAnswer {
         if refuses { return DecodeAnswer(failure: Reason(code: .cancelled, message: "the pipeline was shut down")) }
         guard let launch else {
             // In this process: the same checks, for the same sizes and hashes either way.
@@ -85,7 +87,7 @@ package final class WorkerThread {
             }
         }
         var answer = decoder!.run(job, isAbandoned: isAbandoned)
-        switch AnswerCheck.verify(answer, for: job, sealingIn: launch.workDirectory, sniffer: magic) {
+        switch AnswerCheck.verify(answer, for: job, sealingIn: launch.workDirectory.map { directory ?? $0 }, sniffer: magic) {
         case .success(let checked): answer = checked
         case .failure(let refusal):
             // Never given another job: ended now, its job's outputs removed.

@@ -61,7 +61,7 @@ struct RacedRunner: Sendable {
                 defer { span.end() }
                 let started = ContinuousClock.now
                 let pool = workers == .image ? imageWorkers : work.plan.background ? backgroundWorkers : probeWorkers
-                guard let answer = await decode(job, on: pool, ledger: work.ledger) else {
+                guard let answer = await decode(job, on: pool, ledger: work.ledger, sealingIn: work.plan.workDirectory) else {
                     switch (batch.stopCause, whenLate) {
                     case (.cancellation, _): return Stage.failed(batch.stopReason(queued: false), span)
                     case (.deadline, .fail(let reason)): return Stage.failed(reason, span)
@@ -84,13 +84,13 @@ struct RacedRunner: Sendable {
     /// Runs a decode job on the pool's threads. Returns nil when the task was cancelled (the
     /// deadline or the caller) first; a job still running then is stopped (its worker killed,
     /// when isolated), and whatever it made goes to the ledger, which removes it.
-    private func decode(_ job: DecodeJob, on pool: DecoderPool, ledger: FileLedger) async -> DecodeAnswer? {
+    private func decode(_ job: DecodeJob, on pool: DecoderPool, ledger: FileLedger, sealingIn directory: String?) async -> DecodeAnswer? {
         let result = OneShot<DecodeAnswer>()
         pool.submit { thread in
             // Abandoned while queued: do not start. (Handing the ledger nothing still tells a
             // batch that has ended that its last late work is done, so its directory can go.)
             if result.isAbandoned { return ledger.own([]) }
-            let made = thread.decode(job) { result.isAbandoned }
+            let made = thread.decode(job, sealingIn: directory) { result.isAbandoned }
             // Late: its files go (a sealed copy with the answer, the worker's own by the ledger).
             if !result.deliver(made) { ledger.own(made.files + made.superseded) }
         }

@@ -105,20 +105,6 @@ package final class UnnamedFile: Sendable {
         return result == 0 ? 0 : errno
     }
 
-    /// The directory a file is in: a named path's own, or for a working path the one its
-    /// unnamed file was made in (the kernel names it `DIR/#INODE (deleted)`). Nil when unknown.
-    package static func directory(of path: String) -> String? {
-        var target = path
-        if descriptor(in: path) != nil {
-            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-            let count = readlink(openable(path), &buffer, buffer.count - 1)
-            guard count > 0 else { return nil }
-            target = String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        }
-        guard target.hasPrefix("/"), let slash = target.lastIndex(of: "/") else { return nil }
-        return slash == target.startIndex ? "/" : String(target[..<slash])
-    }
-
     /// The size of the file at a working path (fstat: the descriptor's offset is shared with
     /// its writer and with the decoder worker's copy, so it is left where it is). Nil for an
     /// ordinary path, or when fstat fails.
