@@ -39,17 +39,17 @@ package struct DecodeAnswer: Codable, Sendable {
 
     /// The same answer with `old`, wherever it names it, as `new`.
     package mutating func replacePath(_ old: String, with new: String) {
-        if thumbnail?.file == old { thumbnail?.file = new }
-        if normalized?.file == old { normalized?.file = new }
-        if probed?.poster?.file == old { probed?.poster?.file = new }
-        if remuxed?.file == old { remuxed?.file = new }
-        if transcoded?.file == old { transcoded?.file = new }
+        self = mappingFiles { $0 == old ? new : $0 }
     }
 
     /// The same answer with each working path's descriptor replaced (a worker's copy back to
     /// the pipeline's descriptor).
     package func replacingDescriptors(_ replacement: [Int32: Int32]) -> DecodeAnswer {
-        func map(_ path: String) -> String { UnnamedFile.replacingDescriptor(in: path, replacement) }
+        mappingFiles { UnnamedFile.replacingDescriptor(in: $0, replacement) }
+    }
+
+    /// The same answer with every file it names passed through `map`.
+    private func mappingFiles(_ map: (String) -> String) -> DecodeAnswer {
         var answer = self
         if let file = answer.thumbnail?.file { answer.thumbnail?.file = map(file) }
         if let file = answer.normalized?.file { answer.normalized?.file = map(file) }

@@ -181,13 +181,19 @@ def open_offline(browser, path):
     browser.get(path.as_uri())
 
 
+def ready_card(browser, service, url):
+    """The one card of inspecting `url` on a fresh page, checked ready."""
+    open_page(browser, service.base)
+    inspect_url(browser, url)
+    (card,) = wait_for_cards(browser, 1)
+    assert status(card) == "ready"
+    return card
+
+
 # --- 1. a good JPEG -----------------------------------------------------------------------
 
 def test_good_jpeg_is_ready_with_thumbnail_and_waterfall(browser, service, origin):
-    open_page(browser, service.base)
-    inspect_url(browser, origin.url("photo.jpg"))
-    (card,) = wait_for_cards(browser, 1)
-    assert status(card) == "ready"
+    card = ready_card(browser, service, origin.url("photo.jpg"))
     thumbnail = card.find_element(By.CSS_SELECTOR, ".ios-preview img.thumbnail")
     wait_image_loaded(browser, thumbnail)
     waterfall = card.find_element(By.CSS_SELECTOR, ".waterfall")
@@ -211,10 +217,7 @@ def test_failures_are_explained(browser, service, origin, name, words, code):
 # --- 3. a 14 MB JPEG ----------------------------------------------------------------------
 
 def test_big_jpeg_is_reencoded(browser, service, origin):
-    open_page(browser, service.base)
-    inspect_url(browser, origin.url("big.jpg"))
-    (card,) = wait_for_cards(browser, 1)
-    assert status(card) == "ready"
+    card = ready_card(browser, service, origin.url("big.jpg"))
     sentence = card.find_element(By.CSS_SELECTOR, ".reason-sentence").text
     assert "re-encoded" in sentence, f".reason-sentence {sentence!r} does not say re-encoded"
     assert "10 MB" in sentence or "10 MiB" in sentence, f".reason-sentence {sentence!r} names no 10 MB limit"
@@ -247,10 +250,7 @@ def test_fcm_message_shows_both_platforms(browser, service, origin):
 def test_portrait_photo_is_cut_to_2_to_1_for_android_and_ios_shows_the_square(browser, service, origin):
     # rotated.jpg is 500x1000 as displayed: Android's picture is its 2:1 crop, and the iOS
     # thumbnail shows the square chosen for it.
-    open_page(browser, service.base)
-    inspect_url(browser, origin.url("rotated.jpg"))
-    (card,) = wait_for_cards(browser, 1)
-    assert status(card) == "ready"
+    card = ready_card(browser, service, origin.url("rotated.jpg"))
     android = card.find_elements(By.CSS_SELECTOR, ".android-preview img.android-image")
     assert android, "no img.android-image"
     wait_image_loaded(browser, android[0])
@@ -266,10 +266,7 @@ def test_portrait_photo_is_cut_to_2_to_1_for_android_and_ios_shows_the_square(br
 # --- 5. a video ---------------------------------------------------------------------------
 
 def test_video_has_poster_and_android_shows_the_poster(browser, service, origin):
-    open_page(browser, service.base)
-    inspect_url(browser, origin.url("clip.mp4"))
-    (card,) = wait_for_cards(browser, 1)
-    assert status(card) == "ready"
+    card = ready_card(browser, service, origin.url("clip.mp4"))
     wait_image_loaded(browser, card.find_element(By.CSS_SELECTOR, "img.thumbnail"))
     # Android shows no video; its variant is the poster frame, a JPEG within 1 MB.
     android = card.find_elements(By.CSS_SELECTOR, ".android-preview img.android-image")

@@ -68,13 +68,11 @@ final class SharedResults: Sendable {
                 case .wait:
                     break
                 case .startWork(let flightID, let stale, let work):
-                    let task = Task {
+                    start(key, flightID) {
                         let produced = await produce(stale, work)
                         if produced.result !== stale { stale?.release() }
-                        self.finish(key, flightID, produced)
+                        return produced
                     }
-                    // Everyone left before the task was recorded (or it already finished).
-                    if !state.withLock({ $0.workStarted(key, flightID: flightID, task: task) }) { task.cancel() }
                 }
             }
         } onCancel: {
@@ -111,12 +109,16 @@ final class SharedResults: Sendable {
         for (continuation, status) in action.answers { continuation.resume(returning: (produced.result, status)) }
         if let (wholeClipID, work) = action.completion, let run = produced.completion?.run {
             // Nobody waits for it: below fresh work's priority, and not cancelled when callers leave.
-            let task = Task(priority: .background) {
-                let whole = await run(work)
-                self.finish(key, wholeClipID, whole)
-            }
-            if !state.withLock({ $0.workStarted(key, flightID: wholeClipID, task: task) }) { task.cancel() }
+            start(key, wholeClipID, priority: .background) { await run(work) }
         }
+    }
+
+    /// Runs a flight's work in a task of its own and finishes the flight with what it produced.
+    private func start(_ key: ResultKey, _ flightID: UInt64, priority: TaskPriority? = nil,
+                       _ work: @escaping @Sendable () async -> Produced) {
+        let task = Task(priority: priority) { self.finish(key, flightID, await work()) }
+        // Everyone left before the task was recorded (or it already finished).
+        if !state.withLock({ $0.workStarted(key, flightID: flightID, task: task) }) { task.cancel() }
     }
 
     /// Drops `key`'s entry when its files were removed behind the cache's back. The files are

@@ -90,9 +90,7 @@ extension PushPayload {
         if let bytes = descriptor.bytes { entry["bytes"] = NSNumber(value: bytes) }
         if let uti = descriptor.uti { entry["type"] = uti }
         let options = thumbnailOptions(descriptor)
-        if !options.isEmpty, let data = try? JSONEncoder().encode(options), let object = try? JSONSerialization.jsonObject(with: data) {
-            entry["options"] = object
-        }
+        if !options.isEmpty, let object = appleKeys(options) { entry["options"] = object }
         return entry
     }
 
@@ -101,9 +99,13 @@ extension PushPayload {
     /// payload's own options are the extension's to read where they are).
     static func plainEntry(_ descriptor: AttachmentDescriptor, url: String) -> [String: Any]? {
         let options = thumbnailOptions(descriptor)
-        guard options != (descriptor.options ?? AttachmentOptions()), let data = try? JSONEncoder().encode(options),
-              let object = try? JSONSerialization.jsonObject(with: data) else { return nil }
+        guard options != (descriptor.options ?? AttachmentOptions()), let object = appleKeys(options) else { return nil }
         return ["id": descriptor.identifier, "url": url, "options": object]
+    }
+
+    /// Thumbnail options as the JSON object of Apple's keys the extension passes on.
+    static func appleKeys(_ options: AttachmentOptions) -> Any? {
+        (try? JSONEncoder().encode(options)).flatMap { try? JSONSerialization.jsonObject(with: $0) }
     }
 
     /// The payload's own thumbnail options, completed with what attach-fetch chose where the

@@ -26,16 +26,10 @@ package enum SafeFile {
     /// A working path (`UnnamedFile`) is written into its file, which must be empty.
     package static func create(_ path: String, contents: UnsafeRawBufferPointer) -> String? {
         if let descriptor = UnnamedFile.descriptor(in: path) {
-            var offset = 0
-            while offset < contents.count {
-                let written = pwrite(descriptor, contents.baseAddress! + offset, contents.count - offset, off_t(offset))
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    let message = "cannot write the file: \(String(cString: strerror(errno)))"
-                    _ = ftruncate(descriptor, 0)
-                    return message
-                }
-                offset += written
+            guard writeAll(descriptor, contents, at: 0) else {
+                let message = "cannot write the file: \(String(cString: strerror(errno)))"
+                _ = ftruncate(descriptor, 0)
+                return message
             }
             return nil
         }
@@ -85,16 +79,8 @@ package enum SafeFile {
         // pwrite from 0: a working file's offset is shared with whoever else holds it.
         var position: off_t = 0
         try produce { bytes in
-            var offset = 0
-            while writeError == 0 && offset < bytes.count {
-                let written = pwrite(descriptor, bytes.baseAddress! + offset, bytes.count - offset, position)
-                if written < 0 {
-                    if errno != EINTR { writeError = errno }
-                    continue
-                }
-                offset += written
-                position += off_t(written)
-            }
+            guard writeError == 0 else { return }
+            if writeAll(descriptor, bytes, at: Int64(position)) { position += off_t(bytes.count) } else { writeError = errno }
         }
         if writeError == 0 && fsync(descriptor) != 0 { writeError = errno }
         if open {
