@@ -159,6 +159,9 @@ package struct TranscodedMedia: Sendable, Codable {
     package var preset: String?
     /// What the source's decoders reported when some of it did not decode; nil when all did.
     package var damage: String?
+    /// Frames a faster rung of the speed ladder was given from the measured one's, not decoded
+    /// again (`SpeedLadder.Replay`); 0 when the first rung made the file.
+    package var replayedFrames = 0
 
     package init(file: String, type: MediaType, bytes: Int64, sha256: String, sourceAudioCodec: String?, sourceVideoCodec: String?, duration: Double, trimmed: Bool, outOfTime: Bool = false, sourceWidth: Int? = nil, sourceHeight: Int? = nil, preset: String? = nil) {
         self.file = file

@@ -15,12 +15,13 @@ import Testing
         #expect(SpeedLadder.rung(after: 1, lacking: 1.01) == 2)
     }
 
-    /// The pace is read once, on the steady rate between 0.3 s and 1.2 s of encoding.
+    /// The pace is read once, on the steady rate from the window's start (0.2 s) to its end
+    /// (0.6 s) or the first frame after it.
     @Test func thePaceIsProjectedFromTheSteadyRate() {
         // 300 frames to make, 10 s of budget; 30 frames a second measured: 10 s needed, 11 s with the margin.
         var slow = SpeedLadder.Pace(started: 0, stopAt: 10 * Self.second, frames: 300)
         #expect(slow.lacking(written: 0, now: Self.second / 10) == nil)  // before the window
-        #expect(slow.lacking(written: 9, now: 3 * Self.second / 10) == nil)  // the window opens (0.25 s)
+        #expect(slow.lacking(written: 9, now: 3 * Self.second / 10) == nil)  // the window opens (0.2 s)
         let lacking = slow.lacking(written: 36, now: 12 * Self.second / 10)
         // (300 - 36) / 30 x 1.1 = 9.68 s needed, 8.8 s left.
         #expect(lacking.map { abs($0 - 9.68 / 8.8) < 0.01 } == true, "\(lacking ?? 0)")
@@ -29,5 +30,16 @@ import Testing
         var fast = SpeedLadder.Pace(started: 0, stopAt: 10 * Self.second, frames: 300)
         _ = fast.lacking(written: 18, now: 3 * Self.second / 10)
         #expect(fast.lacking(written: 72, now: 12 * Self.second / 10) == nil)
+    }
+
+    /// What is kept for a replay nears its limit (a source that decodes fast): the pace is
+    /// read then, once the window has opened, and not before.
+    @Test func aNearlyFullReplayReadsThePaceEarly() {
+        var pace = SpeedLadder.Pace(started: 0, stopAt: 10 * Self.second, frames: 300)
+        #expect(pace.lacking(written: 2, now: Self.second / 10, early: true) == nil)  // the window is not open
+        #expect(pace.lacking(written: 6, now: 2 * Self.second / 10) == nil)  // it opens (0.2 s)
+        // 30 frames a second: (300 - 12) / 30 x 1.1 = 10.56 s needed, 9.6 s left.
+        let lacking = pace.lacking(written: 12, now: 4 * Self.second / 10, early: true)
+        #expect(lacking.map { abs($0 - 10.56 / 9.6) < 0.01 } == true, "\(lacking ?? 0)")
     }
 }

@@ -32,5 +32,45 @@ extension DeadlineBoundSuites {
             #expect(whole.preset == "veryfast" && !whole.trimmed, "\(whole.preset ?? "") trimmed \(whole.trimmed)")
             #expect(abs(whole.duration - 2) < 0.1, "\(whole.duration)")
         }
+
+        /// A rung measured too slow hands the faster one the frames it was given, scaled and
+        /// timed: the clip's start is not decoded twice (`replayedFrames`), and the file has
+        /// every frame once, in order, from 0, with its sound beside it.
+        @Test func aFasterRungStartsFromTheFramesTheMeasuredOneWasGiven() async throws {
+            let media = Scratch(), scratch = Scratch()
+            // MPEG-4 Part 2 decodes fast, so libx264's preset is most of the work.
+            try await offPool {
+                try VideoTranscodeTests.make(media.path, "clip.mp4", size: "1280x720", seconds: 8, audio: true,
+                                             ["-c:v", "mpeg4", "-q:v", "4", "-c:a", "aac"])
+            }
+            let source = "\(media.path)/clip.mp4"
+            let started = TranscodeBudget.now()
+            let roomy = try await offPool {
+                MediaTranscoder.transcode(source: source, type: .mp4, destinationBase: "\(scratch.path)/roomy",
+                                          limits: .init(maxBytes: 50 << 20, stopAt: TranscodeBudget.now() + 120 * Self.second))
+            }.get()
+            let took = TranscodeBudget.now() - started
+            #expect(roomy.preset == "veryfast" && roomy.replayedFrames == 0 && !roomy.trimmed)
+            // Six tenths of what the first rung took: it cannot make the clip whole by then.
+            let made = try await offPool {
+                MediaTranscoder.transcode(source: source, type: .mp4, destinationBase: "\(scratch.path)/tight",
+                                          limits: .init(maxBytes: 50 << 20, stopAt: TranscodeBudget.now() + took * 6 / 10))
+            }.get()
+            #expect(made.preset != "veryfast" && made.replayedFrames > 0, "\(made.preset ?? "") replayed \(made.replayedFrames)")
+            let times = try await tool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time",
+                                                            "-of", "csv=p=0", made.file]).output
+                .split(separator: "\n").compactMap { Double($0) }.sorted()
+            // 25 frames a second: 200 when whole, as many as the delivered seconds when cut.
+            let expected = made.trimmed ? Int((made.duration * 25).rounded()) : 200
+            #expect(abs(times.count - expected) <= 1 && times.first == 0, "\(times.count) frames of \(expected), first \(times.first ?? -1)")
+            let steps = zip(times.dropFirst(), times).map { $0 - $1 }
+            #expect(steps.allSatisfy { abs($0 - 0.04) < 0.002 }, "a gap or a repeat: \(steps.filter { abs($0 - 0.04) >= 0.002 })")
+            let streams = try await VideoTranscodeTests.streams(made.file)
+            #expect(streams["v.codec_name"] == "h264" && streams["a.codec_name"] == "aac", "\(streams)")
+            let audioStart = try await tool("/usr/bin/ffprobe", ["-v", "error", "-select_streams", "a:0", "-show_entries", "stream=start_time,duration",
+                                                                 "-of", "csv=p=0", made.file]).output
+                .split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            #expect(audioStart.count == 2 && abs(audioStart[0]) < 0.001 && abs(audioStart[1] - made.duration) < 0.1, "\(audioStart)")
+        }
     }
 }

@@ -95,6 +95,13 @@ extension MediaProber {
             }
             return ProbeOutcome(probe: probe, resolvedType: resolvedType, conversion: .transcodeAudio(what))
         }
+        // A header that states its sample format and is not what iOS plays goes to the
+        // transcoder, which decodes every frame and refuses a stream that does not decode: the
+        // poster search here would be a second decode of the clip's first seconds.
+        if limits.transcodesUnplayable, let videoStream, videoStream.pointee.codecpar.pointee.format >= 0,
+           case .cannotPlay(let what) = PlayableMedia.video(videoStream.pointee.codecpar) {
+            return ProbeOutcome(probe: probe, resolvedType: resolvedType, conversion: .transcode(what))
+        }
         let maxPixels = limits.thumbnail.maxPixels
         let video = try videoStream.map { stream throws(Reason) in try AVDecoder(stream: stream, allowed: decoders, maxPixels: maxPixels) }
         let audio = try audioStream.map { stream throws(Reason) in try AVDecoder(stream: stream, allowed: decoders, maxPixels: maxPixels) }
@@ -185,7 +192,8 @@ extension MediaProber {
             throw Reason(code: .corruptMedia, message: "the \(audio.codecName) audio stream does not decode\(detail)")
         }
 
-        // Only a stream that decodes is judged: damage is corruptMedia, whatever its header says.
+        // Otherwise only a stream that decodes is judged: damage is corruptMedia, whatever its
+        // header says.
         if let videoStream {
             switch PlayableMedia.video(videoStream.pointee.codecpar, decodedFormat: poster.pointer.pointee.format) {
             case .plays:

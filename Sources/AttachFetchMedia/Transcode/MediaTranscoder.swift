@@ -48,63 +48,6 @@ extension MediaTranscoder {
         }
     }
 
-    /// One stream being re-encoded: its decoder, its encoder's time base, and where its packets go.
-    private final class Track {
-        let input: UnsafeMutablePointer<AVStream>
-        let decoder: AVDecoder
-        let output: UnsafeMutablePointer<AVStream>
-        let timeBase: AVRational
-        let encode: (UnsafeMutablePointer<AVFrame>?, (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void) throws(Reason) -> Void
-        let isVideo: Bool
-        var decoded = 0
-        var written = 0
-        /// Packets or frames the decoder refused (real errors, not EAGAIN or the end).
-        var decodeErrors = 0
-        /// The last of those errors, in FFmpeg's words.
-        var lastDecodeError: Int32 = 0
-        /// What the decoder's errors are logged under (`DecoderErrorLog`).
-        let logToken = DecoderErrorLog.begin()
-        /// Where the source's packets read for this stream end, in seconds on the output's
-        /// timeline: what the delivered stream is checked against.
-        var sourceEnd = 0.0
-
-        init(input: UnsafeMutablePointer<AVStream>, decoder: AVDecoder, output: UnsafeMutablePointer<AVStream>, timeBase: AVRational,
-             isVideo: Bool,
-             encode: @escaping (UnsafeMutablePointer<AVFrame>?, (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void) throws(Reason) -> Void) {
-            (self.input, self.decoder, self.output, self.timeBase, self.encode) = (input, decoder, output, timeBase, encode)
-            self.isVideo = isVideo
-            decoder.context.pointee.opaque = UnsafeMutableRawPointer(bitPattern: logToken)
-        }
-
-        deinit { _ = DecoderErrorLog.take(logToken) }
-    }
-
-    /// The earliest start of `streams`, in `AV_TIME_BASE` units (0 when none states one). Both
-    /// streams kept are rebased on it: the file starts at 0, and an offset between sound and
-    /// picture stays in their timestamps, which the MPEG-4 muxer writes as an edit list.
-    static func origin(of streams: [UnsafeMutablePointer<AVStream>]) -> Int64 {
-        streams.compactMap { stream -> Int64? in
-            let start = stream.pointee.start_time
-            return start == FFmpeg.noTimestamp ? nil : av_rescale_q(start, stream.pointee.time_base, FFmpeg.microseconds)
-        }.min() ?? 0
-    }
-
-    /// The first audio stream whose decoder and encoder open: a file whose first sound is one
-    /// FFmpeg cannot decode may carry a second that it can. None open: the first one's reason.
-    private static func openAudio(_ input: AVInput, limits: Limits) throws(Reason) -> (AVDecoder, AudioEncoder)? {
-        var firstProblem: Reason?
-        for stream in input.streams where stream.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_AUDIO {
-            do throws(Reason) {
-                let decoder = try AVDecoder(stream: stream, allowed: decoders, maxPixels: limits.maxPixels)
-                return (decoder, try AudioEncoder(decoder: decoder))
-            } catch {
-                firstProblem = firstProblem ?? error
-            }
-        }
-        if let firstProblem { throw firstProblem }
-        return nil
-    }
-
     /// What one try made: the file, or how many times too slow `rung`'s preset measured to make
     /// the whole clip by the budget's end, while a faster rung is left (`SpeedLadder`).
     private enum Attempt {
@@ -112,7 +55,7 @@ extension MediaTranscoder {
         case tooSlow(Double)
     }
 
-    private static func transcodeStreams(source: String, type: MediaType, file: String, limits: Limits, rung: Int,
+    private static func transcodeStreams(source: String, type: MediaType, file: String, limits: Limits, rung firstRung: Int,
                                          shouldStop: () -> Bool) throws(Reason) -> Attempt {
         let input = try AVInput(path: source, demuxers: MediaProber.demuxers(for: type), decoders: decoders.sorted().joined(separator: ","))
         // An animated GIF is video here.
@@ -138,42 +81,35 @@ extension MediaTranscoder {
         // speed ladder's projection, for the lie. Without one, CRF alone decides and the size
         // limit still cuts what does not fit.
         let stated = input.duration.flatMap { Double(input.fileBytes) * 8 / $0 >= 16_000 ? $0 : nil }
-        let output = try AVOutput(path: file, format: type.kind == .audio ? "ipod" : "mp4")
         var tracks: [Track] = []
         var audioEncoder: AudioEncoder?
-        var videoEncoder: VideoEncoder?
         var sourceSize: (width: Int, height: Int)?
+        var videoBudget: Int64?
         if let videoStream {
-            let decoder = try AVDecoder(stream: videoStream, allowed: decoders, threads: 2, maxPixels: limits.maxPixels)
             let parameters = videoStream.pointee.codecpar.pointee
-            let duration = stated ?? 0
+            let decoder = try AVDecoder(stream: videoStream, allowed: decoders,
+                                        threads: decoderThreads(width: Int(parameters.width), height: Int(parameters.height)),
+                                        maxPixels: limits.maxPixels)
+            sourceSize = (Int(parameters.width), Int(parameters.height))
             // The most bits a second that keeps the whole clip within the limit (audio and the
             // index aside), when the duration is known; CRF decides below it. At most 8 Mb/s,
             // past what CRF 23 asks at 1280 pixels, so that a short clip's budget does not make
             // the encoder's buffer (and the margin below) huge.
-            let budget = duration > 0 ? min(8_000_000, Int64(Double(limits.maxBytes) * 8 * 0.9 / duration) - 200_000) : nil
-            let encoder = try VideoEncoder(stream: videoStream, width: Int(parameters.width), height: Int(parameters.height),
-                                           maxLongEdge: limits.maxLongEdge, maxBitRate: budget.map { max(200_000, $0) },
-                                           origin: origin, preset: SpeedLadder.presets[rung])
-            videoEncoder = encoder
-            sourceSize = (Int(parameters.width), Int(parameters.height))
-            tracks.append(Track(input: videoStream, decoder: decoder,
-                                output: try output.addStream(encoder: encoder.context, sideDataFrom: videoStream),
-                                timeBase: encoder.context.pointee.time_base, isVideo: true,
-                                encode: { (frame, write) throws(Reason) in try encoder.encode(frame, write: write) }))
+            videoBudget = stated.map { max(200_000, min(8_000_000, Int64(Double(limits.maxBytes) * 8 * 0.9 / $0) - 200_000)) }
+            tracks.append(Track(input: videoStream, decoder: decoder, isVideo: true))
         }
         if let (decoder, encoder) = audio {
             try encoder.start(origin: origin, streamTimeBase: decoder.stream.pointee.time_base)
             audioEncoder = encoder
-            tracks.append(Track(input: decoder.stream, decoder: decoder,
-                                output: try output.addStream(encoder: encoder.context, sideDataFrom: nil),
-                                timeBase: encoder.context.pointee.time_base, isVideo: false,
-                                encode: { (frame, write) throws(Reason) in try encoder.encode(frame, write: write) }))
+            tracks.append(Track(input: decoder.stream, decoder: decoder, isVideo: false))
         }
-        try output.writeHeader(moovFirst: true)
+        var output: AVOutput!, videoEncoder: VideoEncoder?
         var written: Int64 = 0, packets: Int64 = 0
-        func writer(_ track: Track) -> (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void {
+        /// Where the speed ladder's measurement keeps what a faster rung would start from.
+        var replay: SpeedLadder.Replay?
+        func writer(_ track: Track, keeping: Bool = true) -> (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void {
             { (packet: UnsafeMutablePointer<AVPacket>) throws(Reason) in
+                if keeping, !track.isVideo { try replay?.keep(audio: packet) }
                 packet.pointee.stream_index = track.output.pointee.index
                 av_packet_rescale_ts(packet, track.timeBase, track.output.pointee.time_base)
                 written += Int64(packet.pointee.size)
@@ -183,6 +119,43 @@ extension MediaTranscoder {
                 guard status >= 0 else { throw FFmpeg.failure(.ioError, "FFmpeg cannot write the MPEG-4 file", status) }
             }
         }
+        /// A new file on `rung`'s preset, from what the rung before it was given, if any.
+        func start(rung: Int) throws(Reason) {
+            if output != nil {
+                output = nil
+                unlink(file)
+            }
+            output = try AVOutput(path: file, format: type.kind == .audio ? "ipod" : "mp4")
+            for track in tracks {
+                if track.isVideo, let sourceSize {
+                    let encoder = try VideoEncoder(stream: track.input, width: sourceSize.width, height: sourceSize.height,
+                                                   maxLongEdge: limits.maxLongEdge, maxBitRate: videoBudget,
+                                                   origin: origin, preset: SpeedLadder.presets[rung])
+                    videoEncoder = encoder
+                    track.connect(output: try output.addStream(encoder: encoder.context, sideDataFrom: track.input),
+                                  timeBase: encoder.context.pointee.time_base,
+                                  encode: { (frame, write) throws(Reason) in try encoder.encode(frame, write: write) })
+                } else if let audioEncoder {
+                    track.connect(output: try output.addStream(encoder: audioEncoder.context, sideDataFrom: nil),
+                                  timeBase: audioEncoder.context.pointee.time_base,
+                                  encode: { (frame, write) throws(Reason) in try audioEncoder.encode(frame, write: write) })
+                }
+            }
+            try output.writeHeader(moovFirst: true)
+            (written, packets) = (0, 0)
+            if let replay {
+                for track in tracks {
+                    if track.isVideo { try videoEncoder?.resume(from: replay, write: writer(track, keeping: false)) }
+                    for kept in track.isVideo ? [] : replay.audio {
+                        let packet = try AVPacketBox()
+                        let status = av_packet_ref(packet.pointer, kept.pointer)
+                        guard status >= 0 else { throw FFmpeg.failure(.ioError, "FFmpeg cannot keep a packet", status) }
+                        try writer(track, keeping: false)(packet.pointer)
+                    }
+                }
+            }
+        }
+        try start(rung: firstRung)
         // Besides the packets: the header, an index of about 8 bytes a packet, and a second of
         // margin for what the encoders still hold.
         let margin = (audioEncoder?.context.pointee.bit_rate ?? 0) / 8 + (videoEncoder?.context.pointee.rc_max_rate ?? 0) / 8
@@ -208,16 +181,32 @@ extension MediaTranscoder {
             }
         }
         // The pace is measured when a faster rung is left, the budget is known, and so is the
-        // clip's length (its stated duration at its frame rate).
-        var pace: SpeedLadder.Pace?
-        if rung + 1 < SpeedLadder.presets.count, let stopAt = limits.stopAt, let videoStream, let duration = stated {
-            let rate = av_guess_frame_rate(nil, videoStream, nil)
-            if rate.num > 0, rate.den > 0 { pace = SpeedLadder.Pace(started: TranscodeBudget.now(), stopAt: stopAt, frames: duration * av_q2d(rate)) }
+        // clip's length (its stated duration at its frame rate); what the rung is given is kept
+        // meanwhile (`SpeedLadder.Replay`).
+        var pace: SpeedLadder.Pace?, rung = firstRung, replayed = 0
+        func measure() {
+            pace = nil
+            if rung + 1 < SpeedLadder.presets.count, let stopAt = limits.stopAt, let videoStream, let duration = stated,
+               case let rate = av_guess_frame_rate(nil, videoStream, nil), rate.num > 0, rate.den > 0 {
+                pace = SpeedLadder.Pace(started: TranscodeBudget.now(), stopAt: stopAt, frames: duration * av_q2d(rate))
+            }
+            replay = pace == nil ? nil : replay ?? SpeedLadder.Replay()
+            videoEncoder?.replay = replay
         }
+        measure()
         reading: while true {
             if shouldStop() { throw Reason(code: .cancelled, message: "abandoned") }
-            if let video = tracks.first(where: \.isVideo), let lacking = pace?.lacking(written: video.written, now: TranscodeBudget.now()) {
-                return .tooSlow(lacking)
+            if let video = tracks.first(where: \.isVideo), let lacking = pace?.lacking(written: video.written, now: TranscodeBudget.now(),
+                                                                                             early: replay?.isNearlyFull == true) {
+                guard let kept = replay, !kept.overflowed else { return .tooSlow(lacking) }
+                rung = SpeedLadder.rung(after: rung, lacking: lacking)
+                try start(rung: rung)
+                replayed = kept.frames.count
+                measure()
+            } else if pace?.decided == true {
+                // Fast enough: nothing more is kept.
+                (pace, replay) = (nil, nil)
+                videoEncoder?.replay = nil
             }
             if let stopAt = limits.stopAt, TranscodeBudget.now() >= stopAt, tracks[0].decoded > 0 {
                 (trimmed, outOfTime) = (true, true)
@@ -279,20 +268,13 @@ extension MediaTranscoder {
         }
         let made = try VideoRemuxer.describe(file)
         // Made from what could be decoded, and still the source's length: said, not hidden.
-        let damage = tracks.flatMap { track in
-            let name = PlayableMedia.title(track.input.pointee.codecpar.pointee.codec_id), kind = track.isVideo ? "video" : "audio"
-            let logged = DecoderErrorLog.take(track.logToken)
-            let refused = track.decodeErrors == 0 ? nil
-                : "\(track.decodeErrors) \(name) \(kind) \(track.decodeErrors == 1 ? "packet" : "packets") did not decode (\(FFmpeg.errorText(track.lastDecodeError)))"
-            let reported = logged.count == 0 ? nil
-                : "the \(name) \(kind) decoder reported \(logged.count) \(logged.count == 1 ? "error" : "errors") (\(logged.last))"
-            return [refused, reported].compactMap { $0 }
-        }
+        let damage = tracks.flatMap { $0.damage() }
         var media = TranscodedMedia(file: file, type: type.kind == .audio ? .m4a : .mp4, bytes: made.bytes, sha256: made.sha256,
                                sourceAudioCodec: sourceAudio, sourceVideoCodec: sourceVideo, duration: delivered.duration, trimmed: trimmed,
                                outOfTime: outOfTime, sourceWidth: sourceSize?.width, sourceHeight: sourceSize?.height,
                                preset: videoEncoder == nil ? nil : SpeedLadder.presets[rung])
         media.damage = damage.isEmpty ? nil : damage.joined(separator: "; ")
+        media.replayedFrames = replayed
         return .made(media)
     }
 }

@@ -18,6 +18,8 @@ final class VideoEncoder {
     private var lastTimestamp: Int64 = .min
     /// The frame scaled into, kept for the next (`scaled(_:)`).
     private var scaledFrame: AVFrameBox?
+    /// Where each frame given to libx264 is also kept while the speed ladder measures.
+    var replay: SpeedLadder.Replay?
 
     /// libx264's settings: CRF 23 (x264's default quality), High profile; the preset is the
     /// speed ladder's (`SpeedLadder`: `veryfast` unless the budget needs faster).
@@ -105,9 +107,21 @@ final class VideoEncoder {
         // libx264 takes a frame's picture type as an order (a decoded B frame would be forced to
         // be one): x264 chooses, as for the ffmpeg program, which clears it too.
         input.pointee.pict_type = AV_PICTURE_TYPE_NONE
+        try replay?.keep(frame: input)
         let sent = avcodec_send_frame(context, input)
         guard sent >= 0 else { throw FFmpeg.failure(.ioError, "libx264 refused a frame", sent) }
         try drain(write)
+    }
+
+    /// Encodes the frames another encoder was given (`SpeedLadder.Replay`: scaled and timed
+    /// already), as the start of this one's stream.
+    func resume(from replay: SpeedLadder.Replay, write: (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void) throws(Reason) {
+        for kept in replay.frames {
+            lastTimestamp = kept.pointer.pointee.pts
+            let sent = avcodec_send_frame(context, kept.pointer)
+            guard sent >= 0 else { throw FFmpeg.failure(.ioError, "libx264 refused a frame", sent) }
+            try drain(write)
+        }
     }
 
     /// `frame` scaled and converted into the one output frame, reused from frame to frame: a

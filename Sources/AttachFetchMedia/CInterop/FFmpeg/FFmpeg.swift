@@ -195,7 +195,7 @@ final class AVDecoder {
     /// - Parameters:
     ///   - threads: 1 for the probe's few frames (the pipeline's worker threads are the
     ///     parallelism); a transcode, which decodes every frame beside libx264's two threads,
-    ///     asks for 2.
+    ///     asks for more (`MediaTranscoder.decoderThreads`).
     ///   - maxPixels: the most pixels a frame may have (`max_pixels`): the decoder refuses a
     ///     larger one, even when the stream's header states a smaller size and a later frame
     ///     grows (libdav1d and libavcodec's own decoders honour it).
