@@ -54,11 +54,12 @@ extension MediaTranscoder {
     /// The video decoder's threads: one more than the cores, as the ffmpeg program's `auto`
     /// gives, so that a frame is being decoded while this thread scales and hands the last to
     /// libx264 (on 2 cores a 60-s 1080p clip took 1.14x the ffmpeg program's wall time with 2
-    /// threads, the same CPU time: docs/performance.md#transcoding). Past 4K frames, 2: each
-    /// thread holds frames of its own within the worker's memory limit.
+    /// threads, the same CPU time: docs/performance.md#transcoding). At most 4, and 2 past 4K
+    /// frames: each thread holds frames and a stack of its own within the worker's memory
+    /// limit, and a large machine runs many jobs at once.
     static func decoderThreads(width: Int, height: Int) -> Int32 {
         let cores = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
-        return HEIFImageSize.area(width, height) <= 3840 * 2160 ? Int32(min(16, cores + 1)) : 2
+        return HEIFImageSize.area(width, height) <= 3840 * 2160 ? Int32(min(4, cores + 1)) : 2
     }
 
     /// The earliest start of `streams`, in `AV_TIME_BASE` units (0 when none states one). Both

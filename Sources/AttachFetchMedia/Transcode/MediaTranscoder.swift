@@ -36,10 +36,11 @@ extension MediaTranscoder {
             do throws(Reason) {
                 switch try transcodeStreams(source: source, type: type, file: file, limits: limits, rung: rung, shouldStop: shouldStop) {
                 case .made(let made): return .success(made)
-                case .tooSlow(let lacking):
-                    // Too slow for the whole clip by the budget's end: again, as much faster as it lacks.
+                case .tooSlow(let lacking, let measured):
+                    // Too slow for the whole clip by the budget's end, and what it was given could
+                    // not all be kept: again from the start, as much faster as it lacks.
                     unlink(file)
-                    rung = SpeedLadder.rung(after: rung, lacking: lacking)
+                    rung = SpeedLadder.rung(after: measured, lacking: lacking)
                 }
             } catch {
                 unlink(file)
@@ -48,11 +49,12 @@ extension MediaTranscoder {
         }
     }
 
-    /// What one try made: the file, or how many times too slow `rung`'s preset measured to make
-    /// the whole clip by the budget's end, while a faster rung is left (`SpeedLadder`).
+    /// What one try made: the file, or how many times too slow the preset of rung `measured`
+    /// was to make the whole clip by the budget's end, while a faster rung is left
+    /// (`SpeedLadder`).
     private enum Attempt {
         case made(TranscodedMedia)
-        case tooSlow(Double)
+        case tooSlow(Double, measured: Int)
     }
 
     private static func transcodeStreams(source: String, type: MediaType, file: String, limits: Limits, rung firstRung: Int,
@@ -198,7 +200,7 @@ extension MediaTranscoder {
             if shouldStop() { throw Reason(code: .cancelled, message: "abandoned") }
             if let video = tracks.first(where: \.isVideo), let lacking = pace?.lacking(written: video.written, now: TranscodeBudget.now(),
                                                                                              early: replay?.isNearlyFull == true) {
-                guard let kept = replay, !kept.overflowed else { return .tooSlow(lacking) }
+                guard let kept = replay, !kept.overflowed else { return .tooSlow(lacking, measured: rung) }
                 rung = SpeedLadder.rung(after: rung, lacking: lacking)
                 try start(rung: rung)
                 replayed = kept.frames.count
