@@ -201,7 +201,7 @@ let package = Package(
         // A test target per layer, each built with its layer's dependencies only: Core's build
         // and run without libcurl, libvips, FFmpeg or Hummingbird.
         .testTarget(name: "AttachFetchCoreTests", dependencies: ["AttachFetchCore", "TestHelpers", "contract-lists"]),
-        .testTarget(name: "AttachFetchTransferTests", dependencies: ["AttachFetchTransfer"]),
+        .testTarget(name: "AttachFetchTransferTests", dependencies: ["AttachFetchTransfer", "AttachFetchCore", "CCurl", "LoopbackHTTPServer", "TestHelpers"]),
         .testTarget(name: "AttachFetchMediaTests", dependencies: ["AttachFetchMedia"]),
         // The pipeline, the service and the CLI, end to end.
         .testTarget(

@@ -1,8 +1,10 @@
+import AttachFetchCore
 import CCurl
 import Foundation
 import LoopbackHTTPServer
+import TestHelpers
 import Testing
-@testable import AttachFetch
+@testable import AttachFetchTransfer
 
 /// The one libcurl engine loop that the downloads (`TransferEngine`) and the object-store
 /// requests (`StoreEngine`) share, driven by a workload of the test's own: real easy handles
