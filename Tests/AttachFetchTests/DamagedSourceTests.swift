@@ -47,4 +47,29 @@ import Testing
             }
         }
     }
+
+    /// Samples encrypted with Common Encryption whose file names no key system (no `pssh`, as
+    /// ffmpeg writes them): what the transcoder takes without a poster search (VP9 in MPEG-4,
+    /// H.264 4:4:4) is refused as encrypted, never decoded as damage.
+    @Test func anEncryptedSourceForTheTranscoderIsRefusedAsEncrypted() async throws {
+        let media = Scratch()
+        try await offPool {
+            for (name, codec) in [("vp9-cenc.mp4", ["-c:v", "libvpx-vp9", "-deadline", "realtime"]),
+                                  ("h264-444-cenc.mp4", ["-c:v", "libx264", "-pix_fmt", "yuv444p"])] {
+                let key = "00112233445566778899aabbccddeeff"
+                let made = try tool("/usr/bin/ffmpeg", ["-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-t", "2"]
+                                    + codec + ["-encryption_scheme", "cenc-aes-ctr", "-encryption_key", key, "-encryption_kid", key, "\(media.path)/\(name)"])
+                try #require(made.status == 0, "\(made.errors)")
+            }
+        }
+        try await withPipeline(Scratch()) { pipeline in
+            try await withMediaServer(directory: media.path) { server in
+                let batch = await pipeline.process(["vp9-cenc.mp4", "h264-444-cenc.mp4"].map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)") })
+                for d in batch.attachments {
+                    #expect(d.status == ReasonCode.unsupportedType.status && d.reason?.code == .unsupportedType && d.reason?.message.contains("encrypted") == true,
+                            "\(d.url): \(d.status) \(d.reason?.code.rawValue ?? "") \(d.reason?.message ?? "")")
+                }
+            }
+        }
+    }
 }

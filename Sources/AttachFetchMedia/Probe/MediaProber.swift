@@ -249,7 +249,7 @@ extension MediaProber {
         }
     }
 
-    private static func encryptedMedia(_ stream: UnsafeMutablePointer<AVStream>) -> Reason {
+    static func encryptedMedia(_ stream: UnsafeMutablePointer<AVStream>) -> Reason {
         Reason(code: .unsupportedType,
                      message: "the \(AVDecoder.codecLabel(stream.pointee.codecpar)) stream is encrypted (Common Encryption); no device can show it without the keys")
     }

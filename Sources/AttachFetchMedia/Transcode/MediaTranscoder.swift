@@ -222,6 +222,10 @@ extension MediaTranscoder {
             defer { av_packet_unref(packet.pointer) }
             packetBytes += Int64(packet.pointer.pointee.size)
             guard let track = tracks.first(where: { $0.input.pointee.index == packet.pointer.pointee.stream_index }) else { continue }
+            // Samples carrying CENC encryption info are ciphertext, as the probe says of them.
+            if av_packet_get_side_data(packet.pointer, AV_PKT_DATA_ENCRYPTION_INFO, nil) != nil {
+                throw MediaProber.encryptedMedia(track.input)
+            }
             let time = packet.pointer.pointee.pts != FFmpeg.noTimestamp ? packet.pointer.pointee.pts : packet.pointer.pointee.dts
             if time != FFmpeg.noTimestamp {
                 let end = av_rescale_q(time + max(0, packet.pointer.pointee.duration), track.input.pointee.time_base, FFmpeg.microseconds) - origin

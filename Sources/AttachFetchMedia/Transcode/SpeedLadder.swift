@@ -23,6 +23,9 @@ enum SpeedLadder {
     /// because what the rung was given is kept until then (`Replay`) and the rung's slower
     /// encoding of it is lost.
     static let from = 0.2, to = 0.6
+    /// The shortest window read early (`Pace.lacking`'s `early`): libx264's frame threads hand
+    /// packets over in bursts, so a shorter one measures a burst.
+    static let shortest = 0.15
 
     /// The rung to try after `rung` was measured `lacking` times too slow: the first whose
     /// speed-up covers it, or the last.
@@ -49,12 +52,14 @@ enum SpeedLadder {
 
         /// After a video frame is written (`written` so far): how many times too slow this
         /// rate is to make the clip whole by `stopAt` (a factor over 1), once; nil otherwise.
-        /// `early`: decide now if the window has opened (what is kept for a replay is full).
+        /// `early`: decide now if the window has been open `shortest` (what is kept for a replay
+        /// is nearly full).
         mutating func lacking(written: Int, now: UInt64, early: Bool = false) -> Double? {
             guard !decided else { return nil }
             let elapsed = Double(now - started) / 1e9
             if atFrom == nil, elapsed >= SpeedLadder.from { atFrom = (now, written) }
-            guard let atFrom, elapsed >= SpeedLadder.to || early && now > atFrom.time, written > atFrom.written else { return nil }
+            guard let atFrom, elapsed >= SpeedLadder.to || early && Double(now - atFrom.time) / 1e9 >= SpeedLadder.shortest,
+                  written > atFrom.written else { return nil }
             decided = true
             let rate = Double(written - atFrom.written) / (Double(now - atFrom.time) / 1e9)
             let needed = max(0, frames - Double(written)) / rate * SpeedLadder.margin

@@ -133,22 +133,24 @@ final class VideoEncoder {
             scaler = try Self.makeScaler(from: source, to: (context.pointee.width, context.pointee.height))
             scalerSource = source
         }
-        let output: UnsafeMutablePointer<AVFrame>
+        let made: AVFrameBox
         if let reused = scaledFrame {
-            output = reused.pointer
-            // The encoder may still hold a reference to the last one: then a new buffer.
-            let writable = av_frame_make_writable(output)
-            guard writable >= 0 else { throw FFmpeg.failure(.ioError, "FFmpeg cannot allocate a frame", writable) }
+            made = reused
         } else {
-            let made = try AVFrameBox()
-            output = made.pointer
+            made = try AVFrameBox()
+            scaledFrame = made
+        }
+        let output = made.pointer
+        // Someone else holds the last one (the encoder, or the speed ladder's replay): a new
+        // buffer, not a copy of a picture about to be overwritten.
+        if output.pointee.buf.0 != nil && av_frame_is_writable(output) == 0 { av_frame_unref(output) }
+        if output.pointee.buf.0 == nil {
             output.pointee.width = context.pointee.width
             output.pointee.height = context.pointee.height
             output.pointee.format = AV_PIX_FMT_YUV420P.rawValue
             // 64-byte alignment: libswscale's vector code writes whole rows of 64 bytes.
             let allocated = av_frame_get_buffer(output, 64)
             guard allocated >= 0 else { throw FFmpeg.failure(.ioError, "FFmpeg cannot allocate a frame", allocated) }
-            scaledFrame = made
         }
         let converted = sws_scale_frame(scaler, output, frame)
         guard converted >= 0 else { throw FFmpeg.failure(.corruptMedia, "libswscale cannot scale the frame", converted) }
