@@ -202,7 +202,7 @@ let package = Package(
         // and run without libcurl, libvips, FFmpeg or Hummingbird.
         .testTarget(name: "AttachFetchCoreTests", dependencies: ["AttachFetchCore", "TestHelpers", "contract-lists"]),
         .testTarget(name: "AttachFetchTransferTests", dependencies: ["AttachFetchTransfer", "AttachFetchCore", "CCurl", "LoopbackHTTPServer", "TestHelpers"]),
-        .testTarget(name: "AttachFetchMediaTests", dependencies: ["AttachFetchMedia"]),
+        .testTarget(name: "AttachFetchMediaTests", dependencies: ["AttachFetchMedia", "CFFmpeg"]),
         // The pipeline, the service and the CLI, end to end.
         .testTarget(
             name: "AttachFetchTests",

@@ -1,3 +1,4 @@
+import CFFmpeg
 import Foundation
 import Testing
 @testable import AttachFetchMedia
@@ -43,5 +44,25 @@ import Testing
         // 30 frames a second: (300 - 12) / 30 x 1.1 = 10.56 s needed, 9.6 s left.
         let lacking = pace.lacking(written: 12, now: 4 * Self.second / 10, early: true)
         #expect(lacking.map { abs($0 - 10.56 / 9.6) < 0.01 } == true, "\(lacking ?? 0)")
+    }
+
+    /// A replay keeps frames by reference up to its bound; with more than half of it taken,
+    /// there is no room for a second measurement's frames, and a switch goes to the last rung.
+    @Test func aReplayKeepsFramesWithinItsBoundAndSaysWhenASecondMeasurementWouldNotFit() throws {
+        let frame = try AVFrameBox()
+        (frame.pointer.pointee.width, frame.pointer.pointee.height) = (1280, 720)
+        frame.pointer.pointee.format = AV_PIX_FMT_YUV420P.rawValue
+        #expect(av_frame_get_buffer(frame.pointer, 64) >= 0)
+        let replay = SpeedLadder.Replay()
+        let frameBytes = 1280 * 720 * 3 / 2
+        for _ in 0..<(SpeedLadder.Replay.limit / 2 / frameBytes) { try replay.keep(frame: frame.pointer) }
+        #expect(replay.hasRoomForAsMuchAgain && !replay.isNearlyFull && replay.frames.count == 36)
+        try replay.keep(frame: frame.pointer)
+        #expect(!replay.hasRoomForAsMuchAgain)
+        while !replay.isNearlyFull { try replay.keep(frame: frame.pointer) }
+        #expect(!replay.overflowed && replay.frames.count == 69, "\(replay.frames.count)")
+        // Past the bound nothing is kept: a faster rung starts from the clip's first frame.
+        for _ in 0..<4 { try replay.keep(frame: frame.pointer) }
+        #expect(replay.overflowed && replay.frames.isEmpty)
     }
 }

@@ -169,7 +169,7 @@ extension MediaProber {
             defer { av_packet_unref(packet.pointer) }
             packets += 1
             // Samples carrying CENC encryption info (senc/tenc) are ciphertext.
-            if av_packet_get_side_data(packet.pointer, AV_PKT_DATA_ENCRYPTION_INFO, nil) != nil,
+            if packet.isEncrypted,
                let stream = input.streams.first(where: { $0.pointee.index == packet.pointer.pointee.stream_index }) {
                 throw encryptedMedia(stream)
             }

@@ -147,12 +147,15 @@ extension MediaTranscoder {
             (written, packets) = (0, 0)
             if let replay {
                 for track in tracks {
-                    if track.isVideo { try videoEncoder?.resume(from: replay, write: writer(track, keeping: false)) }
-                    for kept in track.isVideo ? [] : replay.audio {
-                        let packet = try AVPacketBox()
-                        let status = av_packet_ref(packet.pointer, kept.pointer)
-                        guard status >= 0 else { throw FFmpeg.failure(.ioError, "FFmpeg cannot keep a packet", status) }
-                        try writer(track, keeping: false)(packet.pointer)
+                    let write = writer(track, keeping: false)
+                    if track.isVideo {
+                        try videoEncoder?.resume(from: replay, write: write)
+                    } else {
+                        for kept in replay.audio {
+                            // The box owns the packet: alive until the muxer has taken its data.
+                            let packet = try AVPacketBox(referencing: kept.pointer)
+                            try withExtendedLifetime(packet) { () throws(Reason) in try write(packet.pointer) }
+                        }
                     }
                 }
             }
@@ -201,7 +204,7 @@ extension MediaTranscoder {
             if let video = tracks.first(where: \.isVideo), let lacking = pace?.lacking(written: video.written, now: TranscodeBudget.now(),
                                                                                              early: replay?.isNearlyFull == true) {
                 guard let kept = replay, !kept.overflowed else { return .tooSlow(lacking, measured: rung) }
-                rung = SpeedLadder.rung(after: rung, lacking: lacking)
+                rung = kept.hasRoomForAsMuchAgain ? SpeedLadder.rung(after: rung, lacking: lacking) : SpeedLadder.presets.count - 1
                 try start(rung: rung)
                 replayed = kept.frames.count
                 measure()
@@ -223,9 +226,7 @@ extension MediaTranscoder {
             packetBytes += Int64(packet.pointer.pointee.size)
             guard let track = tracks.first(where: { $0.input.pointee.index == packet.pointer.pointee.stream_index }) else { continue }
             // Samples carrying CENC encryption info are ciphertext, as the probe says of them.
-            if av_packet_get_side_data(packet.pointer, AV_PKT_DATA_ENCRYPTION_INFO, nil) != nil {
-                throw MediaProber.encryptedMedia(track.input)
-            }
+            if packet.isEncrypted { throw MediaProber.encryptedMedia(track.input) }
             let time = packet.pointer.pointee.pts != FFmpeg.noTimestamp ? packet.pointer.pointee.pts : packet.pointer.pointee.dts
             if time != FFmpeg.noTimestamp {
                 let end = av_rescale_q(time + max(0, packet.pointer.pointee.duration), track.input.pointee.time_base, FFmpeg.microseconds) - origin

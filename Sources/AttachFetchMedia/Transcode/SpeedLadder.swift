@@ -84,6 +84,10 @@ enum SpeedLadder {
         /// Room for a few frames more at most: the rung's pace is read now (`Pace.lacking`'s
         /// `early`), so that a source that decodes fast still gets its replay.
         var isNearlyFull: Bool { bytes + 4 * lastFrameBytes > Self.limit }
+        /// Room for as much again: what a second measurement, on the next rung, would keep.
+        /// Without it a switch goes to the last rung, which is not measured: a second
+        /// measurement would outgrow `limit` and start the clip again from its first frame.
+        var hasRoomForAsMuchAgain: Bool { 2 * bytes <= Self.limit }
 
         func keep(frame: UnsafeMutablePointer<AVFrame>) throws(Reason) {
             guard !overflowed else { return }
@@ -94,18 +98,12 @@ enum SpeedLadder {
                 (overflowed, frames, audio) = (true, [], [])
                 return
             }
-            let kept = try AVFrameBox()
-            let status = av_frame_ref(kept.pointer, frame)
-            guard status >= 0 else { throw FFmpeg.failure(.ioError, "FFmpeg cannot keep a frame", status) }
-            frames.append(kept)
+            frames.append(try AVFrameBox(referencing: frame))
         }
 
         func keep(audio packet: UnsafeMutablePointer<AVPacket>) throws(Reason) {
             guard !overflowed else { return }
-            let kept = try AVPacketBox()
-            let status = av_packet_ref(kept.pointer, packet)
-            guard status >= 0 else { throw FFmpeg.failure(.ioError, "FFmpeg cannot keep a packet", status) }
-            audio.append(kept)
+            audio.append(try AVPacketBox(referencing: packet))
         }
     }
 }

@@ -108,9 +108,7 @@ final class VideoEncoder {
         // be one): x264 chooses, as for the ffmpeg program, which clears it too.
         input.pointee.pict_type = AV_PICTURE_TYPE_NONE
         try replay?.keep(frame: input)
-        let sent = avcodec_send_frame(context, input)
-        guard sent >= 0 else { throw FFmpeg.failure(.ioError, "libx264 refused a frame", sent) }
-        try drain(write)
+        try send(input, write: write)
     }
 
     /// Encodes the frames another encoder was given (`SpeedLadder.Replay`: scaled and timed
@@ -118,10 +116,15 @@ final class VideoEncoder {
     func resume(from replay: SpeedLadder.Replay, write: (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void) throws(Reason) {
         for kept in replay.frames {
             lastTimestamp = kept.pointer.pointee.pts
-            let sent = avcodec_send_frame(context, kept.pointer)
-            guard sent >= 0 else { throw FFmpeg.failure(.ioError, "libx264 refused a frame", sent) }
-            try drain(write)
+            try send(kept.pointer, write: write)
         }
+    }
+
+    /// One frame, ready for libx264, given to it; each packet made to `write`.
+    private func send(_ frame: UnsafeMutablePointer<AVFrame>, write: (UnsafeMutablePointer<AVPacket>) throws(Reason) -> Void) throws(Reason) {
+        let sent = avcodec_send_frame(context, frame)
+        guard sent >= 0 else { throw FFmpeg.failure(.ioError, "libx264 refused a frame", sent) }
+        try drain(write)
     }
 
     /// `frame` scaled and converted into the one output frame, reused from frame to frame: a

@@ -252,6 +252,12 @@ final class AVFrameBox {
         guard let frame = av_frame_alloc() else { throw Reason(code: .ioError, message: "out of memory") }
         pointer = frame
     }
+    /// A new reference to `frame`'s buffers (no copy of the picture).
+    convenience init(referencing frame: UnsafePointer<AVFrame>) throws(Reason) {
+        try self.init()
+        let status = av_frame_ref(pointer, frame)
+        guard status >= 0 else { throw FFmpeg.failure(.ioError, "FFmpeg cannot keep a frame", status) }
+    }
     deinit {
         var frame: UnsafeMutablePointer<AVFrame>? = pointer
         av_frame_free(&frame)
@@ -265,6 +271,16 @@ final class AVPacketBox {
         guard let packet = av_packet_alloc() else { throw Reason(code: .ioError, message: "out of memory") }
         pointer = packet
     }
+    /// A new reference to `packet`'s data (no copy).
+    convenience init(referencing packet: UnsafePointer<AVPacket>) throws(Reason) {
+        try self.init()
+        let status = av_packet_ref(pointer, packet)
+        guard status >= 0 else { throw FFmpeg.failure(.ioError, "FFmpeg cannot keep a packet", status) }
+    }
+
+    /// Whether the packet is a sample encrypted with Common Encryption (`senc` info): its data
+    /// is ciphertext, which no decoder may be given as media.
+    var isEncrypted: Bool { av_packet_get_side_data(pointer, AV_PKT_DATA_ENCRYPTION_INFO, nil) != nil }
     deinit {
         var packet: UnsafeMutablePointer<AVPacket>? = pointer
         av_packet_free(&packet)
