@@ -1,11 +1,16 @@
 // swift-tools-version:6.0
 import PackageDescription
+import Foundation
+
+// The codec's primitives (EncryptedContent) come from CryptoKit on Apple platforms and from
+// OpenSSL's libcrypto on Linux. ATTACH_FETCH_SWIFT_CRYPTO=1 builds the CryptoKit-API code on
+// Linux against swift-crypto instead, so that it is compiled and checked here too (.ci/run).
+let checksCryptoKitCode = ProcessInfo.processInfo.environment["ATTACH_FETCH_SWIFT_CRYPTO"] == "1"
 
 let package = Package(
     name: "attach-fetch",
     // One list for the whole package, so the highest floor among the dependencies: swift-prometheus
-    // (the service) declares macOS 13 and iOS 16, hummingbird macOS 11 and iOS 15, swift-crypto and
-    // swift-nio none. Both are past iOS 15 and macOS 12, the first with async/await in the OS.
+    // (the service) declares macOS 13 and iOS 16, hummingbird macOS 11 and iOS 15, swift-nio none. Both are past iOS 15 and macOS 12, the first with async/await in the OS.
     platforms: [.iOS(.v16), .macOS(.v13)],
     products: [
         .library(name: "AttachFetch", targets: ["AttachFetch"]),
@@ -13,7 +18,7 @@ let package = Package(
         // The decoder worker process the pipeline starts; keep it beside the program using the library.
         .executable(name: "attach-fetch-decoder", targets: ["attach-fetch-decoder"]),
         // For the device: a Notification Service Extension's side of encrypted media (RFC 8188).
-        // Foundation and swift-crypto only, so that an iOS extension can link it.
+        // Foundation and CryptoKit only on Apple platforms, so that an iOS extension can link it.
         .library(name: "AttachFetchDevice", targets: ["AttachFetchDevice"]),
     ],
     dependencies: [
@@ -33,10 +38,7 @@ let package = Package(
         // them (already built as its dependencies): the service names them itself.
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
-        // AES-GCM, HKDF and HMAC for encrypted media: CryptoKit's API, so the device side builds
-        // for iOS with the same code.
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
-    ],
+    ] + (checksCryptoKitCode ? [.package(url: "https://github.com/apple/swift-crypto", from: "3.12.3")] : []),
     targets: [
         // System libraries, found through pkg-config, installed from Debian's -dev packages.
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
@@ -62,7 +64,12 @@ let package = Package(
         // batches and the device's fetcher. Foundation only.
         .target(name: "DeadlineRace"),
         // RFC 8188 aes128gcm records and the media keys: the one codec both sides use.
-        .target(name: "EncryptedContent", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // AES-128-GCM, HKDF and HMAC from CryptoKit on Apple platforms, libcrypto on Linux
+        // (which the pipeline links already: no second crypto library to build or ship).
+        .target(name: "EncryptedContent",
+                dependencies: checksCryptoKitCode ? [.product(name: "Crypto", package: "swift-crypto")]
+                    : [.target(name: "CLibcrypto", condition: .when(platforms: [.linux]))],
+                swiftSettings: checksCryptoKitCode ? [.define("SWIFT_CRYPTO")] : []),
         .target(name: "AttachFetchDevice", dependencies: ["EncryptedContent", "DeadlineRace"]),
         // The library, in layers along the data's path (docs/architecture.md, "Targets"): each
         // target imports only those below it. The vocabulary, sniffing, files and support.
@@ -155,6 +162,9 @@ let package = Package(
         // Writes the lists of reason codes that are not Swift (openapi.json, the docs' tables)
         // from ReasonCode.contracts; scripts/test.sh runs it with --check.
         .executableTarget(name: "contract-lists", dependencies: ["AttachFetchCore"]),
+        // Writes openapi.json's paths from the service's route table; ContractListTests runs it
+        // with --check.
+        .executableTarget(name: "openapi-paths", dependencies: ["AttachFetchService"]),
         // One fixed batch through the pipeline, for the instruction-count guard
         // (Benchmarks/instruction-guard runs it under callgrind).
         .executableTarget(name: "instruction-count", dependencies: ["AttachFetch", "attach-fetch-decoder"]),
@@ -188,6 +198,9 @@ let package = Package(
         .executableTarget(name: "filter-check", dependencies: ["AttachFetchMedia", "CTestSupport"], path: "Tests/FilterCheck"),
         // Runs the device's fetcher in a process of its own and reports its peak memory, for
         // AttachFetchDeviceTests (a test process's memory is shared with every test running).
+        // The codec's primitives against published answers, through the public API: run by
+        // AttachFetchDeviceTests, and by .ci/run once more built against swift-crypto.
+        .executableTarget(name: "content-crypto-check", dependencies: ["EncryptedContent"], path: "Tests/ContentCryptoCheck"),
         .executableTarget(name: "device-fetch-check", dependencies: ["AttachFetchDevice", "EncryptedContent", "ResidentMemory"], path: "Tests/DeviceFetchCheck"),
         // Runs one long batch through the pipeline in a process of its own, under a cap on its
         // memory, for BatchMemoryTests (a test process's memory is shared with every test running).
@@ -196,7 +209,7 @@ let package = Package(
         // target that builds without the pipeline's C libraries.
         .testTarget(
             name: "AttachFetchDeviceTests",
-            dependencies: ["AttachFetchDevice", "EncryptedContent", "DeadlineRace", "LoopbackHTTPServer", "device-fetch-check"]
+            dependencies: ["AttachFetchDevice", "EncryptedContent", "DeadlineRace", "LoopbackHTTPServer", "device-fetch-check", "content-crypto-check"]
         ),
         // A test target per layer, each built with its layer's dependencies only: Core's build
         // and run without libcurl, libvips, FFmpeg or Hummingbird.
@@ -206,7 +219,7 @@ let package = Package(
         // The pipeline, the service and the CLI, end to end.
         .testTarget(
             name: "AttachFetchTests",
-            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchRuntime", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "ResidentMemory", "TestHelpers", "CAttachFetchShims", "CVipsShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "media-check", "batch-memory-check", "hostile-decoder", "filter-check",
+            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchRuntime", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "ResidentMemory", "TestHelpers", "CAttachFetchShims", "CVipsShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "openapi-paths", "media-check", "batch-memory-check", "hostile-decoder", "filter-check",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOEmbedded", package: "swift-nio"),

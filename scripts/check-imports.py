@@ -9,7 +9,11 @@ Exit status 1 when there is one.
 
 Declared but not imported is allowed for executables a target depends on only so that they are
 built (a decoder, a test helper program), and for a system library target whose shim target is
-what the code imports (the shim's header includes it)."""
+what the code imports (the shim's header includes it).
+
+An import inside `#if NAME` or `#elseif NAME`, NAME a compilation condition the target's
+settings do not define in this manifest, is not compiled and not counted (EncryptedContent's
+`import Crypto` under SWIFT_CRYPTO, which the manifest defines only when asked to)."""
 import json
 import os
 import re
@@ -44,13 +48,42 @@ def target_path(target):
     return os.path.join(ROOT, base, target["name"])
 
 
-def imports(directory):
+CONDITION = re.compile(r"^\s*#(if|elseif|else|endif)\b\s*(.*?)\s*$")
+
+
+def compiled_text(text, defines):
+    """`text` without the lines under a branch `#if NAME`/`#elseif NAME` whose NAME is not defined."""
+    kept, skipping = [], []
+    for line in text.split("\n"):
+        match = CONDITION.match(line)
+        if match:
+            kind, condition = match.groups()
+            if kind == "if":
+                skipping.append(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", condition) is not None and condition not in defines)
+            elif kind == "elseif" and skipping:
+                skipping[-1] = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", condition) is not None and condition not in defines
+            elif kind == "else" and skipping:
+                skipping[-1] = False
+            elif kind == "endif" and skipping:
+                skipping.pop()
+            continue
+        if not any(skipping):
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def defines(target):
+    return {setting["kind"]["define"]["_0"] for setting in target.get("settings", [])
+            if "define" in setting.get("kind", {})}
+
+
+def imports(directory, defined=frozenset()):
     found = set()
     for folder, _, files in os.walk(directory):
         for name in files:
             if name.endswith(".swift"):
                 with open(os.path.join(folder, name), encoding="utf-8") as source:
-                    found.update(IMPORT.findall(source.read()))
+                    found.update(IMPORT.findall(compiled_text(source.read(), defined)))
     return found
 
 
@@ -62,7 +95,7 @@ def main():
         if target["type"] == "system":
             continue
         declared = {dependency_name(entry) for entry in target.get("dependencies", [])}
-        used = imports(target_path(target)) - SYSTEM
+        used = imports(target_path(target), defines(target)) - SYSTEM
         # A C target (headers only) imports nothing in Swift.
         if not any(name.endswith(".swift") for _, _, files in os.walk(target_path(target)) for name in files):
             continue

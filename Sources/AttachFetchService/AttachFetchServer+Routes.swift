@@ -35,12 +35,9 @@ extension AttachFetchServer {
         add(Routes.attachments, .post) { request, context in try await self.attachments(request, context) }
         add(Routes.payloads, .post) { request, context in try await self.payloads(request, context) }
         let publicBase = configuration.pipeline.publish?.baseURL ?? configuration.pipeline.objectStore?.baseURL
-        let bodies = [InspectorPage.html, InspectorPage.css] + InspectorPage.scripts.map(\.text)
-        let types = ["text/html; charset=utf-8", "text/css; charset=utf-8"]
-            + InspectorPage.scripts.map { _ in "text/javascript; charset=utf-8" }
-        for (route, (body, type)) in zip(Routes.inspector, zip(bodies, types)) {
-            let headers = InspectorPage.headers(contentType: type, publicBase: publicBase)
-            add(route, .get) { _, _ in Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body))) }
+        for (route, file) in zip(Routes.inspector, InspectorPage.files) {
+            let headers = InspectorPage.headers(contentType: file.mediaType + "; charset=utf-8", publicBase: publicBase)
+            add(route, .get) { _, _ in Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: file.text))) }
             add(route, .head) { _, _ in Response(status: .ok, headers: headers) }
         }
         let batchFiles = BatchFileRoute(root: files.root)

@@ -5,12 +5,12 @@ import Logging
 
 /// One route the service serves: the router's pattern, the methods it answers, and whether it
 /// is open without the token.
-struct ServiceRoute: Sendable, Hashable {
+package struct ServiceRoute: Sendable, Hashable {
     /// The router's path (`/media/{name}`).
-    let pattern: String
+    package let pattern: String
     /// The label in metrics and logs: the pattern up to its first parameter (`/media`).
     let label: String
-    let methods: [HTTPRequest.Method]
+    package let methods: [HTTPRequest.Method]
     /// Open without the token. Every other route needs it: deny by default.
     let isPublic: Bool
 
@@ -26,8 +26,9 @@ struct ServiceRoute: Sendable, Hashable {
 /// The routes the service knows, defined once: the router registers exactly these (through
 /// ``AttachFetchServer/add(_:_:to:tokens:handler:)``), the token check reads `isPublic` of the
 /// route the router resolved, and metrics label a request by that route (never the raw path,
-/// so a client cannot make label sets grow).
-enum Routes {
+/// so a client cannot make label sets grow). openapi.json's paths are written from it
+/// (`contract-lists`).
+package enum Routes {
     static let attachments = ServiceRoute("/v1/attachments", [.post])
     static let payloads = ServiceRoute("/v1/payloads", [.post])
     static let files = ServiceRoute("/v1/files/{bucket}/{batch}/{name}", [.get])
@@ -37,10 +38,9 @@ enum Routes {
     static let openapi = ServiceRoute("/openapi.json", [.get], public: true)
     static let media = ServiceRoute("/media/{name}", [.get, .head], public: true)
     /// The inspector's page and its static files.
-    static let inspector = [ServiceRoute("/", [.get, .head], public: true), ServiceRoute("/inspector.css", [.get, .head], public: true)]
-        + InspectorPage.scripts.map { ServiceRoute("/" + $0.name, [.get, .head], public: true) }
+    package static let inspector = InspectorPage.files.map { ServiceRoute("/" + $0.path, [.get, .head], public: true) }
 
-    static let all = [attachments, payloads, files, healthz, readyz, metrics, openapi, media] + inspector
+    package static let all = [attachments, payloads, files, healthz, readyz, metrics, openapi, media] + inspector
 
     private static let byPattern = Dictionary(all.map { ($0.pattern, $0) }) { first, _ in first }
     private static let byLabel = Dictionary(all.map { ($0.label, $0) }) { first, _ in first }

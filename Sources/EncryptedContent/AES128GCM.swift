@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 
 /// RFC 8188's `aes128gcm` content coding: a header (16-byte salt, record size, key id), then
@@ -39,21 +38,16 @@ public enum AES128GCM {
     }
 
     /// The content encryption key and nonce base for `key` and `salt` (RFC 8188, section 2.2).
-    /// (`SymmetricKey` is not Sendable in every swift-crypto version, so the key travels as bytes.)
     static func recordKeys(key: ContentKey, salt: [UInt8]) -> (cek: [UInt8], nonceBase: [UInt8]) {
-        let inputKey = SymmetricKey(data: key.bytes)
-        let cek = HKDF<SHA256>.deriveKey(inputKeyMaterial: inputKey, salt: salt,
-                                         info: Array("Content-Encoding: aes128gcm\0".utf8), outputByteCount: 16)
-        let nonce = HKDF<SHA256>.deriveKey(inputKeyMaterial: inputKey, salt: salt,
-                                           info: Array("Content-Encoding: nonce\0".utf8), outputByteCount: 12)
-        return (cek.withUnsafeBytes { Array($0) }, nonce.withUnsafeBytes { Array($0) })
+        (ContentCrypto.hkdfSHA256(key: key.bytes, salt: salt, info: Array("Content-Encoding: aes128gcm\0".utf8), count: 16),
+         ContentCrypto.hkdfSHA256(key: key.bytes, salt: salt, info: Array("Content-Encoding: nonce\0".utf8), count: 12))
     }
 
     /// The nonce of record `sequence`: the base with the sequence number XORed into its end.
-    static func nonce(_ base: [UInt8], _ sequence: UInt64) throws -> AES.GCM.Nonce {
+    static func nonce(_ base: [UInt8], _ sequence: UInt64) -> [UInt8] {
         var bytes = base
         for index in 0..<8 { bytes[11 - index] ^= UInt8(truncatingIfNeeded: sequence >> (8 * UInt64(index))) }
-        return try AES.GCM.Nonce(data: bytes)
+        return bytes
     }
 }
 
@@ -87,7 +81,7 @@ public struct ContentKey: Sendable, Equatable {
     /// decrypted, and reveals nothing about the key (a store already sees that equal media has
     /// equal ciphertext). Text, because other implementations read the key id as UTF-8.
     public var keyID: [UInt8] {
-        let mac = HMAC<SHA256>.authenticationCode(for: Array("attach-fetch key id".utf8), using: SymmetricKey(data: bytes))
+        let mac = ContentCrypto.hmacSHA256(key: bytes, message: Array("attach-fetch key id".utf8))
         return Self.keyIDPrefix + Array(mac.prefix(8).map { String(format: "%02x", $0) }.joined().utf8)
     }
 

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 
 /// Decrypts an `aes128gcm` stream as it arrives: `feed` any chunks, then `finish`. Plaintext
@@ -155,20 +154,15 @@ public struct ContentDecoder: Sendable {
     }
 
     /// The record's plaintext with its delimiter; `pending` is emptied. Two records at most are
-    /// held at once: `pending` goes as soon as AES-GCM has its own copy of the record, and that
-    /// copy when this returns, before the plaintext is copied out.
-    private mutating func decrypt() throws -> Data {
+    /// held at once: `pending` goes as soon as AES-GCM has its own copy of the record (or has
+    /// decrypted it), before the plaintext is copied out.
+    private mutating func decrypt() throws -> [UInt8] {
         guard let cek else { throw ContentEncryptionError(.malformed, "a record before the header") }
-        let failed = ContentEncryptionError(.authenticationFailed,
-                                            "record \(sequence) failed authentication: the bytes were altered or the key is wrong")
-        let box: AES.GCM.SealedBox
-        do {
-            box = try AES.GCM.SealedBox(nonce: try AES128GCM.nonce(nonceBase, sequence),
-                                        ciphertext: pending.dropLast(16), tag: pending.suffix(16))
-        } catch {
-            throw failed
+        guard let plaintext = ContentCrypto.openAES128GCM(key: cek, nonce: AES128GCM.nonce(nonceBase, sequence), sealed: &pending) else {
+            pending = []
+            throw ContentEncryptionError(.authenticationFailed,
+                                         "record \(sequence) failed authentication: the bytes were altered or the key is wrong")
         }
-        pending = []
-        do { return try AES.GCM.open(box, using: SymmetricKey(data: cek)) } catch { throw failed }
+        return plaintext
     }
 }

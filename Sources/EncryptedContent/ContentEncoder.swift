@@ -1,5 +1,3 @@
-import Crypto
-
 /// Encrypts a stream as `aes128gcm`: `header` once, then `seal` for each record's plaintext,
 /// at most `plaintextPerRecord` bytes, the last one with `last: true`. Every record but the
 /// last is full, as RFC 8188 requires (no padding is added).
@@ -48,14 +46,12 @@ public struct ContentEncoder: Sendable {
         padded.reserveCapacity(plaintext.count + 1)
         padded.append(contentsOf: plaintext)
         padded.append(last ? 2 : 1)
-        do {
-            let box = try AES.GCM.seal(padded, using: SymmetricKey(data: cek), nonce: try AES128GCM.nonce(nonceBase, sequence))
-            sequence += 1
-            finished = last
-            return Array(box.ciphertext) + Array(box.tag)
-        } catch {
-            throw ContentEncryptionError(.malformed, "AES-GCM refused record \(sequence): \(error)")
+        guard let sealed = ContentCrypto.sealAES128GCM(key: cek, nonce: AES128GCM.nonce(nonceBase, sequence), plaintext: padded) else {
+            throw ContentEncryptionError(.malformed, "AES-GCM refused record \(sequence)")
         }
+        sequence += 1
+        finished = last
+        return sealed
     }
 }
 

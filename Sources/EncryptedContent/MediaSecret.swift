@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 
 /// The publisher's secret, from which each content's key and salt are derived:
@@ -22,7 +21,7 @@ public struct MediaSecret: Sendable {
     /// The key and salt for content whose SHA-256 is `sha256`.
     public func keys(forPlaintextSHA256 sha256: [UInt8]) -> (key: ContentKey, salt: [UInt8]) {
         func derive(_ label: String) -> [UInt8] {
-            Array(HMAC<SHA256>.authenticationCode(for: Array(label.utf8) + sha256, using: SymmetricKey(data: secret)).prefix(16))
+            Array(ContentCrypto.hmacSHA256(key: secret, message: Array(label.utf8) + sha256).prefix(16))
         }
         return (ContentKey(bytes: derive("attach-fetch media key"))!, derive("attach-fetch media salt"))
     }
@@ -37,16 +36,16 @@ extension MediaSecret: CustomStringConvertible, CustomDebugStringConvertible {
 
 /// SHA-256 of a stream, as lower-case hex: how a plaintext is checked against its descriptor.
 public struct SHA256Hasher {
-    private var hasher = SHA256()
+    private var hasher = ContentCrypto.SHA256Stream()
 
     public init() {}
 
     public mutating func update(_ bytes: [UInt8]) {
-        hasher.update(data: bytes)
+        hasher.update(bytes)
     }
 
     /// The digest of everything so far.
     public var hex: String {
-        hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        hasher.digest().map { String(format: "%02x", $0) }.joined()
     }
 }

@@ -46,20 +46,6 @@ import Testing
     }
 
     private func runContractLists(_ arguments: [String], in directory: String) throws -> (status: Int32, output: String) {
-        var bin = Bundle.main.bundleURL
-        while !FileManager.default.fileExists(atPath: bin.appendingPathComponent("contract-lists").path), bin.path != "/" {
-            bin.deleteLastPathComponent()
-        }
-        let process = Process()
-        process.executableURL = bin.appendingPathComponent("contract-lists")
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, output)
+        try runBuiltProgram("contract-lists", arguments, in: directory)
     }
 }

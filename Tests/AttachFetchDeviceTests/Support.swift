@@ -186,13 +186,14 @@ func probeDecoder(file: String, key: ContentKey) async throws -> (bytes: Int, sh
 
 struct ProbeFailed: Error, CustomStringConvertible { var description: String }
 
-/// Runs `device-fetch-check` with `arguments` to its end: its exit status and standard output.
-func runProbe(_ arguments: [String]) async throws -> (Int32, Data) {
+/// Runs `executable` (a program of this package) with `arguments` to its end: its exit status
+/// and standard output.
+func runProbe(_ arguments: [String], executable: String = "device-fetch-check") async throws -> (Int32, Data) {
     try await withCheckedThrowingContinuation { (done: CheckedContinuation<(Int32, Data), any Error>) in
         // A thread of its own: the probe runs for seconds, and waiting must not hold a pool thread.
         Thread {
             let process = Process()
-            process.executableURL = URL(fileURLWithPath: builtExecutable("device-fetch-check"))
+            process.executableURL = URL(fileURLWithPath: builtExecutable(executable))
             process.arguments = arguments
             let pipe = Pipe()
             process.standardOutput = pipe

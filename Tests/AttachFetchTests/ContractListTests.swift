@@ -86,4 +86,32 @@ import Testing
         #expect(problems.isEmpty, "against the Routes table: \(problems.joined(separator: "\n"))")
         #expect(Set(Routes.all.map(\.pattern)).count == Routes.all.count, "a pattern is in the Routes table twice")
     }
+
+    /// openapi.json's paths are written from the table (`openapi-paths`): the committed document
+    /// is what it writes; a path taken out by hand is found and written back; a documented route
+    /// whose methods differ from the table's is named, not papered over.
+    @Test func theDocumentsPathsAreWrittenFromTheRouteTable() throws {
+        #expect(try Self.openAPIPaths(["--check"], in: Self.root.path).status == 0)
+        let scratch = Scratch()
+        let document = URL(fileURLWithPath: scratch.path + "/Sources/AttachFetchService/OpenAPI/openapi.json")
+        try FileManager.default.createDirectory(at: document.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let committed = try Self.text("Sources/AttachFetchService/OpenAPI/openapi.json")
+        let script = try #require(committed.range(of: #"\n    "/inspector-verdict\.js": \{\n(.*\n)*?    \},"#, options: .regularExpression))
+        try (String(committed[..<script.lowerBound]) + String(committed[script.upperBound...])).write(to: document, atomically: true, encoding: .utf8)
+        let edited = try Self.openAPIPaths(["--check"], in: scratch.path)
+        #expect(edited.status == 1 && edited.output.contains("differ from the Routes table"), "\(edited.output)")
+        #expect(try Self.openAPIPaths([], in: scratch.path).status == 0)
+        #expect(try String(contentsOf: document, encoding: .utf8) == committed)
+        // /healthz documented without its HEAD: an error that names the route.
+        let head = try #require(committed.range(of: #""healthHead""#))
+        let opening = try #require(committed.range(of: #""head": {"#, options: .backwards, range: committed.startIndex..<head.lowerBound))
+        try committed.replacingCharacters(in: opening, with: #""options": {"#).write(to: document, atomically: true, encoding: .utf8)
+        let methods = try Self.openAPIPaths(["--check"], in: scratch.path)
+        #expect(methods.status == 2 && methods.output.contains("/healthz with [\"get\", \"options\"]"), "\(methods.output)")
+    }
+
+    /// Runs `openapi-paths` in `directory`: its status and what it wrote on either stream.
+    static func openAPIPaths(_ arguments: [String], in directory: String) throws -> (status: Int32, output: String) {
+        try runBuiltProgram("openapi-paths", arguments, in: directory)
+    }
 }

@@ -10,13 +10,14 @@ import Testing
         let scratch = Scratch()
         try await withPipeline(scratch, { $0.maxConcurrentTransfers = 64; $0.maxHostConnections = 3 }) { pipeline in
             try await withMediaServer { server in
-                // Each answer takes 100 ms, so that twelve requests overlap if nothing holds them.
-                let requests = (0..<12).map { AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg?delayMs=100&n=\($0)") }
+                // Each answer takes 300 ms, so that twelve requests overlap if nothing holds them.
+                let requests = (0..<12).map { AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg?delayMs=300&n=\($0)") }
                 let batch = await pipeline.process(requests)
                 #expect(batch.attachments.allSatisfy { $0.status == .ready })
                 #expect(server.peakConnections == 3, "peak \(server.peakConnections) connections to one host with a cap of 3")
-                // Those waiting for the host waited in the queue, where it shows.
-                #expect(batch.attachments.contains { ($0.timings.queued ?? 0) >= 100 })
+                // Those waiting for the host waited in the queue, where it shows: the last of four
+                // rounds at least one round (a loaded machine may enqueue it late, never early).
+                #expect(batch.attachments.contains { ($0.timings.queued ?? 0) >= 300 })
                 Self.expectTimingsAddUp(batch.attachments)
             }
         }
@@ -42,7 +43,9 @@ import Testing
                     // it takes the second slot that frees, at the end of the first round.
                     let waited = batch.attachments[6].timings.queued ?? .max
                     #expect(waited < 1_600, "the other host's transfer waited \(waited) ms for a slot")
-                    #expect(slow.peakConnections <= 2)
+                    // Counted in requests being answered: the connection count can include, for a
+                    // moment, one libcurl closed from its idle cache just before connecting again.
+                    #expect(slow.peakRequestsInService == 2)
                 }
             }
         }

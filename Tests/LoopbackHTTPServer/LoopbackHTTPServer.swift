@@ -36,6 +36,8 @@ public final class LoopbackHTTPServer: Sendable {
     private struct State {
         var connections: [ObjectIdentifier: Channel] = [:]
         var peakConnections = 0
+        var requestsInService = 0
+        var peakRequestsInService = 0
         var acceptedConnections = 0
         var stopping = false
         var counters: [String: Int] = [:]
@@ -121,6 +123,11 @@ public final class LoopbackHTTPServer: Sendable {
 
     /// The most connections that were open at the same time.
     public var peakConnections: Int { state.withLockedValue { $0.peakConnections } }
+    /// The most requests being answered at the same time: from the handler's start to the end of
+    /// its answer, an interval inside the client's transfer. Unlike `peakConnections` it never
+    /// counts a connection the client has already closed: a close and the next connect can reach
+    /// the event loop in one wakeup, in either order.
+    public var peakRequestsInService: Int { state.withLockedValue { $0.peakRequestsInService } }
     /// Connections open right now.
     public var openConnections: Int { state.withLockedValue { $0.connections.count } }
 
@@ -159,8 +166,13 @@ public final class LoopbackHTTPServer: Sendable {
                 }
             }
             if request.headers["connection"]?.lowercased() == "close" { connection.mustClose = true }
+            state.withLockedValue {
+                $0.requestsInService += 1
+                $0.peakRequestsInService = max($0.peakRequestsInService, $0.requestsInService)
+            }
             handler(request, connection)
             connection.finishWriting()
+            state.withLockedValue { $0.requestsInService -= 1 }
             return connection.mustClose
         }
     }

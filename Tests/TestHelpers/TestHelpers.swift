@@ -80,3 +80,23 @@ public func withMediaServer<T>(host: LoopbackHTTPServer.Host = .ipv4, directory:
         throw error
     }
 }
+
+/// Runs a program of this package (built beside the test bundle) in `directory` to its end: its
+/// exit status and what it wrote on either stream.
+public func runBuiltProgram(_ name: String, _ arguments: [String], in directory: String) throws -> (status: Int32, output: String) {
+    var bin = Bundle.main.bundleURL
+    while !FileManager.default.fileExists(atPath: bin.appendingPathComponent(name).path), bin.path != "/" {
+        bin.deleteLastPathComponent()
+    }
+    let process = Process()
+    process.executableURL = bin.appendingPathComponent(name)
+    process.arguments = arguments
+    process.currentDirectoryURL = URL(fileURLWithPath: directory)
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    return (process.terminationStatus, output)
+}

@@ -54,6 +54,33 @@ public enum InspectorPage {
         return lines.joined(separator: "\n")
     }()
 
+    /// One file the service serves for the page, at `/<path>`.
+    package struct File: Sendable {
+        /// The path after `/` (empty for the page).
+        package let path: String
+        /// Its media type, without parameters.
+        package let mediaType: String
+        let text: String
+
+        /// The OpenAPI operation of its GET (`inspectorPage`, `inspectorStylesheet`,
+        /// `inspectorScript` and the module's name in capitals: `inspectorScriptVerdict`).
+        package var operationID: String {
+            switch mediaType {
+            case "text/html": return "inspectorPage"
+            case "text/css": return "inspectorStylesheet"
+            default:
+                let words = path.dropLast(".js".count).split(separator: "-").dropFirst()
+                return "inspectorScript" + words.map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
+            }
+        }
+    }
+
+    /// Every file the page is served as: the page, its stylesheet, then its modules in order.
+    /// The route table (`Routes.inspector`), the router and openapi.json's paths (written by
+    /// `contract-lists`) come from this list.
+    package static let files = [File(path: "", mediaType: "text/html", text: html), File(path: "inspector.css", mediaType: "text/css", text: css)]
+        + scripts.map { File(path: $0.name, mediaType: "text/javascript", text: $0.text) }
+
     /// The lines of `index.html` the report replaces.
     static let stylesheetLine = #"<link rel="stylesheet" href="inspector.css">"#
     static let scriptLine = #"<script type="module" src="inspector.js"></script>"#
