@@ -192,7 +192,7 @@ let package = Package(
         .executableTarget(name: "media-check", dependencies: ["CTestSupport", "CVips", "CFFmpeg"], path: "Tests/MediaCheck"),
         // A decoder worker taken over by a file, speaking the job protocol and lying, for
         // HostileWorkerTests: it links the protocol alone, as a real worker's keeper sees it.
-        .executableTarget(name: "hostile-decoder", dependencies: ["AttachFetchCore", "AttachFetchDecoderProtocol"], path: "Tests/HostileDecoder"),
+        .executableTarget(name: "hostile-decoder", dependencies: ["AttachFetchCore", "AttachFetchDecoderProtocol", "CAttachFetchShims"], path: "Tests/HostileDecoder"),
         // Confines itself as a decoder worker does and tries what a compromised decoder would,
         // for IsolationTests.
         .executableTarget(name: "filter-check", dependencies: ["AttachFetchMedia", "CTestSupport"], path: "Tests/FilterCheck"),

@@ -14,13 +14,21 @@
 //   rewrite  answers honestly, then writes other bytes into what it answered with
 import AttachFetchCore
 import AttachFetchDecoderProtocol
+import CAttachFetchShims
 import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
 
 let mode = String(URL(fileURLWithPath: CommandLine.arguments[0]).lastPathComponent.dropFirst("hostile-".count))
-guard DecoderWorker.Limits(arguments: Array(CommandLine.arguments.dropFirst())) != nil else { exit(2) }
+guard let limits = DecoderWorker.Limits(arguments: Array(CommandLine.arguments.dropFirst())) else { exit(2) }
+// What a real worker set before it read any input, and so still holds once a file has taken it
+// over: it dies with the keeper's thread, and its CPU time has a ceiling. Without them a worker
+// that spins would outlive a test process that was stopped.
+_ = af_prctl_set_parent_death_signal(SIGKILL)
+if getppid() != limits.parent { exit(5) }
+var cpu = rlimit(rlim_cur: rlim_t(limits.cpuSeconds), rlim_max: rlim_t(limits.cpuSeconds))
+_ = setrlimit(__rlimit_resource_t(RLIMIT_CPU.rawValue), &cpu)
 
 /// An 8x8 red JPEG (made by ffmpeg), what this worker writes as every image it makes.
 let tinyJPEG: [UInt8] = {
