@@ -3,7 +3,7 @@
 # /usr/bin/chromedriver, never a downloaded driver) against `attach-fetch serve` on 127.0.0.1.
 # Expects `swift build` done already (scripts/test.sh runs it first) and uses .build/debug/attach-fetch.
 # Needs the apt packages chromium, chromium-driver, python3-venv and libvips-tools
-# (scripts/install-deps.sh). Python packages go into .venv-browser/.
+# (scripts/install-deps.sh). Python packages go into .venv-browser (scripts/python-env.sh).
 # Extra arguments go to pytest, e.g. scripts/browser-tests.sh -k token.
 # ATTACH_FETCH_SCREENSHOTS=DIR saves inspector-360.png and inspector-1440.png there.
 # --prepare (as the only argument): only install the Python packages (scripts/test.sh does it
@@ -12,13 +12,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 prepare() {
-  local venv=.venv-browser
   # scripts/test.sh has just run the --prepare step.
-  [ "${ATTACH_FETCH_PYTHON_READY:-}" = 1 ] && [ -x "$venv/bin/python" ] && return
-  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check -r Tests/Browser/requirements.txt
+  [ "${ATTACH_FETCH_PYTHON_READY:-}" = 1 ] && [ -x .venv-browser/bin/python ] && return
+  . scripts/python-env.sh
+  local axe=axe-playwright-python==0.1.8
+  python_env browser Tests/Browser/requirements.txt <(echo "$axe") && return
+  .venv-browser/bin/python -m pip install -q --disable-pip-version-check -r Tests/Browser/requirements.txt
   # Only axe-core's bundled axe.min.js is used: Playwright is never installed.
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps axe-playwright-python==0.1.8
+  .venv-browser/bin/python -m pip install -q --disable-pip-version-check --no-deps "$axe"
+  python_env_ready browser
 }
 if [ "${1:-}" = --prepare ]; then prepare; exit 0; fi
 

