@@ -155,9 +155,9 @@ enum ContentCrypto {
 
     fileprivate static func fail(_ call: String) -> Never {
         let code = ERR_get_error()
-        var text = [CChar](repeating: 0, count: 256)
-        ERR_error_string_n(code, &text, text.count)
-        fatalError("OpenSSL's \(call) failed: \(String(cString: text))")
+        var text = [UInt8](repeating: 0, count: 256)
+        text.withUnsafeMutableBufferPointer { ERR_error_string_n(code, UnsafeMutableRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), $0.count) }
+        fatalError("OpenSSL's \(call) failed: \(String(decoding: text.prefix { $0 != 0 }, as: UTF8.self))")
     }
 }
 #endif
