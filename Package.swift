@@ -10,7 +10,8 @@ let checksCryptoKitCode = ProcessInfo.processInfo.environment["ATTACH_FETCH_SWIF
 let package = Package(
     name: "attach-fetch",
     // One list for the whole package, so the highest floor among the dependencies: swift-prometheus
-    // (the service) declares macOS 13 and iOS 16, hummingbird macOS 11 and iOS 15, swift-nio none. Both are past iOS 15 and macOS 12, the first with async/await in the OS.
+    // (the service) declares macOS 13 and iOS 16, hummingbird macOS 11 and iOS 15, swift-nio
+    // none. Both are past iOS 15 and macOS 12, the first with async/await in the OS.
     platforms: [.iOS(.v16), .macOS(.v13)],
     products: [
         .library(name: "AttachFetch", targets: ["AttachFetch"]),
