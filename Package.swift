@@ -160,12 +160,12 @@ let package = Package(
         // libFuzzer target for ContentDecoder on random keys, headers and chunkings
         // (scripts/fuzz-decoder.sh). The codec alone, so that it builds in seconds.
         .executableTarget(name: "content-decoder-fuzz", dependencies: ["EncryptedContent"]),
-        // Writes the lists of reason codes that are not Swift (openapi.json, the docs' tables)
-        // from ReasonCode.contracts; scripts/test.sh runs it with --check.
-        .executableTarget(name: "contract-lists", dependencies: ["AttachFetchCore"]),
-        // Writes openapi.json's paths from the service's route table; ContractListTests runs it
+        // Writes the docs' tables of reason codes from ReasonCode.contracts; Core's tests run it
         // with --check.
-        .executableTarget(name: "openapi-paths", dependencies: ["AttachFetchService"]),
+        .executableTarget(name: "contract-lists", dependencies: ["AttachFetchCore"]),
+        // Writes openapi.json's paths from the service's route table and its descriptor schemas
+        // from the descriptor's Codable definition; ContractListTests runs it with --check.
+        .executableTarget(name: "openapi-document", dependencies: ["AttachFetchService", "AttachFetchCore"]),
         // One fixed batch through the pipeline, for the instruction-count guard
         // (Benchmarks/instruction-guard runs it under callgrind).
         .executableTarget(name: "instruction-count", dependencies: ["AttachFetch", "attach-fetch-decoder"]),
@@ -220,7 +220,7 @@ let package = Package(
         // The pipeline, the service and the CLI, end to end.
         .testTarget(
             name: "AttachFetchTests",
-            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchRuntime", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "ResidentMemory", "TestHelpers", "CAttachFetchShims", "CVipsShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "openapi-paths", "media-check", "batch-memory-check", "hostile-decoder", "filter-check",
+            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchRuntime", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "ResidentMemory", "TestHelpers", "CAttachFetchShims", "CVipsShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "openapi-document", "media-check", "batch-memory-check", "hostile-decoder", "filter-check",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOEmbedded", package: "swift-nio"),

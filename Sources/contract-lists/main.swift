@@ -1,11 +1,12 @@
-// Writes every list of reason codes that is not Swift from `ReasonCode.contracts`, its one
-// definition: openapi.json's enum of `Reason.code`, and the tables of docs/descriptor.md and
-// the DocC catalogue's DescriptorContract.md (between their `contract-lists` markers).
+// Writes the tables of reason codes from `ReasonCode.contracts`, their one definition: in
+// docs/descriptor.md and the DocC catalogue's DescriptorContract.md (between their
+// `contract-lists` markers). openapi.json's enum of `Reason.code` is written with the
+// descriptor's other schemas by `openapi-document`.
 //
 //   contract-lists            rewrite the files that differ
 //   contract-lists --check    change nothing; name each file that differs and exit 1
 //
-// Run from the package's root (scripts/test.sh runs it with --check).
+// Run from the package's root (Core's ReasonCodeContractTests runs it with --check).
 import AttachFetchCore
 import Foundation
 
@@ -31,18 +32,6 @@ func table(_ name: (ReasonCode) -> String) -> String {
 }
 
 let lists = [
-    GeneratedList(path: "Sources/AttachFetchService/OpenAPI/openapi.json") { text in
-        // The enum that follows `"Reason"`'s `"code"` property, in the file's own indentation.
-        guard let reason = text.range(of: "\"Reason\": {"), let code = text.range(of: "\"code\": {", range: reason.upperBound..<text.endIndex),
-              let open = text.range(of: "\"enum\": [\n", range: code.upperBound..<text.endIndex),
-              let close = text.range(of: "]", range: open.upperBound..<text.endIndex) else {
-            throw ContractListError(description: "openapi.json: no enum under Reason.code")
-        }
-        let lineStart = text[..<open.lowerBound].lastIndex(of: "\n").map { text.index(after: $0) } ?? text.startIndex
-        let indent = String(text[lineStart..<open.lowerBound])
-        let items = ReasonCode.allKnown.map { "\(indent)  \"\($0.rawValue)\"" }.joined(separator: ",\n")
-        return String(text[..<open.upperBound]) + items + "\n" + indent + String(text[close.lowerBound...])
-    },
     GeneratedList(path: "docs/descriptor.md") { text in
         try replacing(between: "<!-- contract-lists: reason codes -->", and: "<!-- contract-lists: end -->", in: text,
                       with: table { "`\($0.rawValue)`" }, file: "docs/descriptor.md")

@@ -7,38 +7,6 @@ import Testing
 /// of them: openapi.json's schemas, the compact writer (`AttachmentDescriptor+CompactJSON.swift`),
 /// docs/descriptor.md's table and DocC's.
 extension ContractListTests {
-    /// A descriptor with every field of every part set, so that every key is written.
-    static func fullyPopulatedDescriptor() -> AttachmentDescriptor {
-        let encryption = AttachmentDescriptor.Encryption(scheme: "aes128gcm", key: "k", recordSize: 4096)
-        let reason = AttachmentDescriptor.Reason(code: .ioError, message: "m")
-        var d = AttachmentDescriptor(identifier: "a", url: "https://a.test/a.webp", status: .ready, reason: reason,
-                                     timings: .init(total: 9, connect: 1, firstByte: 2, download: 3, thumbnail: 4, normalize: 5,
-                                                    probe: 6, variants: 7))
-        d.timings.queued = 8
-        (d.finalUrl, d.file, d.mimeType, d.declaredMimeType) = ("https://a.test/b.webp", "/t/a.jpg", "image/jpeg", "image/webp")
-        (d.kind, d.uti, d.fileExtension, d.bytes, d.sha256) = (.image, "public.jpeg", "jpg", 10, "00")
-        (d.width, d.height) = (4, 3)
-        var thumbnail = AttachmentDescriptor.Thumbnail(file: "/t/a.thumb.jpg", width: 4, height: 3, time: 0.5, publishedUrl: "https://c.test/t")
-        (thumbnail.publishedBytes, thumbnail.encryption) = (11, encryption)
-        d.thumbnail = thumbnail
-        (d.role, d.payloadPath) = (.attachment, "aps.media")
-        d.options = AttachmentOptions(clippingRect: .init(x: 0, y: 0, width: 1, height: 1), thumbnailTime: 1, thumbnailHidden: false)
-        (d.sourceMimeType, d.sourceBytes, d.sourceWidth, d.sourceHeight) = ("image/webp", 20, 8, 6)
-        (d.transforms, d.duration, d.videoCodec, d.audioCodec) = ([.transcoded], 1.5, "h264", "aac")
-        (d.sourceAudioCodec, d.sourceVideoCodec) = ("Opus", "VP9")
-        d.ats = ATSVerdict(problems: [.init(code: ATSVerdict.insecureScheme, message: "m")])
-        (d.cache, d.publishedUrl, d.publishedBytes, d.encryption) = (.miss, "https://c.test/a", 12, encryption)
-        var variant = AttachmentDescriptor.Variant(status: .failed, reason: reason)
-        (variant.file, variant.bytes, variant.sha256, variant.mimeType) = ("/t/a.android.jpg", 9, "01", "image/jpeg")
-        (variant.width, variant.height, variant.transforms, variant.publishedUrl) = (2, 1, [.downscaled], "https://c.test/v")
-        (variant.publishedBytes, variant.encryption) = (13, encryption)
-        d.variants = ["android": variant]
-        d.skippedAtDeadline = ["probe"]
-        d.thumbnailClip = try! ClippingRectangle(x: 0.25, y: 0, width: 0.5, height: 1)
-        d.sourceDamage = "1 FLAC audio packet did not decode (Invalid data found when processing input)"
-        return d
-    }
-
     /// The stored properties left nil anywhere in `value`, by path.
     static func unsetProperties(_ value: Any, at path: String = "$") -> [String] {
         let mirror = Mirror(reflecting: value)
@@ -95,20 +63,20 @@ extension ContractListTests {
     }
 
     @Test func theFullyPopulatedDescriptorSetsEveryField() {
-        let unset = Self.unsetProperties(Self.fullyPopulatedDescriptor())
-        #expect(unset.isEmpty, "set these in ContractListTests.fullyPopulatedDescriptor(): \(unset)")
+        let unset = Self.unsetProperties(AttachmentDescriptor.specimen)
+        #expect(unset.isEmpty, "set these in AttachmentDescriptor.specimen (AttachmentDescriptor+Specimen.swift): \(unset)")
     }
 
     /// JSONEncoder's keys (the `Codable` fields) are openapi.json's schema properties, at every level.
     @Test func theDocumentsSchemasAreTheCodableFields() throws {
-        let written = try JSONSerialization.jsonObject(with: JSONEncoder().encode(Self.fullyPopulatedDescriptor()))
+        let written = try JSONSerialization.jsonObject(with: JSONEncoder().encode(AttachmentDescriptor.specimen))
         let problems = Self.schemaDifferences(written, ["$ref": "#/components/schemas/AttachmentDescriptor"], at: "$")
         #expect(problems.isEmpty, "written by Codable (expected) against the schema (found): \(problems.joined(separator: "\n"))")
     }
 
     /// The compact writer writes every key JSONEncoder writes, at every level, and no other.
     @Test func theCompactWriterWritesTheCodableFields() throws {
-        let descriptor = Self.fullyPopulatedDescriptor()
+        let descriptor = AttachmentDescriptor.specimen
         let encoded = Self.keyPaths(try JSONSerialization.jsonObject(with: JSONEncoder().encode(descriptor)))
         var json = CompactJSON()
         descriptor.write(to: &json)
@@ -119,7 +87,7 @@ extension ContractListTests {
     /// docs/descriptor.md's and DocC's field tables name each top-level field; the docs' rows of
     /// the parts name each of their fields.
     @Test func theFieldTablesAreTheCodableFields() throws {
-        let written = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(Self.fullyPopulatedDescriptor())) as? [String: Any])
+        let written = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(AttachmentDescriptor.specimen)) as? [String: Any])
         var problems: [String] = []
         let table = try JSONWriterTests.descriptorFieldTable()
         problems += [Self.difference("docs/descriptor.md, ## Fields", expected: written.keys, found: table.keys)].compactMap { $0 }

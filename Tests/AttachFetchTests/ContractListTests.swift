@@ -45,8 +45,9 @@ import Testing
 
     // MARK: Reason codes
 
-    /// openapi.json's enum and the docs' tables are generated (`contract-lists`, checked by
-    /// `ReasonCodeContractTests`); the inspector's sentences are written by hand, one per code.
+    /// The docs' tables are generated (`contract-lists`, checked by `ReasonCodeContractTests`),
+    /// openapi.json's enum too (`openapi-document`, below); the inspector's sentences are
+    /// written by hand, one per code.
     @Test func theInspectorHasASentenceForEveryCode() throws {
         let script = try Self.text("Sources/AttachFetchService/Inspector/inspector-verdict.js")
         let sentences = script.matches(of: /case '(\w+)':/).map { String($0.1) }
@@ -87,31 +88,74 @@ import Testing
         #expect(Set(Routes.all.map(\.pattern)).count == Routes.all.count, "a pattern is in the Routes table twice")
     }
 
-    /// openapi.json's paths are written from the table (`openapi-paths`): the committed document
-    /// is what it writes; a path taken out by hand is found and written back; a documented route
-    /// whose methods differ from the table's is named, not papered over.
+    /// openapi.json's paths are written from the table (`openapi-document`): the committed
+    /// document is what it writes; a path taken out by hand is found and written back; a
+    /// documented route whose methods differ from the table's is named, not papered over.
     @Test func theDocumentsPathsAreWrittenFromTheRouteTable() throws {
-        #expect(try Self.openAPIPaths(["--check"], in: Self.root.path).status == 0)
-        let scratch = Scratch()
-        let document = URL(fileURLWithPath: scratch.path + "/Sources/AttachFetchService/OpenAPI/openapi.json")
-        try FileManager.default.createDirectory(at: document.deletingLastPathComponent(), withIntermediateDirectories: true)
-        let committed = try Self.text("Sources/AttachFetchService/OpenAPI/openapi.json")
+        #expect(try Self.openAPIDocument(["--check"], in: Self.root.path).status == 0)
+        let (scratch, committed, document) = try Self.documentCopy()
         let script = try #require(committed.range(of: #"\n    "/inspector-verdict\.js": \{\n(.*\n)*?    \},"#, options: .regularExpression))
         try (String(committed[..<script.lowerBound]) + String(committed[script.upperBound...])).write(to: document, atomically: true, encoding: .utf8)
-        let edited = try Self.openAPIPaths(["--check"], in: scratch.path)
-        #expect(edited.status == 1 && edited.output.contains("differ from the Routes table"), "\(edited.output)")
-        #expect(try Self.openAPIPaths([], in: scratch.path).status == 0)
-        #expect(try String(contentsOf: document, encoding: .utf8) == committed)
+        try Self.expectWrittenBack(scratch, document, committed)
         // /healthz documented without its HEAD: an error that names the route.
         let head = try #require(committed.range(of: #""healthHead""#))
         let opening = try #require(committed.range(of: #""head": {"#, options: .backwards, range: committed.startIndex..<head.lowerBound))
         try committed.replacingCharacters(in: opening, with: #""options": {"#).write(to: document, atomically: true, encoding: .utf8)
-        let methods = try Self.openAPIPaths(["--check"], in: scratch.path)
+        let methods = try Self.openAPIDocument(["--check"], in: scratch.path)
         #expect(methods.status == 2 && methods.output.contains("/healthz with [\"get\", \"options\"]"), "\(methods.output)")
     }
 
-    /// Runs `openapi-paths` in `directory`: its status and what it wrote on either stream.
-    static func openAPIPaths(_ arguments: [String], in directory: String) throws -> (status: Int32, output: String) {
-        try runBuiltProgram("openapi-paths", arguments, in: directory)
+    /// openapi.json's descriptor schemas are written from the `Codable` definition
+    /// (`openapi-document`): a property taken out, two types changed (one property's prose
+    /// kept), a reason code dropped from the enum and a field made required by hand are found
+    /// and written back.
+    @Test func theDocumentsDescriptorSchemasAreWrittenFromTheCodableDefinition() throws {
+        let (scratch, committed, document) = try Self.documentCopy()
+        var edited = committed
+        // sourceDamage's property taken out.
+        let property = try #require(edited.range(of: "\n          \"sourceDamage\": {\n            \"type\": \"string\"\n          },"))
+        edited.removeSubrange(property)
+        // sourceAudioCodec documented as a number: its type is written, its prose kept.
+        let codec = try #require(edited.range(of: "\"sourceAudioCodec\": {\n            \"type\": \"string\""))
+        edited.replaceSubrange(codec, with: "\"sourceAudioCodec\": {\n            \"type\": \"number\"")
+        // Timings.total documented as a string.
+        let timings = try #require(edited.range(of: #""Timings": {"#))
+        let total = try #require(edited.range(of: #""total": \{\n            "type": "integer""#, options: .regularExpression, range: timings.upperBound..<edited.endIndex))
+        edited.replaceSubrange(total, with: "\"total\": {\n            \"type\": \"string\"")
+        // A reason code missing from Reason.code's enum.
+        let code = try #require(edited.range(of: "\n              \"corruptMedia\","))
+        edited.removeSubrange(code)
+        // Thumbnail.file (left out when no files are kept) made required.
+        let thumbnail = try #require(edited.range(of: #""Thumbnail": {"#))
+        let required = try #require(edited.range(of: "\"required\": [\n          \"width\"", range: thumbnail.upperBound..<edited.endIndex))
+        edited.replaceSubrange(required, with: "\"required\": [\n          \"file\",\n          \"width\"")
+        #expect(edited != committed)
+        try edited.write(to: document, atomically: true, encoding: .utf8)
+        try Self.expectWrittenBack(scratch, document, committed)
+    }
+
+    /// A scratch package root for openapi.json, the committed text and the copy's URL.
+    static func documentCopy() throws -> (scratch: Scratch, committed: String, document: URL) {
+        let scratch = Scratch()
+        let document = URL(fileURLWithPath: scratch.path + "/Sources/AttachFetchService/OpenAPI/openapi.json")
+        try FileManager.default.createDirectory(at: document.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let committed = try Self.text("Sources/AttachFetchService/OpenAPI/openapi.json")
+        return (scratch, committed, document)
+    }
+
+    /// The edited copy at `document` fails the check, and the tool writes it back to `committed`.
+    static func expectWrittenBack(_ scratch: Scratch, _ document: URL, _ committed: String,
+                                  sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let root = scratch.path
+        let checked = try Self.openAPIDocument(["--check"], in: root)
+        #expect(checked.status == 1 && checked.output.contains("differs from the Routes table or the descriptor's Codable definition"),
+                "\(checked.output)", sourceLocation: sourceLocation)
+        #expect(try Self.openAPIDocument([], in: root).status == 0, sourceLocation: sourceLocation)
+        #expect(try String(contentsOf: document, encoding: .utf8) == committed, "written back byte for byte", sourceLocation: sourceLocation)
+    }
+
+    /// Runs `openapi-document` in `directory`: its status and what it wrote on either stream.
+    static func openAPIDocument(_ arguments: [String], in directory: String) throws -> (status: Int32, output: String) {
+        try runBuiltProgram("openapi-document", arguments, in: directory)
     }
 }

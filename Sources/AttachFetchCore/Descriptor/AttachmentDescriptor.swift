@@ -101,7 +101,8 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         /// Writes a thumbnail; an empty `file` is left out.
         public func encode(to encoder: any Encoder) throws {
             var fields = encoder.container(keyedBy: CodingKeys.self)
-            if !file.isEmpty { try fields.encode(file, forKey: .file) }
+            // Optional in the contract (openapi.json's schemas are written from these calls).
+            try fields.encodeIfPresent(file.isEmpty ? nil : file, forKey: .file)
             try fields.encode(width, forKey: .width)
             try fields.encode(height, forKey: .height)
             try fields.encodeIfPresent(time, forKey: .time)

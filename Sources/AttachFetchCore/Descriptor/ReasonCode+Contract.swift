@@ -1,8 +1,8 @@
 extension ReasonCode {
     /// What the contract fixes for one code. `ReasonCode.contracts` is the one place each code's
     /// status, caching and breaker class are written; `allKnown`, `status`, the cache's and the
-    /// breaker's sets derive from it, and `contract-lists` generates the docs' tables and
-    /// openapi.json's enum from it.
+    /// breaker's sets derive from it, `contract-lists` generates the docs' tables from it and
+    /// `openapi-document` openapi.json's enum.
     public struct Contract: Sendable {
         /// The code.
         public let code: ReasonCode
@@ -26,7 +26,8 @@ extension ReasonCode {
 
     /// Every code this version knows, in contract order, with what the contract fixes for it.
     /// A new code is declared above, added here, and produced where it happens; nothing else
-    /// is written by hand (`contract-lists` regenerates the rest, and CI fails while it differs).
+    /// is written by hand (`contract-lists` and `openapi-document` regenerate the rest, and CI
+    /// fails while it differs).
     public static let contracts: [Contract] = [
         Contract(.invalidURL, .rejected, reused: true, when: "empty, no scheme, no host, unparsable"),
         Contract(.unsupportedScheme, .rejected, reused: true, when: "anything but http or https, also on a redirect hop"),
