@@ -87,6 +87,12 @@ package final class WorkerThread {
             }
         }
         var answer = decoder!.run(job, isAbandoned: isAbandoned)
+        if decoder?.answeredAnEarlierJob == true, !isAbandoned(), job.rewindUnnamedOutput(), let fresh = try? DecoderProcess(launch) {
+            // The worker answered an earlier job in this one's place and was ended for it (it
+            // is dead and reaped): the job runs once more, on a fresh worker.
+            decoder = fresh
+            answer = fresh.run(job, isAbandoned: isAbandoned)
+        }
         switch AnswerCheck.verify(answer, for: job, sealingIn: launch.workDirectory.map { directory ?? $0 }, sniffer: magic) {
         case .success(let checked): answer = checked
         case .failure(let refusal):

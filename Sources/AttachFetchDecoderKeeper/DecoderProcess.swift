@@ -21,6 +21,11 @@ package final class DecoderProcess {
     /// The worker's CPU seconds, as last read (`CPUTime`), and the jobs answered since.
     private var cpuUsed = 0.0
     private var jobsSinceReading = 0
+    /// The number of the last job sent (JobWire's numbered frames).
+    private var jobsSent: UInt32 = 0
+    /// Whether the worker was ended for answering an earlier job again: the job it was running
+    /// was not answered, and may run again on a fresh worker (`DecoderPool.decode`).
+    package private(set) var answeredAnEarlierJob = false
     private lazy var cpuTime = CPUTime(pid: pid)
 
     /// How the pipeline's threads start their workers.
@@ -151,7 +156,9 @@ package final class DecoderProcess {
     package func run(_ job: DecodeJob, isAbandoned: () -> Bool) -> DecodeAnswer {
 
         // Unnamed files go as descriptors: the worker reads and writes them through its copies.
-        guard let request = JobWire.encode(job), Frame.write(request, to: socket, descriptors: job.unnamedDescriptors) else {
+        jobsSent &+= 1
+        let number = jobsSent
+        guard let request = JobWire.encode(job, number: number), Frame.write(request, to: socket, descriptors: job.unnamedDescriptors) else {
             return died(job)
         }
         var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
@@ -183,11 +190,18 @@ package final class DecoderProcess {
             }
         }
         // The rest of the answer must follow at once: a worker that sends part of one and stops
-        // is ended, not waited for. (One that sends more than one answer is ended before its
-        // next job: `spokeUnasked`.)
+        // is ended, not waited for. One that sends more than one answer is ended before its
+        // next job when the extra one is there by then (`spokeUnasked`), and otherwise here,
+        // when it comes in place of this job's: its number is an earlier job's.
         guard let reply = Frame.read(from: socket, withinMilliseconds: Self.answerArrivalMilliseconds),
-              let answer = JobWire.decodeAnswer(reply) else {
+              let (answer, answered) = JobWire.decodeAnswer(numbered: reply) else {
             return died(job)
+        }
+        guard answered == number else {
+            answeredAnEarlierJob = true
+            stop(waitingUpTo: 0)
+            job.possibleOutputs.forEach { _ = unlink($0) }
+            return DecodeAnswer(failure: Reason(code: .decoderCrashed, message: "the decoder process answered an earlier job again and was stopped"))
         }
         // Short jobs are never read while they run: every so often, after one.
         jobsSinceReading += 1

@@ -9,6 +9,38 @@ import Foundation
 package enum JobWire {
     private static let json: UInt8 = 0, thumbnail: UInt8 = 1, failure: UInt8 = 2
 
+    // MARK: Numbered frames
+
+    /// What goes on the socket: a job, or an answer, after its number on that worker (32 bits,
+    /// little-endian). The keeper numbers each job it sends and the worker carries the number
+    /// back before its answer, so an answer a worker sends again for an earlier job is known as
+    /// such and never read as the current job's (`DecoderProcess.run`).
+    package static func encode(_ job: DecodeJob, number: UInt32) -> Data? { encode(job).map { numbered($0, number) } }
+
+    package static func decodeJob(numbered data: Data) -> (job: DecodeJob, number: UInt32)? {
+        guard let number = number(of: data), let job = decodeJob(data.dropFirst(4)) else { return nil }
+        return (job, number)
+    }
+
+    package static func encode(_ answer: DecodeAnswer, number: UInt32) -> Data? { encode(answer).map { numbered($0, number) } }
+
+    package static func decodeAnswer(numbered data: Data) -> (answer: DecodeAnswer, number: UInt32)? {
+        guard let number = number(of: data), let answer = decodeAnswer(data.dropFirst(4)) else { return nil }
+        return (answer, number)
+    }
+
+    /// The number a frame starts with; nil for a frame shorter than one.
+    package static func number(of data: Data) -> UInt32? {
+        guard data.count >= 4 else { return nil }
+        return data.prefix(4).reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+    }
+
+    private static func numbered(_ body: Data, _ number: UInt32) -> Data {
+        withUnsafeBytes(of: number.littleEndian) { Data($0) } + body
+    }
+
+    // MARK: Bodies
+
     package static func encode(_ job: DecodeJob) -> Data? {
         guard case .thumbnail(let source, let destinationBase, let shape, let limits) = job else {
             return (try? JSONWriter.data(job)).map { Data([json]) + $0 }

@@ -272,6 +272,9 @@ extension ProcessWideSuites {
                 // Every shorter frame, and one with a byte too many, is refused.
                 for count in 0..<wire.count { #expect(JobWire.decodeJob(wire.prefix(count)) == nil, "\(count) of \(wire.count)") }
                 if wire.first == 1 { #expect(JobWire.decodeJob(wire + Data([0])) == nil) }
+                // Numbered as it goes on the socket: the number comes back, the job unchanged.
+                let numbered = try #require(JobWire.encode(job, number: 0x0102_0304)), again = JobWire.decodeJob(numbered: numbered)
+                #expect(again?.number == 0x0102_0304 && again.flatMap { JobWire.encode($0.job) } == wire && JobWire.decodeJob(numbered: numbered.prefix(3)) == nil)
             }
             let answers: [DecodeAnswer] = [
                 DecodeAnswer(.success(ThumbnailOutcome(sourceWidth: 4032, sourceHeight: 3024, file: "/x/t.jpg", width: 320, height: 240)), \.thumbnail),
@@ -289,6 +292,8 @@ extension ProcessWideSuites {
                         && back.thumbnail?.sourceWidth == answer.thumbnail?.sourceWidth && back.thumbnail?.time == answer.thumbnail?.time
                         && back.thumbnail?.bytes == answer.thumbnail?.bytes)
                 for count in 0..<wire.count { #expect(JobWire.decodeAnswer(wire.prefix(count)) == nil, "\(count) of \(wire.count)") }
+                let numbered = try #require(JobWire.encode(answer, number: 7)), again = JobWire.decodeAnswer(numbered: numbered)
+                #expect(again?.number == 7 && again.flatMap { JobWire.encode($0.answer) } == wire)
             }
         }
 

@@ -10,6 +10,7 @@
 //   half     sends the first bytes of an answer, then nothing
 //   silent   never answers
 //   twice    answers every job twice
+//   stale    answers each job after the first with the one before it's answer again, then its own
 //   spin     burns CPU on every job
 //   rewrite  answers honestly, then writes other bytes into what it answered with
 import AttachFetchCore
@@ -66,17 +67,21 @@ func made(_ job: DecodeJob, claimingBytes bytes: Int64? = nil, sha256: String? =
     return answer
 }
 
-func send(_ answer: DecodeAnswer, mapping: [Int32: Int32]) {
-    guard let data = JobWire.encode(answer.replacingDescriptors(mapping)) else { exit(4) }
+/// Sends `answer` numbered as the job it answers.
+func send(_ answer: DecodeAnswer, number: UInt32, mapping: [Int32: Int32]) {
+    guard let data = JobWire.encode(answer.replacingDescriptors(mapping), number: number) else { exit(4) }
     _ = Frame.write(data, to: 1)
 }
 
 var previous: String?
+var number: UInt32 = 0
+var lastAnswer: Data?
 var received: [Int32] = []
 while let frame = Frame.read(from: 0, descriptors: &received) {
     let copies = received
     received = []
-    guard let sent = JobWire.decodeJob(frame), sent.unnamedDescriptors.count == copies.count else { exit(3) }
+    guard let (sent, sentNumber) = JobWire.decodeJob(numbered: frame), sent.unnamedDescriptors.count == copies.count else { exit(3) }
+    number = sentNumber
     let toCopies = Dictionary(uniqueKeysWithValues: zip(sent.unnamedDescriptors, copies))
     let toPipeline = Dictionary(uniqueKeysWithValues: toCopies.map { ($0.value, $0.key) })
     let job = sent.replacingDescriptors(toCopies)
@@ -85,7 +90,7 @@ while let frame = Frame.read(from: 0, descriptors: &received) {
         var answer = made(job)
         answer.thumbnail?.file = "/etc/passwd"
         answer.normalized?.file = "/etc/passwd"
-        send(answer, mapping: toPipeline)
+        send(answer, number: number, mapping: toPipeline)
     case "other":
         var answer = made(job)
         if let earlier = previous {
@@ -94,9 +99,9 @@ while let frame = Frame.read(from: 0, descriptors: &received) {
         } else {
             previous = answer.files.first.map { UnnamedFile.replacingDescriptor(in: $0, toPipeline) }
         }
-        send(answer, mapping: toPipeline)
+        send(answer, number: number, mapping: toPipeline)
     case "lie":
-        send(made(job, claimingBytes: 1), mapping: toPipeline)
+        send(made(job, claimingBytes: 1), number: number, mapping: toPipeline)
     case "half":
         // Two bytes of a four-byte length, and no more.
         let part: [UInt8] = [0x40, 0x00]
@@ -106,13 +111,18 @@ while let frame = Frame.read(from: 0, descriptors: &received) {
         sleep(60)
     case "twice":
         let answer = made(job)
-        send(answer, mapping: toPipeline)
-        send(answer, mapping: toPipeline)
+        send(answer, number: number, mapping: toPipeline)
+        send(answer, number: number, mapping: toPipeline)
+    case "stale":
+        if let earlier = lastAnswer { _ = Frame.write(earlier, to: 1) }
+        let answer = made(job)
+        lastAnswer = JobWire.encode(answer.replacingDescriptors(toPipeline), number: number)
+        send(answer, number: number, mapping: toPipeline)
     case "rewrite":
         let answer = made(job)
         // Its own handles on its outputs, kept past the answer.
         let kept = answer.files.map { UnnamedFile.descriptor(in: $0).map { dup($0) } ?? open($0, O_WRONLY) }
-        send(answer, mapping: toPipeline)
+        send(answer, number: number, mapping: toPipeline)
         usleep(300_000)
         let other = Array("rewritten after the answer\n".utf8)
         for fd in kept where fd >= 0 {
@@ -126,7 +136,7 @@ while let frame = Frame.read(from: 0, descriptors: &received) {
         var x: UInt64 = 1
         while true { x = x &* 6364136223846793005 &+ 1442695040888963407; if x == 0 { print(x) } }
     default:
-        send(made(job), mapping: toPipeline)
+        send(made(job), number: number, mapping: toPipeline)
     }
     copies.forEach { close($0) }
 }

@@ -67,14 +67,16 @@ extension DecoderWorker {
             let copies = received.map(UnnamedFile.adopting)
             received = []
             let answer: DecodeAnswer
-            if let job = JobWire.decodeJob(frame), job.unnamedDescriptors.count == copies.count {
+            // The answer carries the job's number back (JobWire's numbered frames).
+            let number = JobWire.number(of: frame) ?? 0
+            if let (job, _) = JobWire.decodeJob(numbered: frame), job.unnamedDescriptors.count == copies.count {
                 let toCopies = Dictionary(uniqueKeysWithValues: zip(job.unnamedDescriptors, copies.map(\.descriptor)))
                 let toPipeline = Dictionary(uniqueKeysWithValues: toCopies.map { ($0.value, $0.key) })
                 answer = withExtendedLifetime(copies) { job.replacingDescriptors(toCopies).run().replacingDescriptors(toPipeline) }
             } else {
                 answer = DecodeAnswer(failure: Reason(code: .ioError, message: "the decoder worker could not read its job"))
             }
-            guard let data = JobWire.encode(answer), Frame.write(data, to: 1) else { exit(4) }
+            guard let data = JobWire.encode(answer, number: number), Frame.write(data, to: 1) else { exit(4) }
             // A large decode's buffers are freed, but the allocator keeps the pages: hand them
             // back once the worker is idle, so that its resident size follows its current job,
             // not its largest one. While jobs keep coming the pages are reused instead: trimming
