@@ -56,6 +56,12 @@ let package = Package(
             ],
             path: "Sources/FanOut"
         ),
+        // The content codec's throughput on its crypto backend (Benchmarks/content-codec).
+        .executableTarget(
+            name: "ContentCodecThroughput",
+            dependencies: [.product(name: "AttachFetchDevice", package: "attach-fetch")],
+            path: "Sources/ContentCodecThroughput"
+        ),
         // 10,000 requests queued at once over 8 transfer slots.   swift run -c release TransferQueueLoad
         .executableTarget(
             name: "TransferQueueLoad",
