@@ -226,7 +226,7 @@ import Testing
     }
 
     /// A Matroska header that states 10^12 s does not size the bit rate: the clip is made as
-    /// the honest file is (within a fifth of its size), not at the floor a lie would give.
+    /// the honest file is, well above the floor a lie would give.
     @Test func aLyingDurationDoesNotStarveTheBitRate() async throws {
         let media = Scratch(), scratch = Scratch()
         try await offPool {
@@ -246,8 +246,11 @@ import Testing
                                                    deadline: .seconds(60))
                 let honest = batch.attachments[0], lying = batch.attachments[1]
                 #expect(honest.status == .ready && lying.status == .ready, "\(lying.reason?.message ?? "")")
-                let sizes = (Double(honest.bytes ?? 0), Double(lying.bytes ?? 0))
-                #expect(sizes.0 > 0 && abs(sizes.1 - sizes.0) / sizes.0 < 0.2, "\(sizes)")
+                // The floor a lie would give is 200 kb/s (about 125 kB in 5 s). The speed ladder
+                // picks each one's preset by the machine's load, so the two need not be alike
+                // in size; an unstarved clip is well above the floor either way.
+                let rates = (Double(honest.bytes ?? 0) * 8 / 5, Double(lying.bytes ?? 0) * 8 / 5)
+                #expect(rates.0 > 400_000 && rates.1 > 400_000, "\(rates) b/s")
                 #expect(abs((lying.duration ?? 0) - 5) < 0.2, "\(lying.duration ?? 0)")
             }
         }

@@ -2,8 +2,8 @@ import Foundation
 import Testing
 @testable import AttachFetch
 
-/// Video iOS does not play (WebM and Matroska: VP8, VP9, AV1) is delivered as H.264 High,
-/// 8-bit 4:2:0, with AAC-LC, in MPEG-4 with `moov` first: made here by FFmpeg's own encoders,
+/// Video iOS does not play (WebM and Matroska: VP8, VP9, AV1) is delivered as H.264 High
+/// (Constrained Baseline where the speed ladder takes `ultrafast`), 8-bit 4:2:0, with AAC-LC, in MPEG-4 with `moov` first: made here by FFmpeg's own encoders,
 /// each result checked with ffprobe.
 @Suite struct VideoTranscodeTests {
     static func make(_ directory: String, _ name: String, size: String, seconds: Int, audio: Bool, _ encoding: [String]) throws {
@@ -52,7 +52,9 @@ import Testing
                             && d.audioCodec == (item.sound == nil ? nil : "aac"), "\(item.name)")
                     let file = try #require(d.file, "\(item.name)")
                     let read = try await Self.streams(file)
-                    #expect(read["v.codec_name"] == "h264" && read["v.profile"] == "High" && read["v.pix_fmt"] == "yuv420p"
+                    // High; Constrained Baseline when the speed ladder took ultrafast on a busy
+                    // machine (docs/media.md).
+                    #expect(read["v.codec_name"] == "h264" && ["High", "Constrained Baseline"].contains(read["v.profile"]) && read["v.pix_fmt"] == "yuv420p"
                             && read["v.codec_tag_string"] == "avc1", "\(item.name): \(read)")
                     if item.sound != nil { #expect(read["a.codec_name"] == "aac" && read["a.profile"] == "LC", "\(item.name): \(read)") }
                     #expect(try !RealWorldCorpusTests.notPlayableByFFprobe(file))
