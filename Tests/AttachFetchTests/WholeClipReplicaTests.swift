@@ -25,7 +25,8 @@ extension ObjectStoreBoundSuites {
                 try await withPipeline(scratchA, adjust) { a in
                     try await withPipeline(scratchB, adjust) { b in
                         let first = await fetchOne(url, a, deadline: .seconds(4))
-                        #expect(first.status == .ready && first.transforms == [.transcoded, .trimmed], "\(first.transforms ?? [])")
+                        #expect(first.status == .ready && first.transforms == [.transcoded, .trimmed],
+                                "\(first.status) \(first.reason?.message ?? "") \(first.transforms ?? [])")
 
                         let meanwhile = await fetchOne(url, b, deadline: .seconds(3))
                         #expect(meanwhile.status == .ready && meanwhile.cache == .shared && meanwhile.duration == first.duration,
