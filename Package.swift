@@ -76,7 +76,7 @@ let package = Package(
         // target imports only those below it. The vocabulary, sniffing, files and support.
         .target(
             name: "AttachFetchCore",
-            dependencies: ["CMagic", "CLibcrypto", "CAttachFetchShims"]
+            dependencies: ["CMagic", "EncryptedContent", "CAttachFetchShims"]
         ),
         // The runtime machinery below the layers that run work: a batch and its deadline, the
         // thread pools, blocking work off the cooperative pool.

@@ -93,42 +93,24 @@ enum ContentCrypto {
     /// SHA-256 over a stream; a copy goes on from where the original was (the context is
     /// copied before a shared one is changed).
     struct SHA256Stream {
-        private var context = DigestContext()
+        private var context: SHA256Context = {
+            guard let context = SHA256Context() else { ContentCrypto.fail("EVP_DigestInit_ex(SHA256)") }
+            return context
+        }()
 
         mutating func update(_ bytes: [UInt8]) {
-            if !isKnownUniquelyReferenced(&context) { context = context.copy() }
-            guard EVP_DigestUpdate(context.handle, bytes, bytes.count) == 1 else { ContentCrypto.fail("EVP_DigestUpdate(SHA256)") }
+            if !isKnownUniquelyReferenced(&context) {
+                guard let copy = context.copy() else { ContentCrypto.fail("EVP_MD_CTX_copy_ex") }
+                context = copy
+            }
+            guard bytes.withUnsafeBytes(context.update) else { ContentCrypto.fail("EVP_DigestUpdate(SHA256)") }
         }
 
         /// The digest of everything so far (the stream can go on).
         func digest() -> [UInt8] {
-            let finished = context.copy()
-            var output = [UInt8](repeating: 0, count: 32)
-            var length: UInt32 = 0
-            guard EVP_DigestFinal_ex(finished.handle, &output, &length) == 1, length == 32 else { ContentCrypto.fail("EVP_DigestFinal_ex(SHA256)") }
-            return output
+            guard let digest = context.copy()?.finish() else { ContentCrypto.fail("EVP_DigestFinal_ex(SHA256)") }
+            return digest
         }
-    }
-
-    /// Owns one EVP_MD_CTX for SHA-256.
-    final class DigestContext {
-        let handle: OpaquePointer
-
-        init() {
-            guard let handle = EVP_MD_CTX_new() else { ContentCrypto.fail("EVP_MD_CTX_new") }
-            self.handle = handle
-            guard EVP_DigestInit_ex(handle, EVP_sha256(), nil) == 1 else { ContentCrypto.fail("EVP_DigestInit_ex(SHA256)") }
-        }
-
-        private init(copying other: DigestContext) {
-            guard let handle = EVP_MD_CTX_new() else { ContentCrypto.fail("EVP_MD_CTX_new") }
-            self.handle = handle
-            guard EVP_MD_CTX_copy_ex(handle, other.handle) == 1 else { ContentCrypto.fail("EVP_MD_CTX_copy_ex") }
-        }
-
-        func copy() -> DigestContext { DigestContext(copying: self) }
-
-        deinit { EVP_MD_CTX_free(handle) }
     }
 
     /// Feeds `input` to an EVP update call in pieces its `int` length can hold; false if it fails.
@@ -154,10 +136,7 @@ enum ContentCrypto {
     }
 
     fileprivate static func fail(_ call: String) -> Never {
-        let code = ERR_get_error()
-        var text = [UInt8](repeating: 0, count: 256)
-        text.withUnsafeMutableBufferPointer { ERR_error_string_n(code, UnsafeMutableRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self), $0.count) }
-        fatalError("OpenSSL's \(call) failed: \(String(decoding: text.prefix { $0 != 0 }, as: UTF8.self))")
+        fatalError("OpenSSL's \(call) failed: \(OpenSSLError.text())")
     }
 }
 #endif

@@ -20,7 +20,8 @@ import Testing
 
     /// Files allowed one more module, imported only under `#if canImport` of it.
     static let platformOnly: [String: String] = ["NotificationAttachments.swift": "UserNotifications",
-                                                 "ContentCrypto.swift": "CryptoKit", "ContentCrypto+OpenSSL.swift": "CLibcrypto"]
+                                                 "ContentCrypto.swift": "CryptoKit", "ContentCrypto+OpenSSL.swift": "CLibcrypto",
+                                                 "SHA256Context.swift": "CLibcrypto"]
 
     /// The imports of `text` that are not allowed, each as "line: text". An import of a module
     /// in `guarded` counts as allowed only inside `#if canImport(that module)` (the condition may

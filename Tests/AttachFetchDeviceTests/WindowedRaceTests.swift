@@ -42,10 +42,15 @@ import Testing
         let source = Source(count: 1_000)
         var results: [Int: String] = [:]
         let start = ContinuousClock.now
+        // The deadline comes once the window is full (not after a time, which a busy machine
+        // may spend before four items have started).
+        let started = Atomic<Int>(0)
         await Deadline.race(width: 4, next: { source.next() }, run: { _, _ in
-            (try? await Task.sleep(for: .seconds(30))) == nil ? "cancelled" : "slept"
-        }, unstarted: { _, _ in "unstarted" }, waitForDeadline: { try? await Task.sleep(for: .milliseconds(300)) },
-           each: { results[$0] = $1 })
+            started.add(1, ordering: .relaxed)
+            return (try? await Task.sleep(for: .seconds(30))) == nil ? "cancelled" : "slept"
+        }, unstarted: { _, _ in "unstarted" }, waitForDeadline: {
+            while started.load(ordering: .relaxed) < 4 { try? await Task.sleep(for: .milliseconds(5)) }
+        }, each: { results[$0] = $1 })
         let took = ContinuousClock.now - start
         #expect(results.count == 1_000)
         #expect(results.values.filter { $0 == "cancelled" }.count == 4)
