@@ -106,3 +106,16 @@ package final class WorkerThread {
         return answer
     }
 }
+
+// The keeper's alone: the worker never runs a job again.
+private extension DecodeJob {
+    /// Before the job runs again on another worker: empties its unnamed output and sets its
+    /// offset to the start (what the ended worker wrote there is gone). False when it cannot
+    /// run again: its output is its source's file, or emptying it failed. A named output needs
+    /// nothing: the keeper removed it (`possibleOutputs`).
+    func rewindUnnamedOutput() -> Bool {
+        guard let output = outputBase.flatMap(UnnamedFile.descriptor(in:)) else { return true }
+        if UnnamedFile.descriptor(in: source) == output { return false }
+        return ftruncate(output, 0) == 0 && lseek(output, 0, SEEK_SET) == 0
+    }
+}

@@ -37,16 +37,6 @@ package enum DecodeJob: Codable, Sendable {
         return ["jpg", "png", "gif", "mp4", "m4a"].map { "\(base).\($0)" }
     }
 
-    /// Before the job runs again on another worker: empties its unnamed output and sets its
-    /// offset to the start (what the ended worker wrote there is gone). False when it cannot
-    /// run again: its output is its source's file, or emptying it failed. A named output needs
-    /// nothing: the keeper removed it (`possibleOutputs`).
-    package func rewindUnnamedOutput() -> Bool {
-        guard let output = outputBase.flatMap(UnnamedFile.descriptor(in:)) else { return true }
-        if UnnamedFile.descriptor(in: source) == output { return false }
-        return ftruncate(output, 0) == 0 && lseek(output, 0, SEEK_SET) == 0
-    }
-
     /// The descriptors of the unnamed files the job reads or writes (`UnnamedFile` working
     /// paths), source first: what a decoder worker is sent along with the job.
     package var unnamedDescriptors: [Int32] {

@@ -67,21 +67,21 @@ func made(_ job: DecodeJob, claimingBytes bytes: Int64? = nil, sha256: String? =
     return answer
 }
 
-/// Sends `answer` numbered as the job it answers.
-func send(_ answer: DecodeAnswer, number: UInt32, mapping: [Int32: Int32]) {
+/// Sends `answer` numbered as the job it answers; returns what it sent.
+@discardableResult
+func send(_ answer: DecodeAnswer, number: UInt32, mapping: [Int32: Int32]) -> Data {
     guard let data = JobWire.encode(answer.replacingDescriptors(mapping), number: number) else { exit(4) }
     _ = Frame.write(data, to: 1)
+    return data
 }
 
 var previous: String?
-var number: UInt32 = 0
 var lastAnswer: Data?
 var received: [Int32] = []
 while let frame = Frame.read(from: 0, descriptors: &received) {
     let copies = received
     received = []
-    guard let (sent, sentNumber) = JobWire.decodeJob(numbered: frame), sent.unnamedDescriptors.count == copies.count else { exit(3) }
-    number = sentNumber
+    guard let (sent, number) = JobWire.decodeJob(numbered: frame), sent.unnamedDescriptors.count == copies.count else { exit(3) }
     let toCopies = Dictionary(uniqueKeysWithValues: zip(sent.unnamedDescriptors, copies))
     let toPipeline = Dictionary(uniqueKeysWithValues: toCopies.map { ($0.value, $0.key) })
     let job = sent.replacingDescriptors(toCopies)
@@ -115,9 +115,7 @@ while let frame = Frame.read(from: 0, descriptors: &received) {
         send(answer, number: number, mapping: toPipeline)
     case "stale":
         if let earlier = lastAnswer { _ = Frame.write(earlier, to: 1) }
-        let answer = made(job)
-        lastAnswer = JobWire.encode(answer.replacingDescriptors(toPipeline), number: number)
-        send(answer, number: number, mapping: toPipeline)
+        lastAnswer = send(made(job), number: number, mapping: toPipeline)
     case "rewrite":
         let answer = made(job)
         // Its own handles on its outputs, kept past the answer.
