@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 import Foundation
 
@@ -28,7 +28,9 @@ let package = Package(
         // Deque and Heap: the transfer queue (already built as a dependency of the service's).
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         // The service (`attach-fetch serve`): HTTP server, lifecycle and signals, Prometheus text.
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // Without the default trait ConfigurationSupport: the service reads its own settings, and
+        // swift-configuration (48 files) would only lengthen every build from scratch.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: ["FullFoundation"]),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),

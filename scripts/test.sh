@@ -6,9 +6,9 @@
 # tests in a real browser and the OpenAPI contract tests (scripts/api-tests.sh), with the
 # instruction-count guard beside them on the debug build just built (callgrind; fails on a
 # growth of more than 5 % per attachment over Benchmarks/Thresholds/instructions-debug.json),
-# then the system-call guard, beside them too (strace; fails past
-# Benchmarks/Thresholds/syscalls.json's file-system calls per attachment), then the
-# batch-length memory guard (Benchmarks/scale --guard).
+# then the system-call guard (strace; fails past Benchmarks/Thresholds/syscalls.json's
+# file-system calls per attachment), then the batch-length memory guard (Benchmarks/scale
+# --guard), all beside them too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each step's end, with the seconds since the start, on standard error (docs/performance.md#the-test-suite).
@@ -101,8 +101,13 @@ mark "the Swift tests"
 guard_log=$(mktemp)
 # In a process group of its own (setsid), so that valgrind, strace and the batches they run can
 # be stopped with it.
+# Then the memory guard: peak RSS of one CLI batch of 10,000 distinct URLs against one of 300
+# (at most 1.5x: memory follows the attachments in flight, not the batch;
+# docs/performance.md#memory-and-batch-length), on the debug build, about 10 s. Memory only:
+# times on a shared machine are no guard, so it too runs beside the others.
 setsid bash -c 'Benchmarks/instruction-guard --configuration debug --skip-build \
-    && Benchmarks/syscall-guard --configuration debug --skip-build' > "$guard_log" 2>&1 & guard_pid=$!
+    && Benchmarks/syscall-guard --configuration debug --skip-build \
+    && Benchmarks/scale --guard --configuration debug --skip-build' > "$guard_log" 2>&1 & guard_pid=$!
 # The inspector page in a real browser (Chromium over WebDriver) against a service of its own,
 # beside the API tests: the browser mostly waits for the page (its waits are 30-s bounds, none
 # a time measured), the API tests for their services' answers.
@@ -125,10 +130,5 @@ trap - EXIT
 rm -f "$browser_log"
 cat "$guard_log"
 rm -f "$guard_log"
-[ "$guard_status" -eq 0 ] || { echo "the instruction-count or system-call guard failed" >&2; exit "$guard_status"; }
-mark "the instruction-count and system-call guards"
-# Peak RSS of one CLI batch of 10,000 distinct URLs against one of 300 (at most 1.5x: memory
-# follows the attachments in flight, not the batch; docs/performance.md#memory-and-batch-length),
-# on the debug build, about 10 s. Memory only: times on a shared machine are no guard.
-Benchmarks/scale --guard --configuration debug --skip-build
-mark "the memory guard"
+[ "$guard_status" -eq 0 ] || { echo "the instruction-count, system-call or memory guard failed" >&2; exit "$guard_status"; }
+mark "the instruction-count, system-call and memory guards"

@@ -69,7 +69,7 @@ def test_schemathesis_finds_nothing_in_a_thousand_requests(service, keyless_serv
             with open(directory / "st.log", "w") as log:
                 runs[which] = (subprocess.Popen(
                     [str(VENV_BIN / "st"), "run", str(DOCUMENT), "--url", target.base, "--checks", "all",
-                     "--max-examples", "300", "--seed", "20261126", "--no-color", "--report", "junit",
+                     "--max-examples", "100", "--seed", "20261126", "--no-color", "--report", "junit",
                      "--report-dir", str(directory / "report"), "--request-timeout", "30"],
                     stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(directory)), directory / "st.log")
         deadline = time.monotonic() + 1800

@@ -141,14 +141,14 @@ extension DeadlineBoundSuites {
             let origin = try CachingOrigin()
             defer { origin.shutdown() }
             let url = origin.url("photo.jpg", "delay=300")
-            let batch = try await withPipeline(scratch) { pipeline in
-                await pipeline.process([
-                    AttachmentRequest(url: url), AttachmentRequest(url: url),
-                    AttachmentRequest(url: url, clip: try ClippingRectangle(x: 0, y: 0, width: 0.5, height: 0.5)),
-                    AttachmentRequest(url: url, role: .avatar),
-                    AttachmentRequest(url: url, platforms: [.ios, .android]),
-                ])
-            }
+            // Typed: as an untyped literal inside the closure, it took 1.5 s to type-check.
+            let requests: [AttachmentRequest] = [
+                AttachmentRequest(url: url), AttachmentRequest(url: url),
+                AttachmentRequest(url: url, clip: try ClippingRectangle(x: 0, y: 0, width: 0.5, height: 0.5)),
+                AttachmentRequest(url: url, role: .avatar),
+                AttachmentRequest(url: url, platforms: [.ios, .android]),
+            ]
+            let batch = try await withPipeline(scratch) { pipeline in await pipeline.process(requests) }
             #expect(origin.requests("photo.jpg") == 4)
             #expect(batch.attachments.map(\.cache).filter { $0 == .coalesced }.count == 1)
             #expect(batch.attachments[2].thumbnail?.width != batch.attachments[0].thumbnail?.width)

@@ -7,7 +7,8 @@ import Testing
 
 /// Work held to a deadline or to a bound on real time, which needs the cores: the time
 /// contract, healthy hosts beside a dead one, the transfer pace's connection counts, an avatar's
-/// timeout, and the device's peak memory while it decrypts.
+/// timeout, the device's peak memory while it decrypts, and a campaign's cut clip across
+/// replicas by a 4-s deadline.
 // Serialized: another test's decodes on the same cores would make these late.
 @Suite(.serialized) enum DeadlineBoundSuites {}
 

@@ -235,7 +235,7 @@ import Testing
             // Segment Info's Duration: ID 0x4489, an 8-byte float in milliseconds.
             var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: "\(media.path)/honest.mkv")))
             let at = try #require((0..<bytes.count - 11).first { bytes[$0] == 0x44 && bytes[$0 + 1] == 0x89 && bytes[$0 + 2] == 0x88 })
-            bytes.replaceSubrange(at + 3..<at + 11, with: withUnsafeBytes(of: Double(1e15).bitPattern.bigEndian, Array.init))
+            bytes.replaceSubrange(at + 3..<at + 11, with: withUnsafeBytes(of: Double(1e15).bitPattern.bigEndian) { [UInt8]($0) })
             try Data(bytes).write(to: URL(fileURLWithPath: "\(media.path)/lying.mkv"))
         }
         let claimed = try await tool("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", "\(media.path)/lying.mkv"])

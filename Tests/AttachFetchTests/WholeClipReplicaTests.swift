@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import AttachFetch
 
-extension ObjectStoreBoundSuites {
+extension DeadlineBoundSuites {
     /// A campaign's whole clip across replicas sharing a real object store (SeaweedFS): the
     /// replica that cut the clip short keeps its lease, renewed, while it makes the whole one;
     /// another replica's caller meanwhile gets the cut clip from the store, transcoding nothing;
