@@ -7,14 +7,26 @@ import Foundation
 /// (its extension kept: it chooses the format). Making them was 94 of the Swift tests' 106
 /// `ffmpeg` CPU-seconds (docs/performance.md#the-test-suite). Each use gets a copy of its own,
 /// so a test may change it. `ATTACH_FETCH_TEST_MEDIA_CACHE=0` makes every file afresh.
+/// A file no run has used for `unusedLifetime` is removed, so media of tests since changed does
+/// not pile up.
 enum GeneratedMediaCache {
+    static let unusedLifetime: TimeInterval = 30 * 86_400
+
     static let directory: String? = {
         let environment = ProcessInfo.processInfo.environment
         guard environment["ATTACH_FETCH_TEST_MEDIA_CACHE"] != "0" else { return nil }
         let base = environment["ATTACH_FETCH_CACHE"]
             ?? (environment["XDG_CACHE_HOME"] ?? NSHomeDirectory() + "/.cache") + "/attach-fetch"
         let directory = base + "/test-media"
-        return (try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)) != nil ? directory : nil
+        let files = FileManager.default
+        guard (try? files.createDirectory(atPath: directory, withIntermediateDirectories: true)) != nil else { return nil }
+        // Each use renews a file's modification time (`ffmpeg`).
+        for name in (try? files.contentsOfDirectory(atPath: directory)) ?? [] {
+            let path = "\(directory)/\(name)"
+            if let used = (try? files.attributesOfItem(atPath: path))?[.modificationDate] as? Date,
+               used.timeIntervalSinceNow < -unusedLifetime { try? files.removeItem(atPath: path) }
+        }
+        return directory
     }()
 
     /// ffmpeg's first `-version` line: a new ffmpeg makes its media afresh.
@@ -44,8 +56,11 @@ enum GeneratedMediaCache {
         let files = FileManager.default
         if files.fileExists(atPath: file) {
             try? files.removeItem(atPath: output)
-            try files.copyItem(atPath: file, toPath: output)
-            return (0, "", "")
+            // A file another test process has just removed as unused is made again below.
+            if (try? files.copyItem(atPath: file, toPath: output)) != nil {
+                try? files.setAttributes([.modificationDate: Date()], ofItemAtPath: file)
+                return (0, "", "")
+            }
         }
         let made = try runTool("/usr/bin/ffmpeg", arguments)
         // Into the cache under a name of its own, then renamed: a test making the same file at
