@@ -7,7 +7,7 @@
 # instruction-count guard beside them on the debug build just built (callgrind; fails on a
 # growth of more than 5 % per attachment over Benchmarks/Thresholds/instructions-debug.json),
 # then the system-call guard (strace; fails past Benchmarks/Thresholds/syscalls.json's
-# file-system calls per attachment), then the batch-length memory guard (Benchmarks/scale
+# file-system calls per attachment), and the batch-length memory guard (Benchmarks/scale
 # --guard), all beside them too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -96,18 +96,22 @@ trap - EXIT
 mark "the Swift tests"
 # Instructions per attachment against the stored baseline, counted on the debug build (the
 # release build would take another 1.7 min: docs/performance.md#the-instruction-count-guard),
-# then file-system calls per attachment against the stored limits. Counts, not times: they run
-# beside the browser and API tests, on what those leave idle.
+# then file-system calls per attachment against the stored limits, with beside them the peak RSS
+# of one CLI batch of 10,000 distinct URLs against one of 300 (at most 1.5x: memory follows the
+# attachments in flight, not the batch; docs/performance.md#memory-and-batch-length). Counts and
+# memory, not times: they run beside the browser and API tests, on what those leave idle. The
+# memory guard waits for the instruction count, whose keeper polls more often the longer a
+# batch takes under callgrind; the system-call guard runs one strace'd batch at a time.
 guard_log=$(mktemp)
+memory_log=$(mktemp)
 # In a process group of its own (setsid), so that valgrind, strace and the batches they run can
 # be stopped with it.
-# Then the memory guard: peak RSS of one CLI batch of 10,000 distinct URLs against one of 300
-# (at most 1.5x: memory follows the attachments in flight, not the batch;
-# docs/performance.md#memory-and-batch-length), on the debug build, about 10 s. Memory only:
-# times on a shared machine are no guard, so it too runs beside the others.
-setsid bash -c 'Benchmarks/instruction-guard --configuration debug --skip-build \
-    && Benchmarks/syscall-guard --configuration debug --skip-build \
-    && Benchmarks/scale --guard --configuration debug --skip-build' > "$guard_log" 2>&1 & guard_pid=$!
+setsid bash -c 'Benchmarks/instruction-guard --configuration debug --skip-build || exit
+    Benchmarks/scale --guard --configuration debug --skip-build > "$1" 2>&1 & memory=$!
+    status=0
+    Benchmarks/syscall-guard --configuration debug --skip-build || status=$?
+    wait "$memory" || { status=$?; echo "the memory guard failed"; }
+    exit "$status"' guards "$memory_log" > "$guard_log" 2>&1 & guard_pid=$!
 # The inspector page in a real browser (Chromium over WebDriver) against a service of its own,
 # beside the API tests: the browser mostly waits for the page (its waits are 30-s bounds, none
 # a time measured), the API tests for their services' answers.
@@ -115,7 +119,7 @@ browser_log=$(mktemp)
 setsid scripts/browser-tests.sh > "$browser_log" 2>&1 & browser_pid=$!
 # Should a step below fail, the guards and the browser tests stop with the script and leave
 # nothing behind.
-trap 'kill -- -"$guard_pid" -"$browser_pid" 2>/dev/null; wait "$guard_pid" "$browser_pid" 2>/dev/null; rm -f "$guard_log" "$browser_log"' EXIT
+trap 'kill -- -"$guard_pid" -"$browser_pid" 2>/dev/null; wait "$guard_pid" "$browser_pid" 2>/dev/null; rm -f "$guard_log" "$memory_log" "$browser_log"' EXIT
 # The service's OpenAPI document: validated, fuzzed by schemathesis, and a generated client.
 scripts/api-tests.sh
 mark "the API tests"
@@ -128,7 +132,7 @@ guard_status=0
 wait "$guard_pid" || guard_status=$?
 trap - EXIT
 rm -f "$browser_log"
-cat "$guard_log"
-rm -f "$guard_log"
+cat "$guard_log" "$memory_log"
+rm -f "$guard_log" "$memory_log"
 [ "$guard_status" -eq 0 ] || { echo "the instruction-count, system-call or memory guard failed" >&2; exit "$guard_status"; }
 mark "the instruction-count, system-call and memory guards"

@@ -1,7 +1,8 @@
-// Writes the tables of reason codes from `ReasonCode.contracts`, their one definition: in
-// docs/descriptor.md and the DocC catalogue's DescriptorContract.md (between their
-// `contract-lists` markers). openapi.json's enum of `Reason.code` is written with the
-// descriptor's other schemas by `openapi-document`.
+// Writes the tables of reason codes from `ReasonCode.contracts`, and of the descriptor's fields
+// from `AttachmentDescriptor.fieldContracts`, their one definitions: in docs/descriptor.md and
+// the DocC catalogue's DescriptorContract.md (between their `contract-lists` markers).
+// openapi.json's enum of `Reason.code` is written with the descriptor's other schemas by
+// `openapi-document`.
 //
 //   contract-lists            rewrite the files that differ
 //   contract-lists --check    change nothing; name each file that differs and exit 1
@@ -31,14 +32,32 @@ func table(_ name: (ReasonCode) -> String) -> String {
         + ReasonCode.contracts.map { "| \(name($0.code)) | \($0.status.rawValue) | \($0.when) |" }).joined(separator: "\n")
 }
 
+/// The Markdown table of the descriptor's fields; `name` writes a field's name, `prose` a cell.
+func fieldTable(_ name: (String) -> String, _ prose: (String) -> String) -> String {
+    (["| field | present | meaning |", "| --- | --- | --- |"]
+        + AttachmentDescriptor.fieldContracts.map {
+            "| \($0.fields.map(name).joined(separator: ", ")) | \(prose($0.present)) | \(prose($0.meaning)) |"
+        }).joined(separator: "\n")
+}
+
+/// `text` with each Markdown link `[words](target)` left as its words: the docs' links are
+/// relative to docs/, which the DocC catalogue is not.
+func unlinked(_ text: String) -> String {
+    text.replacing(/\[([^\]]+)\]\([^)]+\)/) { String($0.1) }
+}
+
 let lists = [
     GeneratedList(path: "docs/descriptor.md") { text in
-        try replacing(between: "<!-- contract-lists: reason codes -->", and: "<!-- contract-lists: end -->", in: text,
-                      with: table { "`\($0.rawValue)`" }, file: "docs/descriptor.md")
+        let codes = try replacing(between: "<!-- contract-lists: reason codes -->", and: "<!-- contract-lists: end -->", in: text,
+                                  with: table { "`\($0.rawValue)`" }, file: "docs/descriptor.md")
+        return try replacing(between: "<!-- contract-lists: descriptor fields -->", and: "<!-- contract-lists: end -->", in: codes,
+                             with: fieldTable({ "`\($0)`" }, { $0 }), file: "docs/descriptor.md")
     },
     GeneratedList(path: "Sources/AttachFetch/AttachFetch.docc/DescriptorContract.md") { text in
-        try replacing(between: "<!-- contract-lists: reason codes -->", and: "<!-- contract-lists: end -->", in: text,
-                      with: table { "``/AttachFetchCore/ReasonCode/\($0.rawValue)``" }, file: "DescriptorContract.md")
+        let codes = try replacing(between: "<!-- contract-lists: reason codes -->", and: "<!-- contract-lists: end -->", in: text,
+                                  with: table { "``/AttachFetchCore/ReasonCode/\($0.rawValue)``" }, file: "DescriptorContract.md")
+        return try replacing(between: "<!-- contract-lists: descriptor fields -->", and: "<!-- contract-lists: end -->", in: codes,
+                             with: fieldTable({ "``/AttachFetchCore/AttachmentDescriptor/\($0)``" }, unlinked), file: "DescriptorContract.md")
     },
 ]
 
