@@ -65,6 +65,14 @@ final class SeaweedStore: @unchecked Sendable {
             for bucket in buckets {
                 let created = try curl(["-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT", "\(endpoint)/\(bucket)"])
                 guard created.output == "200" else { throw StoreDidNotStart(description: "bucket \(bucket): HTTP \(created.output)") }
+                // One object stored and removed: weed makes its volumes at a bucket's first
+                // write, which took more than a test's 4-s deadline on a busy machine.
+                let file = "\(scratch.path)/warm-up"
+                try "warm-up".write(toFile: file, atomically: true, encoding: .utf8)
+                defer { unlink(file) }
+                let stored = try curl(["-T", file, "-o", "/dev/null", "-w", "%{http_code}", "\(endpoint)/\(bucket)/warm-up"])
+                guard stored.output == "200" else { throw StoreDidNotStart(description: "bucket \(bucket): a first object, HTTP \(stored.output)") }
+                try curl(["-X", "DELETE", "-o", "/dev/null", "\(endpoint)/\(bucket)/warm-up"])
             }
             return
         }
