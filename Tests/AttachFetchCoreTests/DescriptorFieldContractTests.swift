@@ -20,12 +20,7 @@ import Testing
 
     /// A field table edited by hand is found in the file edited, and written back.
     @Test func aFieldTableEditedByHandIsFoundAndWrittenBack() throws {
-        let scratch = Scratch()
-        for path in ["docs/descriptor.md", "Sources/AttachFetch/AttachFetch.docc/DescriptorContract.md"] {
-            let target = URL(fileURLWithPath: scratch.path).appendingPathComponent(path)
-            try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try FileManager.default.copyItem(at: packageRoot.appendingPathComponent(path), to: target)
-        }
+        let scratch = try copyOfTheGeneratedLists()
         let docc = URL(fileURLWithPath: scratch.path + "/Sources/AttachFetch/AttachFetch.docc/DescriptorContract.md")
         let row = "| ``/AttachFetchCore/AttachmentDescriptor/url`` | always | exactly as given |"
         let text = try String(contentsOf: docc, encoding: .utf8)

@@ -29,12 +29,7 @@ import Testing
     @Test func theGeneratedListsAreCurrentAndAHandEditIsFound() throws {
         #expect(try runContractLists(["--check"], in: packageRoot.path).status == 0)
         // A copy of the two files, one of them edited: the check names it and fails.
-        let scratch = Scratch()
-        for path in ["docs/descriptor.md", "Sources/AttachFetch/AttachFetch.docc/DescriptorContract.md"] {
-            let target = URL(fileURLWithPath: scratch.path).appendingPathComponent(path)
-            try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try FileManager.default.copyItem(at: packageRoot.appendingPathComponent(path), to: target)
-        }
+        let scratch = try copyOfTheGeneratedLists()
         let docs = URL(fileURLWithPath: scratch.path + "/docs/descriptor.md")
         try String(contentsOf: docs, encoding: .utf8).replacingOccurrences(of: "| `timeout` | timedOut |", with: "| `timeout` | failed |")
             .write(to: docs, atomically: true, encoding: .utf8)

@@ -67,11 +67,8 @@ final class SeaweedStore: @unchecked Sendable {
                 guard created.output == "200" else { throw StoreDidNotStart(description: "bucket \(bucket): HTTP \(created.output)") }
                 // One object stored and removed: weed makes its volumes at a bucket's first
                 // write, which took more than a test's 4-s deadline on a busy machine.
-                let file = "\(scratch.path)/warm-up"
-                try "warm-up".write(toFile: file, atomically: true, encoding: .utf8)
-                defer { unlink(file) }
-                let stored = try curl(["-T", file, "-o", "/dev/null", "-w", "%{http_code}", "\(endpoint)/\(bucket)/warm-up"])
-                guard stored.output == "200" else { throw StoreDidNotStart(description: "bucket \(bucket): a first object, HTTP \(stored.output)") }
+                let stored = try put(bucket, "warm-up", body: "warm-up")
+                guard stored == "200" else { throw StoreDidNotStart(description: "bucket \(bucket): a first object, HTTP \(stored)") }
                 try curl(["-X", "DELETE", "-o", "/dev/null", "\(endpoint)/\(bucket)/warm-up"])
             }
             return
@@ -136,12 +133,14 @@ final class SeaweedStore: @unchecked Sendable {
         return answer.output.components(separatedBy: "<Key>").dropFirst().compactMap { $0.components(separatedBy: "</Key>").first }.sorted()
     }
 
-    /// Puts an object by curl (for the tests' own setup, such as a dead replica's lease).
-    func put(_ bucket: String, _ key: String, body: String) throws {
+    /// Puts an object by curl (for the tests' own setup, such as a dead replica's lease) and
+    /// returns the HTTP status.
+    @discardableResult
+    func put(_ bucket: String, _ key: String, body: String) throws -> String {
         let file = "\(scratch.path)/put-\(UInt32.random(in: 0...UInt32.max))"
         try body.write(toFile: file, atomically: true, encoding: .utf8)
         defer { unlink(file) }
-        _ = try curl(["-T", file, "-o", "/dev/null", "\(endpoint)/\(bucket)/\(key)"])
+        return try curl(["-T", file, "-o", "/dev/null", "-w", "%{http_code}", "\(endpoint)/\(bucket)/\(key)"]).output
     }
 
     /// Runs curl with the credentials in a config file (mode 0600), never on its command line.
