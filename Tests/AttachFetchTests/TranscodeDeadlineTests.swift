@@ -51,6 +51,7 @@ extension DeadlineBoundSuites {
             try await offPool {
                 try VideoTranscodeTests.make(media.path, "campaign.mkv", size: "1920x1080", seconds: 40, audio: true,
                                              ["-r", "15", "-c:v", "mpeg4", "-q:v", "6", "-c:a", "libvorbis"])
+                try writeBlackJPEG(path: "\(media.path)/fresh.jpg", width: 64, height: 48, progressive: false)
             }
             try await withPipeline(scratch, { $0.cache = ResultCaching() }) { pipeline in
                 try await withMediaServer(directory: media.path) { server in
@@ -69,6 +70,10 @@ extension DeadlineBoundSuites {
                     #expect(elapsed < 2.3, "the best attempt came after \(elapsed) s under a 2 s deadline")
                     #expect(pipeline.decodesStarted.probes == probesAfterFirst, "a second transcode of the same source started")
                     #expect(pipeline.wholeClipDecodesStarted >= 1, "the whole clip runs on its own worker")
+                    // Fresh work while the whole clip is made: its worker is seen beside the
+                    // whole clip's (the first call's workers may have ended by its deadline).
+                    let fresh = await fetchOne("\(server.baseURL)/media/fresh.jpg", pipeline)
+                    #expect(fresh.status == .ready, "\(fresh.reason?.message ?? "")")
                     let niceness = Self.childNiceness()
                     #expect(niceness.contains(10) && niceness.contains(0), "the whole clip's worker below fresh work's: \(niceness)")
 
