@@ -95,7 +95,7 @@ func runTool(_ path: String, _ arguments: [String]) throws -> (status: Int32, ou
     process.environment = ProcessInfo.processInfo.environment.merging(["VIPS_CONCURRENCY": "1"]) { $1 }
     let out = Pipe()
     let err = FileManager.default.temporaryDirectory.appendingPathComponent("attach-fetch-tool-\(UUID().uuidString)")
-    FileManager.default.createFile(atPath: err.path, contents: nil)
+    try makeFile(err.path)
     defer { try? FileManager.default.removeItem(at: err) }
     process.standardOutput = out
     process.standardError = try FileHandle(forWritingTo: err)

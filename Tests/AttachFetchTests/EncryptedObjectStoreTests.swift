@@ -15,7 +15,7 @@ extension ObjectStoreBoundSuites {
             let prefix = "encrypted-\(UInt32.random(in: 0...UInt32.max))"
             let (service, port) = try launchServe(["--allow-private-network", "--publish-to", "s3://media/\(prefix)",
                                                    "--public-base", "https://cdn.example.test/\(prefix)",
-                                                   "--encrypt-media", "--media-key-file", DeadlineBoundSuites.EncryptedPublishingTests.keyFile(scratch)],
+                                                   "--encrypt-media", "--media-key-file", try DeadlineBoundSuites.EncryptedPublishingTests.keyFile(scratch)],
                                                   environment: store.environment().merging(["TMPDIR": scratch.path]) { $1 })
             defer { service.terminate(); service.waitUntilExit() }
             let descriptors = try await withMediaServer { origin in

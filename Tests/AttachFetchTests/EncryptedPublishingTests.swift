@@ -17,9 +17,9 @@ extension DeadlineBoundSuites {
         static let secret: [UInt8] = (0..<32).map { _ in UInt8.random(in: 0...255) }
 
         /// A key file of `bytes` random bytes with `mode`, in `scratch`.
-        static func keyFile(_ scratch: Scratch, bytes: Int = 32, mode: mode_t = 0o600, content: [UInt8]? = nil) -> String {
+        static func keyFile(_ scratch: Scratch, bytes: Int = 32, mode: mode_t = 0o600, content: [UInt8]? = nil) throws -> String {
             let path = "\(scratch.path)/media-\(UInt32.random(in: 0...UInt32.max)).key"
-            FileManager.default.createFile(atPath: path, contents: Data(content ?? (0..<bytes).map { _ in UInt8.random(in: 0...255) }))
+            try makeFile(path, Data(content ?? (0..<bytes).map { _ in UInt8.random(in: 0...255) }))
             chmod(path, mode)
             return path
         }
@@ -164,10 +164,10 @@ extension DeadlineBoundSuites {
             let marker = Array("SECRET-MARKER-0123456789".utf8)
             let cases: [(String, String)] = [
                 ("\(scratch.path)/missing.key", "cannot be read"),
-                (Self.keyFile(scratch, content: marker), "at least 32 random bytes"),
-                (Self.keyFile(scratch, mode: 0o644, content: marker + marker), "open to other users (mode 644)"),
-                (Self.keyFile(scratch, mode: 0o640, content: marker + marker), "open to its group (mode 640)"),
-                (Self.keyFile(scratch, mode: 0o620, content: marker + marker), "chmod 600"),
+                (try Self.keyFile(scratch, content: marker), "at least 32 random bytes"),
+                (try Self.keyFile(scratch, mode: 0o644, content: marker + marker), "open to other users (mode 644)"),
+                (try Self.keyFile(scratch, mode: 0o640, content: marker + marker), "open to its group (mode 640)"),
+                (try Self.keyFile(scratch, mode: 0o620, content: marker + marker), "chmod 600"),
             ]
             for (file, expected) in cases {
                 for command in [["--publish-dir", publish, "--public-base", "https://m.example.test", "--encrypt-media",
@@ -191,7 +191,7 @@ extension DeadlineBoundSuites {
             try FileManager.default.createDirectory(atPath: publish, withIntermediateDirectories: true)
             let (files, base) = try Self.startFileServer(publish)
             defer { stopFileServer(files) }
-            let keyFile = Self.keyFile(scratch)
+            let keyFile = try Self.keyFile(scratch)
             let log = ServeLog()
             let (service, port) = try launchServe(["--allow-private-network", "--verbose", "--publish-dir", publish, "--public-base", base,
                                                    "--media-key-file", keyFile], environment: ["TMPDIR": scratch.path], log: log)
@@ -224,7 +224,7 @@ extension DeadlineBoundSuites {
                 // No key anywhere it could leak: the log, the metrics, the error texts.
                 let keys = attachments.map(\.key) + [String(decoding: try Data(contentsOf: URL(fileURLWithPath: keyFile)).base64EncodedData(), as: UTF8.self)]
                 let metrics = try await Exchange.send("GET", "\(api)/metrics")
-                let wrongKey = try await fetcher.fetch(EncryptedAttachment(
+                let wrongKey = await fetcher.fetch(EncryptedAttachment(
                     identifier: "x", url: attachments[0].url, key: ContentKey(bytes: Array(repeating: 0, count: 16))!.base64URL,
                     sha256: attachments[0].sha256, fileExtension: "jpg"))
                 let texts = [log.text, metrics.text, "\(wrongKey)"]
@@ -263,9 +263,9 @@ extension DeadlineBoundSuites {
             flipped[10_000] ^= 0x40
             let served = "\(scratch.path)/served"
             try FileManager.default.createDirectory(atPath: served, withIntermediateDirectories: true)
-            FileManager.default.createFile(atPath: "\(served)/good.bin", contents: Data(ciphertext))
-            FileManager.default.createFile(atPath: "\(served)/flipped.bin", contents: Data(flipped))
-            FileManager.default.createFile(atPath: "\(served)/truncated.bin", contents: Data(ciphertext.prefix(21 + key.keyID.count + 4_096 * 10)))
+            try makeFile("\(served)/good.bin", Data(ciphertext))
+            try makeFile("\(served)/flipped.bin", Data(flipped))
+            try makeFile("\(served)/truncated.bin", Data(ciphertext.prefix(21 + key.keyID.count + 4_096 * 10)))
             let (files, base) = try Self.startFileServer(served)
             defer { stopFileServer(files) }
             let directory = "\(scratch.path)/device"

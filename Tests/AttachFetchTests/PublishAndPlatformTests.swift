@@ -64,7 +64,7 @@ import Testing
     @Test func aBadPublishDirectoryOrBaseURLIsAConfigurationError() throws {
         let scratch = Scratch()
         let file = "\(scratch.path)/file"
-        FileManager.default.createFile(atPath: file, contents: Data())
+        try makeFile(file)
         for (directory, base) in [("/nonexistent/dir", "https://x.test/"), (file, "https://x.test/"),
                                   (scratch.path, "ftp://x.test/"), (scratch.path, "media")] {
             var configuration = AttachFetchConfiguration()
@@ -102,7 +102,7 @@ import Testing
         let old = String(repeating: "a", count: 64) + ".jpg"
         let fresh = String(repeating: "b", count: 64) + ".thumb.png"
         for name in [old, fresh, "notes.txt", ".publishing-abc-1-2"] {
-            FileManager.default.createFile(atPath: "\(publish.path)/\(name)", contents: Data("x".utf8))
+            try makeFile("\(publish.path)/\(name)", Data("x".utf8))
         }
         var longAgo = [timespec(tv_sec: 1_000_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000_000, tv_nsec: 0)]
         for name in [old, "notes.txt", ".publishing-abc-1-2"] { utimensat(AT_FDCWD, "\(publish.path)/\(name)", &longAgo, 0) }

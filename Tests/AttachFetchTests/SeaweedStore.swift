@@ -150,8 +150,7 @@ final class SeaweedStore: @unchecked Sendable {
         if signed {
             let config = "\(scratch.path)/curl.conf"
             if !FileManager.default.fileExists(atPath: config) {
-                FileManager.default.createFile(atPath: config, contents: Data("user = \"\(Self.accessKey):\(Self.secretKey)\"\n".utf8),
-                                               attributes: [.posixPermissions: 0o600])
+                try makeFile(config, Data("user = \"\(Self.accessKey):\(Self.secretKey)\"\n".utf8), permissions: 0o600)
             }
             all += ["-K", config, "--aws-sigv4", "aws:amz:us-east-1:s3"]
         }

@@ -95,7 +95,7 @@ extension TimerBoundSuites.ServiceTests {
     @Test func nothingOutsideThePublishDirectoryIsReachable() async throws {
         let scratch = Scratch(), publish = Scratch()
         let secret = "\(scratch.path)/secret.jpg"
-        FileManager.default.createFile(atPath: secret, contents: Data("secret".utf8))
+        try makeFile(secret, Data("secret".utf8))
         let hex = String(repeating: "c", count: 64)
         try FileManager.default.createSymbolicLink(atPath: "\(publish.path)/\(hex).jpg", withDestinationPath: secret)
         try FileManager.default.createDirectory(atPath: "\(publish.path)/\(String(repeating: "d", count: 64)).jpg", withIntermediateDirectories: false)
@@ -123,7 +123,7 @@ extension TimerBoundSuites.ServiceTests {
         }
         let content = Data(bytes)
         let name = "\(String(repeating: "e", count: 64)).mp4"
-        FileManager.default.createFile(atPath: "\(publish.path)/\(name)", contents: content)
+        try makeFile("\(publish.path)/\(name)", content)
         let service = try await RunningServer.start(scratch) {
             $0.pipeline.publish = Publishing(directory: publish.path, baseURL: "https://media.example.test/p")
         }

@@ -139,3 +139,14 @@ struct SeededRandom: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+/// Makes the file at `path` with `contents` (and `permissions`, when given), or throws: an input
+/// a test could not write fails the test there, not later and strangely.
+func makeFile(_ path: String, _ contents: Data = Data(), permissions: Int? = nil) throws {
+    let attributes: [FileAttributeKey: Any]? = permissions.map { [.posixPermissions: $0] }
+    guard FileManager.default.createFile(atPath: path, contents: contents, attributes: attributes) else {
+        throw FileNotMade(description: "could not make \(path)")
+    }
+}
+
+struct FileNotMade: Error, CustomStringConvertible { let description: String }

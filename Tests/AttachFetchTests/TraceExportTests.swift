@@ -62,7 +62,7 @@ import Testing
         let scratch = Scratch()
         let tokenFile = scratch.path + "/token"
         let token = "bearer-secret-\(UInt64.random(in: 1...UInt64.max))"
-        FileManager.default.createFile(atPath: tokenFile, contents: Data(token.utf8), attributes: [.posixPermissions: 0o600])
+        try makeFile(tokenFile, Data(token.utf8), permissions: 0o600)
         let origin = try CachingOrigin()
         defer { origin.shutdown() }
         let (process, port) = try launchServe(["--allow-private-network", "--token-file", tokenFile],

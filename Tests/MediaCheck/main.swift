@@ -52,7 +52,7 @@ func takeErrors() -> String {
 func ffmpegError(_ code: Int32) -> String {
     var text = [CChar](repeating: 0, count: 256)
     av_strerror(code, &text, text.count)
-    return String(cString: text)
+    return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
 
 /// What ffprobe does before it prints: it opens the input with `scan_all_pmts` on, reads the

@@ -57,17 +57,21 @@ extension AttachmentPipeline {
     }
 }
 
-/// A streamed batch's iterator, pulled from the race's pulling task.
-private final class RequestSource<Iterator: AsyncIteratorProtocol>: @unchecked Sendable
-where Iterator.Element == AttachmentRequest, Iterator.Failure == Never {
-    // @unchecked: `iterator` is only used by `next()`, and the race has at most one call of it
-    // outstanding, each in a child task it awaits before it makes the next: one task at a time,
-    // each call ordered after the previous one by that await.
-    private var iterator: Iterator
+/// A streamed batch's iterator, pulled from the race's pulling task. Not generic, so that the
+/// pulling closure captures no metatype of the caller's iterator (which need not be Sendable).
+private final class RequestSource: @unchecked Sendable {
+    // @unchecked: `pull` (and the iterator it holds) is only used by `next()`, and the race has
+    // at most one call of it outstanding, each in a child task it awaits before it makes the
+    // next: one task at a time, each call ordered after the previous one by that await.
+    private let pull: () async -> AttachmentRequest?
 
-    init(_ iterator: Iterator) { self.iterator = iterator }
+    init<Iterator: AsyncIteratorProtocol>(_ iterator: Iterator)
+    where Iterator.Element == AttachmentRequest, Iterator.Failure == Never {
+        var iterator = iterator
+        pull = { await iterator.next(isolation: nil) }
+    }
 
-    func next() async -> AttachmentRequest? { await iterator.next(isolation: nil) }
+    func next() async -> AttachmentRequest? { await pull() }
 }
 
 /// What a streamed batch (`AttachmentPipeline.process(streaming:)`) returns once every request

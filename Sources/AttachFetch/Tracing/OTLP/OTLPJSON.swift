@@ -1,5 +1,5 @@
 import Foundation
-package import Tracing
+internal import Tracing
 
 /// OTLP/HTTP's JSON encoding of an export request (opentelemetry-proto's
 /// `ExportTraceServiceRequest`): ids as lower-case hex, 64-bit numbers as strings, enums as

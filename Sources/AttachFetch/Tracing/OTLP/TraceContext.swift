@@ -1,4 +1,4 @@
-package import Tracing
+internal import Tracing
 
 /// One span's identity as W3C Trace Context carries it (`traceparent`, `tracestate`): what a
 /// caller's header says, and what the service's answer and exported spans say.
