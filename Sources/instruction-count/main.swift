@@ -19,6 +19,10 @@ configuration.allowPrivateNetwork = true
 configuration.maxConcurrentTransfers = 4
 configuration.thumbnailThreads = 1
 configuration.probeThreads = 1
+// Under callgrind every thread waits its turn for valgrind's one lock, about 50 times slower:
+// beside the API and browser tests, 2 of the 44 attachments once met the default 10-s request
+// or 3-s stall timeout. The batch is to be counted whole, and a timeout's length is no work.
+configuration.timeout = .init(connect: .seconds(300), request: .seconds(300), stall: .seconds(300))
 configuration.temporaryDirectory = ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp"
 // Workers end when their sockets close, and are waited for below: callgrind writes a
 // process's counts only when it exits on its own.
