@@ -34,7 +34,7 @@ trap 'echo "test.sh: waiting for the test tools and the corpus to be installed" 
 # Without debug information: a build from scratch takes 52 s less (DWARF for every module and
 # its link), with the same code; a crash's backtrace names functions but not lines.
 build_log=$(mktemp)
-swift build --build-tests -debug-info-format none 2>&1 | tee "$build_log"
+swift build --build-tests -debug-info-format none 2>&1 | tee "$build_log" || { status=$?; rm -f "$build_log"; exit "$status"; }
 # The project's own code builds without warnings; the dependencies' (under .build) are theirs.
 # A build from scratch compiles every file, so it shows every warning.
 warnings=$(grep -E "^/[^ ]*/(Sources|Tests|Benchmarks)/[^:]+:[0-9]+:[0-9]+: warning:" "$build_log" | grep -v "/\.build/" | sort -u || true)
