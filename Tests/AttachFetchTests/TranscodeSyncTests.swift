@@ -234,7 +234,10 @@ import Testing
                              "-b:v", "2M", "\(media.path)/honest.mkv"])
             // Segment Info's Duration: ID 0x4489, an 8-byte float in milliseconds.
             var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: "\(media.path)/honest.mkv")))
-            let at = try #require((0..<bytes.count - 11).first { bytes[$0] == 0x44 && bytes[$0 + 1] == 0x89 && bytes[$0 + 2] == 0x88 })
+            let durationID: [UInt8] = [0x44, 0x89, 0x88]
+            let found = bytes.firstRange(of: durationID)?.lowerBound
+            let at = try #require(found, "no Duration")
+            try #require(at + 11 <= bytes.count, "a Duration without its 8 bytes")
             bytes.replaceSubrange(at + 3..<at + 11, with: withUnsafeBytes(of: Double(1e15).bitPattern.bigEndian) { [UInt8]($0) })
             try Data(bytes).write(to: URL(fileURLWithPath: "\(media.path)/lying.mkv"))
         }
@@ -271,13 +274,9 @@ import Testing
         // Segment Info's Duration, ID 0x4489 with an 8-byte float: absent. Looked for before the
         // first Cluster (ID 0x1F43B675), where Info is: in the frames that follow, three bytes
         // in that order turn up by chance (once in about 30 files of this size).
-        func firstIndex(of pattern: [UInt8], before end: Int) -> Int? {
-            let last = end - pattern.count
-            guard last >= 0 else { return nil }
-            return (0...last).first { start in pattern.indices.allSatisfy { bytes[start + $0] == pattern[$0] } }
-        }
-        let firstCluster = try #require(firstIndex(of: [0x1F, 0x43, 0xB6, 0x75], before: bytes.count), "no Cluster")
-        let duration = firstIndex(of: [0x44, 0x89, 0x88], before: firstCluster)
+        let cluster: [UInt8] = [0x1F, 0x43, 0xB6, 0x75], durationID: [UInt8] = [0x44, 0x89, 0x88]
+        let firstCluster = try #require(bytes.firstRange(of: cluster)?.lowerBound, "no Cluster")
+        let duration = bytes[..<firstCluster].firstRange(of: durationID)
         #expect(duration == nil, "the WebM states a Duration before its first Cluster")
         let stated = try await tool("/usr/bin/ffprobe", ["-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", "\(media.path)/recorded.webm"])
         #expect(stated.output.contains("N/A"), "ffprobe finds a duration: \(stated.output)")
