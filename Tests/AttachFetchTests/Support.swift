@@ -2,6 +2,7 @@ import CAttachFetchShims
 import CVipsShims
 import CTestSupport
 import CVips
+import AttachFetchMedia
 import Foundation
 import LoopbackHTTPServer
 @_exported import TestHelpers
@@ -90,10 +91,10 @@ func fileMode(_ path: String) -> Int {
 
 
 /// Writes a black JPEG of the given size with libvips. Progressive JPEGs cannot be shrunk on
-/// load, so decoding a large one is slow: the tool for testing thumbnail budgets. libvips must
-/// already be started (`startLibraries()`, or a pipeline made first).
+/// load, so decoding a large one is slow: the tool for testing thumbnail budgets.
 func writeBlackJPEG(path: String, width: Int, height: Int, progressive: Bool) throws {
     struct VipsFailed: Error {}
+    try Vips.ensureStarted()
     guard af_test_write_black_jpeg(path, Int32(width), Int32(height), progressive ? 1 : 0) == 0 else { throw VipsFailed() }
 }
 
@@ -101,6 +102,9 @@ func writeBlackJPEG(path: String, width: Int, height: Int, progressive: Bool) th
 /// orientation: images far over the limit that no encoder setting alone brings under it.
 func writeNoiseImage(path: String, width: Int, height: Int, png bands: Int? = nil, jpegOrientation: Int = 1) throws {
     struct VipsFailed: Error {}
+    // The library's own start, once per process: libvips' lazy start on first use is not
+    // thread-safe (two tests writing at once abort in vips_class_build_hash_cb).
+    try Vips.ensureStarted()
     let status = bands.map { af_test_write_noise_png(path, Int32(width), Int32(height), Int32($0)) }
         ?? af_test_write_noise_jpeg(path, Int32(width), Int32(height), Int32(jpegOrientation))
     guard status == 0 else { throw VipsFailed() }
