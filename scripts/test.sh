@@ -11,8 +11,16 @@
 # --guard), all beside them too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Each step's end, with the seconds since the start, on standard error (docs/performance.md#the-test-suite).
-mark() { echo "test.sh: $1 done at ${SECONDS} s" >&2; }
+# Each step's end, on standard error (docs/performance.md#the-test-suite): the seconds since the
+# start, and the CPU-seconds (user + system) that the finished child processes have used so far
+# (the kernel's count for this shell's reaped children and theirs: /proc/PID/stat's cutime and
+# cstime, in clock ticks, after the command name).
+mark() {
+  local stat fields
+  stat=$(< "/proc/$$/stat")
+  read -r -a fields <<< "${stat##*) }"
+  echo "test.sh: $1 done at ${SECONDS} s, $(( (fields[13] + fields[14]) / $(getconf CLK_TCK) )) CPU-seconds" >&2
+}
 # The build needs only the build libraries. Beside it, on what the compiler leaves of the machine
 # (mostly network and disk): the test-only tools, the corpus and the Python environments of the
 # browser and API tests.
