@@ -34,7 +34,7 @@ struct StoreResults: Sendable {
         ].joined(separator: ";")
         var hostname = [CChar](repeating: 0, count: 256)
         gethostname(&hostname, hostname.count - 1)
-        holder = "\(String(decoding: hostname.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)):\(getpid()):\(UInt32.random(in: 0...UInt32.max))"
+        holder = "\(String(nulTerminated: hostname)):\(getpid()):\(UInt32.random(in: 0...UInt32.max))"
     }
 
     /// What a result object holds.

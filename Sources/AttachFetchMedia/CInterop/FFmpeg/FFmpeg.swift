@@ -41,7 +41,7 @@ package enum FFmpeg {
     static func errorText(_ code: Int32) -> String {
         var text = [CChar](repeating: 0, count: 128)
         guard av_strerror(code, &text, text.count) == 0 else { return "FFmpeg error \(code)" }
-        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return String(nulTerminated: text)
     }
 }
 
