@@ -60,11 +60,10 @@ export ATTACH_FETCH_PYTHON_READY=1
 mark "installing the test tools and the corpus"
 # The Swift tests, in parallel, in two phases (docs/performance.md#the-test-suite). First:
 # - the suites that hold real elapsed time to a bound, one test at a time (serialized suites,
-#   Tests/AttachFetchTests/SuiteGroups.swift), in three processes side by side: work held to a
+#   Tests/AttachFetchTests/SuiteGroups.swift), in two processes side by side: work held to a
 #   deadline, which needs the cores (DeadlineBoundSuites), then the suites that read the test
 #   process's own worker processes or libvips' process-wide error text (ProcessWideSuites);
-#   deadlines over work that mostly waits (DeadlineWaitSuites); and timers, which mostly wait
-#   (TimerBoundSuites, then ObjectStoreBoundSuites);
+#   and timers, which mostly wait (TimerBoundSuites, then ObjectStoreBoundSuites);
 # - beside them, LeakTests under SCHED_IDLE (chrt --idle), in a process of its own (it counts
 #   the process's threads, descriptors and memory), on the cores the timed tests leave idle.
 #   Swift Testing keeps no backtrace of thrown errors there: it would grow the live heap the
@@ -75,7 +74,6 @@ mark "installing the test tools and the corpus"
 leaks='LeakTests'
 alone='ProcessWideSuites'
 deadlines='DeadlineBoundSuites'
-waits='DeadlineWaitSuites'
 timers='TimerBoundSuites'
 stores='ObjectStoreBoundSuites'
 bundle="$(swift build --show-bin-path)/attach-fetchPackageTests.xctest"
@@ -94,19 +92,18 @@ group() {
   group "$deadlines" deadlines || s=$?
   group "$alone" alone || s=$?
   exit $s ) & deadlines_pid=$!
-group "$waits" waits & waits_pid=$!
 ( s=0
   group "$timers" timers || s=$?
   group "$stores" stores || s=$?
   exit $s ) & timers_pid=$!
 group "$leaks" leaks env SWT_SWIFT_ERROR_BACKTRACING_ENABLED=0 chrt --idle 0 & leaks_pid=$!
-for pid in "$deadlines_pid" "$waits_pid" "$timers_pid" "$leaks_pid"; do wait "$pid" || status=$?; done
+for pid in "$deadlines_pid" "$timers_pid" "$leaks_pid"; do wait "$pid" || status=$?; done
 mark "the Swift tests' first phase"
 # The bundle here too: `swift test` would first start it for XCTest, which has no tests here
 # (4-8 s).
 ATTACH_FETCH_CORPUS_REQUIRED=1 SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${ATTACH_FETCH_TEST_WIDTH:-4} \
-    "$bundle" --testing-library swift-testing --skip "$leaks|$alone|$deadlines|$waits|$timers|$stores" < /dev/null || status=$?
-cat "$logs/deadlines" "$logs/waits" "$logs/timers" "$logs/stores" "$logs/leaks" "$logs/alone"
+    "$bundle" --testing-library swift-testing --skip "$leaks|$alone|$deadlines|$timers|$stores" < /dev/null || status=$?
+cat "$logs/deadlines" "$logs/timers" "$logs/stores" "$logs/leaks" "$logs/alone"
 rm -rf "$logs"
 trap - EXIT
 [ "$status" -eq 0 ] || { echo "swift test failed" >&2; exit "$status"; }

@@ -41,7 +41,7 @@ import Testing
     }
 }
 
-extension DeadlineWaitSuites {
+extension DeadlineBoundSuites {
     /// One download per URL and options, however many callers ask at once.
     // Serialized: tests time a shared download and a cancellation against their bounds.
     @Suite(.serialized) struct CoalescingTests {

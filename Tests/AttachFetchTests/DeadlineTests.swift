@@ -3,7 +3,7 @@ import LoopbackHTTPServer
 import Testing
 @testable import AttachFetch
 
-extension DeadlineWaitSuites {
+extension DeadlineBoundSuites {
     /// The time contract. Bounds are generous (300 ms) because CI machines are noisy; the real
     /// figures come from the benchmarks.
     // Serialized: the tests time batches against their deadlines (the time contract).

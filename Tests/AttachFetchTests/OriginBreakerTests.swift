@@ -129,7 +129,7 @@ import Testing
     }
 }
 
-extension DeadlineWaitSuites {
+extension DeadlineBoundSuites {
     /// The breaker and Retry-After over real sockets.
     // Serialized: healthy attachments beside a dead host are timed against the stall timeout.
     @Suite(.serialized) struct OriginBreakerTests {
