@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import AttachFetch
+@testable import AttachFetchMedia
 
 /// With no thumbnail time, a video's poster is the most telling frame of its first seconds
 /// (`PosterChoice.swift`), on clips made with the `ffmpeg` program.
@@ -48,5 +49,38 @@ import Testing
                 #expect(black.status == .ready && black.thumbnail?.time == 0, "\(String(describing: black.thumbnail)) \(black.reason?.message ?? "")")
             }
         }
+    }
+
+    /// A first frame that is telling is the poster, with no search: here the first second is the
+    /// test pattern at half contrast (a luma deviation of about 33, past `tellingDetail`) and
+    /// the rest at full contrast (about 65), which a search would prefer by far more than its
+    /// margin.
+    @Test func aTellingFirstFrameIsThePosterWithoutASearch() async throws {
+        let media = Scratch(), scratch = Scratch()
+        try await offPool {
+            try Self.clip("\(media.path)/dimmer.mp4", source: "testsrc2=size=640x360:rate=30", filter: "eq=contrast=0.5:enable='lt(t,1)'")
+        }
+        try await withMediaServer(directory: media.path) { server in
+            try await withPipeline(scratch) { pipeline in
+                let auto = await fetchOne("\(server.baseURL)/media/dimmer.mp4", pipeline)
+                #expect(auto.status == .ready, "\(auto.reason?.message ?? "")")
+                let poster = try #require(auto.thumbnail)
+                #expect(poster.time == 0, "the poster is at \(String(describing: poster.time)) s, not the telling first frame")
+                let late = await fetchOne("\(server.baseURL)/media/dimmer.mp4?late", pipeline, thumbnailTime: 1.5)
+                let latePoster = try #require(late.thumbnail)
+                let (first, second) = (try PictureCropTests.deviation(poster.file), try PictureCropTests.deviation(latePoster.file))
+                #expect(second > first + 2 * MediaProber.autoPosterMargin, "the later frame's deviation \(second) against the first's \(first)")
+            }
+        }
+    }
+
+    /// Between candidates, only a frame no other frame refers to is skipped, and only once the
+    /// first frame is taken; a packet without a time is always decoded.
+    @Test func framesBetweenCandidatesAreSkippedOnlyAfterTheFirst() {
+        let search = MediaProber.PosterSearch()
+        #expect(!search.skipsFrame(at: -0.5, hasPoster: false))
+        #expect(!search.skipsFrame(at: nil, hasPoster: true))
+        #expect(!search.skipsFrame(at: 0, hasPoster: true))
+        #expect(search.skipsFrame(at: -0.1, hasPoster: true))
     }
 }

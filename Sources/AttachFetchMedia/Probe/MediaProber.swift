@@ -174,6 +174,11 @@ extension MediaProber {
                 throw encryptedMedia(stream)
             }
             for decoder in [video, audio].compactMap({ $0 }) where decoder.stream.pointee.index == packet.pointer.pointee.stream_index {
+                if decoder === video, thumbnailTime == nil {
+                    let skips = search.skipsFrame(at: packetSeconds(packet.pointer, stream: decoder.stream),
+                                                  hasPoster: poster.pointer.pointee.width > 0)
+                    decoder.context.pointee.skip_frame = skips ? AVDISCARD_NONREF : AVDISCARD_DEFAULT
+                }
                 let sent = avcodec_send_packet(decoder.context, packet.pointer)
                 if sent < 0 { lastError = sent }
                 drain(decoder)

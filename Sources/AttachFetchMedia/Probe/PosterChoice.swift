@@ -1,12 +1,14 @@
 internal import CFFmpeg
 
-/// With no thumbnail time asked for, the poster is the most telling frame of the clip's first
-/// seconds rather than its first: many clips open on black or fade in from it. Candidates are
-/// taken every `autoPosterStep` seconds up to `autoPosterWindow` (every frame is decoded, only
-/// the candidates are scored, on a sparse grid of luma samples), within the probe's frame
-/// budget. The one with the most detail wins; a later one must beat the best by a margin, so a
-/// still or black clip keeps its first frame, and a fade gets a frame from after it, where the
-/// contrast is whole.
+/// With no thumbnail time asked for, the poster is the clip's first frame when that frame is
+/// telling (its detail at least `tellingDetail`), and otherwise the most telling frame of the
+/// first seconds: many clips open on black or fade in from it. Only a dim first frame pays for
+/// the search (docs/performance.md, "The poster search"). Candidates are taken every
+/// `autoPosterStep` seconds up to `autoPosterWindow`, within the probe's frame budget; frames
+/// between candidates that no other frame refers to are not decoded at all (`skipsFrame`), the
+/// others are decoded but not scored. The candidate with the most detail wins; a later one must
+/// beat the best by a margin, so a still or black clip keeps its first frame, and a fade gets a
+/// frame from after it, where the contrast is whole.
 extension MediaProber {
     /// How far into the clip candidates are looked for, in seconds.
     static let autoPosterWindow = 2.0
@@ -14,6 +16,9 @@ extension MediaProber {
     static let autoPosterStep = 0.25
     /// Detail (the luma's standard deviation, 0-255) a later candidate must add to replace the best.
     static let autoPosterMargin = 2.0
+    /// Detail at which the first frame is the poster without a search: a scene in daylight or
+    /// a lit room measures 35-70, a frame of a fade from black or of a dark room under 15.
+    static let tellingDetail = 20.0
 
     /// A frame's detail: the standard deviation of its luma over every 4th sample of every 4th
     /// row, scaled to 8 bits; nil for a pixel format without a luma plane read this way (RGB,
@@ -52,7 +57,9 @@ extension MediaProber {
     /// The search for the auto poster, frame by frame.
     struct PosterSearch {
         private(set) var best = -1.0
-        private var nextCandidate = 0.0
+        private(set) var nextCandidate = 0.0
+        /// The first frame was telling: no later frame is looked at.
+        private var firstIsTelling = false
 
         /// Whether `frame` (at `seconds`) becomes the poster; false for a frame between
         /// candidates or one no more telling than the best.
@@ -63,12 +70,24 @@ extension MediaProber {
             guard let detail = MediaProber.detail(frame) else { return isFirst }
             guard isFirst || detail > best + MediaProber.autoPosterMargin else { return false }
             best = detail
+            if isFirst { firstIsTelling = detail >= MediaProber.tellingDetail }
             return true
         }
 
-        /// Whether the search is over at this frame: past the window, or unscoreable.
+        /// Whether the search is over at this frame: a telling first frame, past the window, or
+        /// unscoreable.
         func isOver(at seconds: Double?, scoreable: Bool) -> Bool {
-            !scoreable || (seconds ?? MediaProber.autoPosterWindow) >= MediaProber.autoPosterWindow
+            !scoreable || firstIsTelling || (seconds ?? MediaProber.autoPosterWindow) >= MediaProber.autoPosterWindow
+        }
+
+        /// Whether a frame the decoder may drop unseen (one no other frame refers to) can be left
+        /// undecoded: once the first frame is taken, a frame before the next candidate's time is
+        /// never scored. `seconds` is the packet's presentation time; nil keeps the frame.
+        func skipsFrame(at seconds: Double?, hasPoster: Bool) -> Bool {
+            guard hasPoster, let seconds else { return false }
+            // Half a frame at 60 fps early counts as the candidate's time, as frame times rarely
+            // land on it exactly.
+            return seconds < nextCandidate - 0.008
         }
     }
 }

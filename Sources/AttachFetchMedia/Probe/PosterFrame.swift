@@ -15,6 +15,14 @@ extension MediaProber {
         return Double(timestamp - start) * av_q2d(stream.pointee.time_base)
     }
 
+    /// A packet's presentation time in seconds from the stream's start, as `frameSeconds` counts.
+    static func packetSeconds(_ packet: UnsafeMutablePointer<AVPacket>, stream: UnsafeMutablePointer<AVStream>) -> Double? {
+        let timestamp = packet.pointee.pts
+        guard timestamp != FFmpeg.noTimestamp else { return nil }
+        let start = stream.pointee.start_time == FFmpeg.noTimestamp ? 0 : stream.pointee.start_time
+        return Double(timestamp - start) * av_q2d(stream.pointee.time_base)
+    }
+
     /// The clockwise rotation a player applies (the display matrix), in quarter turns.
     static func rotation(of stream: UnsafeMutablePointer<AVStream>) -> Int {
         var size = 0
@@ -35,6 +43,20 @@ extension MediaProber {
         let displayWidth = aspect.num > 0 && aspect.den > 0
             ? max(1, min(width * 4, Int((Double(width) * av_q2d(aspect)).rounded()))) : width
         return (displayWidth, Int(frame.pointee.height))
+    }
+
+    /// The YUV matrix a player applies to `frame`, as libswscale numbers it (`SWS_CS_*`, which
+    /// are the `AVColorSpace` numbers of the matrices it has): the stated one, or for a stream
+    /// that states none BT.709 from 720 rows up and BT.601 below, as players guess.
+    static func swscaleMatrix(of frame: UnsafeMutablePointer<AVFrame>) -> Int32 {
+        switch frame.pointee.colorspace {
+        case AVCOL_SPC_BT709: return SWS_CS_ITU709
+        case AVCOL_SPC_FCC: return SWS_CS_FCC
+        case AVCOL_SPC_BT470BG, AVCOL_SPC_SMPTE170M: return SWS_CS_ITU601
+        case AVCOL_SPC_SMPTE240M: return SWS_CS_SMPTE240M
+        case AVCOL_SPC_BT2020_NCL, AVCOL_SPC_BT2020_CL: return SWS_CS_BT2020
+        default: return frame.pointee.height >= 720 ? SWS_CS_ITU709 : SWS_CS_ITU601
+        }
     }
 
     /// Bytes of slack libswscale may write past the end of a destination row, and after the
@@ -58,6 +80,10 @@ extension MediaProber {
             throw Reason(code: .corruptMedia, message: "libswscale cannot convert the frame's pixel format")
         }
         defer { sws_freeContext(scaler) }
+        // The stream's matrix and range, not libswscale's default (BT.601, limited range): an
+        // HD clip's colours are BT.709's. An RGB source refuses the call, and needs none.
+        _ = sws_setColorspaceDetails(scaler, sws_getCoefficients(swscaleMatrix(of: frame)), frame.pointee.color_range == AVCOL_RANGE_JPEG ? 1 : 0,
+                                     sws_getCoefficients(SWS_CS_DEFAULT), 1, 0, 1 << 16, 1 << 16)
         // Each row padded and 64-byte aligned, one spare row after the last, from FFmpeg's own
         // aligned allocator: room for every store the converters make.
         let rowBytes = outWidth * 3
