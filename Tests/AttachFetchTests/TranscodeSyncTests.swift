@@ -86,6 +86,40 @@ import Testing
         }
     }
 
+    /// A remuxed file starts at 0 whatever clock its source kept: an HLS segment's at 3600 s (a
+    /// live stream's segments all start late) and a Matroska file cut from 5 s. The common start
+    /// is taken off, the offset between sound and picture stays, and the descriptor's duration is
+    /// the streams' length, not the source's clock plus it.
+    @Test func aRemuxedFileStartsAtZero() async throws {
+        let media = Scratch(), scratch = Scratch()
+        let picture = ["-f", "lavfi", "-i", "testsrc2=size=640x360:rate=25"]
+        let tone = ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"]
+        let playable = ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac"]
+        try await offPool {
+            try Self.ffmpeg(picture + tone + ["-t", "4"] + playable + ["-output_ts_offset", "3600", "-f", "mpegts", "\(media.path)/segment.ts"])
+            try Self.ffmpeg(picture + tone + ["-t", "4"] + playable + ["-output_ts_offset", "5", "\(media.path)/from-5s.mkv"])
+        }
+        let names = ["segment.ts", "from-5s.mkv"]
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer(directory: media.path) { server in
+                let batch = await pipeline.process(names.map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)") }, deadline: .seconds(60))
+                for (name, d) in zip(names, batch.attachments) {
+                    #expect(d.status == .ready && d.transforms == [.remuxed], "\(name): \(d.transforms ?? []) \(d.reason?.message ?? "")")
+                    let file = try #require(d.file, "\(name)")
+                    let source = try await Self.timeline("\(media.path)/\(name)"), delivered = try await Self.timeline(file)
+                    let sourceVideo = try #require(source.video), sourceAudio = try #require(source.audio)
+                    let video = try #require(delivered.video, "\(name): no video"), audio = try #require(delivered.audio, "\(name): no audio")
+                    #expect(min(sourceVideo.start, sourceAudio.start) >= 4.9, "\(name): the source starts at \(min(sourceVideo.start, sourceAudio.start)) s")
+                    #expect(min(video.start, audio.start) <= Self.tolerance, "\(name): starts at \(min(video.start, audio.start)) s")
+                    let sourceOffset = sourceAudio.start - sourceVideo.start, offset = audio.start - video.start
+                    #expect(abs(offset - sourceOffset) <= Self.tolerance, "\(name): sound \(offset) s after picture, the source \(sourceOffset) s")
+                    let duration = try #require(d.duration, "\(name)")
+                    #expect(abs(duration - 4) <= 0.2, "\(name): described as \(duration) s, for 4 s of streams")
+                }
+            }
+        }
+    }
+
     /// A gap in the sound stays a gap in time: the sound after it is where the source has it
     /// (filled with silence, so the drift stays bounded), not two seconds early.
     @Test func soundAfterAGapIsWhereTheSourceHasIt() async throws {

@@ -14,6 +14,10 @@ import Glibc
 /// phone recordings have) is moved just past the previous one, and a presentation time is
 /// never before its decoding time. Without that the muxer refuses the packet ("Invalid
 /// argument") and a file every player shows would be refused.
+///
+/// The file starts at 0: the start common to every stream kept (`MediaTranscoder.origin`: an
+/// HLS segment's clock at 3600 s, a Matroska file cut from 5 s) is taken off every timestamp,
+/// so the stream that starts first has no empty edit and the other keeps its offset from it.
 enum VideoRemuxer {
     /// Codecs copied into MPEG-4 as they are.
     static let copyable: Set<String> = ["h264", "hevc", "mpeg4", "aac", "mp3", "alac", "ac3"]
@@ -54,6 +58,7 @@ enum VideoRemuxer {
             mapping[stream.pointee.index] = (copy, stream)
         }
         try output.writeHeader(moovFirst: true)
+        let origin = MediaTranscoder.origin(of: media)
         let packet = try AVPacketBox()
         var lastDTS: [Int32: Int64] = [:]
         while true {
@@ -68,6 +73,7 @@ enum VideoRemuxer {
                 continue
             }
             packet.pointer.pointee.stream_index = target.output.pointee.index
+            Self.rebase(packet.pointer, on: av_rescale_q(origin, FFmpeg.microseconds, target.input.pointee.time_base))
             av_packet_rescale_ts(packet.pointer, target.input.pointee.time_base, target.output.pointee.time_base)
             packet.pointer.pointee.pos = -1
             lastDTS[target.output.pointee.index] = Self.orderTimestamps(packet.pointer, after: lastDTS[target.output.pointee.index])
@@ -78,6 +84,13 @@ enum VideoRemuxer {
             }
         }
         try output.finish()
+    }
+
+    /// Takes `origin` (in the packet's time base) off the packet's timestamps that are set.
+    static func rebase(_ packet: UnsafeMutablePointer<AVPacket>, on origin: Int64) {
+        guard origin != 0 else { return }
+        if packet.pointee.pts != FFmpeg.noTimestamp { packet.pointee.pts -= origin }
+        if packet.pointee.dts != FFmpeg.noTimestamp { packet.pointee.dts -= origin }
     }
 
     /// Sets a packet's timestamps as the muxer requires them, given the stream's last decoding
