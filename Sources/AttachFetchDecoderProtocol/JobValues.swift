@@ -55,6 +55,10 @@ package enum ImageNormalizer {
         package var crop: PictureCrop? = nil
         /// The widest a 2:1 crop is made.
         package var cropWidth = 1024
+        /// On: the pixels are converted to sRGB and written without a profile (a variant for a
+        /// platform that does not manage colour); off: the source's ICC profile is kept with
+        /// the source's values (a 2:1 crop is always sRGB: it is only ever a variant).
+        package var convertsToSRGB = false
 
         package init(maxBytes: Int64, maxAttempts: Int, decode: Thumbnailer.Limits, keepsAnimation: Bool = true,
                      animationAsVideo: MediaTranscoder.Limits? = nil) {

@@ -104,6 +104,7 @@ package enum JobWire {
                 out.byte(0)
             }
             out.rectangle(made.suggestedClip)
+            out.byte(Self.flags(of: made))
             return out.data
         }
         if others, answer.thumbnail == nil, let problem = answer.failure {
@@ -125,16 +126,32 @@ package enum JobWire {
             let time = hasTime == 1 ? input.double() : nil
             guard hasTime == 0 || time != nil, let hasBytes = input.byte() else { return nil }
             let bytes = hasBytes == 1 ? input.integer() : nil
-            guard hasBytes == 0 || bytes != nil, let suggested = input.rectangle(), input.isAtEnd else { return nil }
+            guard hasBytes == 0 || bytes != nil, let suggested = input.rectangle(), let flags = input.byte(), input.isAtEnd else { return nil }
             var made = ThumbnailOutcome(sourceWidth: sourceWidth, sourceHeight: sourceHeight, file: file,
                                         width: width, height: height, time: time, bytes: bytes.map(Int64.init))
             made.suggestedClip = suggested
+            guard Self.read(flags, into: &made) else { return nil }
             return DecodeAnswer(.success(made), \.thumbnail)
         case failure:
             guard let code = input.string(), let message = input.string(), input.isAtEnd else { return nil }
             return DecodeAnswer(failure: Reason(code: ReasonCode(rawValue: code), message: message))
         default: return nil
         }
+    }
+
+    /// A thumbnail answer's last byte: the source's EXIF orientation in the low four bits (0
+    /// for 1 or none), 0x10 when it carries an ICC profile.
+    private static func flags(of made: ThumbnailOutcome) -> UInt8 {
+        UInt8(made.orientation.map { (2...8).contains($0) ? $0 : 0 } ?? 0) | (made.hasColourProfile == true ? 0x10 : 0)
+    }
+
+    /// What `flags(of:)` wrote, into `made`; false for bits it never writes.
+    private static func read(_ flags: UInt8, into made: inout ThumbnailOutcome) -> Bool {
+        let orientation = Int(flags & 0x0F)
+        guard flags & ~0x1F == 0, orientation == 0 || (2...8).contains(orientation) else { return false }
+        made.orientation = orientation == 0 ? nil : orientation
+        made.hasColourProfile = flags & 0x10 != 0 ? true : nil
+        return true
     }
 
     /// Little-endian fixed-size numbers; strings as a 32-bit length and UTF-8.

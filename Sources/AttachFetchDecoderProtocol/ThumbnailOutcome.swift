@@ -15,6 +15,12 @@ package struct ThumbnailOutcome: Sendable, Codable {
     /// Asked for (`Thumbnailer.Limits.suggestClip`): the square, in the unit square of the
     /// whole image, that a thumbnail of it should show.
     package var suggestedClip: ClippingRectangle?
+    /// The EXIF orientation (1-8) the source states, which the thumbnail applied; nil for 1 or
+    /// none. A platform that ignores the tag (Android's notification) needs upright pixels.
+    package var orientation: Int?
+    /// The source carries an ICC profile: a platform that shows a file's numbers as sRGB
+    /// (Android's notification) needs them converted. Nil for none.
+    package var hasColourProfile: Bool?
 
     package init(sourceWidth: Int, sourceHeight: Int, file: String, width: Int, height: Int, time: Double? = nil, bytes: Int64? = nil) {
         self.sourceWidth = sourceWidth

@@ -12,6 +12,17 @@ int af_vips_thumbnail(const char *filename, VipsImage **out, int width, int heig
                           "fail_on", fail_on, NULL);
 }
 
+int af_vips_thumbnail_srgb(const char *filename, VipsImage **out, int width, int height,
+                           VipsSize size, VipsFailOn fail_on) {
+    return vips_thumbnail(filename, out, width, "height", height, "size", size,
+                          "fail_on", fail_on, "export_profile", "srgb",
+                          "intent", VIPS_INTENT_RELATIVE, NULL);
+}
+
+int af_vips_copy(VipsImage *in, VipsImage **out) {
+    return vips_copy(in, out, NULL);
+}
+
 int af_vips_extract_area(VipsImage *in, VipsImage **out, int left, int top, int width, int height) {
     return vips_extract_area(in, out, left, top, width, height, NULL);
 }
@@ -30,6 +41,14 @@ int af_vips_jpegsave_buffer(VipsImage *in, void **buffer, size_t *length, int qu
 
 int af_vips_pngsave_buffer(VipsImage *in, void **buffer, size_t *length) {
     return vips_pngsave_buffer(in, buffer, length, "strip", TRUE, NULL);
+}
+
+int af_vips_jpegsave_buffer_unstripped(VipsImage *in, void **buffer, size_t *length, int quality) {
+    return vips_jpegsave_buffer(in, buffer, length, "Q", quality, "strip", FALSE, NULL);
+}
+
+int af_vips_pngsave_buffer_unstripped(VipsImage *in, void **buffer, size_t *length) {
+    return vips_pngsave_buffer(in, buffer, length, "strip", FALSE, NULL);
 }
 
 VipsImage *af_vips_image_new_from_file_all_pages(const char *filename, VipsFailOn fail_on) {
@@ -56,6 +75,13 @@ int af_vips_thumbnail_crop(const char *filename, VipsImage **out, int width, int
                            VipsInteresting interesting, VipsFailOn fail_on) {
     return vips_thumbnail(filename, out, width, "height", height, "size", VIPS_SIZE_DOWN,
                           "crop", interesting, "fail_on", fail_on, NULL);
+}
+
+int af_vips_thumbnail_crop_srgb(const char *filename, VipsImage **out, int width, int height,
+                                VipsInteresting interesting, VipsFailOn fail_on) {
+    return vips_thumbnail(filename, out, width, "height", height, "size", VIPS_SIZE_DOWN,
+                          "crop", interesting, "fail_on", fail_on, "export_profile", "srgb",
+                          "intent", VIPS_INTENT_RELATIVE, NULL);
 }
 
 int af_vips_smartcrop(VipsImage *in, VipsImage **out, int width, int height, VipsInteresting interesting) {

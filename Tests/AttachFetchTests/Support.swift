@@ -110,6 +110,14 @@ func writeNoiseImage(path: String, width: Int, height: Int, png bands: Int? = ni
     guard status == 0 else { throw VipsFailed() }
 }
 
+/// Writes the image at `source` as a quality-95 JPEG tagged with EXIF `orientation`, its
+/// pixels as stored: what a phone writes when it saves a photo the way the sensor read it.
+func writeOrientedJPEG(from source: String, to path: String, orientation: Int) throws {
+    struct VipsFailed: Error {}
+    try Vips.ensureStarted()
+    guard af_test_write_oriented_jpeg(source, path, Int32(orientation)) == 0 else { throw VipsFailed() }
+}
+
 /// A built executable of this package (they sit beside the test bundle).
 func builtExecutable(_ name: String) -> String {
     var directory = Bundle.main.bundleURL

@@ -42,6 +42,20 @@ int af_test_write_noise_jpeg(const char *path, int width, int height, int orient
     return result;
 }
 
+int af_test_write_oriented_jpeg(const char *source, const char *path, int orientation) {
+    VipsImage *image = vips_image_new_from_file(source, NULL);
+    if (!image) return -1;
+    VipsImage *copy = NULL;
+    int result = vips_copy(image, &copy, NULL);
+    if (result == 0) {
+        vips_image_set_int(copy, "orientation", orientation);
+        result = vips_jpegsave(copy, path, "Q", 95, NULL);
+        g_object_unref(copy);
+    }
+    g_object_unref(image);
+    return result;
+}
+
 size_t af_test_live_heap_bytes(void) { return mallinfo2().uordblks; }
 
 void af_test_trim_heap(void) { malloc_trim(0); }

@@ -25,6 +25,8 @@ extension ImageNormalizer.Limits {
         self.init(configuration)
         maxBytes = Platform.androidImageLimit
         keepsAnimation = false
+        // Android's notification shows a file's numbers as sRGB.
+        convertsToSRGB = true
     }
 }
 

@@ -206,8 +206,10 @@ extension Stage {
         return nil
     })
 
-    /// An image Android would not show as delivered (not a still JPEG or PNG within 1 MB), or
-    /// whose shape is not about 2:1 (`PictureCrop.needsTwoToOne`) while the request crops, gets
+    /// An image Android would not show as delivered (not a still JPEG or PNG within 1 MB, or
+    /// turned by an EXIF orientation or coloured by an ICC profile, both of which Android's
+    /// notification ignores), or whose shape is
+    /// not about 2:1 (`PictureCrop.needsTwoToOne`) while the request crops, gets
     /// an Android variant that fits, cut to 2:1 by the request's crop; a video gets its poster
     /// frame (the frame its thumbnail was made from, at the thumbnail's size) as a JPEG, cut the
     /// same way. Failing or late, the variant is missing and says why; the attachment is still
@@ -225,7 +227,9 @@ extension Stage {
             }
             guard file.type.kind == .image else { return nil }
             let cropped = work.plan.crop != nil && work.descriptor.deliveredSize.map { PictureCrop.needsTwoToOne(width: $0.width, height: $0.height) } == true
-            guard cropped || !Platform.androidShows(file.type, bytes: work.descriptor.deliveredBytes ?? work.source.bytes) else { return nil }
+            // The worker's word on orientation and profile decides only whether a variant is made.
+            let turned = work.thumbnail?.orientation != nil || work.thumbnail?.hasColourProfile == true
+            guard cropped || turned || !Platform.androidShows(file.type, bytes: work.descriptor.deliveredBytes ?? work.source.bytes) else { return nil }
             return .normalize(source: file.path, type: file.type, destinationBase: work.plan.variantBase, limits: limits)
         },
         take: { answer, work in

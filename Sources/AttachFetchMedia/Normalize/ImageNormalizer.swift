@@ -26,6 +26,7 @@ extension ImageNormalizer {
                                           shouldStop: () -> Bool) throws(Reason) -> NormalizedImage? {
         if [.heic, .heif, .avif].contains(type) { _ = Vips.heifLoader }
         let header = try Thumbnailer.openHeader(source, limits: limits.decode)
+        let colour: ColourRule = limits.convertsToSRGB ? .sRGB : .sourceProfile
         func delivered(_ encoded: EncodedImage, downscaled: Bool, cropped: Bool = false) throws(Reason) -> NormalizedImage {
             let file = destinationBase + "." + encoded.type.fileExtension
             let problem = encoded.data.withUnsafeBytes { SafeFile.create(file, contents: $0) }
@@ -64,7 +65,8 @@ extension ImageNormalizer {
             // vips_thumbnail shrinks on load where the format allows and applies the EXIF
             // orientation; at scale 1 it only decodes (and turns) the image.
             let encoded = try Vips.decodingUnderPolicy(isJPEG: header.image.isJPEG) { failOn throws(Reason) in
-                var image = try Vips.thumbnail(source, width: width, height: height, failOn: failOn)
+                var image = try Vips.thumbnail(source, width: width, height: height, failOn: failOn,
+                                               toSRGB: colour.converts(header.image))
                 // Alpha needs two passes (is it all opaque? then encode): decode once into memory.
                 if image.hasAlpha {
                     guard let rendered = vips_image_copy_memory(image.pointer) else {
@@ -72,7 +74,7 @@ extension ImageNormalizer {
                     }
                     image = VipsImageRef(rendered)
                 }
-                return try Thumbnailer.encode(image, jpegQuality: jpegQuality)
+                return try Thumbnailer.encode(image, jpegQuality: jpegQuality, colour: colour)
             }
             if Int64(encoded.data.count) <= limits.maxBytes {
                 return try delivered(encoded, downscaled: scale < 1)
@@ -95,6 +97,7 @@ extension ImageNormalizer {
             if shouldStop() { throw Reason(code: .cancelled, message: "abandoned") }
             let encoded = try Vips.decodingUnderPolicy(isJPEG: header.image.isJPEG) { failOn throws(Reason) in
                 let cut = try PictureCropper.twoToOne(source, width: header.width, height: header.height, crop: crop,
+                                                      toSRGB: ColourRule.sRGB.converts(header.image),
                                                       maxWidth: maxWidth, failOn: failOn)
                 guard let rendered = vips_image_copy_memory(cut.pointer) else { throw Vips.failure("decode the image") }
                 return try Thumbnailer.encode(VipsImageRef(rendered), jpegQuality: jpegQuality)

@@ -4,6 +4,20 @@ internal import CVips
 import Glibc
 #endif
 
+/// What an image made from a decoded one keeps of the source's colour (docs/media.md,
+/// "Colour"). iOS manages colour, so its attachment keeps wide colour; Android's notification
+/// and the web show a file's numbers as sRGB, so thumbnails and variants are converted.
+enum ColourRule {
+    /// The source's values, its ICC profile embedded: a Display P3 photo stays P3.
+    case sourceProfile
+    /// Converted to sRGB through the source's ICC profile (relative colorimetric), written
+    /// without a profile; a source without one is taken as sRGB already and costs nothing more.
+    case sRGB
+
+    /// Whether a source whose header is `header` is converted on its way to the output.
+    func converts(_ header: VipsImageRef) -> Bool { self == .sRGB && header.hasColourProfile }
+}
+
 /// An encoded image in memory.
 struct EncodedImage {
     package var data: [UInt8]
@@ -66,11 +80,14 @@ extension Thumbnailer {
                                 limits: Limits) throws(Reason) -> ThumbnailOutcome {
         let header = try openHeader(source, limits: limits)
         let box = try boxSize(width: header.width, height: header.height, shape: shape, maxEdge: limits.maxEdge)
-        let thumbnail = try Vips.decodingUnderPolicy(isJPEG: header.image.isJPEG) { failOn throws(Reason) in
-            try finish(try Vips.thumbnail(source, width: box.width, height: box.height, failOn: failOn), clip: box.clip,
+        var thumbnail = try Vips.decodingUnderPolicy(isJPEG: header.image.isJPEG) { failOn throws(Reason) in
+            try finish(try Vips.thumbnail(source, width: box.width, height: box.height, failOn: failOn,
+                                          toSRGB: ColourRule.sRGB.converts(header.image)), clip: box.clip,
                        sourceWidth: header.width, sourceHeight: header.height, destinationBase: destinationBase,
                        shape: shape, limits: limits)
         }
+        if header.image.orientation != 1 { thumbnail.orientation = header.image.orientation }
+        if header.image.hasColourProfile { thumbnail.hasColourProfile = true }
         if (header.image.integer("n-pages") ?? 1) > 1 {
             do throws(Reason) { try decodeEveryFrame(source) } catch {
                 unlink(thumbnail.file)
@@ -174,15 +191,22 @@ extension Thumbnailer {
         return outcome
     }
 
-    /// Encodes a rendered image as JPEG, or as PNG when some pixel is transparent.
-    static func encode(_ rendered: VipsImageRef, jpegQuality: Int = 80) throws(Reason) -> EncodedImage {
+    /// Encodes a rendered image as JPEG, or as PNG when some pixel is transparent. With
+    /// `.sourceProfile` the image's ICC profile is embedded (its pixels are the source's values);
+    /// with `.sRGB` (the pixels converted already, or the source sRGB) nothing is.
+    static func encode(_ rendered: VipsImageRef, jpegQuality: Int = 80, colour: ColourRule = .sRGB) throws(Reason) -> EncodedImage {
         var image = rendered
         if image.hasAlpha, let opaque = try dropOpaqueAlpha(image) { image = opaque }
+        let keepsProfile = colour == .sourceProfile && image.hasColourProfile
+        if keepsProfile { image = try Vips.keepingOnlyProfile(image) }
         var buffer: UnsafeMutableRawPointer?
         var length = 0
-        let encoded = image.hasAlpha
-            ? af_vips_pngsave_buffer(image.pointer, &buffer, &length)
-            : af_vips_jpegsave_buffer(image.pointer, &buffer, &length, Int32(jpegQuality))
+        let encoded = switch (image.hasAlpha, keepsProfile) {
+        case (true, false): af_vips_pngsave_buffer(image.pointer, &buffer, &length)
+        case (false, false): af_vips_jpegsave_buffer(image.pointer, &buffer, &length, Int32(jpegQuality))
+        case (true, true): af_vips_pngsave_buffer_unstripped(image.pointer, &buffer, &length)
+        case (false, true): af_vips_jpegsave_buffer_unstripped(image.pointer, &buffer, &length, Int32(jpegQuality))
+        }
         defer { g_free(buffer) }
         guard encoded == 0, let buffer else {
             throw Vips.failure("encode the image")

@@ -12,6 +12,9 @@ int af_test_write_black_jpeg(const char *path, int width, int height, int progre
 int af_test_write_noise_png(const char *path, int width, int height, int bands);
 // vips_gaussnoise + vips_jpegsave at quality 100, with EXIF orientation `orientation`.
 int af_test_write_noise_jpeg(const char *path, int width, int height, int orientation);
+// vips_copy + vips_jpegsave at quality 95: the image at `source` as a JPEG whose EXIF says
+// `orientation` (its pixels as stored, not turned).
+int af_test_write_oriented_jpeg(const char *source, const char *path, int orientation);
 // mallinfo2().uordblks: bytes the allocator has handed out and not had back, over every arena
 // (the live heap). Here because Swift's Glibc module does not expose <malloc.h>.
 size_t af_test_live_heap_bytes(void);

@@ -91,14 +91,36 @@ package enum Vips {
         return minimum
     }
 
-    /// `vips_thumbnail` of a file (shrink-on-load, EXIF orientation applied). Lazy: the
-    /// pixels are decoded, and decoding fails, when the result is rendered.
-    static func thumbnail(_ source: String, width: Int, height: Int, failOn: VipsFailOn) throws(Reason) -> VipsImageRef {
+    /// `vips_thumbnail` of a file (shrink-on-load, EXIF orientation applied); `toSRGB`: its
+    /// pixels converted through its ICC profile, for a source that has one
+    /// (`ColourRule.converts`). Lazy: the pixels are decoded, and decoding fails, when the
+    /// result is rendered.
+    static func thumbnail(_ source: String, width: Int, height: Int, failOn: VipsFailOn,
+                          toSRGB: Bool) throws(Reason) -> VipsImageRef {
         var out: UnsafeMutablePointer<VipsImage>?
-        guard af_vips_thumbnail(source, &out, Int32(width), Int32(height), VIPS_SIZE_DOWN, failOn) == 0, let out else {
+        let status = toSRGB
+            ? af_vips_thumbnail_srgb(source, &out, Int32(width), Int32(height), VIPS_SIZE_DOWN, failOn)
+            : af_vips_thumbnail(source, &out, Int32(width), Int32(height), VIPS_SIZE_DOWN, failOn)
+        guard status == 0, let out else {
             throw failure("decode the image")
         }
         return VipsImageRef(out)
+    }
+
+    /// A copy of `image` whose only metadata is its ICC profile, if it has one: what is written
+    /// unstripped then carries the colour and nothing else of the source's (no EXIF, no GPS).
+    static func keepingOnlyProfile(_ image: VipsImageRef) throws(Reason) -> VipsImageRef {
+        var out: UnsafeMutablePointer<VipsImage>?
+        guard af_vips_copy(image.pointer, &out) == 0, let out else { throw failure("copy the image") }
+        let copy = VipsImageRef(out)
+        guard let fields = vips_image_get_fields(copy.pointer) else { return copy }
+        defer { g_strfreev(fields) }
+        var index = 0
+        while let field = fields[index] {
+            if String(cString: field) != "icc-profile-data" { _ = vips_image_remove(copy.pointer, field) }
+            index += 1
+        }
+        return copy
     }
 
     /// Packed 8-bit RGB rows (no padding) as a libvips image, labelled sRGB (raw memory would
@@ -179,6 +201,9 @@ final class VipsImageRef {
 
     /// Whether libvips read this image with its JPEG loader.
     var isJPEG: Bool { string("vips-loader")?.hasPrefix("jpegload") == true }
+
+    /// Whether the image carries an ICC profile.
+    var hasColourProfile: Bool { vips_image_get_typeof(pointer, "icc-profile-data") != 0 }
 
     /// EXIF orientation 1...8, or 1 when absent.
     var orientation: Int {

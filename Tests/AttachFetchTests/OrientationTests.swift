@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+@testable import AttachFetch
+
+/// What Android reads is upright without EXIF: Firebase's Android SDK decodes the notification
+/// image with `BitmapFactory`, which ignores the orientation tag. A photo stored turned (EXIF
+/// 2-8), even a small 16:9 JPEG Android would otherwise take as it is, gets an Android variant
+/// whose pixels are turned and which has no tag; the descriptor, the thumbnail and the variant
+/// follow one reading of the orientation. Checked against `vips autorot` of the source.
+@Suite struct OrientationTests {
+    /// The mean absolute difference between `file` decoded without EXIF (as `BitmapFactory`
+    /// decodes it) and `reference`, scaled to `file`'s size (and cut to it by libvips'
+    /// attention model, as the Android variant of a portrait is cut, with `cut`).
+    static func difference(_ file: String, from reference: String, cut: Bool = false, work: String, name: String) throws -> Double {
+        let width = try ColourTests.vips(["-f", "width", file], program: "/usr/bin/vipsheader")
+        let height = try ColourTests.vips(["-f", "height", file], program: "/usr/bin/vipsheader")
+        _ = try ColourTests.vips(["thumbnail", reference, "\(work)/\(name)-ref.v", width, "--height", height, "--no-rotate"]
+                                 + (cut ? ["--crop", "attention"] : ["--size", "force"]))
+        // vips copy keeps the pixels as stored: no tag is applied.
+        _ = try ColourTests.vips(["copy", file, "\(work)/\(name)-raw.v"])
+        _ = try ColourTests.vips(["subtract", "\(work)/\(name)-raw.v", "\(work)/\(name)-ref.v", "\(work)/\(name)-d.v"])
+        _ = try ColourTests.vips(["abs", "\(work)/\(name)-d.v", "\(work)/\(name)-a.v"])
+        return try #require(Double(try ColourTests.vips(["avg", "\(work)/\(name)-a.v"])))
+    }
+
+    @Test func everyOrientationGetsAnUprightAndroidVariant() async throws {
+        let media = Scratch(), scratch = Scratch(), work = Scratch()
+        try await offPool {
+            // A 16:9 frame of the test pattern, under 1 MB: Android would take it as it is.
+            let run = try tool("/usr/bin/ffmpeg", ["-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", "testsrc2=size=640x360",
+                                                   "-frames:v", "1", "\(work.path)/pattern.png"])
+            try #require(run.status == 0, "\(run.errors)")
+            for orientation in 1...8 {
+                try writeOrientedJPEG(from: "\(work.path)/pattern.png", to: "\(media.path)/o\(orientation).jpg", orientation: orientation)
+                _ = try ColourTests.vips(["autorot", "\(media.path)/o\(orientation).jpg", "\(work.path)/upright\(orientation).v"])
+            }
+        }
+        try await withMediaServer(directory: media.path) { server in
+            try await withPipeline(scratch, { $0.platforms = [.ios, .android] }) { pipeline in
+                let batch = await pipeline.process((1...8).map { AttachmentRequest(url: "\(server.baseURL)/media/o\($0).jpg") },
+                                                   deadline: .seconds(30))
+                for (orientation, d) in zip(1...8, batch.attachments) {
+                    #expect(d.status == .ready, "\(orientation): \(d.reason?.message ?? "")")
+                    let upright = "\(work.path)/upright\(orientation).v"
+                    let turned = orientation >= 5
+                    #expect(d.width == (turned ? 360 : 640) && d.height == (turned ? 640 : 360), "\(orientation): \(String(describing: d.width))x\(String(describing: d.height))")
+                    let thumbnail = try #require(d.thumbnail?.file, "\(orientation)")
+                    let thumbnailOff = try await offPool { try Self.difference(thumbnail, from: upright, work: work.path, name: "t\(orientation)") }
+                    #expect(thumbnailOff < 6, "\(orientation): the thumbnail is \(thumbnailOff) off the upright source")
+                    let variant = d.variants?["android"]
+                    guard orientation != 1 else {
+                        #expect(variant == nil, "an upright JPEG under 1 MB needs no variant: \(String(describing: variant))")
+                        continue
+                    }
+                    let file = try #require(variant?.file, "\(orientation): no Android variant")
+                    let tags = try ColourTests.vips(["-a", file], program: "/usr/bin/vipsheader")
+                    #expect(!tags.contains("orientation") && !tags.contains("Orientation"), "\(orientation): the variant keeps a tag")
+                    // A portrait's variant is its 2:1 cut, landscape.
+                    #expect(variant?.width.map { $0 > (variant?.height ?? .max) } == true, "\(orientation): \(String(describing: variant))")
+                    let variantOff = try await offPool { try Self.difference(file, from: upright, cut: turned, work: work.path, name: "v\(orientation)") }
+                    #expect(variantOff < 6, "\(orientation): the Android variant is \(variantOff) off the upright source")
+                    // The stored pixels alone would be far off (the check can fail).
+                    let asStored = try await offPool { try Self.difference("\(media.path)/o\(orientation).jpg", from: upright, work: work.path, name: "s\(orientation)") }
+                    if !turned { #expect(asStored > 10, "\(orientation): the stored pixels are only \(asStored) off") }
+                }
+            }
+        }
+    }
+}
