@@ -66,4 +66,21 @@ import Testing
             }
         }
     }
+
+    /// The thumbnail answer's orientation and profile cross the worker's socket as they were
+    /// (`JobWire`'s last byte), and a byte with bits it never writes is refused.
+    @Test func aThumbnailAnswerCarriesOrientationAndProfile() throws {
+        var turned = ThumbnailOutcome(sourceWidth: 3024, sourceHeight: 4032, file: "/x/r.jpg", width: 240, height: 320)
+        (turned.orientation, turned.hasColourProfile) = (6, true)
+        for made in [turned, ThumbnailOutcome(sourceWidth: 4, sourceHeight: 3, file: "p.jpg", width: 4, height: 3)] {
+            let wire = try #require(JobWire.encode(DecodeAnswer(.success(made), \.thumbnail)))
+            let back = try #require(JobWire.decodeAnswer(wire)?.thumbnail)
+            #expect(back.orientation == made.orientation && back.hasColourProfile == made.hasColourProfile)
+            var forged = wire
+            forged[forged.count - 1] = 0x20
+            #expect(JobWire.decodeAnswer(forged) == nil)
+            forged[forged.count - 1] = 0x09
+            #expect(JobWire.decodeAnswer(forged) == nil, "orientation 9")
+        }
+    }
 }

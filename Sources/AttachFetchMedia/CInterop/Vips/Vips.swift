@@ -202,8 +202,16 @@ final class VipsImageRef {
     /// Whether libvips read this image with its JPEG loader.
     var isJPEG: Bool { string("vips-loader")?.hasPrefix("jpegload") == true }
 
-    /// Whether the image carries an ICC profile.
-    var hasColourProfile: Bool { vips_image_get_typeof(pointer, "icc-profile-data") != 0 }
+    /// Whether the image carries an ICC profile that LittleCMS reads and that fits its bands
+    /// (libvips' own test): a damaged one is taken as none, as libvips' loaders and browsers
+    /// take it, so that converting through it never fails an image that decodes.
+    var hasColourProfile: Bool {
+        guard vips_image_get_typeof(pointer, "icc-profile-data") != 0 else { return false }
+        var data: UnsafeRawPointer?
+        var length = 0
+        guard vips_image_get_blob(pointer, "icc-profile-data", &data, &length) == 0, let data, length > 0 else { return false }
+        return vips_icc_is_compatible_profile(pointer, data, length) != 0
+    }
 
     /// EXIF orientation 1...8, or 1 when absent.
     var orientation: Int {
