@@ -107,17 +107,61 @@ import Testing
         }
     }
 
+    /// A raw AMR file: its magic line, then `frames` frames of type `frameType` (12.2 kb/s for
+    /// AMR-NB, 23.85 kb/s for AMR-WB), 20 ms each, their speech bits random (any bits decode).
+    /// Debian's FFmpeg decodes AMR but cannot encode it, so the file is written here.
+    static func rawAMR(wideband: Bool, frames: Int) -> Data {
+        var generator = SystemRandomNumberGenerator()
+        let (magic, frameType, size) = wideband ? ("#!AMR-WB\n", 8, 61) : ("#!AMR\n", 7, 32)
+        var data = Data(magic.utf8)
+        for _ in 0..<frames {
+            data.append(UInt8(frameType << 3 | 0x04))
+            data.append(contentsOf: (1..<size).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        }
+        return data
+    }
+
+    /// Raw AMR-NB and AMR-WB voice notes (what Android's recorders write) become AAC in MPEG-4
+    /// audio, as the same stream inside 3GPP does; their length is kept.
+    @Test func rawAMRVoiceNotesBecomeAAC() async throws {
+        let media = Scratch(), scratch = Scratch()
+        try Self.rawAMR(wideband: false, frames: 150).write(to: URL(fileURLWithPath: "\(media.path)/note.amr"))
+        try Self.rawAMR(wideband: true, frames: 150).write(to: URL(fileURLWithPath: "\(media.path)/note-wb.amr"))
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer(directory: media.path) { server in
+                let names = ["note.amr", "note-wb.amr"]
+                let batch = await pipeline.process(names.map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)") })
+                for (name, d) in zip(names, batch.attachments) {
+                    #expect(d.status == .ready && d.sourceMimeType == "audio/amr" && d.mimeType == "audio/mp4", "\(name): \(d.reason?.message ?? "")")
+                    #expect(d.transforms == [.transcoded] && d.audioCodec == "aac" && d.sourceAudioCodec?.hasPrefix("AMR") == true,
+                            "\(name): \(d.transforms ?? []) \(d.sourceAudioCodec ?? "-")")
+                    let file = try #require(d.file, "\(name)")
+                    let read = try await Self.audio(file)
+                    let duration = try #require(Double(read["duration"] ?? ""), "\(read)")
+                    #expect(abs(duration - 3) <= 0.1 && abs((d.duration ?? 0) - 3) <= 0.1, "\(name): \(duration) s, described \(d.duration ?? 0) s, for 3 s")
+                }
+            }
+        }
+    }
+
     @Test func withTranscodingOffWhatMustBeReencodedIsRefusedSayingSo() async throws {
         let media = Scratch(), scratch = Scratch()
         try await offPool {
             try Self.make(media.path, "note.ogg", seconds: 2, ["-ac", "1", "-c:a", "libopus"])
             try PlayabilityTests.make(media.path, "h444.mp4", ["-c:v", "libx264", "-pix_fmt", "yuv444p"])
             try PlayabilityTests.make(media.path, "hev1.mp4", ["-c:v", "libx265", "-x265-params", "log-level=error", "-pix_fmt", "yuv420p"])
+            try PlayabilityTests.make(media.path, "vp9.mp4", ["-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8"])
         }
         try await withPipeline(scratch, { $0.transcode = false }) { pipeline in
             try await withMediaServer(directory: media.path) { server in
-                let batch = await pipeline.process(["note.ogg", "h444.mp4", "hev1.mp4"].map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)") })
+                let batch = await pipeline.process(["note.ogg", "h444.mp4", "hev1.mp4", "vp9.mp4"].map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)") })
                 let (note, h444, hev1) = (batch.attachments[0], batch.attachments[1], batch.attachments[2])
+                // A codec only the transcoder decodes is refused as what it is.
+                let vp9 = batch.attachments[3]
+                #expect(vp9.status == .rejected && vp9.reason?.code == .unsupportedType
+                        && vp9.reason?.message.contains("the video is VP9") == true && vp9.reason?.message.contains("transcoding is off") == true,
+                        "\(vp9.reason?.message ?? "ready")")
+                #expect(h444.reason?.message.contains("transcoding is off") == true, "\(h444.reason?.message ?? "ready")")
                 #expect(note.status == .rejected && note.reason?.code == .unsupportedType
                         && note.reason?.message.contains("transcoding it is turned off") == true, "\(note.reason?.message ?? "ready")")
                 #expect(h444.status == .rejected && h444.reason?.message.contains("High 4:4:4 Predictive") == true, "\(h444.reason?.message ?? "ready")")

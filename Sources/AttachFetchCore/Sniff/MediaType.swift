@@ -75,6 +75,9 @@ public struct MediaType: Sendable, Hashable {
     public static let musepack = MediaType(kind: .audio, mimeType: "audio/x-musepack", uti: "net.musepack.mpc", fileExtension: "mpc")
     /// DSD in DSF, transcoded to `.m4a`.
     public static let dsf = MediaType(kind: .audio, mimeType: "audio/x-dsf", uti: "com.sony.dsf", fileExtension: "dsf")
+    /// Raw AMR-NB or AMR-WB (`#!AMR`, `#!AMR-WB`: what Android's voice recorders write),
+    /// transcoded to `.m4a` as the same stream inside 3GPP is.
+    public static let amr = MediaType(kind: .audio, mimeType: "audio/amr", uti: "org.3gpp.adaptive-multi-rate-audio", fileExtension: "amr")
 
     /// WebM (VP8, VP9 or AV1 with Opus or Vorbis), transcoded to H.264 and AAC in `.mp4`.
     public static let webm = MediaType(kind: .video, mimeType: "video/webm", uti: "org.webmproject.webm", fileExtension: "webm")
@@ -87,10 +90,10 @@ public struct MediaType: Sendable, Hashable {
 
     /// Formats that are converted to one in `all` before delivery, never delivered as they are.
     public static let convertible: [MediaType] = [.webp, .heic, .heif, .avif, .quickTime, .threeGPP, .threeGPP2, .mpegTS, .matroska, .aac,
-                                                  .ogg, .flac, .ac3, .ape, .musepack, .dsf, .webm, .oggVideo, .asf, .flv]
+                                                  .ogg, .flac, .ac3, .ape, .musepack, .dsf, .amr, .webm, .oggVideo, .asf, .flv]
 
     /// The convertible formats whose streams are re-encoded (transcoded), not only moved.
-    public static let transcoded: [MediaType] = [.ogg, .flac, .ac3, .ape, .musepack, .dsf, .webm, .oggVideo, .asf, .flv]
+    public static let transcoded: [MediaType] = [.ogg, .flac, .ac3, .ape, .musepack, .dsf, .amr, .webm, .oggVideo, .asf, .flv]
 
     /// True for the formats iOS accepts as they are.
     public var isDeliverable: Bool { MediaType.all.contains(self) }
@@ -125,6 +128,7 @@ public struct MediaType: Sendable, Hashable {
         "audio/x-hx-aac-adts": .aac, "audio/aac": .aac, "audio/x-aac": .aac,
         "audio/vnd.dolby.dd-raw": .ac3, "audio/ac3": .ac3,
         "audio/x-ape": .ape, "audio/x-musepack": .musepack, "audio/x-dsf": .dsf,
+        "audio/amr": .amr, "audio/amr-wb": .amr,
         "video/ogg": .oggVideo, "video/x-ms-asf": .asf, "audio/x-ms-wma": .asf, "video/x-ms-wmv": .asf, "video/x-flv": .flv,
     ]
 

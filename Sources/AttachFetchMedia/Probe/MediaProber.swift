@@ -25,6 +25,7 @@ extension MediaProber {
         case .ape: return "ape"
         case .musepack: return "mpc,mpc8"
         case .dsf: return "dsf"
+        case .amr: return "amr,amrnb,amrwb"
         case .oggVideo: return "ogg"
         case .asf: return "asf"
         case .flv: return "flv"
@@ -81,17 +82,22 @@ extension MediaProber {
             throw Reason(code: .pixelLimitExceeded,
                                message: "video frames of \(area(videoStream)) pixels are over the limit of \(limits.thumbnail.maxPixels)")
         }
-        // A codec only the transcoder decodes (AV1, VP9 in MPEG-4): re-encoded, not probed here.
-        if limits.transcodesUnplayable, let videoStream, let codec = avcodec_find_decoder(videoStream.pointee.codecpar.pointee.codec_id),
+        // A codec only the transcoder decodes (AV1, VP9 in MPEG-4): re-encoded, not probed here;
+        // with transcoding off, refused as what it is, not as a codec nothing decodes.
+        if let videoStream, let codec = avcodec_find_decoder(videoStream.pointee.codecpar.pointee.codec_id),
            case let name = String(cString: codec.pointee.name), !decoders.contains(name), MediaTranscoder.decoders.contains(name) {
-            return ProbeOutcome(probe: probe, resolvedType: resolvedType,
-                                conversion: .transcode(PlayableMedia.title(videoStream.pointee.codecpar.pointee.codec_id)))
+            let title = PlayableMedia.title(videoStream.pointee.codecpar.pointee.codec_id)
+            guard limits.transcodesUnplayable else {
+                throw Reason(code: .unsupportedType,
+                             message: "the video is \(title), which iOS cannot play (\(PlayableMedia.rule)); transcoding is off, so it is not re-encoded")
+            }
+            return ProbeOutcome(probe: probe, resolvedType: resolvedType, conversion: .transcode(title))
         }
         if [.mp4, .m4v, .m4a].contains(resolvedType), let audioStream,
            case .cannotPlay(let what) = PlayableMedia.audioInMPEG4(audioStream.pointee.codecpar.pointee.codec_id) {
             guard limits.transcodesUnplayable else {
                 throw Reason(code: .unsupportedType,
-                             message: "the sound is \(what), which iOS cannot play (\(PlayableMedia.audioRule)); it is not re-encoded")
+                             message: "the sound is \(what), which iOS cannot play (\(PlayableMedia.audioRule)); transcoding is off, so it is not re-encoded")
             }
             return ProbeOutcome(probe: probe, resolvedType: resolvedType, conversion: .transcodeAudio(what))
         }
@@ -212,7 +218,7 @@ extension MediaProber {
                              message: "the video is HEVC tagged hev1, which iOS does not play (\(PlayableMedia.rule)); it is not re-encoded or re-tagged")
             case .cannotPlay(let what):
                 throw Reason(code: .unsupportedType,
-                             message: "the video is \(what), which iOS cannot play (\(PlayableMedia.rule)); it is not re-encoded")
+                             message: "the video is \(what), which iOS cannot play (\(PlayableMedia.rule)); transcoding is off, so it is not re-encoded")
             }
         }
         var outcome = ProbeOutcome(probe: probe, resolvedType: resolvedType)
