@@ -196,6 +196,24 @@ import Testing
         }
     }
 
+    /// libvips counts a GIF's frames up to one past 4096: a GIF of 5,000 is said to have more
+    /// than 4096, never "4097".
+    @Test func aGIFPastLibvipsCountSaysMoreThanItCounted() async throws {
+        let media = Scratch(), scratch = Scratch()
+        try await offPool {
+            let made = try tool("/usr/bin/ffmpeg", ["-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", "color=c=red:size=16x16:rate=100,format=rgb8",
+                                                    "-t", "50", "-f", "gif", "\(media.path)/many.gif"])
+            try #require(made.status == 0, "\(made.errors)")
+        }
+        try await withMediaServer(directory: media.path) { server in
+            try await withPipeline(scratch) { pipeline in
+                let d = await fetchOne("\(server.baseURL)/media/many.gif", pipeline)
+                #expect(d.reason?.code == .pixelLimitExceeded && d.reason?.message.contains("more than 4096 frames") == true
+                        && d.reason?.message.contains("4097") == false, "\(d.reason?.message ?? "ready")")
+            }
+        }
+    }
+
     @Test func workingFilesAreCreatedExclusivelyWithPrivateModes() async throws {
         let scratch = Scratch()
         let out = Scratch()

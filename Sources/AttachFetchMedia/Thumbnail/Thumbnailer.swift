@@ -253,8 +253,10 @@ extension Thumbnailer {
         }
         if frames > 1 {
             guard frames <= limits.maxAnimationFrames else {
+                // libvips' GIF loader stops counting one frame past 4096 ("Excessive number of frames").
+                let count = frames > 4_096 ? "more than 4096" : "\(frames)"
                 throw Reason(code: .pixelLimitExceeded,
-                                   message: "the animation has \(frames) frames, over the limit of \(limits.maxAnimationFrames)")
+                                   message: "the animation has \(count) frames, over the limit of \(limits.maxAnimationFrames)")
             }
             let total = HEIFImageSize.area(frames, pixels)
             guard total <= limits.maxAnimationPixels else {
