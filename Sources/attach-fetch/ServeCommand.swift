@@ -75,6 +75,11 @@ struct ServeCommand: AsyncParsableCommand {
         }
     }
 
+    /// A number of seconds as the options take it: 30, 2.5.
+    static func seconds(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)
+    }
+
     /// Whether `host` is a loopback address (127.0.0.0/8, ::1) or `localhost`: reachable from
     /// this machine only.
     static func isLoopback(_ host: String) -> Bool {
@@ -106,6 +111,11 @@ struct ServeCommand: AsyncParsableCommand {
         if let tokenFile { configuration.tokens = try ServiceConfiguration.tokens(fromFile: tokenFile) }
         var logger = Logger(label: "attach-fetch") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = verbose ? .debug : .info
+        // Kept starting (the options are a contract), but said: a request without a deadline
+        // gets --max-deadline, not --deadline.
+        if pipeline.deadline > maxDeadline {
+            logger.warning("--deadline \(Self.seconds(pipeline.deadline)) is above --max-deadline \(Self.seconds(maxDeadline)): a request that gives no deadline gets \(Self.seconds(maxDeadline)) s")
+        }
         let server: AttachFetchServer
         do {
             // OTEL_EXPORTER_OTLP_ENDPOINT and the rest (docs/observability.md); off when unset.

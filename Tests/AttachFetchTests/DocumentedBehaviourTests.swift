@@ -21,6 +21,21 @@ import Testing
         }
     }
 
+    /// A --deadline above --max-deadline still starts (the options are a contract), and says so
+    /// at start, naming both values and the deadline a request without one gets.
+    @Test func serveWarnsOfADeadlineAboveTheMaximum() async throws {
+        let scratch = Scratch(), log = ServeLog()
+        let (process, port) = try launchServe(["--deadline", "30", "--max-deadline", "20"], environment: ["TMPDIR": scratch.path], log: log)
+        defer { process.terminate(); process.waitUntilExit() }
+        #expect(port > 0)
+        #expect(log.text.contains("--deadline 30 is above --max-deadline 20") && log.text.contains("gets 20 s"), "\(log.text)")
+        let quietLog = ServeLog()
+        let (quiet, quietPort) = try launchServe(["--deadline", "10", "--max-deadline", "20"], environment: ["TMPDIR": scratch.path], log: quietLog)
+        defer { quiet.terminate(); quiet.waitUntilExit() }
+        #expect(quietPort > 0 && quietLog.text.contains("listening on"))
+        #expect(!quietLog.text.contains("above --max-deadline"), "\(quietLog.text)")
+    }
+
     @Test func serveListsNoOptionItWouldRefuse() async throws {
         let serveHelp = try await CLITests.run(["serve", "--help"])
         #expect(serveHelp.status == 0 && !serveHelp.stdout.contains("--rewrite"))
