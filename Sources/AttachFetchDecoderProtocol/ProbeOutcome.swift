@@ -2,8 +2,11 @@ import AttachFetchCore
 
 /// What FFmpeg learned about an audio or video file.
 package struct MediaProbe: Sendable, Equatable, Codable {
-    /// Seconds, when the container states a duration.
+    /// Seconds: the container's duration, or its streams' samples' when the two disagree
+    /// (`MediaProber.sampleDuration`).
     package var duration: Double?
+    /// The container header's duration when its streams' samples say otherwise.
+    package var statedDuration: Double?
     package var videoCodec: String?
     package var audioCodec: String?
     /// The video's size as displayed (sample aspect ratio and rotation applied).

@@ -88,6 +88,7 @@ import Testing
         }
         d.transforms = maybe(&random, transforms)
         d.duration = maybe(&random, double)
+        d.statedDuration = maybe(&random, double)
         d.videoCodec = maybe(&random, string)
         d.sourceAudioCodec = maybe(&random, string)
         d.sourceVideoCodec = maybe(&random, string)

@@ -35,7 +35,7 @@ import Testing
             ("main10.mp4", ["-c:v", "libx265", "-x265-params", "log-level=error", "-pix_fmt", "yuv420p10le", "-tag:v", "hvc1"], nil),
             ("rext.mp4", ["-c:v", "libx265", "-x265-params", "log-level=error", "-pix_fmt", "yuv444p", "-tag:v", "hvc1"], "which iOS cannot play"),
             ("hevc.mov", ["-c:v", "libx265", "-x265-params", "log-level=error", "-pix_fmt", "yuv420p"], nil),
-            ("av1.mp4", ["-c:v", "libaom-av1", "-cpu-used", "8", "-pix_fmt", "yuv420p"], "the AV1 codec"),
+            ("av1.mp4", ["-c:v", "libaom-av1", "-cpu-used", "8", "-pix_fmt", "yuv420p"], "the video is AV1, which iOS cannot play"),
         ]
         // Encoding blocks: off the cooperative pool.
         try await offPool { for item in cases { try Self.make(media.path, item.name, item.encoding) } }

@@ -103,7 +103,7 @@ extension DeadlineBoundSuites {
             let d = try await fetch("vp9.mp4", into: scratch) { $0.normalize = false }
             #expect(d.status == .rejected)
             #expect(d.reason?.code == .unsupportedType)
-            #expect(d.reason?.message.contains("the VP9 codec") == true, "named as people know it: \(d.reason?.message ?? "")")
+            #expect(d.reason?.message.contains("the video is VP9") == true, "named as people know it: \(d.reason?.message ?? "")")
             #expect(scratch.tree() == [])
         }
 

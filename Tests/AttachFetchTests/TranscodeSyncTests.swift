@@ -120,6 +120,35 @@ import Testing
         }
     }
 
+    /// An MPEG-4 file whose movie header claims 10 s for 2 s of samples is described by its
+    /// samples, 2 s, and the header's claim is kept beside it; a file whose header is true gets
+    /// no `statedDuration`.
+    @Test func aHeaderThatLiesAboutDurationIsNotBelieved() async throws {
+        let media = Scratch(), scratch = Scratch()
+        try await offPool {
+            try Self.ffmpeg(["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-f", "lavfi", "-i", "sine=sample_rate=48000", "-t", "2",
+                             "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", "-c:a", "aac", "\(media.path)/true.mp4"])
+            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: "\(media.path)/true.mp4")))
+            // mvhd: size, type, version and flags, two dates, then the time scale and duration (version 0).
+            let mvhd = try #require(bytes.firstRange(of: Array("mvhd".utf8))?.lowerBound)
+            try #require(bytes[mvhd + 4] == 0, "a version-0 mvhd")
+            let scale = bytes[mvhd + 16..<mvhd + 20].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            let claimed = scale * 10
+            for index in 0..<4 { bytes[mvhd + 20 + index] = UInt8(truncatingIfNeeded: claimed >> (24 - 8 * UInt32(index))) }
+            try Data(bytes).write(to: URL(fileURLWithPath: "\(media.path)/lying.mp4"))
+        }
+        try await withPipeline(scratch) { pipeline in
+            try await withMediaServer(directory: media.path) { server in
+                let batch = await pipeline.process(["lying.mp4", "true.mp4"].map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)") })
+                let (lying, honest) = (batch.attachments[0], batch.attachments[1])
+                #expect(lying.status == .ready, "\(lying.reason?.message ?? "")")
+                #expect(lying.duration.map { abs($0 - 2) <= 0.1 } == true && lying.statedDuration.map { abs($0 - 10) <= 0.01 } == true,
+                        "described as \(lying.duration ?? -1) s, stated \(lying.statedDuration ?? -1) s")
+                #expect(honest.duration.map { abs($0 - 2) <= 0.1 } == true && honest.statedDuration == nil)
+            }
+        }
+    }
+
     /// A gap in the sound stays a gap in time: the sound after it is where the source has it
     /// (filled with silence, so the drift stays bounded), not two seconds early.
     @Test func soundAfterAGapIsWhereTheSourceHasIt() async throws {

@@ -107,6 +107,7 @@ struct DescriptorBuilder: Sendable {
     /// transcode recorded the source's own.
     mutating func record(_ probe: MediaProbe) {
         descriptor.duration = probe.duration
+        descriptor.statedDuration = probe.statedDuration
         descriptor.videoCodec = probe.videoCodec
         descriptor.audioCodec = probe.audioCodec
         descriptor.width = probe.width

@@ -38,6 +38,7 @@ extension AttachmentDescriptor: CompactJSONWritable {
             json.field("sourceMimeType", sourceMimeType)
             json.field("sourceVideoCodec", sourceVideoCodec)
             json.field("sourceWidth", sourceWidth)
+            json.field("statedDuration", statedDuration)
             json.field("status", status)
             json.field("thumbnail", thumbnail)
             json.field("thumbnailClip", thumbnailClip)

@@ -19,6 +19,7 @@ extension AttachmentDescriptor {
         d.options = AttachmentOptions(clippingRect: .init(x: 0, y: 0, width: 1, height: 1), thumbnailTime: 1, thumbnailHidden: false)
         (d.sourceMimeType, d.sourceBytes, d.sourceWidth, d.sourceHeight) = ("image/webp", 20, 8, 6)
         (d.transforms, d.duration, d.videoCodec, d.audioCodec) = ([.transcoded], 1.5, "h264", "aac")
+        d.statedDuration = 10
         (d.sourceAudioCodec, d.sourceVideoCodec) = ("Opus", "VP9")
         d.ats = ATSVerdict(problems: [.init(code: ATSVerdict.insecureScheme, message: "m")])
         (d.cache, d.publishedUrl, d.publishedBytes, d.encryption) = (.miss, "https://c.test/a", 12, encryption)

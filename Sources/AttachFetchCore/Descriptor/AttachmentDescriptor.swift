@@ -216,8 +216,12 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     public var sourceDamage: String?
     /// What was done to the original, in order; empty when it is delivered as downloaded.
     public var transforms: [Transform]?
-    /// Added for audio and video (FFmpeg's probe): seconds, when the container states it, ...
+    /// Added for audio and video (FFmpeg's probe): seconds, the streams' length (an MPEG-4
+    /// file's from its samples when its header says otherwise), ...
     public var duration: Double?
+    /// Added: what an MPEG-4 file's header claimed, when it differs from its samples' length
+    /// (`duration`) by more than half a second.
+    public var statedDuration: Double?
     /// ... and the codecs of the streams used ("h264", "aac").
     public var videoCodec: String?
     /// Added: the source's audio codec where the audio was re-encoded (`transforms` has

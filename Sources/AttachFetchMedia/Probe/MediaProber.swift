@@ -75,6 +75,8 @@ extension MediaProber {
             throw Reason(code: .corruptMedia, message: "the file has no audio or video stream")
         }
         let resolvedType = try resolve(type, hasVideo: videoStream != nil)
+        (probe.duration, probe.statedDuration) = duration(header: input.duration,
+                                                          samples: sampleDuration(of: [videoStream, audioStream].compactMap { $0 }, type: type))
         if let encrypted = input.streams.first(where: { av_stream_get_side_data($0, AV_PKT_DATA_ENCRYPTION_INIT_INFO, nil) != nil }) {
             throw encryptedMedia(encrypted)
         }
