@@ -12,9 +12,10 @@ import Testing
     @Test func opensAfterThatManyFailuresInARowAndRefusesWithTheHostAndWhatFailed() {
         var breakers = OriginBreakers(failures: 3, cooldown: .seconds(30))
         let now = ContinuousClock.now
-        #expect(breakers.record(host, failure: "timed out", now: now, wall: wall) == .none)
-        // Anything that is not the origin's failure resets the count.
-        #expect(breakers.record(host, failure: nil, now: now, wall: wall) == .none)
+        #expect(breakers.record(host, failure: "timed out", now: now - .seconds(20), wall: wall) == .none)
+        // Anything that is not the origin's failure resets the count (an answer, 11 s before:
+        // past `answerWindow`, so the timeouts after it count).
+        #expect(breakers.record(host, failure: nil, now: now - .seconds(11), wall: wall) == .none)
         #expect(breakers.record(host, failure: "timed out", now: now, wall: wall) == .none)
         #expect(breakers.record(host, failure: "timed out", now: now, wall: wall) == .none)
         #expect(breakers.admit(host, now: now) == .go)

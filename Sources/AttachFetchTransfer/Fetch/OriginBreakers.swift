@@ -3,11 +3,17 @@ import Foundation
 /// One circuit breaker per origin host: after `failures` failures in a row the host is left
 /// alone for `cooldown`, then one request probes it.
 ///
+/// A host that answers is not dead: a CDN with some cold objects answers most requests while
+/// others stall. So a timeout counts only when the host has answered nothing within
+/// `answerWindow`; connection failures, refusals, TLS failures and 5xx answers always count.
+///
 /// The states, as in resilience4j and Envoy's outlier ejection:
 /// - **closed**: requests go; a failure (connect failure or refusal, timeout, TLS failure, 5xx
-///   answer) counts, anything else resets the count;
-/// - **open**: requests end at once (`originUnavailable`), and so do those already waiting;
-///   outcomes of requests that were running when it opened are ignored;
+///   answer) counts, anything else resets the count and is the host's latest answer;
+/// - **open**: new requests end at once (`originUnavailable`); those already waiting end too
+///   when the host refused the connection or has answered nothing within `answerWindow`
+///   (`endsWaiting`), and are tried otherwise; outcomes of requests that were running when it
+///   opened are ignored;
 /// - **half-open**, after the cool-down: the next request is the probe, the only one the queue
 ///   lets run for the host; its success closes the breaker, its failure opens it again.
 ///
@@ -43,13 +49,21 @@ struct OriginBreakers {
     }
 
     private enum State {
-        case closed(failures: Int, kinds: Set<String>)
-        case open(until: ContinuousClock.Instant, reason: Reason)
+        case closed(failures: Int, kinds: Set<String>, lastAnswer: ContinuousClock.Instant?)
+        case open(until: ContinuousClock.Instant, reason: Reason, endsWaiting: Bool)
         case halfOpen
     }
 
     /// Hosts remembered at most by default.
     static let maxHosts = 10_000
+    /// How long an answer from a host keeps its timeouts from counting: three stall timeouts
+    /// (the default `stall` is 3 s), so that a host whose every request now stalls is still
+    /// found dead within a batch.
+    static let answerWindow: Duration = .seconds(10)
+    /// The failure a timeout is described as (`OriginFailure.describe`).
+    static let timedOut = "timed out"
+    /// The failure that means nobody listens: waiting requests would be refused too.
+    static let refused = "refused the connection"
 
     package let failures: Int
     package let cooldown: Duration
@@ -65,7 +79,7 @@ struct OriginBreakers {
         self.maxHosts = max(1, maxHosts)
     }
 
-    /// Hosts remembered now (closed ones with failures counted, open and half-open ones).
+    /// Hosts remembered now (closed ones with failures counted or an answer, open and half-open ones).
     var hostsRemembered: Int { states.count }
 
     /// Hosts whose breaker is open at `now` (its cool-down not ended) or half-open.
@@ -73,14 +87,21 @@ struct OriginBreakers {
         states.values.reduce(0) { count, state in
             switch state {
             case .closed: return count
-            case .open(let until, _): return until > now ? count + 1 : count
+            case .open(let until, _, _): return until > now ? count + 1 : count
             case .halfOpen: return count + 1
             }
         }
     }
 
+    /// Whether the requests waiting for `host` end now that its breaker opened (`Change.opened`):
+    /// it refused the connection, or answered nothing within `answerWindow`.
+    package func endsWaiting(_ host: String) -> Bool {
+        guard case .open(_, _, let ends) = states[host] else { return false }
+        return ends
+    }
+
     package mutating func admit(_ host: String, now: ContinuousClock.Instant) -> Admission {
-        guard case .open(let until, let reason) = states[host] else { return .go }
+        guard case .open(let until, let reason, _) = states[host] else { return .go }
         guard now >= until else { return .refuse(reason) }
         states[host] = .halfOpen
         transitions["half_open", default: 0] += 1
@@ -91,38 +112,41 @@ struct OriginBreakers {
     /// "answered HTTP 503", ...), nil is anything else. `wall` is the wall-clock time now, for
     /// the message that says until when the host is left alone.
     package mutating func record(_ host: String, failure: String?, now: ContinuousClock.Instant, wall: Date) -> Change {
-        // A host never seen is closed with no failures.
-        switch states[host] ?? .closed(failures: 0, kinds: []) {
+        // A host never seen is closed with no failures and no answer.
+        switch states[host] ?? .closed(failures: 0, kinds: [], lastAnswer: nil) {
         case .open:
             return .none
         case .halfOpen:
             guard let failure else {
-                states[host] = nil
+                states[host] = .closed(failures: 0, kinds: [], lastAnswer: now)
                 transitions["closed", default: 0] += 1
                 return .closed
             }
-            return open(host, message: "the probe of \(Self.name(of: host)) after its cool-down \(failure)", now: now, wall: wall)
-        case .closed(let count, var kinds):
+            return open(host, message: "the probe of \(Self.name(of: host)) after its cool-down \(failure)", endsWaiting: true, now: now, wall: wall)
+        case .closed(let count, var kinds, let lastAnswer):
+            let answeredLately = lastAnswer.map { now - $0 < Self.answerWindow } ?? false
+            if states[host] == nil { makeRoom(now: now) }
             guard let failure else {
-                states[host] = nil
+                states[host] = .closed(failures: 0, kinds: [], lastAnswer: now)
                 return .none
             }
+            // A stall from a host that answers is that object's, not the host's.
+            if failure == Self.timedOut && answeredLately { return .none }
             kinds.insert(failure)
-            if count == 0 && states[host] == nil { makeRoom(now: now) }
             guard count + 1 >= failures else {
-                states[host] = .closed(failures: count + 1, kinds: kinds)
+                states[host] = .closed(failures: count + 1, kinds: kinds, lastAnswer: lastAnswer)
                 return .none
             }
             let what = kinds.count == 1 ? "\(failures == 1 ? "a request" : "\(failures) requests") to \(Self.name(of: host)) \(failure)\(failures == 1 ? "" : " in a row")"
                 : "\(failures) requests to \(Self.name(of: host)) failed in a row (the last \(failure))"
-            return open(host, message: what, now: now, wall: wall)
+            return open(host, message: what, endsWaiting: failure == Self.refused || !answeredLately, now: now, wall: wall)
         }
     }
 
-    private mutating func open(_ host: String, message: String, now: ContinuousClock.Instant, wall: Date) -> Change {
+    private mutating func open(_ host: String, message: String, endsWaiting: Bool, now: ContinuousClock.Instant, wall: Date) -> Change {
         let reopen = wall.addingTimeInterval(Double(cooldown.milliseconds) / 1000)
         let reason = Reason(code: .originUnavailable, message: "\(message); not contacted again until \(Self.clockTime(reopen))")
-        states[host] = .open(until: now + cooldown, reason: reason)
+        states[host] = .open(until: now + cooldown, reason: reason, endsWaiting: endsWaiting)
         transitions["open", default: 0] += 1
         return .opened(reason)
     }
@@ -133,14 +157,14 @@ struct OriginBreakers {
         states = states.filter { _, state in
             switch state {
             case .closed: return false
-            case .open(let until, _): return until > now
+            case .open(let until, _, _): return until > now
             case .halfOpen: return true
             }
         }
         let keep = maxHosts - max(1, maxHosts / 10)
         guard states.count > keep else { return }
         let soonest = states.compactMap { host, state -> (host: String, until: ContinuousClock.Instant)? in
-            guard case .open(let until, _) = state else { return nil }
+            guard case .open(let until, _, _) = state else { return nil }
             return (host, until)
         }.sorted { $0.until < $1.until }
         for entry in soonest.prefix(states.count - keep) { states[entry.host] = nil }
@@ -174,8 +198,8 @@ enum OriginFailure {
         guard let failure, counted.contains(failure.code) else { return nil }
         switch failure.code {
         case .connectFailed:
-            return osError == Int(ECONNREFUSED) ? "refused the connection" : "could not be connected to"
-        case .timeout: return "timed out"
+            return osError == Int(ECONNREFUSED) ? OriginBreakers.refused : "could not be connected to"
+        case .timeout: return OriginBreakers.timedOut
         case .tlsFailed: return "failed the TLS handshake"
         case .httpStatus where status >= 500: return "answered HTTP \(status)"
         default: return nil

@@ -260,7 +260,8 @@ package final class TransferEngine: CurlEngineWorkload, @unchecked Sendable {
             switch shared.breakers.record(host, failure: outcome.originFailure, now: now, wall: wall) {
             case .opened(let reason):
                 shared.queue.probe(host, false)
-                return (shared.queue.removeAll(host: host).map { ($0, reason) }, false)
+                // A host that answers lately gets its waiting requests tried (`OriginBreakers`).
+                if shared.breakers.endsWaiting(host) { return (shared.queue.removeAll(host: host).map { ($0, reason) }, false) }
             case .closed:
                 shared.queue.probe(host, false)
             case .none:
