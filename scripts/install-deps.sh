@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages attach-fetch builds against, when any is missing; with everything
 # (the default, for the tests) also the independent tools the tests check verdicts with
-# (ffmpeg/ffprobe, vips/vipsheader) and the corpus script fetches with (pip), the TLS server the
+# (ffmpeg/ffprobe, vips/vipsheader) with the ICC profiles the colour tests write sources in
+# (icc-profiles-free: Adobe RGB and greyscale), and the corpus script fetches with (pip), the TLS server the
 # HTTPS tests start on loopback (nginx-light; openssl makes their test CA), the browser the
 # inspector's tests drive (chromium with its chromedriver; python3-venv holds Selenium for
 # them), valgrind for the instruction-count guard, strace for the system-call guard, and
@@ -12,7 +13,7 @@
 #   --check: install nothing; exit 1 when a Debian package is missing
 set -euo pipefail
 build=(pkg-config libcurl4-openssl-dev libmagic-dev libvips-dev libssl-dev libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev libturbojpeg0-dev)
-tests=(ffmpeg libvips-tools python3-pip python3-venv nginx-light openssl curl chromium chromium-driver valgrind strace binutils)
+tests=(ffmpeg libvips-tools icc-profiles-free python3-pip python3-venv nginx-light openssl curl chromium chromium-driver valgrind strace binutils)
 build_only=false
 update=false
 check=false

@@ -201,7 +201,7 @@ struct AttachmentsBody: Decodable {
         let badClip = APIError.invalidRequest("\(path).clip must be {\"x\", \"y\", \"width\", \"height\"} numbers, and nothing else")
         if let clip = try fields.optional(Clip.self, "clip", else: badClip) {
             do {
-                request.clip = try ClippingRectangle(x: clip.x, y: clip.y, width: clip.width, height: clip.height)
+                request.clip = try ClippingRectangle.clipped(x: clip.x, y: clip.y, width: clip.width, height: clip.height)
             } catch {
                 throw .invalidRequest("\(path).clip: \(error.message)")
             }

@@ -71,7 +71,8 @@ import Testing
         try vips(["-a", file], program: "/usr/bin/vipsheader").contains("icc-profile-data")
     }
 
-    /// Display P3 (an iPhone's photos) as HEIC, JPEG, PNG and WebP, and CMYK with its profile:
+    /// Display P3 (an iPhone's photos) as HEIC, JPEG, PNG and WebP, Adobe RGB (a camera's
+    /// setting), greyscale with a profile, and CMYK with its profile:
     /// the attachment, the thumbnail and the Android variant each show the source's colours.
     /// Each has an sRGB twin (the source rendered to sRGB, saved the same way) processed beside
     /// it: the twin's figure on the same output is the calibration.
@@ -87,6 +88,8 @@ import Testing
         let sources: [(name: String, profile: String, fallback: String)] = [
             ("p3.heic", "p3", "srgb"), ("p3.jpg", "p3", "srgb"), ("p3.png", "p3", "srgb"), ("p3.webp", "p3", "srgb"),
             ("cmyk.jpg", "cmyk", "cmyk"),
+            ("adobe-rgb.jpg", "/usr/share/color/icc/compatibleWithAdobeRGB1998.icc", "srgb"),
+            ("grey.jpg", "/usr/share/color/icc/Gray.icc", "srgb"),
         ]
         let names = sources.flatMap { [$0.name, "twin-\($0.name)"] }
         try await offPool {

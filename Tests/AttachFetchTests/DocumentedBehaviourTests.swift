@@ -36,6 +36,29 @@ import Testing
         #expect(!quietLog.text.contains("above --max-deadline"), "\(quietLog.text)")
     }
 
+    /// A clip that reaches past the unit square's edge, which the schema cannot forbid
+    /// (schemathesis sent y 0.727, height 0.2787), is cut at the edge; one with no part in the
+    /// square is a 400 naming the rule.
+    @Test func aClipPastTheEdgeIsCutAndOneOutsideIsRefused() async throws {
+        let scratch = Scratch()
+        try await withMediaServer { media in
+            let (process, port) = try launchServe(["--allow-private-network"], environment: ["TMPDIR": scratch.path])
+            defer { process.terminate(); process.waitUntilExit() }
+            let base = "http://127.0.0.1:\(port)"
+            let url = "\(media.baseURL)/media/photo.jpg"
+            let past = try await Exchange.post("\(base)/v1/attachments", json: #"{"requests": [{"url": "\#(url)", "clip": {"x": 0, "y": 0.727, "width": 1, "height": 0.2787}}]}"#)
+            #expect(past.status == 200, "\(past.text)")
+            let attachment = try #require((past.json["attachments"] as? [[String: Any]])?.first)
+            #expect(attachment["status"] as? String == "ready", "\(attachment)")
+            let thumbnail = try #require(attachment["thumbnail"] as? [String: Any])
+            let (width, height) = (try #require(thumbnail["width"] as? Int), try #require(thumbnail["height"] as? Int))
+            // photo.jpg's lowest 27.3 %: much wider than high.
+            #expect(width > 2 * height, "\(thumbnail)")
+            let outside = try await Exchange.post("\(base)/v1/attachments", json: #"{"requests": [{"url": "\#(url)", "clip": {"x": 1, "y": 0, "width": 0.5, "height": 0.5}}]}"#)
+            #expect(outside.status == 400 && outside.text.contains("from 0 to under 1"), "\(outside.status) \(outside.text)")
+        }
+    }
+
     @Test func serveListsNoOptionItWouldRefuse() async throws {
         let serveHelp = try await CLITests.run(["serve", "--help"])
         #expect(serveHelp.status == 0 && !serveHelp.stdout.contains("--rewrite"))

@@ -71,6 +71,18 @@ public struct ClippingRectangle: Sendable, Equatable, Codable {
         self.height = height
     }
 
+    /// The part of a rectangle that lies in the unit square, for a caller's rectangle that may
+    /// reach past an edge (a JSON Schema cannot state `y + height <= 1`, so a client that keeps
+    /// to the schema can send one): `x` and `y` from 0 to under 1, `width` and `height` over 0
+    /// and at most 1. Throws for anything else, which has no part in the square.
+    public static func clipped(x: Double, y: Double, width: Double, height: Double) throws(AttachFetchError) -> ClippingRectangle {
+        guard [x, y, width, height].allSatisfy({ $0.isFinite }), (0..<1).contains(x), (0..<1).contains(y),
+              width > 0, height > 0, width <= 1, height <= 1 else {
+            throw .invalidClip("clipping rectangle \(x),\(y),\(width),\(height) must have x and y from 0 to under 1 and width and height over 0 and at most 1; a part past the unit square's edge is cut off")
+        }
+        return try ClippingRectangle(x: x, y: y, width: min(width, 1 - x), height: min(height, 1 - y))
+    }
+
     /// The whole image: the default clip.
     public static let whole = try! ClippingRectangle(x: 0, y: 0, width: 1, height: 1)
 }
