@@ -49,11 +49,11 @@ struct PipelineOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Where the crops centre (the subject), in the unit square, e.g. 0.3,0.6; wins over --crop's choice.", valueName: "X,Y"))
     var focus: String?
 
-    @Option(name: .customLong("thumbnail-time"), help: ArgumentHelp("Seconds into a video for its poster-frame thumbnail (clamped to the duration; 0 is the first frame). Default: auto, the most detailed frame of the first 2 seconds.", valueName: "SECONDS"))
+    @Option(name: .customLong("thumbnail-time"), help: ArgumentHelp("Seconds into a video for its poster-frame thumbnail (clamped to the duration; 0 is the first frame). Default: auto: the first frame when it is telling, otherwise the most detailed of the first 2 seconds.", valueName: "SECONDS"))
     var thumbnailTime: Double?
 
-    @Flag(name: .customLong("no-normalize"), help: "Deliver media only as downloaded: refuse WebP/HEIC/AVIF, images over the limit, QuickTime/3GPP/transport streams/Matroska/ADTS and every transcoded format instead of converting, fitting, remuxing and transcoding them.")
-    var noNormalize = false
+    @Flag(inversion: .prefixedNo, help: "Convert, fit, remux and transcode what iOS would not show (the default); --no-normalize delivers media only as downloaded and refuses WebP/HEIC/AVIF, images over the limit, QuickTime/3GPP/transport streams/Matroska/ADTS and every transcoded format.")
+    var normalize = library.normalize
 
     @Flag(inversion: .prefixedNo, help: "Re-encode sound and video iOS cannot play (Ogg, FLAC, AC-3, WMA, WebM, Matroska with VP9 or AV1, Theora, WMV, Flash Video; H.264 above High or not 8-bit 4:2:0, AV1 or VP9 in MPEG-4) into AAC and H.264; --no-transcode refuses them.")
     var transcode = library.transcode
@@ -222,7 +222,7 @@ struct PipelineOptions: ParsableArguments {
         configuration.maxInflightBytes = try inflightBytes()
         configuration.thumbnailMaxEdge = thumbnailSize
         configuration.allowPrivateNetwork = allowPrivateNetwork
-        configuration.normalize = !noNormalize
+        configuration.normalize = normalize
         configuration.transcode = transcode
         configuration.transcodeMaxLongEdge = transcodeMaxEdge
         configuration.isolation = decoderIsolation == "none" ? .none : .processes

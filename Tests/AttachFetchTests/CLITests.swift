@@ -174,6 +174,9 @@ import Testing
             #expect(strict.status == 1)
             #expect(strict.stdout.contains("\"unsupportedType\""))
             #expect(strict.stdout.contains("converting it is turned off"))
+            // --normalize, the flag style --transcode has, says the default aloud.
+            let spelled = try await Self.run(["--allow-private-network", "--normalize", "--format", "jsonl", url])
+            #expect(spelled.status == 0 && spelled.stdout.contains("\"image/jpeg\""), "\(spelled.stderr)")
         }
     }
 

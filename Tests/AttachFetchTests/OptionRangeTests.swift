@@ -24,7 +24,7 @@ import Testing
                 #expect(run.status == 2 && run.stderr.contains("--max-inflight-bytes"), "\(value): \(run.stderr)")
             }
         }
-        #expect(text.contains("--transcode/--no-transcode"), "\(text.prefix(200))")
+        #expect(text.contains("--transcode/--no-transcode") && text.contains("--normalize/--no-normalize"), "\(text.prefix(200))")
         let edge = try await CLITests.run(["--transcode-max-edge", "8", "http://127.0.0.1:9/a.jpg"])
         #expect(edge.status == 2 && edge.stderr.contains("--transcode-max-edge must be from 16 to 4096"), "\(edge.stderr)")
         let failures = try await CLITests.run(["--breaker-failures", "1001", "http://127.0.0.1:9/a.jpg"])

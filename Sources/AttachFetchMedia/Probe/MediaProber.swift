@@ -45,7 +45,8 @@ extension MediaProber {
 
     /// - Parameters:
     ///   - thumbnailTime: the poster frame's time (UNNotificationAttachmentOptionsThumbnailTimeKey),
-    ///     clamped to the duration; nil: auto, the most telling frame of the first seconds
+    ///     clamped to the duration; nil: auto, the first frame when it is telling, else the most
+    ///     telling of the first seconds
     ///     (PosterChoice.swift).
     ///   - thumbnailBase: where a poster thumbnail goes when there is video; nil for none.
     ///   - shouldStop: checked between packets; true when nobody waits for the result any more.
