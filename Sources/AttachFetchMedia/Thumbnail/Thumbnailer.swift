@@ -14,8 +14,9 @@ enum ColourRule {
     /// without a profile; a source without one is taken as sRGB already and costs nothing more.
     case sRGB
 
-    /// Whether a source whose header is `header` is converted on its way to the output.
-    func converts(_ header: VipsImageRef) -> Bool { self == .sRGB && header.hasColourProfile }
+    /// Whether a source is converted on its way to the output, given whether it carries a
+    /// usable ICC profile (`VipsImageRef.hasColourProfile`).
+    func converts(profiled: Bool) -> Bool { self == .sRGB && profiled }
 }
 
 /// An encoded image in memory.
@@ -80,14 +81,16 @@ extension Thumbnailer {
                                 limits: Limits) throws(Reason) -> ThumbnailOutcome {
         let header = try openHeader(source, limits: limits)
         let box = try boxSize(width: header.width, height: header.height, shape: shape, maxEdge: limits.maxEdge)
+        // Read once: LittleCMS parses the profile to judge it.
+        let profiled = header.image.hasColourProfile
         var thumbnail = try Vips.decodingUnderPolicy(isJPEG: header.image.isJPEG) { failOn throws(Reason) in
             try finish(try Vips.thumbnail(source, width: box.width, height: box.height, failOn: failOn,
-                                          toSRGB: ColourRule.sRGB.converts(header.image)), clip: box.clip,
+                                          toSRGB: profiled), clip: box.clip,
                        sourceWidth: header.width, sourceHeight: header.height, destinationBase: destinationBase,
                        shape: shape, limits: limits)
         }
         if header.image.orientation != 1 { thumbnail.orientation = header.image.orientation }
-        if header.image.hasColourProfile { thumbnail.hasColourProfile = true }
+        if profiled { thumbnail.hasColourProfile = true }
         if (header.image.integer("n-pages") ?? 1) > 1 {
             do throws(Reason) { try decodeEveryFrame(source) } catch {
                 unlink(thumbnail.file)
