@@ -13,7 +13,8 @@ extension DeadlineBoundSuites {
         @Test func aTightBudgetChoosesTheFastestPresetAndARoomyOneTheFirst() async throws {
             let media = Scratch(), scratch = Scratch()
             try await offPool {
-                try VideoTranscodeTests.make(media.path, "long.mp4", size: "1920x1080", seconds: 20, audio: false,
+                // 60 s: a quiet 2-core machine made 20 s of it whole within the 3-s budget.
+                try VideoTranscodeTests.make(media.path, "long.mp4", size: "1920x1080", seconds: 60, audio: false,
                                              ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv444p"])
                 try VideoTranscodeTests.make(media.path, "short.mp4", size: "640x360", seconds: 2, audio: false,
                                              ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv444p"])
