@@ -37,14 +37,14 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .customLong("thumbnail-size"), help: ArgumentHelp("Longest edge of thumbnails, in pixels; 1 to 4096.", valueName: "PX"))
     var thumbnailSize: Int = library.thumbnailMaxEdge
 
-    @Option(help: ArgumentHelp("Clipping rectangle for image thumbnails, in the unit square with the origin top-left, e.g. 0.25,0.25,0.5,0.5.", valueName: "X,Y,W,H"))
+    @Option(help: ArgumentHelp("Clipping rectangle of the thumbnails, an image's and a video's poster, in the unit square with the origin top-left, e.g. 0.25,0.25,0.5,0.5.", valueName: "X,Y,W,H"))
     var clip: String?
 
     @Option(name: .customLong("secret-param"), help: ArgumentHelp("A query parameter whose value is a secret, redacted from logs, spans and errors beside the built-in ones (signature, token, api_key, X-Amz-*, ...); repeatable.", valueName: "NAME"))
     var secretParameters: [String] = []
 
-    @Option(help: ArgumentHelp("How the Android variant is cut to 2:1 and the square of the iOS thumbnail chosen: attention (default), entropy, centre or none.", valueName: "MODE"))
-    var crop: String?
+    @Option(help: ArgumentHelp("How the Android variant is cut to 2:1 and the square of the iOS thumbnail chosen (default: attention).", valueName: "MODE"))
+    var crop: CropMode?
 
     @Option(help: ArgumentHelp("Where the crops centre (the subject), in the unit square, e.g. 0.3,0.6; wins over --crop's choice.", valueName: "X,Y"))
     var focus: String?
@@ -62,7 +62,7 @@ struct PipelineOptions: ParsableArguments {
     var transcodeMaxEdge: Int = library.transcodeMaxLongEdge
 
     @Option(name: .customLong("decoder-isolation"), help: "Where decoders run: 'processes' (confined worker processes; a crash costs one attachment) or 'none' (in this process; unsafe for untrusted input).")
-    var decoderIsolation: String = "processes"
+    var decoderIsolation: IsolationChoice = .processes
 
     @Flag(name: .customLong("allow-private-network"), help: "Allow loopback, private and link-local destinations (refused by default).")
     var allowPrivateNetwork = false
@@ -108,9 +108,6 @@ struct PipelineOptions: ParsableArguments {
         }
         if clip != nil { _ = try parsedClip() }
         _ = try parsedCrop()
-        guard ["processes", "none"].contains(decoderIsolation) else {
-            throw ValidationError("--decoder-isolation must be 'processes' or 'none', not '\(decoderIsolation)'")
-        }
         if let thumbnailTime, !(thumbnailTime.isFinite && thumbnailTime >= 0) {
             throw ValidationError("--thumbnail-time must be a number of seconds, 0 or more")
         }
@@ -142,13 +139,7 @@ struct PipelineOptions: ParsableArguments {
 
     /// --crop and --focus: the mode (nil: the default, attention) and the focal point.
     func parsedCrop() throws -> (mode: CropMode?, focus: FocusPoint?) {
-        var mode: CropMode?
-        if let crop {
-            guard let chosen = CropMode(rawValue: crop) else {
-                throw ValidationError("--crop must be one of \(CropMode.allCases.map(\.rawValue).joined(separator: ", ")), not '\(crop)'")
-            }
-            mode = chosen
-        }
+        let mode = crop
         guard let focus else { return (mode, nil) }
         let values = focus.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
         guard values.count == 2, let x = values[0], let y = values[1] else {
@@ -202,7 +193,7 @@ struct PipelineOptions: ParsableArguments {
     /// Decoder workers worth forking at the start (`DecoderReserve`): the pipeline's image
     /// workers and its probe worker; none when decoding is in-process.
     var reservedDecoders: Int {
-        guard decoderIsolation != "none" else { return 0 }
+        guard decoderIsolation != .none else { return 0 }
         let defaults = AttachFetchConfiguration()
         return defaults.thumbnailThreads + defaults.probeThreads
     }
@@ -225,7 +216,7 @@ struct PipelineOptions: ParsableArguments {
         configuration.normalize = normalize
         configuration.transcode = transcode
         configuration.transcodeMaxLongEdge = transcodeMaxEdge
-        configuration.isolation = decoderIsolation == "none" ? .none : .processes
+        configuration.isolation = decoderIsolation == .none ? .none : .processes
         configuration.allowedRanges = try ranges(allowCIDR, "--allow-cidr")
         configuration.deniedRanges = try ranges(denyCIDR, "--deny-cidr")
         configuration.trustedCertificates = try trustedCertificates()
@@ -238,3 +229,12 @@ extension Duration {
     /// The duration in seconds, for options given in seconds.
     var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
+
+/// `--decoder-isolation`'s values, so that `--help` lists them and completion offers them.
+enum IsolationChoice: String, CaseIterable, ExpressibleByArgument {
+    case processes
+    case none
+}
+
+/// `--crop`'s values are the library's crop modes.
+extension CropMode: ExpressibleByArgument {}

@@ -25,6 +25,13 @@ import Testing
             }
         }
         #expect(text.contains("--transcode/--no-transcode") && text.contains("--normalize/--no-normalize"), "\(text.prefix(200))")
+        // Enumerated options list their values (and completion offers them); another is refused
+        // with the usage status, naming the option and the values.
+        #expect(text.contains("(values: attention, entropy, centre, none") && text.contains("(values: processes, none"), "\(text)")
+        for (option, value) in [("--crop", "sideways"), ("--decoder-isolation", "nope")] {
+            let refused = try await CLITests.run([option, value, "http://127.0.0.1:9/a.jpg"])
+            #expect(refused.status == 2 && refused.stderr.contains(option) && refused.stderr.contains("'none'"), "\(option): \(refused.stderr)")
+        }
         let edge = try await CLITests.run(["--transcode-max-edge", "8", "http://127.0.0.1:9/a.jpg"])
         #expect(edge.status == 2 && edge.stderr.contains("--transcode-max-edge must be from 16 to 4096"), "\(edge.stderr)")
         let failures = try await CLITests.run(["--breaker-failures", "1001", "http://127.0.0.1:9/a.jpg"])
