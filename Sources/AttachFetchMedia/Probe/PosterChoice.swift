@@ -16,8 +16,9 @@ extension MediaProber {
     static let autoPosterStep = 0.25
     /// Detail (the luma's standard deviation, 0-255) a later candidate must add to replace the best.
     static let autoPosterMargin = 2.0
-    /// Detail at which the first frame is the poster without a search: a scene in daylight or
-    /// a lit room measures 35-70, a frame of a fade from black or of a dark room under 15.
+    /// Detail at which the first frame is the poster without a search. Black measures 0 and
+    /// ffmpeg's test pattern 65 (33 at half contrast); of the corpus's 44 videos, one opens dim
+    /// enough to be searched (docs/performance.md, "The poster search").
     static let tellingDetail = 20.0
 
     /// A frame's detail: the standard deviation of its luma over every 4th sample of every 4th

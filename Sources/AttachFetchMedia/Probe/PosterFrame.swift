@@ -9,15 +9,16 @@ import Glibc
 extension MediaProber {
     /// A frame's time in seconds from the stream's start.
     static func frameSeconds(_ frame: UnsafeMutablePointer<AVFrame>, stream: UnsafeMutablePointer<AVStream>) -> Double? {
-        let timestamp = frame.pointee.best_effort_timestamp
-        guard timestamp != FFmpeg.noTimestamp else { return nil }
-        let start = stream.pointee.start_time == FFmpeg.noTimestamp ? 0 : stream.pointee.start_time
-        return Double(timestamp - start) * av_q2d(stream.pointee.time_base)
+        seconds(frame.pointee.best_effort_timestamp, in: stream)
     }
 
     /// A packet's presentation time in seconds from the stream's start, as `frameSeconds` counts.
     static func packetSeconds(_ packet: UnsafeMutablePointer<AVPacket>, stream: UnsafeMutablePointer<AVStream>) -> Double? {
-        let timestamp = packet.pointee.pts
+        seconds(packet.pointee.pts, in: stream)
+    }
+
+    /// `timestamp` (in `stream`'s time base) in seconds from the stream's start; nil when unset.
+    private static func seconds(_ timestamp: Int64, in stream: UnsafeMutablePointer<AVStream>) -> Double? {
         guard timestamp != FFmpeg.noTimestamp else { return nil }
         let start = stream.pointee.start_time == FFmpeg.noTimestamp ? 0 : stream.pointee.start_time
         return Double(timestamp - start) * av_q2d(stream.pointee.time_base)
