@@ -106,10 +106,11 @@ package final class DecoderProcess {
     /// and output, standard error to /dev/null, no other descriptor of this process, default
     /// signal dispositions and an empty mask, and `DecoderWorker.environment` as its whole
     /// environment. Answers its pid and this side's end of the socket.
-    static func spawn(_ executable: String, arguments: [String]) throws(Reason) -> (pid: pid_t, socket: Int32) {
+    /// - Parameter messages: a `SOCK_SEQPACKET` socket (the fork server's), not a stream.
+    static func spawn(_ executable: String, arguments: [String], messages: Bool = false) throws(Reason) -> (pid: pid_t, socket: Int32) {
         _ = closedToWorkers
         var pair: [Int32] = [-1, -1]
-        guard af_socketpair_stream_cloexec(&pair) == 0 else {
+        guard (messages ? af_socketpair_seqpacket_cloexec(&pair) : af_socketpair_stream_cloexec(&pair)) == 0 else {
             throw Reason(code: .ioError, message: "cannot make the decoder's socket: \(String(cString: strerror(errno)))")
         }
         var actions = posix_spawn_file_actions_t()

@@ -28,7 +28,7 @@ public enum DecoderWorker {
                 + (workDirectory.map { ["--work-directory", Array($0.utf8).map { String(format: "%02x", $0) }.joined()] } ?? [])
         }
 
-        /// The same, as the first message to a forked worker (`DecoderReserve`).
+        /// The same, as the first message to a worker forked by the fork server (`DecoderReserve`).
         package var handshake: Data { Data(arguments.joined(separator: " ").utf8) }
 
         package init?(handshake: Data) {
@@ -77,8 +77,29 @@ public enum DecoderWorker {
         ("LC_ALL", "C"), ("SWIFT_BACKTRACE", "enable=no"), ("VIPSHOME", "/dev/null"),
     ]
 
-    /// The argument that makes a started worker wait for its limits on its socket (the first
-    /// message) instead of reading them from its command line: a worker started ahead of need
-    /// (`DecoderReserve`), before any pipeline has a configuration.
-    package static let reservedArgument = "--reserved"
+    /// The argument that makes a started worker the fork server (`DecoderReserve`): it forks a
+    /// worker for each request on its socket and never runs a job itself.
+    package static let forkServerArgument = "--fork-server"
+
+    /// A worker's first message when the fork server made it: its pid (the pipeline did not
+    /// start it, so it cannot know it otherwise), 4 bytes little-endian. The pipeline believes
+    /// it only for a live child of its own (`waitpid`), and the worker sends it before it has
+    /// read anything but what the fork server loaded.
+    package struct ForkedHello: Equatable {
+        package var pid: pid_t
+
+        package init(pid: pid_t) { self.pid = pid }
+
+        package init?(_ data: Data) {
+            guard data.count == 4 else { return nil }
+            let bytes = Array(data)
+            pid = pid_t(bitPattern: UInt32(bytes[0]) | UInt32(bytes[1]) << 8 | UInt32(bytes[2]) << 16 | UInt32(bytes[3]) << 24)
+            guard pid > 0 else { return nil }
+        }
+
+        package var encoded: Data {
+            let value = UInt32(bitPattern: pid)
+            return Data([UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 24 & 0xFF)])
+        }
+    }
 }

@@ -2,6 +2,7 @@
 // posix_spawn_file_actions_addclosefrom_np need _GNU_SOURCE. Each forwards unchanged.
 #define _GNU_SOURCE
 #include <sched.h>
+#include <signal.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -59,6 +60,18 @@ int af_prctl_set_name(const char *name) {
 
 int af_socketpair_stream_cloexec(int fds[2]) {
     return socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds);
+}
+
+int af_socketpair_seqpacket_cloexec(int fds[2]) {
+    return socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds);
+}
+
+int af_fork_as_sibling(void) {
+    return (int)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, NULL, NULL, 0);
+}
+
+int af_close_from(int lowest) {
+    return close_range((unsigned int)lowest, ~0U, 0);
 }
 
 // Landlock (linux/landlock.h; no libc wrappers): the syscalls, as they are.

@@ -27,8 +27,9 @@ struct AttachFetchTool: AsyncParsableCommand {
             if getenv("VIPSHOME") == nil { setenv("VIPSHOME", "/dev/null", 0) }
             raiseOpenFileLimit()
             HeapTrimming.keepFreed(upTo: 32 << 20)
-            // Decoder workers started now: the 80 ms each spends binding libvips' and FFmpeg's
-            // symbols passes while this process sets up and downloads (see DecoderReserve).
+            // The fork server started now: the 80 ms it spends binding libvips' and FFmpeg's
+            // symbols passes while this process sets up and downloads, and is paid once, not by
+            // every worker (see DecoderReserve).
             if let fetch = command as? FetchCommand {
                 DecoderReserve.start(count: fetch.pipeline.reservedDecoders)
             } else if let serve = command as? ServeCommand {

@@ -190,8 +190,9 @@ struct PipelineOptions: ParsableArguments {
         }
     }
 
-    /// Decoder workers worth forking at the start (`DecoderReserve`): the pipeline's image
-    /// workers and its probe worker; none when decoding is in-process.
+    /// Decoder workers the pipeline takes from the fork server as its threads start
+    /// (`DecoderReserve`): its image workers and its probe worker; none, and no fork server,
+    /// when decoding is in-process.
     var reservedDecoders: Int {
         guard decoderIsolation != .none else { return 0 }
         let defaults = AttachFetchConfiguration()

@@ -8,8 +8,8 @@ import Foundation
 
 // No URLs: an empty batch, for the cost of starting and stopping (the guard subtracts it).
 let urls = CommandLine.arguments.dropFirst()
-// As the CLI starts: no optional libvips modules, and the decoder workers started now (1 image
-// worker and 1 probe worker, as configured below). One image worker: each worker pays its
+// As the CLI starts: no optional libvips modules, and the fork server started now (its 1 image
+// worker and 1 probe worker are forked from it, as configured below). One image worker: each worker pays its
 // first uses (libvips' loaders, the Swift runtime's metadata) at its first job of each kind, so
 // with two the count moved by 2-5 % with which worker took the WebP and the PNG.
 setenv("VIPSHOME", "/dev/null", 0)
@@ -54,7 +54,9 @@ Task.detached { [configuration] in
     finished.done.signal()
 }
 finished.done.wait()
-// The pipeline's threads close the workers' sockets as they end; every worker is waited for.
+// The pipeline's threads close the workers' sockets as they end, and the fork server's is
+// closed here (it would wait for requests until this process ends); every one is waited for.
+DecoderReserve.stop()
 var status: Int32 = 0
 while wait(&status) > 0 || errno == EINTR {}
 if let failure = finished.failure {

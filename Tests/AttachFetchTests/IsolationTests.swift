@@ -170,11 +170,13 @@ extension ProcessWideSuites {
         /// Workers the CLI starts ahead of need: one per default thumbnail thread and one to probe.
         static let reservedByTheCLI = AttachFetchConfiguration().thumbnailThreads + AttachFetchConfiguration().probeThreads
 
-        /// The CLI starts its decoder workers at its start (DecoderReserve): each is the worker
-        /// executable, never a fork of the CLI, holds nothing of it but its socket (not its
-        /// environment: the credential the CLI was started with is not in theirs), catches and
-        /// blocks no signal, and its pipeline takes every one (the probe worker too, though its
-        /// pool is lazy: a reserved worker costs nothing to take) and confines it with its limits.
+        /// The CLI starts its fork server at its start (DecoderReserve), and its pipeline takes a
+        /// worker forked from it for every default thread (the probe worker too, though its pool
+        /// is lazy: a forked worker costs little to take) and confines it with its limits. The
+        /// fork server and every worker are the decoder executable, never a fork of the CLI, and
+        /// the CLI's own children; they hold nothing of it but their socket (not its environment:
+        /// the credential the CLI was started with is not in theirs) and catch and block no
+        /// signal. The one child left unconfined is the fork server, which reads no job.
         @Test func theCLIStartsItsWorkersConfinedWithNothingOfItsOwn() async throws {
             try await withMediaServer { server in
                 let cli = builtExecutable("attach-fetch")
@@ -229,7 +231,13 @@ extension ProcessWideSuites {
                     #expect(field(status, "NoNewPrivs") == "1")
                     #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/ns/net") != mine)
                 }
-                #expect(confined == Self.reservedByTheCLI && children.count == confined, "\(children)")
+                #expect(confined == Self.reservedByTheCLI && children.count == confined + 1, "\(children)")
+                let forkServer = try #require(children.first {
+                    (try? String(contentsOfFile: "/proc/\($0)/status", encoding: .utf8)).flatMap { field($0, "Seccomp") } == "0"
+                })
+                // One thread (a fork copies only the calling one), and only its socket and /dev/null.
+                #expect(try String(contentsOfFile: "/proc/\(forkServer)/status", encoding: .utf8).contains("Threads:\t1"))
+                #expect(TestProcess.openFiles(forkServer).count == 3)
                 let json = output.fileHandleForReading.readDataToEndOfFile()
                 process.waitUntilExit()
                 let document = try JSONSerialization.jsonObject(with: json) as? [String: Any]
@@ -315,23 +323,25 @@ extension ProcessWideSuites {
             #expect(Frame.arrives(on: pair[0], withinMilliseconds: 50))
         }
 
-        /// A reserved worker is the decoder executable, started with the workers' environment
+        /// A worker from the fork server is the decoder executable, with the workers' environment
         /// and nothing of this process's: a credential in the program's environment is not in
         /// the worker's (read from outside, as an attacker who took it over would read its own).
-        @Test func aReservedWorkerIsExecutedWithNoneOfTheProgramsEnvironment() throws {
+        /// It is this process's child, so this process reaps it and reads the signal it died of.
+        @Test func aForkedWorkerIsTheDecoderWithNoneOfTheProgramsEnvironment() throws {
             let secret = "attach-fetch-test-credential-\(getpid())"
             setenv("ATTACH_FETCH_TEST_SECRET", secret, 1)
             defer { unsetenv("ATTACH_FETCH_TEST_SECRET") }
             #expect(DecoderReserve.start(count: 1) == 1)
+            // The fork server is this process's child too: gone with the test, as the worker.
+            defer { DecoderReserve.stop() }
             let worker = try #require(DecoderReserve.take())
             defer {
                 close(worker.socket)
                 kill(worker.pid, SIGKILL)
                 while waitpid(worker.pid, nil, 0) < 0 && errno == EINTR {}
             }
-            // Until it has run exec, /proc shows this program; during exec, an empty environment
-            // (the new image's is not set up yet): wait for the decoder's own image and its
-            // environment.
+            // Forked from the fork server, it has the decoder's image and environment from its
+            // first instruction; read until /proc shows both.
             var environment = Data()
             for _ in 0..<500 {
                 if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(worker.pid)/exe"),
@@ -345,6 +355,13 @@ extension ProcessWideSuites {
             let variables = environment.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }.sorted()
             #expect(variables == DecoderWorker.environment.map { "\($0.name)=\($0.value)" }.sorted())
             #expect(!String(decoding: environment, as: UTF8.self).contains(secret))
+            let status = try String(contentsOfFile: "/proc/\(worker.pid)/status", encoding: .utf8)
+            #expect(status.contains("\nPPid:\t\(getpid())\n"), "\(status)")
+            // Killed from outside, it is reaped here, with the signal it died of.
+            #expect(kill(worker.pid, SIGTERM) == 0)
+            var ended: Int32 = 0
+            while waitpid(worker.pid, &ended, 0) < 0 && errno == EINTR {}
+            #expect(ended & 0x7F == SIGTERM)
         }
 
         /// Without the worker executable, the pipeline refuses to start and says what to do.

@@ -24,7 +24,7 @@ extension DecoderWorker {
 
     /// The entry point of `attach-fetch-decoder`. Never returns.
     public static func main(arguments: [String]) -> Never {
-        if arguments.first == reservedArgument { serveReserved(arguments: Array(arguments.dropFirst())) }
+        if arguments.first == forkServerArgument { serveForks(arguments: Array(arguments.dropFirst())) }
         guard let limits = Limits(arguments: arguments) else {
             FileHandle.standardError.write(Data("attach-fetch-decoder is started by attach-fetch's pipeline, not by hand\n".utf8))
             exit(2)
@@ -32,23 +32,70 @@ extension DecoderWorker {
         serve(limits)
     }
 
-    /// A worker started ahead of need (`DecoderReserve`): it waits, holding nothing but its
-    /// socket, for the limits the pipeline that takes it sends first, and applies them before
-    /// it reads any job. A program that exits without taking it closes the socket, and it ends.
-    private static func serveReserved(arguments: [String]) -> Never {
+    /// Waits for the limits the pipeline that takes this worker sends first, then serves.
+    private static func serve(awaitingLimitsFrom parent: pid_t) -> Never {
+        guard let frame = Frame.read(from: 0), let limits = Limits(handshake: frame), limits.parent == parent else { exit(0) }
+        serve(limits)
+    }
+
+    /// The fork server (`DecoderReserve`): started once, with the workers' environment, it loads
+    /// and sets up the decoders' libraries, then forks a worker for each request on its socket
+    /// (one byte, with the new worker's socket as its descriptor). Forking it costs about a
+    /// millisecond where executing the decoder costs 80 ms, nearly all of it the dynamic
+    /// loader's (docs/performance.md#workers-from-the-fork-server). Each worker is made the
+    /// pipeline's child (`CLONE_PARENT`), so that the pipeline reaps it and reads how it ended,
+    /// as it does a worker it executed; it holds nothing of the pipeline's, only what the fork
+    /// server loaded before any downloaded byte existed. The fork server reads no job. It stays
+    /// single-threaded (a fork copies only the calling thread), and ends when its socket closes.
+    private static func serveForks(arguments: [String]) -> Never {
         guard arguments.count == 2, arguments[0] == "--parent", let parent = pid_t(arguments[1]) else {
             FileHandle.standardError.write(Data("attach-fetch-decoder is started by attach-fetch's pipeline, not by hand\n".utf8))
             exit(2)
         }
-        // Gone with the program, even while it waits.
         _ = af_prctl_set_parent_death_signal(SIGKILL)
         if getppid() != parent { exit(5) }
-        // libvips and FFmpeg set up now, while it waits (libvips' start registers a few hundred
-        // types): its first job then finds them ready. No downloaded byte has been read yet.
+        // Its memory and descriptors in /proc closed to the workers it makes (same uid).
+        _ = af_prctl_set_dumpable(0)
         guard (try? Vips.ensureStarted()) != nil else { exit(3) }
         _ = FFmpeg.startup
-        guard let frame = Frame.read(from: 0), let limits = Limits(handshake: frame), limits.parent == parent else { exit(0) }
-        serve(limits)
+        // libvips' start made no thread on the versions measured; one that does makes this
+        // process unfit to fork from, and the pipeline then executes its workers instead.
+        guard threadCount() == 1 else { exit(6) }
+        var byte: UInt8 = 0
+        var arrived = [Int32](repeating: -1, count: Int(AF_MAX_PASSED_DESCRIPTORS))
+        while true {
+            var count: Int32 = 0
+            let got = af_receive_with_descriptors(0, &byte, 1, &arrived, &count)
+            if got < 0 && errno == EINTR { continue }
+            guard got > 0 else { exit(0) }
+            let sockets = Array(arrived.prefix(Int(count)))
+            // Anything but one socket is not a request: the requester reads a hang-up.
+            guard sockets.count == 1 else {
+                sockets.forEach { _ = close($0) }
+                continue
+            }
+            if af_fork_as_sibling() == 0 { becomeForkedWorker(socket: sockets[0], parent: parent) }
+            // Failed or forked, the socket is the worker's (or nobody's) now.
+            close(sockets[0])
+        }
+    }
+
+    /// In a worker just forked from the fork server: its socket becomes its standard input and
+    /// output, every other descriptor is closed, and it says who it is (`ForkedHello`) before
+    /// it waits for the limits of the pipeline that takes it.
+    private static func becomeForkedWorker(socket: Int32, parent: pid_t) -> Never {
+        // A fork clears the parent-death signal; the parent is now the pipeline's thread.
+        _ = af_prctl_set_parent_death_signal(SIGKILL)
+        if getppid() != parent { exit(5) }
+        guard dup2(socket, 0) == 0, dup2(socket, 1) == 1 else { exit(4) }
+        _ = af_close_from(3)
+        guard Frame.write(ForkedHello(pid: getpid()).encoded, to: 1) else { exit(4) }
+        serve(awaitingLimitsFrom: parent)
+    }
+
+    /// The threads of this process, from /proc/self/task.
+    private static func threadCount() -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0
     }
 
     /// Confines this process with `limits`, then answers jobs on standard input and output

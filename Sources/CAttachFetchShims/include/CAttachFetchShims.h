@@ -54,6 +54,15 @@ int af_capset_none(void);
 // socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC): Swift sees <sys/socket.h>'s SOCK_* constants
 // only through whichever module includes that header first, so it cannot name them reliably.
 int af_socketpair_stream_cloexec(int fds[2]);
+// socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC): each send is one message, whole, so that
+// threads may send on it at once without a lock (the fork server's requests).
+int af_socketpair_seqpacket_cloexec(int fds[2]);
+// clone(CLONE_PARENT | SIGCHLD): fork(), with the new process a child of this one's parent (the
+// fork server's worker is the pipeline's child, which reaps it and reads how it ended). glibc's
+// fork() takes no flags; this runs no atfork handlers (the fork server is single-threaded).
+int af_fork_as_sibling(void);
+// close_range(lowest, ~0U, 0): every descriptor from `lowest` up (declared under _GNU_SOURCE).
+int af_close_from(int lowest);
 // posix_spawn_file_actions_addclosefrom_np (glibc 2.34+) is declared only under _GNU_SOURCE:
 // the worker inherits no descriptor of the pipeline's but its socket.
 int af_spawn_close_from(void *actions, int lowest);
