@@ -27,6 +27,14 @@ package final class DecoderProcess {
     /// was not answered, and may run again on a fresh worker (`DecoderPool.decode`).
     package private(set) var answeredAnEarlierJob = false
     private lazy var cpuTime = CPUTime(pid: pid)
+    /// The executable this worker was started from; nil when it was forked (`DecoderReserve`),
+    /// whose code is the fork server's, loaded when the program started.
+    private var executable: String?
+    /// Whether it has answered a job: one that ends before its first answer with
+    /// `DecoderWorker.otherVersionStatus` refused this pipeline's start.
+    private var answeredAny = false
+    /// Its exit status, once it exited on its own (not from a signal).
+    private var exitStatus: Int32?
 
     /// How the pipeline's threads start their workers.
     package struct Launch: Sendable {
@@ -73,6 +81,7 @@ package final class DecoderProcess {
             while waitpid(reserved.pid, nil, 0) < 0 && errno == EINTR {}
         }
         (pid, socket) = try Self.spawn(launch.executable, arguments: limits.arguments)
+        executable = launch.executable
         // Before its first job, which the socket's order guarantees: the worker reads no job
         // before this call returns.
         if launch.niceness > 0 {
@@ -204,6 +213,7 @@ package final class DecoderProcess {
             job.possibleOutputs.forEach { _ = unlink($0) }
             return DecodeAnswer(failure: Reason(code: .decoderCrashed, message: "the decoder process answered an earlier job again and was stopped"))
         }
+        answeredAny = true
         // Short jobs are never read while they run: every so often, after one.
         jobsSinceReading += 1
         if jobsSinceReading >= Self.jobsPerCPUReading, let used = cpuTime.seconds() {
@@ -257,6 +267,11 @@ package final class DecoderProcess {
         // Its end of the socket closed: it is exiting (or already has); give it a moment to.
         let cause = stop(waitingUpTo: 1_000)
         job.possibleOutputs.forEach { _ = unlink($0) }
+        if let executable, !answeredAny, exitStatus == DecoderWorker.otherVersionStatus {
+            // Not the media's fault (ioError is never cached): the file at the path this program
+            // started its workers from is not the decoder it was built with.
+            return DecodeAnswer(failure: Reason(code: .ioError, message: Self.otherVersionMessage(executable)))
+        }
         // The message ends as `Reason.ownLimitEndings` says for the limits that are ours.
         return DecodeAnswer(failure: Reason(code: .decoderCrashed, message: "the decoder process \(cause)"))
     }
@@ -285,7 +300,13 @@ package final class DecoderProcess {
         if signal != 0 {
             return "died from signal \(signal) (\(DecoderProcess.signalName(signal)))"
         }
+        exitStatus = (status >> 8) & 0xFF
         return "exited with status \((status >> 8) & 0xFF)"
+    }
+
+    /// What a worker that refused this pipeline's start says: its executable was replaced.
+    package static func otherVersionMessage(_ executable: String) -> String {
+        "the decoder executable \(executable) refused this pipeline's start (protocol \(DecoderWorker.protocolVersion)): it was replaced by another version while this program ran; restart the program"
     }
 
     static func signalName(_ signal: Int32) -> String {

@@ -53,7 +53,7 @@ public enum DecoderReserve {
 
     /// How long a request waits for its worker. The first one also waits for the fork server's
     /// own start (seconds under valgrind); past this the server is taken for stuck and retired.
-    static let forkMilliseconds: Int32 = 10_000
+    static let forkMilliseconds: Int32 = 30_000
 
     /// Starts the fork server (`attach-fetch-decoder` beside the program) for the first
     /// pipelines that start workers. Call it early in `main`. Returns `count` when it started

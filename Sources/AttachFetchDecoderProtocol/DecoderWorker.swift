@@ -23,7 +23,7 @@ public enum DecoderWorker {
         package var workDirectory: String?
 
         package var arguments: [String] {
-            ["--memory", "\(memoryBytes)", "--cpu", "\(cpuSeconds)", "--file-size", "\(fileSizeBytes)", "--parent", "\(parent)"]
+            ["--protocol", "\(DecoderWorker.protocolVersion)", "--memory", "\(memoryBytes)", "--cpu", "\(cpuSeconds)", "--file-size", "\(fileSizeBytes)", "--parent", "\(parent)"]
                 // Hex, so that a path with spaces survives the handshake's split.
                 + (workDirectory.map { ["--work-directory", Array($0.utf8).map { String(format: "%02x", $0) }.joined()] } ?? [])
         }
@@ -60,7 +60,7 @@ public enum DecoderWorker {
                 }
                 index += 2
             }
-            guard index == arguments.count, let memory = values["--memory"], let cpu = values["--cpu"],
+            guard index == arguments.count, values["--protocol"] == DecoderWorker.protocolVersion, let memory = values["--memory"], let cpu = values["--cpu"],
                   let fileSize = values["--file-size"], let parent = values["--parent"] else { return nil }
             self.init(memoryBytes: memory, cpuSeconds: cpu, fileSizeBytes: fileSize, parent: pid_t(parent), workDirectory: workDirectory)
         }
@@ -76,6 +76,17 @@ public enum DecoderWorker {
     package static let environment: [(name: String, value: String)] = [
         ("LC_ALL", "C"), ("SWIFT_BACKTRACE", "enable=no"), ("VIPSHOME", "/dev/null"),
     ]
+
+    /// The version of what the pipeline and its worker say to each other (the start arguments,
+    /// the handshake, `JobWire`): a worker refuses limits of another version and exits with
+    /// `otherVersionStatus`. Raised whenever any of them changes, so that a decoder executable
+    /// replaced under a running program (a package update) is told apart from a crash.
+    package static let protocolVersion = 1
+
+    /// A worker's exit status when it was started by a pipeline of another protocol version,
+    /// or with arguments it cannot read (an older executable knows no version): never the
+    /// media's fault.
+    package static let otherVersionStatus: Int32 = 2
 
     /// The argument that makes a started worker the fork server (`DecoderReserve`): it forks a
     /// worker for each request on its socket and never runs a job itself.

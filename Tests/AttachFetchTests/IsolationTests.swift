@@ -364,6 +364,37 @@ extension ProcessWideSuites {
             #expect(ended & 0x7F == SIGTERM)
         }
 
+        /// A decoder executable replaced under a running pipeline by another version (an update
+        /// renames a new file over the old one) is told apart from a crash: the worker started
+        /// from it refuses the pipeline's start, and the attachment fails with `ioError` naming the
+        /// replacement (never cached), not `decoderCrashed` (cached as the media's fault). The
+        /// other version here is the oldest kind: one that knows no protocol and exits 2.
+        @Test func aDecoderReplacedUnderARunningPipelineIsNotTheMediasFault() async throws {
+            let bin = Scratch()
+            let decoder = bin.path + "/attach-fetch-decoder"
+            try FileManager.default.copyItem(atPath: builtExecutable("attach-fetch-decoder"), toPath: decoder)
+            try await withMediaServer { server in
+                try await withPipeline(Scratch(), { $0.decoderExecutable = decoder }) { pipeline in
+                    let before = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg")])
+                    #expect(before.attachments[0].status == .ready, "\(before.attachments[0])")
+                    let next = bin.path + "/next"
+                    try "#!/bin/sh\nexit 2\n".write(toFile: next, atomically: false, encoding: .utf8)
+                    #expect(chmod(next, 0o755) == 0 && rename(next, decoder) == 0)
+                    // The running worker is ended as a crash would end it; every one after is
+                    // started from the replaced file.
+                    for pid in TestProcess.decoderWorkers() {
+                        if (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe"))?.hasPrefix(decoder) == true {
+                            kill(pid, SIGKILL)
+                        }
+                    }
+                    _ = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg?killed")])
+                    let after = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg?replaced")])
+                    let reason = after.attachments[0].reason
+                    #expect(reason?.code == .ioError && reason?.message == DecoderProcess.otherVersionMessage(decoder), "\(after.attachments[0])")
+                }
+            }
+        }
+
         /// Without the worker executable, the pipeline refuses to start and says what to do.
         @Test func aMissingWorkerExecutableIsAConfigurationError() async throws {
             var configuration = AttachFetchConfiguration()

@@ -26,8 +26,8 @@ extension DecoderWorker {
     public static func main(arguments: [String]) -> Never {
         if arguments.first == forkServerArgument { serveForks(arguments: Array(arguments.dropFirst())) }
         guard let limits = Limits(arguments: arguments) else {
-            FileHandle.standardError.write(Data("attach-fetch-decoder is started by attach-fetch's pipeline, not by hand\n".utf8))
-            exit(2)
+            FileHandle.standardError.write(Data("attach-fetch-decoder is started by attach-fetch's pipeline of protocol \(protocolVersion), not by hand\n".utf8))
+            exit(otherVersionStatus)
         }
         serve(limits)
     }
