@@ -27,7 +27,7 @@ import Synchronization
 /// never started), it executes its workers.
 public enum DecoderReserve {
     package struct Worker {
-        package let pid: Glibc.pid_t
+        package let pid: Int32
         package let socket: Int32
     }
 
