@@ -89,11 +89,13 @@ let package = Package(
         // The decoder worker's job protocol, the one thing the worker and its keeper share: the
         // jobs and answers, their wire format and framing, the worker's limits and environment.
         .target(name: "AttachFetchDecoderProtocol", dependencies: ["AttachFetchCore", "CAttachFetchShims"]),
+        // What confines a decoder worker: limits, capabilities, namespaces, Landlock, the seccomp
+        // filter. Links no decoder, so the worker, filter-check and hostile-decoder share it.
+        .target(name: "DecoderSandbox", dependencies: ["AttachFetchDecoderProtocol", "CAttachFetchShims"]),
         // What runs inside the confined decoder worker: decoding, converting, thumbnails, probing,
-        // transcoding, the system-call filter. Links libvips and FFmpeg, and nothing that
-        // fetches, publishes or serves.
+        // transcoding. Links libvips and FFmpeg, and nothing that fetches, publishes or serves.
         .target(name: "AttachFetchMedia",
-                dependencies: ["AttachFetchCore", "AttachFetchDecoderProtocol", "CVips", "CFFmpeg", "CTurboJPEG", "CVipsShims", "CFFmpegShims", "CAttachFetchShims"]),
+                dependencies: ["AttachFetchCore", "AttachFetchDecoderProtocol", "DecoderSandbox", "CVips", "CFFmpeg", "CTurboJPEG", "CVipsShims", "CFFmpegShims", "CAttachFetchShims"]),
         // The pipeline's side of the worker: starting, feeding, killing and checking it. Links no
         // decoder.
         .target(name: "AttachFetchDecoderKeeper", dependencies: ["AttachFetchCore", "AttachFetchRuntime", "AttachFetchDecoderProtocol", "CAttachFetchShims"]),
@@ -194,11 +196,13 @@ let package = Package(
         // The corpus suite's independent readers (libvips, FFmpeg's demuxers): one process per batch.
         .executableTarget(name: "media-check", dependencies: ["CTestSupport", "CVips", "CFFmpeg"], path: "Tests/MediaCheck"),
         // A decoder worker taken over by a file, speaking the job protocol and lying, for
-        // HostileWorkerTests: it links the protocol alone, as a real worker's keeper sees it.
-        .executableTarget(name: "hostile-decoder", dependencies: ["AttachFetchCore", "AttachFetchDecoderProtocol", "CAttachFetchShims"], path: "Tests/HostileDecoder"),
+        // HostileWorkerTests: confined by the sandbox as a real worker is, it links no decoder.
+        .executableTarget(name: "hostile-decoder", dependencies: ["AttachFetchCore", "AttachFetchDecoderProtocol", "DecoderSandbox"], path: "Tests/HostileDecoder"),
+        // syscall(2) for the sandbox's checks (calls glibc has no wrapper for).
+        .target(name: "CRawSystemCall", path: "Tests/CRawSystemCall"),
         // Confines itself as a decoder worker does and tries what a compromised decoder would,
         // for IsolationTests.
-        .executableTarget(name: "filter-check", dependencies: ["AttachFetchMedia", "CTestSupport"], path: "Tests/FilterCheck"),
+        .executableTarget(name: "filter-check", dependencies: ["AttachFetchDecoderProtocol", "DecoderSandbox", "CRawSystemCall"], path: "Tests/FilterCheck"),
         // Runs the device's fetcher in a process of its own and reports its peak memory, for
         // AttachFetchDeviceTests (a test process's memory is shared with every test running).
         // The codec's primitives against published answers, through the public API: run by

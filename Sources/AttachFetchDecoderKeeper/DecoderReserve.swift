@@ -63,8 +63,8 @@ public enum DecoderReserve {
     public static func start(count: Int) -> Int {
         guard count > 0 else { return 0 }
         if state.withLock({ $0.server != nil }) { return count }
-        guard let executable = DecoderProcess.executableBesideProgram(),
-              let started = try? DecoderProcess.spawn(executable, arguments: [DecoderWorker.forkServerArgument, "--parent", "\(getpid())"],
+        guard let executable = WorkerExecution.executableBesideProgram(),
+              let started = try? WorkerExecution.spawn(executable, arguments: [DecoderWorker.forkServerArgument, "--parent", "\(getpid())"],
                                                       messages: true) else { return 0 }
         let kept = state.withLock { state -> Bool in
             guard state.server == nil else { return false }
@@ -76,11 +76,6 @@ public enum DecoderReserve {
         if !kept { end(started.pid, socket: started.socket) }
         return count
     }
-
-    /// The former name of ``start(count:)``, from when reserved workers were forks of the program.
-    @available(*, deprecated, renamed: "start(count:)")
-    @discardableResult
-    public static func fork(count: Int) -> Int { start(count: count) }
 
     /// Whether workers ahead of need are left to take, from a running fork server.
     static var hasWorkers: Bool { state.withLock { $0.server != nil && $0.aheadOfNeed > 0 } }

@@ -5,7 +5,7 @@ import Foundation
 /// A fixed set of threads for blocking C work, so that it never runs on Swift's cooperative
 /// pool, whose few threads must stay free for async code. Each thread owns a `Slot`, made on
 /// that thread and handed to every job it runs: the decoder pools' is the decoder worker
-/// process the thread drives (`WorkerThread`, in Decode/); the blocking pool's is nothing.
+/// process the thread drives (`WorkerThread`, in AttachFetchDecoderKeeper); the blocking pool's is nothing.
 package final class WorkerPool<Slot: AnyObject>: Sendable {
     // Sendable: `jobs`, `stopping`, `running` and `taken` are only touched with `condition` locked.
     private final class State: @unchecked Sendable {

@@ -43,8 +43,10 @@ import Testing
         "AttachFetchRuntime": ["AttachFetchCore"],
         "AttachFetchTransfer": ["AttachFetchCore", "AttachFetchRuntime", "CCurl", "CLibcrypto", "CCurlShims"],
         "AttachFetchDecoderProtocol": ["AttachFetchCore", "CAttachFetchShims"],
+        // The worker's confinement: no decoder.
+        "DecoderSandbox": ["AttachFetchDecoderProtocol", "CAttachFetchShims"],
         // What runs inside the worker: no keeper, nothing that fetches.
-        "AttachFetchMedia": ["AttachFetchCore", "AttachFetchDecoderProtocol", "CVips", "CFFmpeg", "CTurboJPEG", "CVipsShims", "CFFmpegShims", "CAttachFetchShims"],
+        "AttachFetchMedia": ["AttachFetchCore", "AttachFetchDecoderProtocol", "DecoderSandbox", "CVips", "CFFmpeg", "CTurboJPEG", "CVipsShims", "CFFmpegShims", "CAttachFetchShims"],
         // The worker's keeper: no decoder.
         "AttachFetchDecoderKeeper": ["AttachFetchCore", "AttachFetchRuntime", "AttachFetchDecoderProtocol", "CAttachFetchShims"],
         "AttachFetch": ["AttachFetchCore", "AttachFetchRuntime", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchDecoderProtocol", "AttachFetchDecoderKeeper",
@@ -64,7 +66,7 @@ import Testing
                           words[..<at].allSatisfy({ ["@_exported", "@preconcurrency", "internal", "package", "public"].contains($0) })
                     else { continue }
                     let module = words[at + 1]
-                    let isLibraryOrC = module.hasPrefix("AttachFetch") || (module.hasPrefix("C") && module.dropFirst().first?.isUppercase == true)
+                    let isLibraryOrC = module.hasPrefix("AttachFetch") || Self.layers[module] != nil || (module.hasPrefix("C") && module.dropFirst().first?.isUppercase == true)
                     if isLibraryOrC && !allowed.contains(module) {
                         offenders.append("\(target)/\(url.path.dropFirst(folder.path.count + 1)) imports \(module)")
                     }

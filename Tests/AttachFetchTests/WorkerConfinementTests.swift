@@ -8,7 +8,7 @@ import Testing
 @Suite struct WorkerConfinementTests {
     @Test func aConfinedWorkerReachesNothingButItself() async throws {
         // As every program with workers is before its first one starts.
-        DecoderProcess.closeThisProcessToWorkers()
+        WorkerExecution.closeThisProcessToWorkers()
         let run = try await tool(builtExecutable("filter-check"), [])
         try #require(run.status == 0, "\(run.errors)")
         var results: [String: String] = [:]
@@ -38,7 +38,7 @@ import Testing
     /// With Landlock in the kernel, a worker keeps to its work directory: it writes there and
     /// reads the libraries, and neither reads nor writes a file beside it, nor /etc/passwd.
     @Test func aConfinedWorkerKeepsToItsWorkDirectory() async throws {
-        DecoderProcess.closeThisProcessToWorkers()
+        WorkerExecution.closeThisProcessToWorkers()
         let outside = Scratch()
         let work = outside.path + "/work"
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: false)

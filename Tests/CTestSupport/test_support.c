@@ -73,9 +73,4 @@ int af_test_vips_avg(VipsImage *in, double *average) {
     return vips_avg(in, average, NULL);
 }
 
-#include <unistd.h>
-#include <sys/syscall.h>
 
-long af_test_syscall(long number, long a, long b, long c, long d, long e) {
-    return syscall(number, a, b, c, d, e);
-}

@@ -1,12 +1,13 @@
-// Confines itself exactly as a decoder worker does (DecoderWorker.confine), then makes the
+// Confines itself exactly as a decoder worker does (DecoderSandbox.confine), then makes the
 // calls a decoder taken over would make, and prints each one's errno (0: it went through), for
 // WorkerConfinementTests. Its parent, the test process, has made itself non-dumpable first, as
 // every program with workers does.
 //
 // filter-check [WORK_DIRECTORY OUTSIDE_FILE]: with a work directory, confined to it (Landlock);
 // OUTSIDE_FILE is a file beside it that the worker must not read.
-import AttachFetchMedia
-import CTestSupport
+import AttachFetchDecoderProtocol
+import CRawSystemCall
+import DecoderSandbox
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -18,7 +19,7 @@ let workDirectory = arguments.count == 2 ? arguments[0] : nil
 // The kernel's Landlock ABI (landlock_create_ruleset with LANDLOCK_CREATE_RULESET_VERSION), asked
 // before the filter is installed.
 let landlockABI = af_test_syscall(444, 0, 0, 1, 0, 0)
-DecoderWorker.confine(DecoderWorker.Limits(memoryBytes: 512 << 20, cpuSeconds: 60, fileSizeBytes: 64 << 20, parent: parent,
+DecoderSandbox.confine(DecoderWorker.Limits(memoryBytes: 512 << 20, cpuSeconds: 60, fileSizeBytes: 64 << 20, parent: parent,
                                            workDirectory: workDirectory))
 
 func result(_ name: String, _ value: Int) { print("\(name) \(value < 0 ? errno : 0)") }

@@ -1,6 +1,6 @@
-// A decoder worker taken over: it speaks the job protocol (AttachFetchDecoderProtocol, the only
-// thing it links) and does what a compromised decoder would, for HostileWorkerTests. What it
-// does is its name's: the tests link it as `hostile-MODE` and name that as the pipeline's
+// A decoder worker taken over: it speaks the job protocol (AttachFetchDecoderProtocol), is
+// confined by DecoderSandbox and links no decoder, and does what a compromised decoder would,
+// for HostileWorkerTests. What it does is its name's: the tests link it as `hostile-MODE` and name that as the pipeline's
 // `decoderExecutable` (a worker's environment and arguments are the keeper's, not the test's).
 //
 //   passwd   names /etc/passwd as its output
@@ -15,7 +15,7 @@
 //   rewrite  answers honestly, then writes other bytes into what it answered with
 import AttachFetchCore
 import AttachFetchDecoderProtocol
-import CAttachFetchShims
+import DecoderSandbox
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -23,13 +23,9 @@ import Glibc
 
 let mode = String(URL(fileURLWithPath: CommandLine.arguments[0]).lastPathComponent.dropFirst("hostile-".count))
 guard let limits = DecoderWorker.Limits(arguments: Array(CommandLine.arguments.dropFirst())) else { exit(2) }
-// What a real worker set before it read any input, and so still holds once a file has taken it
-// over: it dies with the keeper's thread, and its CPU time has a ceiling. Without them a worker
-// that spins would outlive a test process that was stopped.
-_ = af_prctl_set_parent_death_signal(SIGKILL)
-if getppid() != limits.parent { exit(5) }
-var cpu = rlimit(rlim_cur: rlim_t(limits.cpuSeconds), rlim_max: rlim_t(limits.cpuSeconds))
-_ = setrlimit(__rlimit_resource_t(RLIMIT_CPU.rawValue), &cpu)
+// Confined as a real worker is before it reads any input (the same DecoderSandbox), so what
+// it tries below is what a decoder taken over by a file could do from inside the sandbox.
+DecoderSandbox.confine(limits)
 
 /// An 8x8 red JPEG (made by ffmpeg), what this worker writes as every image it makes.
 let tinyJPEG: [UInt8] = {

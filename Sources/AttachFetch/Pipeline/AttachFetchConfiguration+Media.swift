@@ -50,7 +50,7 @@ extension DecoderProcess {
         if let configured = configuration.decoderExecutable {
             executable = configured
         } else {
-            executable = DecoderProcess.executablePathBesideProgram
+            executable = WorkerExecution.executablePathBesideProgram
         }
         guard access(executable, X_OK) == 0 else {
             throw .invalidConfiguration("the decoder worker \(executable) is not there or not executable: build it (swift build --product attach-fetch-decoder) and keep it beside the program, set decoderExecutable, or set isolation to .none (unsafe for untrusted input)")

@@ -31,8 +31,5 @@ void af_test_fix_malloc_thresholds(void);
 VipsImage *af_test_vips_open(const char *name);
 // vips_avg: reads every pixel, so a decoder error anywhere in the image fails it.
 int af_test_vips_avg(VipsImage *in, double *average);
-// syscall(2) with up to five arguments (variadic in C): for the decoder filter's check, which
-// must make calls glibc has no wrapper for (io_uring_setup, clone3) or would not pass as made.
-long af_test_syscall(long number, long a, long b, long c, long d, long e);
 
 #endif

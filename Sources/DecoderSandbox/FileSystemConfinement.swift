@@ -1,5 +1,4 @@
 internal import CAttachFetchShims
-import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -55,6 +54,8 @@ enum FileSystemConfinement {
     static func runtimeDirectory() -> String? {
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "swift_retain"),
               let name = af_loaded_file_of(symbol) else { return nil }
-        return (String(cString: name) as NSString).deletingLastPathComponent
+        let path = String(cString: name)
+        guard let slash = path.lastIndex(of: "/"), slash != path.startIndex else { return nil }
+        return String(path[..<slash])
     }
 }

@@ -1,6 +1,7 @@
 internal import CAttachFetchShims
 import AttachFetchCore
 import AttachFetchDecoderProtocol
+import DecoderSandbox
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -11,10 +12,7 @@ import Glibc
 /// holds). It is started once per pipeline thread and reused; when it dies (a decoder's
 /// crash, a limit), only the job it was running fails and the pipeline starts another.
 ///
-/// Before it touches any downloaded byte it caps itself (data memory, file size, no core
-/// files, CPU time in all, each soft and hard alike), drops every capability, forbids gaining privileges, leaves the network (a network
-/// namespace of its own, where the kernel allows one), and installs a seccomp filter that
-/// refuses the system calls decoding never needs: sockets, exec, ptrace.
+/// Before it touches any downloaded byte it confines itself (`DecoderSandbox.confine`).
 extension DecoderWorker {
     /// Free heap bytes above which a worker hands pages back after a job.
     static let trimThreshold = 16 << 20
@@ -101,7 +99,7 @@ extension DecoderWorker {
     /// Confines this process with `limits`, then answers jobs on standard input and output
     /// until the pipeline closes the socket. Never returns.
     static func serve(_ limits: Limits) -> Never {
-        confine(limits)
+        DecoderSandbox.confine(limits)
         do throws(AttachFetchError) { try Vips.ensureStarted() } catch {
             FileHandle.standardError.write(Data("attach-fetch-decoder: \(error.message)\n".utf8))
             exit(3)
@@ -135,42 +133,4 @@ extension DecoderWorker {
         }
         exit(0)
     }
-
-    // MARK: Confinement
-
-    package static func confine(_ limits: Limits) {
-        // Gone with the thread that started it (and never outliving the pipeline's process).
-        _ = af_prctl_set_parent_death_signal(SIGKILL)
-        if getppid() != limits.parent { exit(5) }
-        // Every limit soft and hard alike: set once here, never raised again by anyone.
-        setLimit(RLIMIT_CORE, 0)
-        setLimit(RLIMIT_FSIZE, limits.fileSizeBytes)
-        setLimit(RLIMIT_CPU, limits.cpuSeconds)
-        // A worker built with AddressSanitizer (the sanitizer test runs) reserves terabytes of
-        // shadow memory and reports leaks through ptrace at exit: it gets neither the memory
-        // cap nor the seccomp filter, which would stop the sanitizer itself.
-        let sanitized = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__asan_init") != nil
-        if !sanitized { setLimit(RLIMIT_DATA, limits.memoryBytes) }
-        // A network namespace of its own holds only a loopback that is down: no route anywhere.
-        // Unprivileged, that takes a user namespace too; where neither is allowed the seccomp
-        // filter below still refuses sockets.
-        // CLONE_NEWNET and CLONE_NEWUSER (<sched.h>, behind _GNU_SOURCE).
-        let newNetwork: Int32 = 0x4000_0000, newUser: Int32 = 0x1000_0000
-        if af_unshare(newNetwork) != 0 { _ = af_unshare(newUser | newNetwork) }
-        // No capability, whoever started it (a service run as root included): none in any
-        // set, none that exec could give back. Decoding needs none.
-        for capability in 0..<64 { _ = af_prctl_drop_bounding_capability(Int32(capability)) }
-        _ = af_prctl_clear_ambient_capabilities()
-        _ = af_capset_none()
-        _ = af_prctl_set_no_new_privs()
-        // The file system: the work directory and the system's files, read only (Landlock).
-        if let directory = limits.workDirectory { FileSystemConfinement.restrict(writable: directory) }
-        if !sanitized { SystemCallFilter.install() }
-    }
-
-    private static func setLimit(_ resource: __rlimit_resource, _ value: Int) {
-        var limit = rlimit(rlim_cur: rlim_t(value), rlim_max: rlim_t(value))
-        _ = setrlimit(__rlimit_resource_t(resource.rawValue), &limit)
-    }
 }
-

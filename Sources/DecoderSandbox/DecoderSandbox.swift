@@ -1,0 +1,51 @@
+internal import CAttachFetchShims
+import AttachFetchDecoderProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What confines a decoder worker: its resource limits, its capabilities, its own network
+/// namespace, Landlock and a seccomp filter. A target of its own so that the worker, the
+/// filter's check and the hostile test decoder link the same confinement without libvips or
+/// FFmpeg, and so that what a worker may do is read in one place (docs/security.md).
+public enum DecoderSandbox {
+    /// Confines this process with `limits`, before it reads any downloaded byte: it caps itself
+    /// (data memory, file size, no core files, CPU time in all, each soft and hard alike),
+    /// drops every capability, forbids gaining privileges, leaves the network (a network
+    /// namespace of its own, where the kernel allows one), keeps to its work directory
+    /// (`FileSystemConfinement`) and installs the seccomp filter (`SystemCallFilter`).
+    package static func confine(_ limits: DecoderWorker.Limits) {
+        // Gone with the thread that started it (and never outliving the pipeline's process).
+        _ = af_prctl_set_parent_death_signal(SIGKILL)
+        if getppid() != limits.parent { exit(5) }
+        // Every limit soft and hard alike: set once here, never raised again by anyone.
+        setLimit(RLIMIT_CORE, 0)
+        setLimit(RLIMIT_FSIZE, limits.fileSizeBytes)
+        setLimit(RLIMIT_CPU, limits.cpuSeconds)
+        // A worker built with AddressSanitizer (the sanitizer test runs) reserves terabytes of
+        // shadow memory and reports leaks through ptrace at exit: it gets neither the memory
+        // cap nor the seccomp filter, which would stop the sanitizer itself.
+        let sanitized = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__asan_init") != nil
+        if !sanitized { setLimit(RLIMIT_DATA, limits.memoryBytes) }
+        // A network namespace of its own holds only a loopback that is down: no route anywhere.
+        // Unprivileged, that takes a user namespace too; where neither is allowed the seccomp
+        // filter below still refuses sockets.
+        // CLONE_NEWNET and CLONE_NEWUSER (<sched.h>, behind _GNU_SOURCE).
+        let newNetwork: Int32 = 0x4000_0000, newUser: Int32 = 0x1000_0000
+        if af_unshare(newNetwork) != 0 { _ = af_unshare(newUser | newNetwork) }
+        // No capability, whoever started it (a service run as root included): none in any
+        // set, none that exec could give back. Decoding needs none.
+        for capability in 0..<64 { _ = af_prctl_drop_bounding_capability(Int32(capability)) }
+        _ = af_prctl_clear_ambient_capabilities()
+        _ = af_capset_none()
+        _ = af_prctl_set_no_new_privs()
+        // The file system: the work directory and the system's files, read only (Landlock).
+        if let directory = limits.workDirectory { FileSystemConfinement.restrict(writable: directory) }
+        if !sanitized { SystemCallFilter.install() }
+    }
+
+    private static func setLimit(_ resource: __rlimit_resource, _ value: Int) {
+        var limit = rlimit(rlim_cur: rlim_t(value), rlim_max: rlim_t(value))
+        _ = setrlimit(__rlimit_resource_t(resource.rawValue), &limit)
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+@testable import AttachFetch
+
+extension ProcessWideSuites {
+    /// How workers start: forked from the fork server with nothing of this process's, or
+    /// executed from a decoder that may have been replaced since the program started.
+    // Serialized: the tests find the pipeline's worker processes among the test process's children.
+    @Suite(.serialized) struct WorkerStartTests {
+        /// A worker from the fork server is the decoder executable, with the workers' environment
+        /// and nothing of this process's: a credential in the program's environment is not in
+        /// the worker's (read from outside, as an attacker who took it over would read its own).
+        /// It is this process's child, so this process reaps it and reads the signal it died of.
+        @Test func aForkedWorkerIsTheDecoderWithNoneOfTheProgramsEnvironment() throws {
+            let secret = "attach-fetch-test-credential-\(getpid())"
+            setenv("ATTACH_FETCH_TEST_SECRET", secret, 1)
+            defer { unsetenv("ATTACH_FETCH_TEST_SECRET") }
+            #expect(DecoderReserve.start(count: 1) == 1)
+            // The fork server is this process's child too: gone with the test, as the worker.
+            defer { DecoderReserve.stop() }
+            let worker = try #require(DecoderReserve.take())
+            defer {
+                close(worker.socket)
+                kill(worker.pid, SIGKILL)
+                while waitpid(worker.pid, nil, 0) < 0 && errno == EINTR {}
+            }
+            // Forked from the fork server, it has the decoder's image and environment from its
+            // first instruction; read until /proc shows both.
+            var environment = Data()
+            for _ in 0..<500 {
+                if let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(worker.pid)/exe"),
+                   exe.hasSuffix("/attach-fetch-decoder") {
+                    environment = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(worker.pid)/environ"))) ?? Data()
+                    if !environment.isEmpty { break }
+                }
+                usleep(2_000)
+            }
+            #expect(!environment.isEmpty, "the worker never ran the decoder executable")
+            let variables = environment.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }.sorted()
+            #expect(variables == DecoderWorker.environment.map { "\($0.name)=\($0.value)" }.sorted())
+            #expect(!String(decoding: environment, as: UTF8.self).contains(secret))
+            let status = try String(contentsOfFile: "/proc/\(worker.pid)/status", encoding: .utf8)
+            #expect(status.contains("\nPPid:\t\(getpid())\n"), "\(status)")
+            // Killed from outside, it is reaped here, with the signal it died of.
+            #expect(kill(worker.pid, SIGTERM) == 0)
+            var ended: Int32 = 0
+            while waitpid(worker.pid, &ended, 0) < 0 && errno == EINTR {}
+            #expect(ended & 0x7F == SIGTERM)
+        }
+
+        /// A decoder executable replaced under a running pipeline by another version (an update
+        /// renames a new file over the old one) is told apart from a crash: the worker started
+        /// from it refuses the pipeline's start, and the attachment fails with `ioError` naming the
+        /// replacement (never cached), not `decoderCrashed` (cached as the media's fault). The
+        /// other version here is the oldest kind: one that knows no protocol and exits 2.
+        @Test func aDecoderReplacedUnderARunningPipelineIsNotTheMediasFault() async throws {
+            let bin = Scratch()
+            let decoder = bin.path + "/attach-fetch-decoder"
+            try FileManager.default.copyItem(atPath: builtExecutable("attach-fetch-decoder"), toPath: decoder)
+            try await withMediaServer { server in
+                try await withPipeline(Scratch(), { $0.decoderExecutable = decoder }) { pipeline in
+                    let before = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg")])
+                    #expect(before.attachments[0].status == .ready, "\(before.attachments[0])")
+                    let next = bin.path + "/next"
+                    try "#!/bin/sh\nexit 2\n".write(toFile: next, atomically: false, encoding: .utf8)
+                    #expect(chmod(next, 0o755) == 0 && rename(next, decoder) == 0)
+                    // The running worker is ended as a crash would end it; every one after is
+                    // started from the replaced file.
+                    for pid in TestProcess.decoderWorkers() {
+                        if (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe"))?.hasPrefix(decoder) == true {
+                            kill(pid, SIGKILL)
+                        }
+                    }
+                    _ = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg?killed")])
+                    let after = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg?replaced")])
+                    let reason = after.attachments[0].reason
+                    #expect(reason?.code == .ioError && reason?.message == DecoderProcess.otherVersionMessage(decoder), "\(after.attachments[0])")
+                }
+            }
+        }
+    }
+}
