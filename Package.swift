@@ -226,7 +226,7 @@ let package = Package(
         // The pipeline, the service and the CLI, end to end.
         .testTarget(
             name: "AttachFetchTests",
-            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchRuntime", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchDecoderKeeper", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "ResidentMemory", "TestHelpers", "CAttachFetchShims", "CVipsShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "openapi-document", "media-check", "batch-memory-check", "hostile-decoder", "filter-check",
+            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchRuntime", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchDecoderKeeper", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "ResidentMemory", "TestHelpers", "CAttachFetchShims", "CVipsShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "CRawSystemCall", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "openapi-document", "media-check", "batch-memory-check", "hostile-decoder", "filter-check",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOEmbedded", package: "swift-nio"),

@@ -102,3 +102,15 @@ const char *af_loaded_file_of(const void *address) {
     Dl_info info;
     return dladdr(address, &info) != 0 ? info.dli_fname : NULL;
 }
+
+int af_built_with_address_sanitizer(void) {
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    return 1;
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+    return 1;
+#endif
+    return 0;
+}

@@ -25,7 +25,7 @@ public enum DecoderSandbox {
         // A worker built with AddressSanitizer (the sanitizer test runs) reserves terabytes of
         // shadow memory and reports leaks through ptrace at exit: it gets neither the memory
         // cap nor the seccomp filter, which would stop the sanitizer itself.
-        let sanitized = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__asan_init") != nil
+        let sanitized = af_built_with_address_sanitizer() != 0
         if !sanitized { setLimit(RLIMIT_DATA, limits.memoryBytes) }
         // A network namespace of its own holds only a loopback that is down: no route anywhere.
         // Unprivileged, that takes a user namespace too; where neither is allowed the seccomp

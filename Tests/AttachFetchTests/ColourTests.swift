@@ -9,10 +9,13 @@ import Testing
 /// the relative colorimetric intent, scaled to the output's size, and compares the two.
 @Suite struct ColourTests {
     /// The ceiling of the 99th-percentile difference that the sRGB twins measure, per output, on
-    /// these gradients (each source at quality 95): thumbnail 12-13/255 (320 px at quality 80),
-    /// the converted attachment and the Android variant 4-6/255 (quality 85), with libvips 8.14. A wide-colour or CMYK
-    /// source may differ by its twin's figure plus 1/255, and by at most 2/255 in the mean.
-    static let calibratedP99: [String: Double] = ["thumbnail": 13, "attachment": 6, "android": 6]
+    /// these gradients (each source at quality 95): thumbnail 11-13/255 (320 px at quality 80),
+    /// the converted attachment and the Android variant 4-7/255 (quality 85), with libvips 8.14
+    /// on two x86-64 machines whose SIMD paths differ by 1/255. A wide-colour or CMYK source may
+    /// differ by its twin's figure plus 2/255 at the 99th percentile, and in the mean by 2/255 or
+    /// its twin's mean plus 1/255, whichever is more. A dropped or ignored profile is 9-33/255 off
+    /// in the mean on these gradients: the bounds tell it from coding error by several times.
+    static let calibratedP99: [String: Double] = ["thumbnail": 14, "attachment": 7, "android": 7]
 
     struct Difference: CustomStringConvertible {
         var meanPerBand: [Double]
@@ -80,9 +83,10 @@ import Testing
     /// A decision (docs/media.md, "Colour"): the thumbnail and the Android variant of a
     /// converted source (HEIC, WebP) are made from the attachment, a Display P3 JPEG at quality
     /// 85, whose 8-bit steps and JPEG error on saturated colours grow on the way to sRGB. Those
-    /// two may differ by their twin's figure plus 6/255 at the 99th percentile and by 2.5/255 in
-    /// the mean (measured: 3-6/255 past the twin, and a mean of 2.27/255 in red for the WebP's
-    /// thumbnail, a third generation of lossy coding), instead of 1/255 and 2/255.
+    /// two may differ by their twin's figure plus 8/255 at the 99th percentile and in the mean by
+    /// 2.5/255 or the twin's mean plus 1.5/255 (measured: 3-7/255 past the twin, and a mean of
+    /// 2.27/255 in red for the WebP's thumbnail, a third generation of lossy coding), instead of
+    /// 2/255 and 2/255.
     @Test func everyOutputShowsTheSourcesColours() async throws {
         let media = Scratch(), scratch = Scratch(), work = Scratch()
         let sources: [(name: String, profile: String, fallback: String)] = [
@@ -136,8 +140,9 @@ import Testing
                     let kind = String(key.split(separator: " ").last!)
                     let twin = try #require(measured["twin-\(key)"], "\(key): the twin has no \(kind)")
                     #expect(twin.p99 <= Self.calibratedP99[kind] ?? 0, "twin-\(key): \(twin), past the calibrated ceiling")
-                    let (meanBounds, p99Bound) = secondGeneration.contains(key)
-                        ? ([2.5, 2.5, 2.5], twin.p99 + 6) : ([2, 2, 2], twin.p99 + 1)
+                    let (meanFloor, meanPastTwin, p99Bound) = secondGeneration.contains(key)
+                        ? (2.5, 1.5, twin.p99 + 8) : (2, 1, twin.p99 + 2)
+                    let meanBounds = twin.meanPerBand.map { max(meanFloor, $0 + meanPastTwin) }
                     #expect(zip(difference.meanPerBand, meanBounds).allSatisfy { $0 <= $1 }, "\(key): \(difference), its sRGB twin \(twin)")
                     #expect(difference.p99 <= p99Bound, "\(key): \(difference), its sRGB twin \(twin)")
                 }

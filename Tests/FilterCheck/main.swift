@@ -29,8 +29,12 @@ func call(_ number: Int, _ a: Int = 0, _ b: Int = 0, _ c: Int = 0, _ d: Int = 0,
 let pid = Int(getpid())
 #if arch(x86_64)
 let (socket, ioUringSetup, unshare, setns, clone3, kill, tgkill, tkill, gettid, pidfdOpen) = (41, 425, 272, 308, 435, 62, 234, 200, 186, 434)
+let (clone, sigqueue, prlimit, schedSetAffinity, schedGetAffinity, ioprioSet, ioprioGet, memfdCreate, truncate) =
+    (56, 129, 302, 203, 204, 251, 252, 319, 76)
 #else
 let (socket, ioUringSetup, unshare, setns, clone3, kill, tgkill, tkill, gettid, pidfdOpen) = (198, 425, 97, 268, 435, 129, 131, 130, 178, 434)
+let (clone, sigqueue, prlimit, schedSetAffinity, schedGetAffinity, ioprioSet, ioprioGet, memfdCreate, truncate) =
+    (220, 138, 261, 122, 123, 30, 31, 279, 45)
 #endif
 var parameters = [UInt8](repeating: 0, count: 120)
 result("socket", call(socket, 2, 1, 0))
@@ -39,12 +43,53 @@ result("unshare", call(unshare, 0))
 result("setns", call(setns, 0, 0))
 result("clone3", call(clone3, 0, 0))
 result("kill-parent", call(kill, Int(parent), 0))
+result("kill-group", call(kill, 0, 0))
 result("kill-self", call(kill, pid, 0))
 result("tgkill-self", call(tgkill, pid, call(gettid), 0))
 result("tkill-self", call(tkill, call(gettid), 0))
 result("pidfd_open-parent", call(pidfdOpen, Int(parent), 0))
 result("open-parent-mem", Int(open("/proc/\(parent)/mem", O_RDONLY)))
 result("open-parent-environ", Int(open("/proc/\(parent)/environ", O_RDONLY)))
+// A child process: glibc's fork() is clone(SIGCHLD), and a namespace needs clone too. Raw, a
+// clone that went through returns 0 in the child, which leaves at once.
+func cloned(_ flags: Int) -> Int {
+    let made = call(clone, flags, 0, 0, 0, 0)
+    if made == 0 { _exit(0) }
+    if made > 0 { waitpid(pid_t(made), nil, 0) }
+    return made
+}
+result("fork", cloned(Int(SIGCHLD)))
+result("clone-newuser", cloned(0x1000_0000 | Int(SIGCHLD)))
+// A thread is still made (CLONE_THREAD), and the decoders' threads with it.
+var thread = pthread_t()
+let threadMade = pthread_create(&thread, nil, { _ in nil }, nil)
+if threadMade == 0 { pthread_join(thread, nil) }
+print("thread \(threadMade)")
+// Signal 0 with SI_QUEUE (si_code -1): the permission check alone, harmless had it passed.
+var queued = [Int32](repeating: 0, count: 32)
+queued[2] = -1
+result("sigqueue-parent", queued.withUnsafeMutableBytes { call(sigqueue, Int(parent), 0, Int(bitPattern: $0.baseAddress)) })
+result("sigqueue-self", queued.withUnsafeMutableBytes { call(sigqueue, pid, 0, Int(bitPattern: $0.baseAddress)) })
+// Another process's limits, priority and cores: each set to what it already is, harmless had
+// it passed.
+var files = rlimit()
+result("prlimit-parent-read", withUnsafeMutablePointer(to: &files) { call(prlimit, Int(parent), Int(RLIMIT_NOFILE.rawValue), 0, Int(bitPattern: $0)) })
+result("prlimit-self", withUnsafeMutablePointer(to: &files) { call(prlimit, 0, Int(RLIMIT_NOFILE.rawValue), 0, Int(bitPattern: $0)) })
+let which = __priority_which_t(PRIO_PROCESS.rawValue)
+result("setpriority-parent", Int(setpriority(which, id_t(parent), getpriority(which, id_t(parent)))))
+result("setpriority-self", Int(setpriority(which, 0, getpriority(which, 0))))
+var cores = [UInt8](repeating: 0, count: 128)
+_ = cores.withUnsafeMutableBytes { call(schedGetAffinity, Int(parent), 128, Int(bitPattern: $0.baseAddress)) }
+result("sched_setaffinity-parent", cores.withUnsafeMutableBytes { call(schedSetAffinity, Int(parent), 128, Int(bitPattern: $0.baseAddress)) })
+let ioPriority = call(ioprioGet, 1, Int(parent))
+result("ioprio_set-parent", call(ioprioSet, 1, Int(parent), max(0, ioPriority)))
+// Memory no limit counts, and a file truncated by its path.
+result("memfd_create", call(memfdCreate, Int(bitPattern: UnsafeRawPointer(("x" as StaticString).utf8Start)), 0))
+func mapped(_ flags: Int32) -> Int {
+    Glibc.mmap(nil, 4096, PROT_READ | PROT_WRITE, flags | MAP_ANONYMOUS, -1, 0) == MAP_FAILED ? -1 : 0
+}
+result("mmap-shared-anonymous", mapped(MAP_SHARED))
+result("mmap-private-anonymous", mapped(MAP_PRIVATE))
 // Limits: soft and hard alike for every one the worker sets.
 for (name, resource) in [("cpu", RLIMIT_CPU), ("data", RLIMIT_DATA), ("fsize", RLIMIT_FSIZE), ("core", RLIMIT_CORE)] {
     var limit = rlimit()
@@ -68,6 +113,7 @@ if let workDirectory {
         return Int(descriptor)
     }
     result("write-work", opened(workDirectory + "/made-by-the-worker", O_WRONLY | O_CREAT))
+    result("truncate-work", (workDirectory + "/made-by-the-worker").withCString { call(truncate, Int(bitPattern: $0), 0) })
     result("read-outside", opened(arguments[1], O_RDONLY))
     result("write-outside", opened((arguments[1] as NSString).deletingLastPathComponent + "/written-by-the-worker", O_WRONLY | O_CREAT))
     result("read-etc-passwd", opened("/etc/passwd", O_RDONLY))

@@ -70,5 +70,9 @@ int af_spawn_close_from(void *actions, int lowest);
 // spawned worker's; threads name themselves with it too (as ps and the tests see them, 15
 // characters kept).
 int af_prctl_set_name(const char *name);
+// 1 when this code was compiled with AddressSanitizer (SwiftPM's --sanitize=address builds the
+// C targets with it too): a build's property, never a run-time lookup a loaded library could
+// satisfy.
+int af_built_with_address_sanitizer(void);
 
 #endif
