@@ -197,7 +197,7 @@ let package = Package(
         .executableTarget(name: "media-check", dependencies: ["CTestSupport", "CVips", "CFFmpeg"], path: "Tests/MediaCheck"),
         // A decoder worker taken over by a file, speaking the job protocol and lying, for
         // HostileWorkerTests: confined by the sandbox as a real worker is, it links no decoder.
-        .executableTarget(name: "hostile-decoder", dependencies: ["AttachFetchCore", "AttachFetchDecoderProtocol", "DecoderSandbox"], path: "Tests/HostileDecoder"),
+        .executableTarget(name: "hostile-decoder", dependencies: ["AttachFetchCore", "AttachFetchDecoderProtocol", "DecoderSandbox", "CRawSystemCall"], path: "Tests/HostileDecoder"),
         // syscall(2) for the sandbox's checks (calls glibc has no wrapper for).
         .target(name: "CRawSystemCall", path: "Tests/CRawSystemCall"),
         // Confines itself as a decoder worker does and tries what a compromised decoder would,

@@ -77,6 +77,35 @@ package enum AnswerCheck {
         return .success(checked)
     }
 
+    /// Why a failure a worker stated is refused, or nil when it is in a decoder's words: one
+    /// of `decoderFailureCodes`, and a message that `isShowable`. Checked where the worker's
+    /// answer is read (`DecoderProcess.run`), apart from the keeper's own failures, which use
+    /// codes no decoder may (`decoderCrashed`).
+    package static func refusal(ofFailure failure: Reason) -> Reason? {
+        guard decoderFailureCodes.contains(failure.code) else { return refused("a failure code no decoder gives") }
+        guard isShowable(failure.message) else { return refused("a failure message over \(maxMessageBytes) bytes or with control characters") }
+        return nil
+    }
+
+    /// The codes the decoding code gives (AttachFetchMedia and what it calls): any other from
+    /// a worker, `decoderCrashed` or `deadlineExceeded` among them, would be a worker speaking
+    /// for the keeper, and a code of the transfer's would blame the origin.
+    static let decoderFailureCodes: Set<ReasonCode> = [.corruptMedia, .unsupportedType, .pixelLimitExceeded,
+                                                       .sizeLimitExceeded, .ioError, .cancelled]
+
+    /// The longest failure message taken from a worker, in UTF-8 bytes. Decoders' own are a
+    /// line or a few (libvips' error buffer); the descriptor, the logs and the inspector show it.
+    static let maxMessageBytes = 4_096
+
+    /// Whether a worker's failure message may be shown as it is: within `maxMessageBytes`,
+    /// and no control character but a line break or a tab (libvips' messages are lines).
+    /// Reading it from the wire has already made it valid UTF-8 (a bad byte becomes U+FFFD).
+    static func isShowable(_ message: String) -> Bool {
+        message.utf8.count <= maxMessageBytes && !message.unicodeScalars.contains {
+            ($0.value < 0x20 && $0 != "\n" && $0 != "\t") || (0x7F...0x9F).contains($0.value)
+        }
+    }
+
     private static func refused(_ what: String) -> Reason {
         Reason(code: .decoderCrashed, message: "the decoder process answered \(what); the answer was refused and the process ended")
     }
@@ -94,14 +123,13 @@ package enum AnswerCheck {
         var status = stat()
         guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
         let bytes = Int64(status.st_size)
-        let copy = directory.flatMap(UnnamedFile.create(in:))
+        // Read-only: the next job's worker may read it as its source.
+        let copy = directory.flatMap { UnnamedFile.create(in: $0, mode: UnnamedFile.readOnlyMode) }
         guard hashing || copy != nil else {
             var prefix = [UInt8](repeating: 0, count: 8)
             let count = prefix.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
             return (bytes, nil, Array(prefix.prefix(max(0, count))), nil)
         }
-        // The worker's mode, as a delivered file had it (an unnamed file is made 0600).
-        if let copy, status.st_mode & 0o777 != 0o600 { _ = fchmod(copy.descriptor, status.st_mode & 0o777) }
         // pread: a working file's offset is shared with its writer. What is hashed is what is
         // copied, and the size is what was read: a worker still writing changes neither.
         let digest = SHA256Digest()

@@ -101,9 +101,15 @@ package final class DecoderProcess {
     package func run(_ job: DecodeJob, isAbandoned: () -> Bool) -> DecodeAnswer {
 
         // Unnamed files go as descriptors: the worker reads and writes them through its copies.
+        let descriptors: [Int32]
+        switch Self.descriptorsToSend(job) {
+        case .success(let sent): descriptors = sent
+        case .failure(let reason): return DecodeAnswer(failure: reason)
+        }
+        defer { Self.closeReadOnlyCopies(descriptors, of: job) }
         jobsSent &+= 1
         let number = jobsSent
-        guard let request = JobWire.encode(job, number: number), Frame.write(request, to: socket, descriptors: job.unnamedDescriptors) else {
+        guard let request = JobWire.encode(job, number: number), Frame.write(request, to: socket, descriptors: descriptors) else {
             return died(job)
         }
         var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
@@ -149,6 +155,11 @@ package final class DecoderProcess {
             return DecodeAnswer(failure: Reason(code: .decoderCrashed, message: "the decoder process answered an earlier job again and was stopped"))
         }
         answeredAny = true
+        if let failure = answer.failure, let refusal = AnswerCheck.refusal(ofFailure: failure) {
+            stop(waitingUpTo: 0)
+            job.possibleOutputs.forEach { _ = unlink($0) }
+            return DecodeAnswer(failure: refusal)
+        }
         // Short jobs are never read while they run: every so often, after one.
         jobsSinceReading += 1
         if jobsSinceReading >= Self.jobsPerCPUReading, let used = cpuTime.seconds() {
@@ -195,6 +206,36 @@ package final class DecoderProcess {
     func hasCPUFor(_ job: DecodeJob) -> Bool {
         // The margin covers what the jobs since the last reading used (short ones, < 0.1 s each).
         cpuUsed + cpuAllowance(job) < Double(cpuSecondsInAll) - 5
+    }
+
+    /// The job's unnamed files as the worker gets them: its output as it is (the worker writes
+    /// it), every other (its source) as a new read-only descriptor. The pipeline's own is
+    /// writable, and a worker taken over by the file would rewrite through it what is then
+    /// delivered as it is, under the hash taken before the job; the file's mode (0400) keeps it
+    /// from reopening a read-only one for writing.
+    private static func descriptorsToSend(_ job: DecodeJob) -> Result<[Int32], Reason> {
+        let output = job.outputBase.flatMap(UnnamedFile.descriptor(in:))
+        var sent: [Int32] = []
+        for descriptor in job.unnamedDescriptors {
+            if descriptor == output {
+                sent.append(descriptor)
+                continue
+            }
+            let readOnly = UnnamedFile.readOnlyDescriptor(of: descriptor)
+            guard readOnly >= 0 else {
+                let error = String(cString: strerror(errno))
+                closeReadOnlyCopies(sent, of: job)
+                return .failure(Reason(code: .ioError, message: "cannot open the decoder's source read-only: \(error)"))
+            }
+            sent.append(readOnly)
+        }
+        return .success(sent)
+    }
+
+    /// Closes what `descriptorsToSend` opened (every descriptor but the job's output).
+    private static func closeReadOnlyCopies(_ sent: [Int32], of job: DecodeJob) {
+        let output = job.outputBase.flatMap(UnnamedFile.descriptor(in:))
+        for descriptor in sent where descriptor != output { close(descriptor) }
     }
 
     /// The worker stopped answering: reap it and say why.

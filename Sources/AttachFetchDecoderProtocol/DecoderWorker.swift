@@ -12,10 +12,14 @@ public enum DecoderWorker {
     /// Limits a worker applies to itself, passed on its command line.
     package struct Limits: Equatable {
         package var memoryBytes: Int
-        /// The worker's CPU time in all its life (`RLIMIT_CPU`, soft and hard alike, so that a
-        /// worker taken over cannot raise it): a backstop; each job is held to its own share by
-        /// the keeper, which ends the worker past it (`DecoderProcess`).
+        /// The worker's CPU time in all its life (`RLIMIT_CPU`'s soft limit; the hard limit is
+        /// `cpuGraceSeconds` more, and a worker cannot raise either): a backstop; each job is
+        /// held to its own share by the keeper, which ends the worker past it (`DecoderProcess`).
         package var cpuSeconds: Int
+        /// The seconds between `RLIMIT_CPU`'s soft limit and its hard one. At the soft limit the
+        /// kernel sends SIGXCPU, which names the limit when the worker dies of it; at the hard
+        /// one, SIGKILL, which would not (with the two alike, the kernel sends SIGKILL alone).
+        package static let cpuGraceSeconds = 5
         package var fileSizeBytes: Int
         package var parent: pid_t
         /// The one directory the worker may write and read beside system files (Landlock): the

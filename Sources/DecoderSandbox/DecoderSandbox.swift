@@ -10,7 +10,8 @@ import Glibc
 /// FFmpeg, and so that what a worker may do is read in one place (docs/security.md).
 public enum DecoderSandbox {
     /// Confines this process with `limits`, before it reads any downloaded byte: it caps itself
-    /// (data memory, file size, no core files, CPU time in all, each soft and hard alike),
+    /// (data memory, file size, no core files, each soft and hard alike; CPU time in all, whose
+    /// hard limit is a few seconds past the soft one so that the kernel says SIGXCPU first),
     /// drops every capability, forbids gaining privileges, leaves the network (a network
     /// namespace of its own, where the kernel allows one), keeps to its work directory
     /// (`FileSystemConfinement`) and installs the seccomp filter (`SystemCallFilter`).
@@ -18,10 +19,12 @@ public enum DecoderSandbox {
         // Gone with the thread that started it (and never outliving the pipeline's process).
         _ = af_prctl_set_parent_death_signal(SIGKILL)
         if getppid() != limits.parent { exit(5) }
-        // Every limit soft and hard alike: set once here, never raised again by anyone.
+        // Set once here, never raised again by anyone (a hard limit only falls). Soft and hard
+        // alike but for CPU time: there SIGXCPU at the soft limit tells the keeper which limit
+        // ended the worker; SIGKILL, all the kernel sends when the two are equal, would not.
         setLimit(RLIMIT_CORE, 0)
         setLimit(RLIMIT_FSIZE, limits.fileSizeBytes)
-        setLimit(RLIMIT_CPU, limits.cpuSeconds)
+        setLimit(RLIMIT_CPU, limits.cpuSeconds, hard: limits.cpuSeconds + DecoderWorker.Limits.cpuGraceSeconds)
         // A worker built with AddressSanitizer (the sanitizer test runs) reserves terabytes of
         // shadow memory and reports leaks through ptrace at exit: it gets neither the memory
         // cap nor the seccomp filter, which would stop the sanitizer itself.
@@ -44,8 +47,8 @@ public enum DecoderSandbox {
         if !sanitized { SystemCallFilter.install() }
     }
 
-    private static func setLimit(_ resource: __rlimit_resource, _ value: Int) {
-        var limit = rlimit(rlim_cur: rlim_t(value), rlim_max: rlim_t(value))
+    private static func setLimit(_ resource: __rlimit_resource, _ value: Int, hard: Int? = nil) {
+        var limit = rlimit(rlim_cur: rlim_t(value), rlim_max: rlim_t(hard ?? value))
         _ = setrlimit(__rlimit_resource_t(resource.rawValue), &limit)
     }
 }

@@ -22,6 +22,10 @@ import Glibc
 /// - memory and files outside its limits: `memfd_create`, shared anonymous mappings (neither
 ///   counts against `RLIMIT_DATA`), and `truncate` by path (its outputs are truncated through
 ///   their descriptors);
+/// - a file's mode and extended attributes (`chmod` and its kin, `setxattr` and its kin, which
+///   set POSIX ACLs): the source a worker reads is read-only by its mode (0400) and the worker
+///   holds no capability, so reopening it for writing through `/proc/self/fd` fails, and this
+///   keeps it so (docs/security.md, "A source no worker can change");
 /// - kernel surfaces decoding never touches: io_uring, bpf, perf events, userfaultfd, keys,
 ///   modules, kexec, reboot, swap, the clock, accounting, personality;
 /// - `clone3` fails with ENOSYS instead, so that glibc falls back to `clone` for threads
@@ -91,6 +95,8 @@ enum SystemCallFilter {
             164, 227, 159, 305,       // settimeofday, clock_settime, adjtimex, clock_adjtime
             135,                      // personality
             319, 76,                  // memfd_create, truncate
+            90, 91, 268, 452,         // chmod, fchmod, fchmodat, fchmodat2
+            188, 189, 190, 463,       // setxattr, lsetxattr, fsetxattr, setxattrat
         ],
         // kill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo, clone, mmap, setpriority,
         // ioprio_set, prlimit64; sched_setaffinity, sched_setscheduler, sched_setparam, sched_setattr.
@@ -118,6 +124,8 @@ enum SystemCallFilter {
             170, 112, 171, 266,            // settimeofday, clock_settime, adjtimex, clock_adjtime
             92,                            // personality
             279, 45,                       // memfd_create, truncate
+            52, 53, 452,                   // fchmod, fchmodat, fchmodat2
+            5, 6, 7, 463,                  // setxattr, lsetxattr, fsetxattr, setxattrat
         ],
         conditional: conditional(kill: 129, tgkill: 131, sigqueue: 138, tgsigqueue: 240, clone: 220, mmap: 222,
                                  setpriority: 140, ioprioSet: 30, prlimit: 261, schedSet: [122, 119, 118, 274]),

@@ -94,6 +94,31 @@ import Glibc
         }
     }
 
+    /// A worker rewrites its job's source every way it can (through the descriptor it was
+    /// sent, reopened writable through /proc/self/fd after a chmod, truncated by path): a JPEG
+    /// delivered as it is stays the origin's bytes, under their hash. Each way has its guard:
+    /// the descriptor is read-only, the file's mode 0400, and chmod and ACLs are filtered.
+    @Test func aWorkerCannotRewriteTheSourceDeliveredAsItIs() async throws {
+        let scratch = Scratch()
+        let d = try await Self.run("source", ["photo.jpg"], in: scratch)[0]
+        #expect(d.status == .ready, "\(d.reason?.message ?? "")")
+        let file = try #require(d.file)
+        let original = "\(testMediaDirectory)/photo.jpg"
+        #expect(FileManager.default.contentsEqual(atPath: file, andPath: original), "the delivered file is not the origin's")
+        #expect(try d.sha256 == sha256sum(original) && d.bytes == fileSize(original), "\(d.sha256 ?? "") \(d.bytes ?? 0)")
+    }
+
+    /// A failure is the worker's to state only with a decoder's code and a message the
+    /// inspector and logs may show: a code of the keeper's, a 64 KiB message and terminal
+    /// escapes are each refused, and the worker ended.
+    @Test(arguments: [("code", "a failure code no decoder gives"), ("long", "over 4096 bytes"), ("control", "control characters")])
+    func aFailureIsBelievedOnlyInADecodersWords(mode: String, refusal: String) async throws {
+        let d = try await Self.run(mode, ["photo.jpg"])[0]
+        #expect(d.status == .rejected && d.reason?.code == .decoderCrashed && d.reason?.message.contains(refusal) == true,
+                "\(d.status) \(d.reason?.code.rawValue ?? "") \(d.reason?.message.prefix(200) ?? "")")
+        #expect((d.reason?.message.utf8.count ?? 0) < 400 && d.reason?.message.contains("\u{1B}") == false)
+    }
+
     @Test func bytesOfAnotherTypeAreRefused() async throws {
         let d = try await Self.run("notjpeg", ["image.webp"])[0]
         #expect(d.reason?.code == .decoderCrashed && d.reason?.message.contains("not of that type") == true,

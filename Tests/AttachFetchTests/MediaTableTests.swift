@@ -36,7 +36,7 @@ import Testing
                 #expect(FileManager.default.contentsEqual(atPath: path, andPath: original))
                 let expectedDigest = try await offPool { try sha256sum(original) }
                 #expect(d.sha256 == expectedDigest)
-                #expect(fileMode(path) == 0o600)
+                #expect(fileMode(path) == 0o400)
                 // The total runs from the batch's start: it holds the download and ends within the call.
                 let download = try #require(d.timings.download, "a fresh download is timed")
                 #expect(d.timings.total >= download && .milliseconds(d.timings.total) <= elapsed + .milliseconds(1),

@@ -37,7 +37,7 @@ import Testing
         #expect(d.uti == expected.uti)
         #expect(d.bytes == fileSize(path))
         #expect(try sha256sum(path) == d.sha256)
-        #expect(fileMode(path) == 0o600)
+        #expect(fileMode(path) == 0o400)
         let decoded = try #require(Self.decode(path), "libvips cannot read \(path)")
         #expect(decoded.width == d.width && decoded.height == d.height)
         return decoded

@@ -222,8 +222,8 @@ import Testing
                 let batch = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg", identifier: "a")])
                 let directory = try #require(batch.directory)
                 #expect(fileMode(directory) == 0o700)
-                #expect(fileMode("\(directory)/a.jpg") == 0o600)
-                #expect(fileMode("\(directory)/a.thumb.jpg") == 0o600)
+                #expect(fileMode("\(directory)/a.jpg") == 0o400)
+                #expect(fileMode("\(directory)/a.thumb.jpg") == 0o400)
                 // An identifier cannot escape --out.
                 let escaped = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/tone.mp3", identifier: "../../../../tmp/evil")],
                                                      outputDirectory: out.path)

@@ -15,7 +15,7 @@ import Testing
                 #expect(thumbnail.file.hasSuffix(".thumb.jpg"))
                 let onDisk = try #require(imageSize(thumbnail.file))
                 #expect(onDisk.width == thumbnail.width && onDisk.height == thumbnail.height)
-                #expect(fileMode(thumbnail.file) == 0o600)
+                #expect(fileMode(thumbnail.file) == 0o400)
             }
         }
     }

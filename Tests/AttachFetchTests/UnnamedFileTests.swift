@@ -39,7 +39,7 @@ import Testing
     }
 
     /// A ready image and its thumbnail are each one file with one name (link count 1: no
-    /// working name is left in the work store), private (0600), in the caller's directory; and
+    /// working name is left in the work store), private and read-only (0400), in the caller's directory; and
     /// the pipeline holds nothing open once it is shut down.
     @Test func aDeliveredFileHasOneNameTheCallers() async throws {
         let scratch = Scratch(), output = Scratch()
@@ -53,7 +53,7 @@ import Testing
                     for path in [attachment.file, attachment.thumbnail?.file].compactMap({ $0 }) {
                         var status = stat()
                         #expect(lstat(path, &status) == 0 && status.st_nlink == 1, "\(path): \(status.st_nlink) links")
-                        #expect(status.st_mode & 0o777 == 0o600 && (status.st_mode & S_IFMT) == S_IFREG, "\(path)")
+                        #expect(status.st_mode & 0o777 == 0o400 && (status.st_mode & S_IFMT) == S_IFREG, "\(path)")
                         #expect(path.hasPrefix(output.path + "/"))
                     }
                 }

@@ -31,10 +31,12 @@ let pid = Int(getpid())
 let (socket, ioUringSetup, unshare, setns, clone3, kill, tgkill, tkill, gettid, pidfdOpen) = (41, 425, 272, 308, 435, 62, 234, 200, 186, 434)
 let (clone, sigqueue, prlimit, schedSetAffinity, schedGetAffinity, ioprioSet, ioprioGet, memfdCreate, truncate) =
     (56, 129, 302, 203, 204, 251, 252, 319, 76)
+let fsetxattr = 190
 #else
 let (socket, ioUringSetup, unshare, setns, clone3, kill, tgkill, tkill, gettid, pidfdOpen) = (198, 425, 97, 268, 435, 129, 131, 130, 178, 434)
 let (clone, sigqueue, prlimit, schedSetAffinity, schedGetAffinity, ioprioSet, ioprioGet, memfdCreate, truncate) =
     (220, 138, 261, 122, 123, 30, 31, 279, 45)
+let fsetxattr = 7
 #endif
 var parameters = [UInt8](repeating: 0, count: 120)
 result("socket", call(socket, 2, 1, 0))
@@ -90,11 +92,11 @@ func mapped(_ flags: Int32) -> Int {
 }
 result("mmap-shared-anonymous", mapped(MAP_SHARED))
 result("mmap-private-anonymous", mapped(MAP_PRIVATE))
-// Limits: soft and hard alike for every one the worker sets.
+// Limits: the hard limit less the soft one, for every one the worker sets.
 for (name, resource) in [("cpu", RLIMIT_CPU), ("data", RLIMIT_DATA), ("fsize", RLIMIT_FSIZE), ("core", RLIMIT_CORE)] {
     var limit = rlimit()
     getrlimit(__rlimit_resource_t(resource.rawValue), &limit)
-    print("limit-\(name) \(limit.rlim_cur == limit.rlim_max ? "equal" : "differ")")
+    print("limit-\(name) \(limit.rlim_max == rlim_t.max ? "unlimited" : String(limit.rlim_max &- limit.rlim_cur))")
     // Raising the soft limit past the hard one is refused.
     var raised = rlimit(rlim_cur: limit.rlim_max &+ 1, rlim_max: limit.rlim_max &+ 1)
     print("raise-\(name) \(setrlimit(__rlimit_resource_t(resource.rawValue), &raised) == 0 ? 0 : errno)")
@@ -114,6 +116,12 @@ if let workDirectory {
     }
     result("write-work", opened(workDirectory + "/made-by-the-worker", O_WRONLY | O_CREAT))
     result("truncate-work", (workDirectory + "/made-by-the-worker").withCString { call(truncate, Int(bitPattern: $0), 0) })
+    // A file's mode and ACLs: what keeps a read-only source read-only.
+    result("chmod-work", Int(chmod(workDirectory + "/made-by-the-worker", 0o600)))
+    let own = open(workDirectory + "/made-by-the-worker", O_RDONLY | O_CLOEXEC)
+    result("fchmod-work", Int(fchmod(own, 0o600)))
+    result("fsetxattr-work", "user.attach-fetch".withCString { call(fsetxattr, Int(own), Int(bitPattern: $0), Int(bitPattern: $0), 1, 0) })
+    close(own)
     result("read-outside", opened(arguments[1], O_RDONLY))
     result("write-outside", opened((arguments[1] as NSString).deletingLastPathComponent + "/written-by-the-worker", O_WRONLY | O_CREAT))
     result("read-etc-passwd", opened("/etc/passwd", O_RDONLY))

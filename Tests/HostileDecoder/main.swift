@@ -13,8 +13,13 @@
 //   stale    answers each job after the first with the one before it's answer again, then its own
 //   spin     burns CPU on every job
 //   rewrite  answers honestly, then writes other bytes into what it answered with
+//   source   rewrites its job's source every way it can, then answers honestly
+//   code     fails every job with a code of the keeper's (deadlineExceeded)
+//   long     fails every job with a message of 64 KiB
+//   control  fails every job with a message holding terminal escapes
 import AttachFetchCore
 import AttachFetchDecoderProtocol
+import CRawSystemCall
 import DecoderSandbox
 import Foundation
 #if canImport(Glibc)
@@ -32,6 +37,12 @@ let tinyJPEG: [UInt8] = {
     let hex = "ffd8ffe000104a46494600010200000100010000fffe00104c61766335392e33372e31303000ffdb0043000814141714171b1b1b1b1b1b201e20212121202020202121212424242a2a2a2424242121242428282a2a2e2f2e2b2b2a2b2f2f3232323c3c3939464648565667ffc4004c0001010000000000000000000000000000000601010100000000000000000000000000000607100100000000000000000000000000000000110100000000000000000000000000000000ffc00011080008000803012200021100031100ffda000c03010002110311003f008b00517f7fffd9"
     return stride(from: 0, to: hex.count, by: 2).map { UInt8(hex[hex.index(hex.startIndex, offsetBy: $0)..<hex.index(hex.startIndex, offsetBy: $0 + 2)], radix: 16)! }
 }()
+
+#if arch(x86_64)
+let fsetxattrCall = 190
+#else
+let fsetxattrCall = 7
+#endif
 
 /// Writes `bytes` at an output path (a working path goes through its descriptor).
 func write(_ bytes: [UInt8], to path: String) {
@@ -126,6 +137,34 @@ while let frame = Frame.read(from: 0, descriptors: &received) {
         }
         // And by name, for a file it named.
         for file in answer.files where UnnamedFile.descriptor(in: file) == nil { write(other, to: file) }
+    case "source":
+        // Through the descriptor it was sent, reopened writable through /proc/self/fd (after
+        // making the file writable again, by mode or by ACL), and shortened by path.
+        if let sent = UnnamedFile.descriptor(in: job.source) {
+            let path = UnnamedFile.openable(job.source)
+            func scribble(_ fd: Int32) {
+                _ = tinyJPEG.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+                _ = ftruncate(fd, off_t(tinyJPEG.count))
+            }
+            scribble(sent)
+            _ = fchmod(sent, 0o600)
+            _ = chmod(path, 0o600)
+            // fsetxattr(2) (<sys/xattr.h> is not in Swift's Glibc): an ACL granting its owner write.
+            _ = "system.posix_acl_access".withCString { af_test_syscall(fsetxattrCall, Int(sent), Int(bitPattern: $0), 0, 0, 0) }
+            let reopened = open(path, O_RDWR | O_CLOEXEC)
+            if reopened >= 0 {
+                scribble(reopened)
+                close(reopened)
+            }
+            _ = truncate(path, 0)
+        }
+        send(made(job), number: number, mapping: toPipeline)
+    case "code":
+        send(DecodeAnswer(failure: Reason(code: .deadlineExceeded, message: "the deadline passed")), number: number, mapping: toPipeline)
+    case "long":
+        send(DecodeAnswer(failure: Reason(code: .corruptMedia, message: String(repeating: "x", count: 64 << 10))), number: number, mapping: toPipeline)
+    case "control":
+        send(DecodeAnswer(failure: Reason(code: .corruptMedia, message: "bad file\u{1B}]0;owned\u{07}\u{1B}[2J")), number: number, mapping: toPipeline)
     case "spin":
         var x: UInt64 = 1
         while true { x = x &* 6364136223846793005 &+ 1442695040888963407; if x == 0 { print(x) } }

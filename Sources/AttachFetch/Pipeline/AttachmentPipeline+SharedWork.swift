@@ -212,14 +212,18 @@ extension AttachmentPipeline {
                                logger: Logger) -> (AttachmentDescriptor, files: [String], unnamed: [UnnamedFile]) {
         var unnamed: [UnnamedFile] = []
         /// The file's result path, or a problem.
+        /// A result is final, and read-only (0400) as every file a decoder worker reads is: the
+        /// body and the keeper's sealed copies already are; what this process made is made so.
         func keep(_ path: String, as finalPath: String, format: String) -> Result<String, Reason> {
             if let file = work.ledger.deliver(path) {
+                _ = fchmod(file.descriptor, UnnamedFile.readOnlyMode)
                 unnamed.append(file)
                 return .success(UnnamedFile.path(of: path, withExtension: format))
             }
             if let problem = FileNames.moveNoReplace(path, to: finalPath) {
                 return .failure(Reason(code: .ioError, message: problem))
             }
+            _ = chmod(finalPath, UnnamedFile.readOnlyMode)
             work.ledger.deliver(path)
             return .success(finalPath)
         }

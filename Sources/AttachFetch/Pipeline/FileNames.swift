@@ -40,7 +40,8 @@ enum FileNames {
     }
 
     /// Gives `source` a second name, `destination`, without ever replacing an existing file:
-    /// link(2), or where the two are on different file systems, a copy (mode 0600) moved into
+    /// link(2), or where the two are on different file systems, a copy (mode 0400, as a result
+    /// is) moved into
     /// place. `source` stays.
     /// An unnamed file's working path (`UnnamedFile`) is linked through its descriptor.
     static func linkNoReplace(_ source: String, to destination: String) -> String? {
@@ -53,7 +54,7 @@ enum FileNames {
         let temporary = (destination as NSString).deletingLastPathComponent + "/.copy-\(UInt64.random(in: 0...UInt64.max))"
         defer { unlink(temporary) }
         do throws(Reason) {
-            try SafeFile.copy(source, to: temporary, mode: 0o600)
+            try SafeFile.copy(source, to: temporary, mode: UnnamedFile.readOnlyMode)
         } catch {
             return error.message
         }

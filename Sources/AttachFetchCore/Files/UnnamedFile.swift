@@ -47,12 +47,26 @@ package final class UnnamedFile: Sendable {
         return Int(min(limit.rlim_cur, 1 << 30) / 2)
     }()
 
-    /// A new unnamed file (mode 0600) on `directory`'s file system, or nil where that file
-    /// system cannot make one or the descriptor budget is spent.
-    package static func create(in directory: String) -> UnnamedFile? {
+    /// A new unnamed file on `directory`'s file system, or nil where that file system cannot
+    /// make one or the descriptor budget is spent. Its descriptor writes whatever `mode` says:
+    /// the mode decides only who may open it again. A file a decoder worker reads is made
+    /// `readOnly` (`readOnlyMode`); a file a decoder writes through its working path, 0600.
+    package static func create(in directory: String, mode: mode_t = 0o600) -> UnnamedFile? {
         guard live.load(ordering: .relaxed) < budget else { return nil }
-        let descriptor = af_open_unnamed(directory, 0o600)
+        let descriptor = af_open_unnamed(directory, Int32(mode))
         return descriptor >= 0 ? UnnamedFile(descriptor: descriptor) : nil
+    }
+
+    /// The mode of a file that no one opens for writing again (0400): a worker holding a
+    /// read-only descriptor cannot reopen it writable through `/proc/self/fd` (it has no
+    /// capability, and its filter refuses `chmod` and ACLs), while this process writes it
+    /// through the descriptor it was made with.
+    package static let readOnlyMode: mode_t = 0o400
+
+    /// A new read-only descriptor of the same file (the /proc link opened `O_RDONLY`), for a
+    /// process that must read it and never write it; -1 with errno when it cannot be opened.
+    package static func readOnlyDescriptor(of descriptor: Int32) -> Int32 {
+        open(prefix + String(descriptor), O_RDONLY | O_CLOEXEC)
     }
 
     /// Wraps a descriptor received from the pipeline (a decoder worker's copy), closed with it.

@@ -15,7 +15,8 @@ extension EasyTransfer {
         guard remaining > .milliseconds(1) else {
             return .init(code: .deadlineExceeded, message: "the batch deadline passed before the request could start")
         }
-        if let directory = spec.bodyDirectory, let unnamed = UnnamedFile.create(in: directory) {
+        // Read-only by its mode: a decoder worker that reads it cannot reopen it for writing.
+        if let directory = spec.bodyDirectory, let unnamed = UnnamedFile.create(in: directory, mode: UnnamedFile.readOnlyMode) {
             body = unnamed
             fileDescriptor = unnamed.descriptor
         } else {
