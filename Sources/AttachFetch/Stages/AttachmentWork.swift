@@ -56,6 +56,9 @@ struct AttachmentWork: Sendable {
     var thumbnail: ThumbnailOutcome?
     /// Variant files made, by platform.
     var variantFiles: [Platform: String] = [:]
+    /// A video's poster frame at up to `Stage.androidFrameEdge`, for its Android variant (not
+    /// delivered: the ledger frees it with the other working files).
+    var androidFrame: String?
     /// What the probe found the video needs before iOS plays it; cleared once it is done.
     var conversion: PlayableMedia.Conversion?
     /// The delivered file was made playable after the probe: probe it again.
@@ -94,6 +97,12 @@ extension AttachmentWork {
     /// work directory, owned by the ledger, or where there is none, `plan.thumbnailBase`.
     func thumbnailOutput() -> String {
         newWorkingFile(or: plan.thumbnailBase)
+    }
+
+    /// Where a video's poster frame for its Android variant is written: a new unnamed file,
+    /// or a named one beside the variants.
+    func androidFrameOutput() -> String {
+        newWorkingFile(or: "\(plan.variantBase).frame")
     }
 
     /// Where an encrypted copy for publishing is written: a new unnamed file owned by the

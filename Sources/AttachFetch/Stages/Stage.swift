@@ -86,7 +86,7 @@ extension Stage {
     /// The steps after the download, in order. Each applies only to the kinds it names.
     static let afterDownload: [Stage] = [admit, convertImage, remuxVideo, transcode, thumbnail, probe, makePlayable, probePlayable,
                                          deliveredLimit,
-                                         androidSupport, androidVariant, publish, publishToStore]
+                                         androidSupport, androidPosterFrame, androidVariant, publish, publishToStore]
 
     /// The type `BodyAdmission` admitted the bytes as, while they arrived, becomes the
     /// delivered file's (the decision itself is not made again here).
@@ -189,59 +189,9 @@ extension Stage {
     })
 }
 
-// MARK: Platforms and publishing
+// MARK: Publishing
 
 extension Stage {
-    /// Android shows no audio or video in a notification: not a failure of the attachment,
-    /// which iOS still shows.
-    static let androidSupport = Stage(name: "android support", body: .check { work, _ in
-        let kind = work.admitted.type.kind
-        // A video with a poster gets the poster as its Android variant (`androidVariant`).
-        if work.plan.platforms.contains(.android) && (kind == .audio || kind == .video && work.thumbnail == nil) {
-            work.descriptor.record(.android, variant: .init(status: .unsupported, reason: Reason(
-                code: .unsupportedOnPlatform,
-                message: "Android shows no \(kind.rawValue) in a notification: only a still image (JPEG, PNG or BMP) of at most 1 MB"
-                    + (kind == .video ? "; this video has no poster to send instead" : ""))))
-        }
-        return nil
-    })
-
-    /// An image Android would not show as delivered (not a still JPEG or PNG within 1 MB, or
-    /// turned by an EXIF orientation or coloured by an ICC profile, both of which Android's
-    /// notification ignores), or whose shape is
-    /// not about 2:1 (`PictureCrop.needsTwoToOne`) while the request crops, gets
-    /// an Android variant that fits, cut to 2:1 by the request's crop; a video gets its poster
-    /// frame (the frame its thumbnail was made from, at the thumbnail's size) as a JPEG, cut the
-    /// same way. Failing or late, the variant is missing and says why; the attachment is still
-    /// delivered.
-    static let androidVariant = Stage(name: "android variant", body: .decode(
-        on: .image, whenLate: .degrade, timing: .variants,
-        job: { work, configuration in
-            let file = work.admitted
-            guard work.plan.platforms.contains(.android) else { return nil }
-            var limits = ImageNormalizer.Limits(android: configuration)
-            limits.crop = work.plan.crop
-            if file.type.kind == .video, let poster = work.thumbnail {
-                return .normalize(source: UnnamedFile.openable(poster.file), type: .jpeg, destinationBase: work.plan.variantBase,
-                                  limits: limits)
-            }
-            guard file.type.kind == .image else { return nil }
-            let cropped = work.plan.crop != nil && work.descriptor.deliveredSize.map { PictureCrop.needsTwoToOne(width: $0.width, height: $0.height) } == true
-            // The worker's word on orientation and profile decides only whether a variant is made.
-            let turned = work.thumbnail?.orientation != nil || work.thumbnail?.hasColourProfile == true
-            guard cropped || turned || !Platform.androidShows(file.type, bytes: work.descriptor.deliveredBytes ?? work.source.bytes) else { return nil }
-            return .normalize(source: file.path, type: file.type, destinationBase: work.plan.variantBase, limits: limits)
-        },
-        take: { answer, work in
-            guard let image = answer.normalized else { return }
-            work.variantFiles[.android] = image.file
-            work.descriptor.record(.android, variant: image)
-        },
-        ifFailed: .note { reason, work in
-            work.descriptor.record(.android, variant: .init(status: .failed, reason: reason.code == .deadlineExceeded ? reason
-                : Reason(code: reason.code, message: "no Android variant: \(reason.message)")))
-        }))
-
     /// Ready files are stored content-addressed in the publish directory, when one is configured.
     /// A write that fails (disk full, permissions) fails the attachment with `ioError`.
     static let publish = Stage(name: "publish", body: .files(applies: { $0.publish != nil }) { work, configuration in
