@@ -35,6 +35,9 @@ package final class DecoderProcess {
     private var answeredAny = false
     /// Its exit status, once it exited on its own (not from a signal).
     private var exitStatus: Int32?
+    /// Its limits, and whether its confinement was checked: it gets no job before.
+    private let limits: DecoderWorker.Limits
+    private var confined = false
 
     /// How the pipeline's threads start their workers.
     package struct Launch: Sendable {
@@ -69,6 +72,7 @@ package final class DecoderProcess {
                                           fileSizeBytes: launch.fileSizeBytes, parent: getpid(), workDirectory: launch.workDirectory)
         exitGraceMilliseconds = launch.exitGraceMilliseconds
         (cpuSecondsPerJob, cpuSecondsInAll) = (launch.cpuSecondsPerJob, inAll)
+        self.limits = limits
         if launch.takesReserved, let reserved = DecoderReserve.take() {
             // Its limits first, applied before it reads any job.
             if Frame.write(limits.handshake, to: reserved.socket) {
@@ -99,14 +103,14 @@ package final class DecoderProcess {
     /// `decoderCrashed` with the signal. Either way the files the job may have made are removed
     /// when it did not answer.
     package func run(_ job: DecodeJob, isAbandoned: () -> Bool) -> DecodeAnswer {
-
+        if !confined, let refusal = checkConfinement(job, isAbandoned: isAbandoned) { return refusal }
         // Unnamed files go as descriptors: the worker reads and writes them through its copies.
         let descriptors: [Int32]
-        switch Self.descriptorsToSend(job) {
+        switch job.descriptorsForWorker() {
         case .success(let sent): descriptors = sent
         case .failure(let reason): return DecodeAnswer(failure: reason)
         }
-        defer { Self.closeReadOnlyCopies(descriptors, of: job) }
+        defer { job.closeDescriptorsForWorker(descriptors) }
         jobsSent &+= 1
         let number = jobsSent
         guard let request = JobWire.encode(job, number: number), Frame.write(request, to: socket, descriptors: descriptors) else {
@@ -171,12 +175,44 @@ package final class DecoderProcess {
     /// How long the rest of an answer may take once its first byte is there.
     static let answerArrivalMilliseconds: Int32 = 2_000
 
+    /// How long a new worker may take to report its confinement (an executed one loads its
+    /// libraries first: 80 ms here, far more under valgrind).
+    static let confinementReportMilliseconds = 30_000
+
+    /// Waits for the worker's `ConfinementReport` while the job is wanted, and checks it and
+    /// `/proc` (`ConfinementCheck`); nil when the worker may have jobs. One short of what is
+    /// required is ended before any job: `ioError` (never cached), naming what it lacks.
+    private func checkConfinement(_ job: DecodeJob, isAbandoned: () -> Bool) -> DecodeAnswer? {
+        var waited = 0
+        while !Frame.arrives(on: socket, withinMilliseconds: 10) {
+            waited += 10
+            if isAbandoned() {
+                stop(waitingUpTo: 0)
+                return DecodeAnswer(failure: Reason(code: .cancelled, message: "abandoned"))
+            }
+            guard waited < Self.confinementReportMilliseconds else {
+                stop(waitingUpTo: 0)
+                return DecodeAnswer(failure: Reason(code: .ioError, message: "the decoder process did not report its confinement within \(waited / 1_000) s and was ended"))
+            }
+        }
+        // A hang-up: it exited before reporting (another version's, or a crash); `died` says which.
+        guard let frame = Frame.read(from: socket, withinMilliseconds: Self.answerArrivalMilliseconds),
+              let report = DecoderWorker.ConfinementReport(frame) else { return died(job) }
+        if let problem = ConfinementCheck.problem(pid: pid, report: report, limits: limits) {
+            stop(waitingUpTo: 0)
+            return DecodeAnswer(failure: Reason(code: .ioError, message: "the decoder process is not confined as required: \(problem); it was ended before its first job"))
+        }
+        confined = true
+        return nil
+    }
+
     /// Ends the worker at once: its answer was refused.
     func end() { stop(waitingUpTo: 0) }
 
     /// Whether something waits on the socket between jobs: an answer nobody asked for (a
     /// second one to the last job), which would be read as the next job's, or a hang-up.
-    var spokeUnasked: Bool { alive && Frame.arrives(on: socket, withinMilliseconds: 0) }
+    /// Before its first job, its confinement report is what is waiting, and is asked for.
+    var spokeUnasked: Bool { alive && confined && Frame.arrives(on: socket, withinMilliseconds: 0) }
 
     /// Polls (10 ms each) between readings of the worker's CPU time while a job runs, and
     /// jobs between readings after one.
@@ -206,36 +242,6 @@ package final class DecoderProcess {
     func hasCPUFor(_ job: DecodeJob) -> Bool {
         // The margin covers what the jobs since the last reading used (short ones, < 0.1 s each).
         cpuUsed + cpuAllowance(job) < Double(cpuSecondsInAll) - 5
-    }
-
-    /// The job's unnamed files as the worker gets them: its output as it is (the worker writes
-    /// it), every other (its source) as a new read-only descriptor. The pipeline's own is
-    /// writable, and a worker taken over by the file would rewrite through it what is then
-    /// delivered as it is, under the hash taken before the job; the file's mode (0400) keeps it
-    /// from reopening a read-only one for writing.
-    private static func descriptorsToSend(_ job: DecodeJob) -> Result<[Int32], Reason> {
-        let output = job.outputBase.flatMap(UnnamedFile.descriptor(in:))
-        var sent: [Int32] = []
-        for descriptor in job.unnamedDescriptors {
-            if descriptor == output {
-                sent.append(descriptor)
-                continue
-            }
-            let readOnly = UnnamedFile.readOnlyDescriptor(of: descriptor)
-            guard readOnly >= 0 else {
-                let error = String(cString: strerror(errno))
-                closeReadOnlyCopies(sent, of: job)
-                return .failure(Reason(code: .ioError, message: "cannot open the decoder's source read-only: \(error)"))
-            }
-            sent.append(readOnly)
-        }
-        return .success(sent)
-    }
-
-    /// Closes what `descriptorsToSend` opened (every descriptor but the job's output).
-    private static func closeReadOnlyCopies(_ sent: [Int32], of job: DecodeJob) {
-        let output = job.outputBase.flatMap(UnnamedFile.descriptor(in:))
-        for descriptor in sent where descriptor != output { close(descriptor) }
     }
 
     /// The worker stopped answering: reap it and say why.

@@ -85,7 +85,7 @@ public enum DecoderWorker {
     /// the handshake, `JobWire`): a worker refuses limits of another version and exits with
     /// `otherVersionStatus`. Raised whenever any of them changes, so that a decoder executable
     /// replaced under a running program (a package update) is told apart from a crash.
-    package static let protocolVersion = 1
+    package static let protocolVersion = 2
 
     /// A worker's exit status when it was started by a pipeline of another protocol version,
     /// or with arguments it cannot read (an older executable knows no version): never the
@@ -115,6 +115,29 @@ public enum DecoderWorker {
         package var encoded: Data {
             let value = UInt32(bitPattern: pid)
             return Data([UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 24 & 0xFF)])
+        }
+    }
+
+    /// What a worker says once it has confined itself, before it reads any job: the Landlock
+    /// ABI its ruleset was made with (0: none). The keeper believes only this of it: the
+    /// filter, `NoNewPrivs` and the limits it reads from `/proc` itself (`ConfinementCheck`),
+    /// and it gives the worker no job until both agree with what it requires. 5 bytes: 0xC0,
+    /// then the ABI, 4 bytes little-endian.
+    package struct ConfinementReport: Equatable {
+        package var landlockABI: Int32
+
+        package init(landlockABI: Int32) { self.landlockABI = landlockABI }
+
+        package init?(_ data: Data) {
+            let bytes = Array(data)
+            guard bytes.count == 5, bytes[0] == 0xC0 else { return nil }
+            landlockABI = Int32(bitPattern: UInt32(bytes[1]) | UInt32(bytes[2]) << 8 | UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 24)
+            guard landlockABI >= 0 else { return nil }
+        }
+
+        package var encoded: Data {
+            let value = UInt32(bitPattern: landlockABI)
+            return Data([0xC0, UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 24 & 0xFF)])
         }
     }
 }

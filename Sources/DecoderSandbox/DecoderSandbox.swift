@@ -15,7 +15,10 @@ public enum DecoderSandbox {
     /// drops every capability, forbids gaining privileges, leaves the network (a network
     /// namespace of its own, where the kernel allows one), keeps to its work directory
     /// (`FileSystemConfinement`) and installs the seccomp filter (`SystemCallFilter`).
-    package static func confine(_ limits: DecoderWorker.Limits) {
+    /// Returns what it achieved that only the process itself can tell (the Landlock ABI), for
+    /// the keeper, which checks the rest from outside; `DecoderWorker.ConfinementReport`.
+    @discardableResult
+    package static func confine(_ limits: DecoderWorker.Limits) -> DecoderWorker.ConfinementReport {
         // Gone with the thread that started it (and never outliving the pipeline's process).
         _ = af_prctl_set_parent_death_signal(SIGKILL)
         if getppid() != limits.parent { exit(5) }
@@ -43,9 +46,13 @@ public enum DecoderSandbox {
         _ = af_capset_none()
         _ = af_prctl_set_no_new_privs()
         // The file system: the work directory and the system's files, read only (Landlock).
-        if let directory = limits.workDirectory { FileSystemConfinement.restrict(writable: directory) }
+        let abi = limits.workDirectory.flatMap { FileSystemConfinement.restrict(writable: $0) } ?? 0
         if !sanitized { SystemCallFilter.install() }
+        return DecoderWorker.ConfinementReport(landlockABI: Int32(abi))
     }
+
+    /// The running kernel's Landlock ABI, 0 where it has none.
+    package static var kernelLandlockABI: Int32 { Int32(max(0, af_landlock_abi())) }
 
     private static func setLimit(_ resource: __rlimit_resource, _ value: Int, hard: Int? = nil) {
         var limit = rlimit(rlim_cur: rlim_t(value), rlim_max: rlim_t(hard ?? value))

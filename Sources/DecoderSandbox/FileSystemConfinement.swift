@@ -13,9 +13,15 @@ import Glibc
 /// no file of the program or the machine outside it. Where the kernel has no Landlock the
 /// worker goes on without it (the seccomp filter and the limits still hold).
 enum FileSystemConfinement {
-    // The rights of Landlock's ABI 1 (linux/landlock.h), and REFER from ABI 2.
+    // The rights of Landlock's ABI 1 (linux/landlock.h), REFER from ABI 2, TRUNCATE from 3,
+    // IOCTL_DEV from 5.
     static let execute: UInt64 = 1 << 0, writeFile: UInt64 = 1 << 1, readFile: UInt64 = 1 << 2, readDirectory: UInt64 = 1 << 3
-    static let abiOne: UInt64 = (1 << 13) - 1, refer: UInt64 = 1 << 13
+    static let abiOne: UInt64 = (1 << 13) - 1, refer: UInt64 = 1 << 13, truncate: UInt64 = 1 << 14, ioctlDevice: UInt64 = 1 << 15
+
+    /// Every file-system right the kernel's ABI knows: one left unhandled is allowed everywhere.
+    static func handled(abi: Int) -> UInt64 {
+        abiOne | (abi >= 2 ? refer : 0) | (abi >= 3 ? truncate : 0) | (abi >= 5 ? ioctlDevice : 0)
+    }
 
     /// What is read, and executed from, beside the work directory: the libraries (the
     /// system's, and the Swift runtime's wherever the toolchain put it) for those loaded late
@@ -32,7 +38,7 @@ enum FileSystemConfinement {
     static func restrict(writable: String) -> Int? {
         let abi = Int(af_landlock_abi())
         guard abi >= 1 else { return nil }
-        let handled = abi >= 2 ? abiOne | refer : abiOne
+        let handled = handled(abi: abi)
         let ruleset = af_landlock_create_ruleset(handled)
         guard ruleset >= 0 else { return nil }
         defer { close(ruleset) }

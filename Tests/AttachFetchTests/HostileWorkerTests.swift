@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 @testable import AttachFetch
-import AttachFetchDecoderKeeper
+@testable import AttachFetchDecoderKeeper
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -117,6 +117,28 @@ import Glibc
         #expect(d.status == .rejected && d.reason?.code == .decoderCrashed && d.reason?.message.contains(refusal) == true,
                 "\(d.status) \(d.reason?.code.rawValue ?? "") \(d.reason?.message.prefix(200) ?? "")")
         #expect((d.reason?.message.utf8.count ?? 0) < 400 && d.reason?.message.contains("\u{1B}") == false)
+    }
+
+    /// The sandbox fails closed: a worker that did not confine itself (and says it did) is
+    /// ended before its first job, and the attachment fails with `ioError` naming what it
+    /// lacks, which is never cached as the media's fault.
+    @Test func anUnconfinedWorkerGetsNoJob() async throws {
+        let d = try await Self.run("unconfined", ["photo.jpg"])[0]
+        #expect(d.status != .ready && d.reason?.code == .ioError, "\(d.status) \(d.reason?.message ?? "")")
+        #expect(d.reason?.message.contains("not confined as required: it has no seccomp filter") == true, "\(d.reason?.message ?? "")")
+        #expect(d.file == nil && d.thumbnail == nil)
+    }
+
+    /// What the keeper reads from outside: this test process has no filter, and a worker of a
+    /// kernel with Landlock that reports none is refused for it.
+    @Test func theConfinementCheckReadsTheKernelsWord() throws {
+        let limits = DecoderWorker.Limits(memoryBytes: 1 << 20, cpuSeconds: 600, fileSizeBytes: 1 << 20, parent: getppid(), workDirectory: "/tmp")
+        let problem = ConfinementCheck.problem(pid: getpid(), report: .init(landlockABI: 0), limits: limits, kernelLandlockABI: 2)
+        #expect(problem?.hasPrefix("it has no seccomp filter (Seccomp: 0)") == true, "\(problem ?? "none")")
+        let status = "Name:\tx\nNoNewPrivs:\t1\nSeccomp:\t2\n"
+        #expect(ConfinementCheck.field(status, "Seccomp") == "2" && ConfinementCheck.field(status, "NoNewPrivs") == "1")
+        let table = "Limit                     Soft Limit           Hard Limit           Units\nMax cpu time              600                  605                  seconds\n"
+        #expect(ConfinementCheck.limit(table, "Max cpu time")! == (600, 605))
     }
 
     @Test func bytesOfAnotherTypeAreRefused() async throws {

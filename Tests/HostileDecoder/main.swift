@@ -17,6 +17,7 @@
 //   code     fails every job with a code of the keeper's (deadlineExceeded)
 //   long     fails every job with a message of 64 KiB
 //   control  fails every job with a message holding terminal escapes
+//   unconfined  skips its confinement, and reports the kernel's Landlock ABI as its own
 import AttachFetchCore
 import AttachFetchDecoderProtocol
 import CRawSystemCall
@@ -30,7 +31,10 @@ let mode = String(URL(fileURLWithPath: CommandLine.arguments[0]).lastPathCompone
 guard let limits = DecoderWorker.Limits(arguments: Array(CommandLine.arguments.dropFirst())) else { exit(2) }
 // Confined as a real worker is before it reads any input (the same DecoderSandbox), so what
 // it tries below is what a decoder taken over by a file could do from inside the sandbox.
-DecoderSandbox.confine(limits)
+// `unconfined` is a worker that did not (or could not) confine itself and says it did.
+let report = mode == "unconfined" ? DecoderWorker.ConfinementReport(landlockABI: DecoderSandbox.kernelLandlockABI)
+    : DecoderSandbox.confine(limits)
+guard Frame.write(report.encoded, to: 1) else { exit(4) }
 
 /// An 8x8 red JPEG (made by ffmpeg), what this worker writes as every image it makes.
 let tinyJPEG: [UInt8] = {

@@ -99,7 +99,8 @@ extension DecoderWorker {
     /// Confines this process with `limits`, then answers jobs on standard input and output
     /// until the pipeline closes the socket. Never returns.
     static func serve(_ limits: Limits) -> Never {
-        DecoderSandbox.confine(limits)
+        // Before any job: the keeper sends none until it has this and has checked the rest.
+        guard Frame.write(DecoderSandbox.confine(limits).encoded, to: 1) else { exit(4) }
         do throws(AttachFetchError) { try Vips.ensureStarted() } catch {
             FileHandle.standardError.write(Data("attach-fetch-decoder: \(error.message)\n".utf8))
             exit(3)

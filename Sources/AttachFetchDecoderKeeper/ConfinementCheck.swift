@@ -1,0 +1,67 @@
+internal import CAttachFetchShims
+import AttachFetchCore
+import AttachFetchDecoderProtocol
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The keeper's check of a worker's confinement before its first job: the sandbox fails
+/// closed. A worker confines itself (`DecoderSandbox.confine`), and every step of that could
+/// fail without a word (a kernel or container that refuses a call, a decoder built otherwise),
+/// leaving a process that decodes hostile files with more than it should have. So the keeper
+/// reads from `/proc/<pid>` what the kernel says of it (the seccomp filter, `NoNewPrivs`, each
+/// limit, soft and hard) and takes on the worker's word only its Landlock ABI, which nothing
+/// outside it can read; a worker short of any of them is ended before it gets a job.
+///
+/// Required: the filter and the limits always (a build with AddressSanitizer has neither, on
+/// purpose: `DecoderSandbox`); Landlock wherever the kernel has it and the worker has a work
+/// directory to keep to (the local inspector's workers have none). A worker run under valgrind
+/// (the instruction guard runs the program and its workers there) is held only to
+/// `NoNewPrivs` and the CPU, file-size and core limits: valgrind implements neither seccomp(2)
+/// nor Landlock's calls, and keeps `RLIMIT_DATA` to itself. It is known by its executable,
+/// valgrind's tool, which the program that started it chose, not the worker.
+enum ConfinementCheck {
+    /// What is wrong with the worker's confinement, in words for the reason; nil when it is
+    /// as required.
+    static func problem(pid: pid_t, report: DecoderWorker.ConfinementReport, limits: DecoderWorker.Limits,
+                        kernelLandlockABI: Int32 = Int32(max(0, af_landlock_abi()))) -> String? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let table = try? String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8) else {
+            return "its /proc entry cannot be read"
+        }
+        let emulated = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe"))?.contains("/valgrind/") == true
+        let sanitized = af_built_with_address_sanitizer() != 0 || emulated
+        if !sanitized && field(status, "Seccomp") != "2" { return "it has no seccomp filter (Seccomp: \(field(status, "Seccomp") ?? "?"))" }
+        if field(status, "NoNewPrivs") != "1" { return "it may gain privileges (NoNewPrivs: \(field(status, "NoNewPrivs") ?? "?"))" }
+        var required: [(String, Int, Int)] = [
+            ("Max cpu time", limits.cpuSeconds, limits.cpuSeconds + DecoderWorker.Limits.cpuGraceSeconds),
+            ("Max file size", limits.fileSizeBytes, limits.fileSizeBytes),
+            ("Max core file size", 0, 0),
+        ]
+        if !sanitized { required.append(("Max data size", limits.memoryBytes, limits.memoryBytes)) }
+        for (name, soft, hard) in required {
+            guard let (readSoft, readHard) = limit(table, name), readSoft == soft, readHard == hard else {
+                return "its \(name.dropFirst(4)) limit is not \(soft) (soft) and \(hard) (hard)"
+            }
+        }
+        if limits.workDirectory != nil && kernelLandlockABI >= 1 && report.landlockABI < 1 && !emulated {
+            return "it has no Landlock ruleset, which the kernel has (ABI \(kernelLandlockABI))"
+        }
+        return nil
+    }
+
+    /// A `/proc/<pid>/status` field's value ("Seccomp:\t2" gives "2").
+    static func field(_ status: String, _ name: String) -> String? {
+        status.split(separator: "\n").first { $0.hasPrefix(name + ":") }
+            .map { $0.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces) }
+    }
+
+    /// A `/proc/<pid>/limits` row's soft and hard values (nil for "unlimited" or a row missing).
+    static func limit(_ table: String, _ name: String) -> (Int, Int)? {
+        guard let row = table.split(separator: "\n").first(where: { $0.hasPrefix(name + "  ") }) else { return nil }
+        let values = row.dropFirst(name.count).split(separator: " ")
+        guard values.count >= 2, let soft = Int(values[0]), let hard = Int(values[1]) else { return nil }
+        return (soft, hard)
+    }
+}
