@@ -27,7 +27,7 @@ package struct ServiceRoute: Sendable, Hashable {
 /// ``AttachFetchServer/add(_:_:to:tokens:handler:)``), the token check reads `isPublic` of the
 /// route the router resolved, and metrics label a request by that route (never the raw path,
 /// so a client cannot make label sets grow). openapi.json's paths are written from it
-/// (`openapi-paths`).
+/// (`openapi-document`).
 package enum Routes {
     static let attachments = ServiceRoute("/v1/attachments", [.post])
     static let payloads = ServiceRoute("/v1/payloads", [.post])

@@ -8,7 +8,7 @@ struct AttachFetchTool: AsyncParsableCommand {
         commandName: "attach-fetch",
         abstract: "Download push-notification media, prove its type, check it against the platforms' limits and make thumbnails, within a deadline.",
         discussion: "Without a subcommand, `fetch`: attach-fetch [options] URL...",
-        version: "attach-fetch \(attachFetchVersion)",
+        version: "attach-fetch \(Release.version)",
         subcommands: [FetchCommand.self, ServeCommand.self, PruneCommand.self, DecryptCommand.self],
         defaultSubcommand: FetchCommand.self
     )
@@ -56,9 +56,6 @@ struct AttachFetchTool: AsyncParsableCommand {
         }
     }
 }
-
-/// What `--version` prints: no release is tagged yet (CHANGELOG.md dates its sections).
-let attachFetchVersion = "0.1.0-dev"
 
 /// Each running transfer holds two descriptors (its socket and its body file), so the default
 /// 1024 transfers need more than the usual soft limit of 1,024: the soft limit goes up to the

@@ -120,7 +120,7 @@ struct ServeCommand: AsyncParsableCommand {
         do {
             // OTEL_EXPORTER_OTLP_ENDPOINT and the rest (docs/observability.md); off when unset.
             let traces = try AttachFetchServer.bootstrapTracing(environment: ProcessInfo.processInfo.environment,
-                                                               version: "0.1", logger: logger)
+                                                               version: Release.version, logger: logger)
             server = try AttachFetchServer(configuration: configuration, logger: logger, traces: traces)
         } catch {
             throw ValidationError(error.message)

@@ -48,28 +48,28 @@ public struct ReasonCode: RawRepresentable, Hashable, Codable, Sendable, CustomS
     /// file-size limit); the message names the signal. Only this attachment fails.
     public static let decoderCrashed = ReasonCode(rawValue: "decoderCrashed")
 
-    /// Added: the TLS handshake or the certificate check failed: an untrusted CA, a wrong host
-    /// name, an expired certificate, a server offering only TLS below 1.2. The message is the
-    /// verifier's own. (Until this code existed these were `connectFailed`.)
+    /// The TLS handshake or the certificate check failed: an untrusted CA, a wrong host name, an
+    /// expired certificate, a server offering only TLS below 1.2. The message is the verifier's
+    /// own.
     public static let tlsFailed = ReasonCode(rawValue: "tlsFailed")
 
-    /// Added with platform variants: the media cannot be shown on that platform at all (audio or
+    /// The media cannot be shown on that platform at all (audio or
     /// video on Android). Used in `variants`, never as an attachment's own reason.
     public static let unsupportedOnPlatform = ReasonCode(rawValue: "unsupportedOnPlatform")
 
-    /// Added with object-store publishing: the store refused or never took a ready file
+    /// The object store refused or never took a ready file
     /// (after retries within the deadline); the message names the store's error code
     /// (`AccessDenied`, `NoSuchBucket`, `ConnectionFailed`). Nothing is visible under a key
     /// unless it is whole. Failed.
     public static let publishFailed = ReasonCode(rawValue: "publishFailed")
 
-    /// Added with the per-host circuit breaker: the origin's host failed several times in a row
+    /// The per-host circuit breaker is open: the origin's host failed several times in a row
     /// (connect failures, timeouts, TLS failures or 5xx answers), so it is left alone for a
     /// cool-down and this request was not sent. The message names the host, what failed and
     /// until when. Transient: never cached. Failed.
     public static let originUnavailable = ReasonCode(rawValue: "originUnavailable")
 
-    /// Added with encrypted publishing: the request asked for its media to be published
+    /// The request asked for its media to be published
     /// encrypted, but the pipeline has no media key (`mediaEncryption`), so nothing was
     /// fetched or published. Failed.
     public static let encryptionUnavailable = ReasonCode(rawValue: "encryptionUnavailable")

@@ -77,7 +77,7 @@ public enum InspectorPage {
 
     /// Every file the page is served as: the page, its stylesheet, then its modules in order.
     /// The route table (`Routes.inspector`), the router and openapi.json's paths (written by
-    /// `openapi-paths`) come from this list.
+    /// `openapi-document`) come from this list.
     package static let files = [File(path: "", mediaType: "text/html", text: html), File(path: "inspector.css", mediaType: "text/css", text: css)]
         + scripts.map { File(path: $0.name, mediaType: "text/javascript", text: $0.text) }
 

@@ -50,7 +50,7 @@ extension EasyTransfer {
             CurlOption.set(handle, CURLOPT_TIMEOUT_MS, totalTimeout.timeoutMilliseconds),
             // A declared length above every limit is refused before the body is read.
             CurlOption.set(handle, CURLOPT_MAXFILESIZE_LARGE, offset: spec.sizeLimits.largest),
-            CurlOption.set(handle, CURLOPT_USERAGENT, "attach-fetch/0.1"),
+            CurlOption.set(handle, CURLOPT_USERAGENT, Release.userAgent),
             // Credentials from the URL go to the URL's own host only, never to a redirect target
             // on another host (libcurl's default, stated so it cannot drift).
             CurlOption.set(handle, CURLOPT_UNRESTRICTED_AUTH, 0),

@@ -67,7 +67,7 @@ final class StoreCall {
             CurlOption.set(handle, CURLOPT_FOLLOWLOCATION, 0),
             CurlOption.set(handle, CURLOPT_CONNECTTIMEOUT_MS, request.connectTimeout.timeoutMilliseconds),
             CurlOption.set(handle, CURLOPT_TIMEOUT_MS, remaining.timeoutMilliseconds),
-            CurlOption.set(handle, CURLOPT_USERAGENT, "attach-fetch/0.1"),
+            CurlOption.set(handle, CURLOPT_USERAGENT, Release.userAgent),
             CurlOption.set(handle, CURLOPT_PROXY, ""),
             CurlOption.set(handle, CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2)),
             CurlOption.set(handle, CURLOPT_HTTPHEADER, pointer: UnsafeMutableRawPointer(headerList)),
