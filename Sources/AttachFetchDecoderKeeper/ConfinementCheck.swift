@@ -25,21 +25,21 @@ enum ConfinementCheck {
     /// What is wrong with the worker's confinement, in words for the reason; nil when it is
     /// as required.
     static func problem(pid: pid_t, report: DecoderWorker.ConfinementReport, limits: DecoderWorker.Limits,
-                        kernelLandlockABI: Int32 = Int32(max(0, af_landlock_abi()))) -> String? {
+                        kernelLandlockABI: Int32 = kernelLandlockABI) -> String? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
               let table = try? String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8) else {
             return "its /proc entry cannot be read"
         }
         let emulated = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe"))?.contains("/valgrind/") == true
-        let sanitized = af_built_with_address_sanitizer() != 0 || emulated
-        if !sanitized && field(status, "Seccomp") != "2" { return "it has no seccomp filter (Seccomp: \(field(status, "Seccomp") ?? "?"))" }
+        let withoutFilter = af_built_with_address_sanitizer() != 0 || emulated
+        if !withoutFilter && field(status, "Seccomp") != "2" { return "it has no seccomp filter (Seccomp: \(field(status, "Seccomp") ?? "?"))" }
         if field(status, "NoNewPrivs") != "1" { return "it may gain privileges (NoNewPrivs: \(field(status, "NoNewPrivs") ?? "?"))" }
         var required: [(String, Int, Int)] = [
             ("Max cpu time", limits.cpuSeconds, limits.cpuSeconds + DecoderWorker.Limits.cpuGraceSeconds),
             ("Max file size", limits.fileSizeBytes, limits.fileSizeBytes),
             ("Max core file size", 0, 0),
         ]
-        if !sanitized { required.append(("Max data size", limits.memoryBytes, limits.memoryBytes)) }
+        if !withoutFilter { required.append(("Max data size", limits.memoryBytes, limits.memoryBytes)) }
         for (name, soft, hard) in required {
             guard let (readSoft, readHard) = limit(table, name), readSoft == soft, readHard == hard else {
                 return "its \(name.dropFirst(4)) limit is not \(soft) (soft) and \(hard) (hard)"
@@ -50,6 +50,10 @@ enum ConfinementCheck {
         }
         return nil
     }
+
+    /// The running kernel's Landlock ABI (0: none), read once: it cannot change while the
+    /// program runs, and every worker's check needs it.
+    static let kernelLandlockABI = Int32(max(0, af_landlock_abi()))
 
     /// A `/proc/<pid>/status` field's value ("Seccomp:\t2" gives "2").
     static func field(_ status: String, _ name: String) -> String? {
