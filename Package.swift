@@ -6,13 +6,20 @@ import Foundation
 // OpenSSL's libcrypto on Linux. ATTACH_FETCH_SWIFT_CRYPTO=1 builds the CryptoKit-API code on
 // Linux against swift-crypto instead, so that it is compiled and checked here too (.ci/run).
 let checksCryptoKitCode = ProcessInfo.processInfo.environment["ATTACH_FETCH_SWIFT_CRYPTO"] == "1"
+let buildsDocumentation = ProcessInfo.processInfo.environment["ATTACH_FETCH_DOCS"] == "1"
+
+// Every dependency on another package is the pipeline's, the service's, the CLI's or their
+// tests', under the trait Server (on by default): an app that depends on attach-fetch with
+// `traits: []` for AttachFetchDevice resolves none of those packages (docs/encryption.md).
+let serverOnly: TargetDependencyCondition? = .when(traits: ["Server"])
 
 let package = Package(
     name: "attach-fetch",
-    // One list for the whole package, so the highest floor among the dependencies: swift-prometheus
-    // (the service) declares macOS 13 and iOS 16, hummingbird macOS 11 and iOS 15, swift-nio
-    // none. Both are past iOS 15 and macOS 12, the first with async/await in the OS.
-    platforms: [.iOS(.v16), .macOS(.v13)],
+    // One list for the whole package, so it is the device library's floor (AttachFetchDevice
+    // with EncryptedContent and DeadlineRace): iOS 15 and macOS 12, the first with async/await.
+    // The rest builds on Linux alone (seccomp, Landlock, /proc), so the higher floors of its
+    // packages (swift-prometheus: iOS 16, macOS 13) never apply.
+    platforms: [.iOS(.v15), .macOS(.v12)],
     products: [
         .library(name: "AttachFetch", targets: ["AttachFetch"]),
         .executable(name: "attach-fetch", targets: ["attach-fetch"]),
@@ -21,6 +28,10 @@ let package = Package(
         // For the device: a Notification Service Extension's side of encrypted media (RFC 8188).
         // Foundation and CryptoKit only on Apple platforms, so that an iOS extension can link it.
         .library(name: "AttachFetchDevice", targets: ["AttachFetchDevice"]),
+    ],
+    traits: [
+        .trait(name: "Server", description: "The pipeline, the service, the CLI and their tests, with the packages they use."),
+        .default(enabledTraits: ["Server"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -34,14 +45,16 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
-        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         // The loopback test origin (already built as a dependency of the service's).
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         // HTTP request and response types and their NIO channel handlers, as Hummingbird uses
         // them (already built as its dependencies): the service names them itself.
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
-    ] + (checksCryptoKitCode ? [.package(url: "https://github.com/apple/swift-crypto", from: "3.12.3")] : []),
+    ] + (checksCryptoKitCode ? [.package(url: "https://github.com/apple/swift-crypto", from: "3.12.3")] : [])
+      // The DocC plugin serves no target: declared only to build the documentation
+      // (ATTACH_FETCH_DOCS=1 swift package generate-documentation ..., docs/library.md).
+      + (buildsDocumentation ? [.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0")] : []),
     targets: [
         // System libraries, found through pkg-config, installed from Debian's -dev packages.
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
@@ -84,7 +97,7 @@ let package = Package(
         // thread pools, blocking work off the cooperative pool.
         .target(
             name: "AttachFetchRuntime",
-            dependencies: ["AttachFetchCore", "DeadlineRace", .product(name: "DequeModule", package: "swift-collections")]
+            dependencies: ["AttachFetchCore", "DeadlineRace", .product(name: "DequeModule", package: "swift-collections", condition: serverOnly)]
         ),
         // The decoder worker's job protocol, the one thing the worker and its keeper share: the
         // jobs and answers, their wire format and framing, the worker's limits and environment.
@@ -104,9 +117,9 @@ let package = Package(
             name: "AttachFetchTransfer",
             dependencies: [
                 "AttachFetchCore", "AttachFetchRuntime", "CCurl", "CLibcrypto", "CCurlShims",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "DequeModule", package: "swift-collections"),
-                .product(name: "HeapModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log", condition: serverOnly),
+                .product(name: "DequeModule", package: "swift-collections", condition: serverOnly),
+                .product(name: "HeapModule", package: "swift-collections", condition: serverOnly),
             ]
         ),
         // The pipeline; `import AttachFetch` gives the public API of every layer.
@@ -115,9 +128,9 @@ let package = Package(
             dependencies: [
                 "AttachFetchCore", "AttachFetchRuntime", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchDecoderProtocol", "AttachFetchDecoderKeeper",
                 "EncryptedContent", "CCurl", "CCurlShims", "CAttachFetchShims",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "DequeModule", package: "swift-collections"),
-                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "Logging", package: "swift-log", condition: serverOnly),
+                .product(name: "DequeModule", package: "swift-collections", condition: serverOnly),
+                .product(name: "Tracing", package: "swift-distributed-tracing", condition: serverOnly),
             ]
         ),
         .executableTarget(name: "attach-fetch-decoder", dependencies: ["AttachFetchMedia"]),
@@ -126,15 +139,15 @@ let package = Package(
             name: "AttachFetchService",
             dependencies: [
                 "AttachFetch", "AttachFetchRuntime",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Tracing", package: "swift-distributed-tracing"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: serverOnly),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: serverOnly),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle", condition: serverOnly),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: serverOnly),
+                .product(name: "Logging", package: "swift-log", condition: serverOnly),
+                .product(name: "Tracing", package: "swift-distributed-tracing", condition: serverOnly),
+                .product(name: "NIOCore", package: "swift-nio", condition: serverOnly),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: serverOnly),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras", condition: serverOnly),
             ],
             // The inspector page and the OpenAPI document, compiled into the binary (no resource
             // bundle to ship beside it).
@@ -153,9 +166,9 @@ let package = Package(
             name: "attach-fetch",
             dependencies: [
                 "AttachFetch", "AttachFetchRuntime", "AttachFetchService", "attach-fetch-decoder", "EncryptedContent",
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle", condition: serverOnly),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: serverOnly),
+                .product(name: "Logging", package: "swift-log", condition: serverOnly),
             ]
         ),
         // libFuzzer target for sniff -> decode -> thumbnail on arbitrary bytes (scripts/fuzz.sh);
@@ -177,10 +190,10 @@ let package = Package(
         .target(
             name: "LoopbackHTTPServer",
             dependencies: [
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio", condition: serverOnly),
+                .product(name: "NIOPosix", package: "swift-nio", condition: serverOnly),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: serverOnly),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio", condition: serverOnly),
             ],
             path: "Tests/LoopbackHTTPServer"
         ),
@@ -227,11 +240,11 @@ let package = Package(
         .testTarget(
             name: "AttachFetchTests",
             dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchRuntime", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchDecoderKeeper", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "ResidentMemory", "TestHelpers", "CAttachFetchShims", "CVipsShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "CRawSystemCall", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "openapi-document", "media-check", "batch-memory-check", "hostile-decoder", "filter-check",
-                           .product(name: "Logging", package: "swift-log"),
-                           .product(name: "NIOCore", package: "swift-nio"),
-                           .product(name: "NIOEmbedded", package: "swift-nio"),
-                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                           .product(name: "Hummingbird", package: "hummingbird")]
+                           .product(name: "Logging", package: "swift-log", condition: serverOnly),
+                           .product(name: "NIOCore", package: "swift-nio", condition: serverOnly),
+                           .product(name: "NIOEmbedded", package: "swift-nio", condition: serverOnly),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: serverOnly),
+                           .product(name: "Hummingbird", package: "hummingbird", condition: serverOnly)]
         ),
     ],
     swiftLanguageModes: [.v6]

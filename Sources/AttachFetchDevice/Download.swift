@@ -5,22 +5,26 @@ import FoundationNetworking
 #endif
 
 /// One attachment's stream: fetched in ranges of at most `rangeBytes`, one after the other,
-/// decrypted, hashed and written as each range arrives.
+/// each downloaded into a file by the session, then decrypted from that file, hashed and
+/// written.
 ///
-/// Why ranges: FoundationNetworking's URLSession has no back pressure. Its transfer thread
-/// queues every chunk it reads for the delegate, so a fast server and a busy core would
-/// otherwise queue the whole object (tens of MiB, past a Notification Service Extension's
-/// 24 MiB). A range's length is fixed by its headers before its body flows, so at most one
-/// range is ever queued.
+/// Why download tasks with a completion handler: `URLSession` has no back pressure, and what
+/// FoundationNetworking reads is queued for a delegate whatever the delegate answers: a data
+/// task's chunks for `didReceive`, a download task's for `didWriteData` (the operation keeps
+/// each chunk to count it). A download task with a completion handler writes each chunk to its
+/// file as it reads it and queues nothing, so memory holds a transfer's buffer whatever the
+/// server sends (docs/encryption.md has the measurements). A watch on the task (`check`)
+/// cancels an answer that is not the range asked for, so the disk holds about one range.
 ///
-/// `@unchecked Sendable`: the stream's state (decoder, hasher, counters, file) is touched by
-/// one thread at a time: the session's serial delegate queue while a range is under way, and
-/// the fetching task between ranges, which asks for the next range only once the last one's
-/// completion has resumed it. `failure` and `continuation`, which the deadline and
-/// cancellation reach from other threads, are under `lock`, held for an assignment only: no
-/// decryption or file write ever runs under it.
+/// `@unchecked Sendable`: the range under way (`accepted`, `rangeLength`, `body`, `watch`) is
+/// touched on the fetcher's callback queue alone (the session's completion handlers and the
+/// watch's timer run there), and the stream (decoder, hasher, counters, file) by the fetching
+/// task between ranges, which asks for the next range only once the last one's completion has
+/// resumed it. `stoppedWith` and `continuation`, which the deadline and cancellation reach from
+/// other threads, are under `lock`, held for an assignment only: no decryption or file access
+/// ever runs under it.
 final class Download: @unchecked Sendable {
-    /// What one range's request ends with.
+    /// What one range ends with.
     enum Step: Sendable, Equatable {
         /// The range is in; the next one follows.
         case more
@@ -36,16 +40,20 @@ final class Download: @unchecked Sendable {
     private let rangeBytes: Int64
     private var hasher = SHA256Hasher()
     private var written: Int64 = 0
-    /// Ciphertext bytes received so far: where the range under way started, until it ends.
+    /// Ciphertext bytes decrypted so far: where the next range starts.
     private var received: Int64 = 0
-    /// Where the range under way starts, and how long its headers say it is.
-    private var rangeStart: Int64 = 0
+    /// Whether the range's headers have been checked, and how long they say it is.
+    private var accepted = false
     private var rangeLength: Int64 = 0
+    /// The range's bytes, once the session has finished writing them.
+    private var body: FileHandle?
+    /// The timer checking the range's task while it runs.
+    private var watchdog: DispatchSourceTimer?
     /// The object's length, once a response has said it.
     private var total: Int64?
     private var stoppedWith: DeviceFetchError?
     private var failure: DeviceFetchError? { lock.withLock { stoppedWith } }
-    private var continuation: CheckedContinuation<Result<Step, DeviceFetchError>, Never>?
+    private var continuation: CheckedContinuation<Result<FileHandle, DeviceFetchError>, Never>?
 
     init(attachment: EncryptedAttachment, decoder: ContentDecoder, output: FileHandle, limit: Int64, rangeBytes: Int64) {
         self.attachment = attachment
@@ -57,6 +65,8 @@ final class Download: @unchecked Sendable {
 
     /// The request for the next range.
     func nextRequest() -> URLRequest {
+        accepted = false
+        body = nil
         let start = received
         var request = URLRequest(url: attachment.url)
         request.cachePolicy = .reloadIgnoringLocalCacheData
@@ -64,7 +74,7 @@ final class Download: @unchecked Sendable {
         return request
     }
 
-    func start(_ continuation: CheckedContinuation<Result<Step, DeviceFetchError>, Never>) {
+    func start(_ continuation: CheckedContinuation<Result<FileHandle, DeviceFetchError>, Never>) {
         lock.withLock { self.continuation = continuation }
     }
 
@@ -73,12 +83,31 @@ final class Download: @unchecked Sendable {
         lock.withLock { if stoppedWith == nil { stoppedWith = error } }
     }
 
-    /// Whether the response's body may flow: the range asked for (206), or at the start the
-    /// whole object when it is no longer than a range (200, from a server without ranges).
-    func begin(_ response: HTTPURLResponse?) -> Bool {
+    /// What the session has said of the range so far: its response once it has one (Apple's
+    /// `URLSession` gives it with the headers, FoundationNetworking only when the task ends),
+    /// the body's stated length (0 before the headers, -1 when unstated) and the bytes
+    /// written. False when the task should stop: the answer is not the range asked for, is
+    /// longer than its headers said, or than the payload allows.
+    func check(response: URLResponse?, expected: Int64, written: Int64) -> Bool {
         guard failure == nil else { return false }
         do {
-            try accept(response)
+            if let response = response as? HTTPURLResponse {
+                try acceptOnce(response)
+                guard written <= rangeLength else {
+                    throw DeviceFetchError(.transferFailed, "the server sent more than the \(rangeLength) bytes its headers stated")
+                }
+                try checkLength(total ?? received + written)
+            } else if expected != 0 {
+                guard expected > 0 else {
+                    throw DeviceFetchError(.transferFailed,
+                        "the server answered the range from \(received) of \(attachment.identifier) without stating its length: a range's answer needs a Content-Length")
+                }
+                guard expected <= rangeBytes else {
+                    throw DeviceFetchError(.transferFailed,
+                        "the server answered the range from \(received) of \(attachment.identifier) with \(expected) bytes where at most \(rangeBytes) were asked for: a larger object needs a server that honours Range")
+                }
+                try checkLength(received + expected)
+            }
             return true
         } catch {
             stop(Self.translate(error))
@@ -86,10 +115,55 @@ final class Download: @unchecked Sendable {
         }
     }
 
+    /// Checks the task's counts every `interval` on `queue` until the range completes, and
+    /// cancels the task once they show a wrong answer.
+    func watch(_ task: URLSessionDownloadTask, every interval: DispatchTimeInterval, on queue: DispatchQueue) {
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + interval, repeating: interval)
+        timer.setEventHandler { [weak self, weak task] in
+            guard let self, let task else { return }
+            if !check(response: task.response, expected: task.countOfBytesExpectedToReceive, written: task.countOfBytesReceived) {
+                task.cancel()
+                watchdog?.cancel()
+            }
+        }
+        watchdog = timer
+        timer.resume()
+    }
+
+    /// The range's task has ended, its body in the file at `location` when it succeeded, which
+    /// the session may remove once this returns: the file is opened (the descriptor keeps it)
+    /// and removed here. Then the fetching task is resumed with the file or the failure.
+    func finished(at location: URL?, response: URLResponse?, error: (any Error)?) {
+        watchdog?.cancel()
+        watchdog = nil
+        if let location {
+            defer { try? FileManager.default.removeItem(at: location) }
+            collect(location, response: response, error: error)
+        }
+        complete(error)
+    }
+
+    private func collect(_ location: URL, response: URLResponse?, error: (any Error)?) {
+        guard failure == nil, error == nil else { return }
+        do {
+            try acceptOnce(response as? HTTPURLResponse)
+            body = try FileHandle(forReadingFrom: location)
+        } catch {
+            stop(Self.translate(error))
+        }
+    }
+
+    private func acceptOnce(_ response: HTTPURLResponse?) throws {
+        guard !accepted else { return }
+        try accept(response)
+        accepted = true
+    }
+
     private func accept(_ response: HTTPURLResponse?) throws {
         let status = response?.statusCode ?? 0
         let stated = response?.expectedContentLength ?? -1
-        rangeStart = received
+        let rangeStart = received
         switch status {
         case 206:
             let header = response?.value(forHTTPHeaderField: "Content-Range") ?? ""
@@ -120,22 +194,59 @@ final class Download: @unchecked Sendable {
         try checkLength(total ?? 0)
     }
 
-    /// False once the download has failed: the task should stop.
-    func receive(_ data: Data) -> Bool {
-        guard failure == nil else { return false }
-        do {
-            received += Int64(data.count)
-            guard received - rangeStart <= rangeLength else {
-                throw DeviceFetchError(.transferFailed, "the server sent more than the \(rangeLength) bytes its headers stated")
-            }
-            try decoder.feed(data) { try write($0) }
-            // The header may have come in this chunk.
-            try checkLength(total ?? received)
-            return true
-        } catch {
-            stop(Self.translate(error))
-            return false
+    /// The range is over: the fetching task resumes with its file, or why not.
+    func complete(_ error: (any Error)?) {
+        let body = self.body
+        self.body = nil
+        let result: Result<FileHandle, DeviceFetchError>
+        if let failure {
+            result = .failure(failure)
+        } else if let error {
+            result = .failure(DeviceFetchError(.transferFailed, "the download failed: \(error.localizedDescription)"))
+        } else if let body {
+            result = .success(body)
+        } else {
+            result = .failure(DeviceFetchError(.transferFailed, "the download of \(attachment.identifier) ended without its file"))
         }
+        if case .failure = result { try? body?.close() }
+        let continuation = lock.withLock {
+            defer { self.continuation = nil }
+            return self.continuation
+        }
+        continuation?.resume(returning: result)
+    }
+
+    /// Decrypts the range in `body` (and closes it), 64 KiB at a time: the next range follows,
+    /// or the object is whole and its hash checked. Stops between chunks once the deadline or
+    /// a cancellation has ended the download.
+    func decrypt(_ body: FileHandle) -> Result<Step, DeviceFetchError> {
+        defer { try? body.close() }
+        do {
+            var length: Int64 = 0
+            while let chunk = try body.read(upToCount: 64 * 1024), !chunk.isEmpty {
+                if let failure { throw failure }
+                length += Int64(chunk.count)
+                guard length <= rangeLength else {
+                    throw DeviceFetchError(.transferFailed, "the server sent more than the \(rangeLength) bytes its headers stated")
+                }
+                try decoder.feed(chunk) { try write($0) }
+                // The header may have come in this chunk.
+                try checkLength(total ?? received + length)
+            }
+            guard length == rangeLength else {
+                throw DeviceFetchError(.transferFailed, "the server's answer ended after \(length) of \(rangeLength) bytes")
+            }
+            received += length
+            if let total, received < total { return .success(.more) }
+            try decoder.finish { try write($0) }
+        } catch {
+            return .failure(Self.translate(error))
+        }
+        let digest = hasher.hex
+        guard digest == attachment.sha256 else {
+            return .failure(DeviceFetchError(.hashMismatch, "the decrypted bytes' SHA-256 is \(digest), not the payload's \(attachment.sha256)"))
+        }
+        return .success(.done(written))
     }
 
     /// An object longer than `limit` bytes of plaintext can be encrypted to is refused: the
@@ -147,34 +258,6 @@ final class Download: @unchecked Sendable {
             ?? AES128GCM.maxContentLength(plaintext: limit, recordSize: AES128GCM.recordOverhead + 1, headerSize: AES128GCM.maxHeaderSize)
         guard length > bound else { return }
         throw DeviceFetchError(.tooLarge, "\(attachment.identifier) is longer than the \(bound) bytes that \(limit) bytes of plaintext encrypt to")
-    }
-
-    func complete(_ error: (any Error)?) {
-        let result = finish(error)
-        let continuation = lock.withLock {
-            defer { self.continuation = nil }
-            return self.continuation
-        }
-        continuation?.resume(returning: result)
-    }
-
-    private func finish(_ error: (any Error)?) -> Result<Step, DeviceFetchError> {
-        if let failure { return .failure(failure) }
-        if let error { return .failure(DeviceFetchError(.transferFailed, "the download failed: \(error.localizedDescription)")) }
-        guard received - rangeStart == rangeLength else {
-            return .failure(DeviceFetchError(.transferFailed, "the server's answer ended after \(received - rangeStart) of \(rangeLength) bytes"))
-        }
-        if let total, received < total { return .success(.more) }
-        do {
-            try decoder.finish { try write($0) }
-        } catch {
-            return .failure(Self.translate(error))
-        }
-        let digest = hasher.hex
-        guard digest == attachment.sha256 else {
-            return .failure(DeviceFetchError(.hashMismatch, "the decrypted bytes' SHA-256 is \(digest), not the payload's \(attachment.sha256)"))
-        }
-        return .success(.done(written))
     }
 
     private func write(_ plaintext: [UInt8]) throws {

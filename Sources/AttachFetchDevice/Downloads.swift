@@ -4,12 +4,13 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The session's delegate: routes each task's callbacks to its download.
+/// The downloads under way, by the call they belong to: what the deadline and cancellation
+/// reach.
 ///
 /// `@unchecked Sendable`: `table`, `expiredCalls` and `calls` are only touched under `lock`.
-final class Downloads: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+final class Downloads: @unchecked Sendable {
     private let lock = NSLock()
-    private var table: [Int: (download: Download, task: URLSessionTask, call: UInt64?)] = [:]
+    private var table: [ObjectIdentifier: (download: Download, task: URLSessionTask, call: UInt64?)] = [:]
     /// Calls whose deadline has fired while they run.
     private var expiredCalls: Set<UInt64> = []
     private var calls: UInt64 = 0
@@ -22,10 +23,13 @@ final class Downloads: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     func add(_ download: Download, for task: URLSessionTask, call: UInt64?) -> Bool {
         lock.withLock {
             if let call, expiredCalls.contains(call) { return false }
-            table[task.taskIdentifier] = (download, task, call)
+            table[ObjectIdentifier(download)] = (download, task, call)
             return true
         }
     }
+
+    /// The download's range task has ended.
+    func remove(_ download: Download) { _ = lock.withLock { table.removeValue(forKey: ObjectIdentifier(download)) } }
 
     /// Whether a download of `url` has started and not completed.
     func isUnderWay(_ url: URL) -> Bool { lock.withLock { table.values.contains { $0.task.originalRequest?.url == url } } }
@@ -41,10 +45,6 @@ final class Downloads: NSObject, URLSessionDataDelegate, @unchecked Sendable {
             : DeviceFetchError(.cancelled, "cancelled")
     }
 
-    private func download(_ task: URLSessionTask) -> Download? {
-        lock.withLock { table[task.taskIdentifier]?.download }
-    }
-
     /// `call`'s deadline: its downloads still running end as `deadlineExceeded`, and those
     /// not yet started never start.
     func expire(call: UInt64) {
@@ -57,22 +57,4 @@ final class Downloads: NSObject, URLSessionDataDelegate, @unchecked Sendable {
             task.cancel()
         }
     }
-
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-                    completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
-        // The body does not flow until this answers: a range the fetcher did not ask for is
-        // refused before its bytes are queued.
-        let accepted = download(dataTask)?.begin(response as? HTTPURLResponse) ?? false
-        completionHandler(accepted ? .allow : .cancel)
-    }
-
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        if download(dataTask)?.receive(data) == false { dataTask.cancel() }
-    }
-
-    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let entry = lock.withLock { table.removeValue(forKey: task.taskIdentifier) }
-        entry?.download.complete(error)
-    }
 }
-

@@ -20,11 +20,13 @@ public struct FetchedAttachment: Sendable, Equatable {
     public var bytes: Int64
 }
 
-/// Downloads encrypted attachments and decrypts them record by record as they stream in, into
-/// files in `directory`: memory holds one range (`rangeBytes`) and two records at most (of
-/// 16 MiB at most; 64 KiB as attach-fetch publishes), never the file, whatever the server sends. Each file's SHA-256 is
-/// checked against the payload. Whatever fails, is cut off by the deadline or cancelled leaves
-/// no file behind.
+/// Downloads encrypted attachments and decrypts them record by record into files in
+/// `directory`. Each object comes in ranges of `rangeBytes`, each written to a file by the
+/// session as it arrives and decrypted from there: memory holds two records at most (of
+/// 16 MiB at most; 64 KiB as attach-fetch publishes) and a 64 KiB read, never a range or the
+/// file, whatever the server sends. Each file's SHA-256 is checked against the payload.
+/// Whatever fails, is cut off by the deadline or cancelled leaves no file behind in
+/// `directory`.
 public final class EncryptedAttachmentFetcher: Sendable {
     /// Where decrypted files are written.
     public let directory: URL
@@ -33,26 +35,41 @@ public final class EncryptedAttachmentFetcher: Sendable {
     /// the limit encrypts to is refused as it arrives (`tooLarge`).
     public let maxBytes: Int64
     /// The most bytes asked for in one request. Default 4 MiB. An object is fetched in ranges
-    /// (`Range: bytes=…`) one after the other, and only a range's bytes are ever queued ahead
-    /// of the decryption, so memory stays bounded however fast the server sends. A server
-    /// that answers `200` with the whole object is taken only for an object no longer than
-    /// one range (`transferFailed` otherwise, before its body is read).
+    /// (`Range: bytes=…`) one after the other, each into a file the session writes, so that
+    /// the disk holds at most one range ahead of the decryption. A server that answers `200`
+    /// with the whole object is taken only for an object no longer than one range
+    /// (`transferFailed` otherwise, at its first bytes).
     public let rangeBytes: Int64
     private let session: URLSession
     private let downloads: Downloads
+    private let callbacks: DispatchQueue
+    /// Awaited before each range is decrypted, with the attachment's identifier: lets a test
+    /// hold one download's decryption while others go on.
+    let beforeDecrypting: (@Sendable (String) async -> Void)?
 
     /// `configuration`'s session is used for every download (ephemeral by default: nothing is
     /// cached on disk in plaintext or otherwise).
-    public init(directory: URL = FileManager.default.temporaryDirectory, maxBytes: Int64 = 52_428_800,
+    public convenience init(directory: URL = FileManager.default.temporaryDirectory, maxBytes: Int64 = 52_428_800,
                 rangeBytes: Int64 = 4 << 20, configuration: URLSessionConfiguration = .ephemeral) {
+        self.init(directory: directory, maxBytes: maxBytes, rangeBytes: rangeBytes, configuration: configuration, beforeDecrypting: nil)
+    }
+
+    init(directory: URL, maxBytes: Int64, rangeBytes: Int64, configuration: URLSessionConfiguration,
+         beforeDecrypting: (@Sendable (String) async -> Void)?) {
+        self.beforeDecrypting = beforeDecrypting
         self.directory = directory
         self.maxBytes = maxBytes
         self.rangeBytes = max(1, rangeBytes)
-        let downloads = Downloads()
-        self.downloads = downloads
+        downloads = Downloads()
+        // One serial queue for the session's completion handlers and the downloads' watches, so
+        // that a range's state has one thread at a time. They only check, open and resume:
+        // each download decrypts in its own task, so none holds up another's callbacks.
+        callbacks = DispatchQueue(label: "attach-fetch.device.callbacks")
         let queue = OperationQueue()
         queue.maxConcurrentOperationCount = 1
-        session = URLSession(configuration: configuration, delegate: downloads, delegateQueue: queue)
+        queue.underlyingQueue = callbacks
+        // No delegate: FoundationNetworking queues every chunk it reads for a delegate (Download).
+        session = URLSession(configuration: configuration, delegate: nil, delegateQueue: queue)
     }
 
     deinit {
@@ -115,7 +132,16 @@ public final class EncryptedAttachmentFetcher: Sendable {
                                 rangeBytes: rangeBytes)
         var outcome: Result<Download.Step, DeviceFetchError> = .success(.more)
         while case .success(.more) = outcome {
-            outcome = Task.isCancelled ? .failure(downloads.stopReason(call: call, attachment)) : await fetchRange(of: download, call: call)
+            if Task.isCancelled {
+                outcome = .failure(downloads.stopReason(call: call, attachment))
+            } else {
+                switch await fetchRange(of: download, call: call) {
+                case .failure(let error): outcome = .failure(error)
+                case .success(let body):
+                    await beforeDecrypting?(attachment.identifier)
+                    outcome = download.decrypt(body)
+                }
+            }
         }
         try? handle.close()
         switch outcome {
@@ -130,14 +156,20 @@ public final class EncryptedAttachmentFetcher: Sendable {
         }
     }
 
-    /// The download's next range, as a task of its own that the deadline and cancellation end.
-    private func fetchRange(of download: Download, call: UInt64?) async -> Result<Download.Step, DeviceFetchError> {
+    /// The download's next range, downloaded into a file by a task of its own that the deadline
+    /// and cancellation end: the file, open for reading.
+    private func fetchRange(of download: Download, call: UInt64?) async -> Result<FileHandle, DeviceFetchError> {
         let attachment = download.attachment
-        let task = session.dataTask(with: download.nextRequest())
+        let task = session.downloadTask(with: download.nextRequest()) { [downloads] location, response, error in
+            downloads.remove(download)
+            download.finished(at: location, response: response, error: error)
+        }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 download.start(continuation)
                 if downloads.add(download, for: task, call: call) {
+                    // Before the task runs: its completion cancels the watch.
+                    download.watch(task, every: .milliseconds(5), on: callbacks)
                     task.resume()
                 } else {
                     download.stop(DeviceFetchError(.deadlineExceeded, "the deadline came before \(attachment.identifier) was whole"))

@@ -1,4 +1,4 @@
-import AttachFetchDevice
+@testable import AttachFetchDevice
 import EncryptedContent
 import Foundation
 import Synchronization
@@ -116,6 +116,52 @@ import Testing
             #expect(error.code == .transferFailed, "\(wrong): \(error)")
             #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
         }
+    }
+}
+
+/// Each download decrypts in its own task, and the session's callbacks only check, open and
+/// resume: one download held in its decryption holds up no other download.
+@Suite struct DeviceIndependenceTests {
+    @Test func aDownloadHeldInItsDecryptionHoldsUpNoOther() async throws {
+        let key = randomKey()
+        let (heldPlaintext, otherPlaintext) = (randomBytes(300_000), randomBytes(200_000))
+        let objects = serve(["/held.bin": try encrypt(heldPlaintext, key: key, recordSize: 4_096),
+                             "/other.bin": try encrypt(otherPlaintext, key: key, recordSize: 4_096)])
+        let directory = try scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let gate = DecryptionGate()
+        try await withServer(objects) { server in
+            let fetcher = EncryptedAttachmentFetcher(directory: directory, maxBytes: 1 << 20, rangeBytes: 4 << 20, configuration: .ephemeral,
+                                                     beforeDecrypting: { identifier in if identifier == "held" { await gate.hold() } })
+            let held = notification([entry("held", url: "\(server.baseURL)/held.bin", key: key, plaintext: heldPlaintext)])
+            async let heldResults = fetcher.fetch(userInfo: held, deadline: Date().addingTimeInterval(60))
+            try await gate.waitUntilHolding()
+            let other = notification([entry("other", url: "\(server.baseURL)/other.bin", key: key, plaintext: otherPlaintext)])
+            let otherResults = try await fetcher.fetch(userInfo: other, deadline: Date().addingTimeInterval(10))
+            #expect(try otherResults[0].get().bytes == Int64(otherPlaintext.count))
+            #expect(gate.isHolding, "the held download was let go before the other one was done")
+            gate.release()
+            #expect(try await heldResults[0].get().bytes == Int64(heldPlaintext.count))
+        }
+    }
+}
+
+/// Holds whoever calls `hold()` until `release()`.
+final class DecryptionGate: Sendable {
+    private let state = Mutex<(holding: Bool, released: Bool)>((false, false))
+    var isHolding: Bool { state.withLock { $0.holding } }
+
+    func hold() async {
+        state.withLock { $0.holding = true }
+        while !state.withLock({ $0.released }) { try? await Task.sleep(for: .milliseconds(5)) }
+        state.withLock { $0.holding = false }
+    }
+
+    func release() { state.withLock { $0.released = true } }
+
+    func waitUntilHolding() async throws {
+        for _ in 0..<6_000 where !isHolding { try await Task.sleep(for: .milliseconds(5)) }
+        try #require(isHolding, "the held download never reached its decryption")
     }
 }
 

@@ -151,6 +151,9 @@ struct ProbeReport {
     var results: [Item]
     var elapsedMs: Int
     var growthBytes: Int
+    /// Bytes the session left in its temporary directory: FoundationNetworking does not remove
+    /// a cancelled download task's partial file.
+    var leftoverBytes: Int
 }
 
 /// Runs the fetcher in a process of its own (`device-fetch-check`): first `warmUp`, then
@@ -162,7 +165,15 @@ func probe(warmUp: [AnyHashable: Any], _ userInfo: [AnyHashable: Any], seconds: 
     func json(_ object: [AnyHashable: Any]) throws -> String {
         String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)
     }
-    let (status, output) = try await runProbe([directory.path, "\(seconds)", try json(warmUp), try json(userInfo)])
+    // The session's own temporary files go to a directory of the probe's, so that what a
+    // cancelled task leaves is counted and removed.
+    let sessionFiles = directory.appendingPathComponent("session")
+    try FileManager.default.createDirectory(at: sessionFiles, withIntermediateDirectories: true)
+    let (status, output) = try await runProbe([directory.path, "\(seconds)", try json(warmUp), try json(userInfo)],
+                                              environment: ["TMPDIR": sessionFiles.path + "/"])
+    let leftover = try FileManager.default.contentsOfDirectory(atPath: sessionFiles.path).reduce(0) { sum, name in
+        sum + ((try? FileManager.default.attributesOfItem(atPath: sessionFiles.appendingPathComponent(name).path)[.size] as? Int) ?? 0)
+    }
     guard status == 0, let object = try? JSONSerialization.jsonObject(with: output) as? [String: Any],
           let results = object["results"] as? [[String: Any]], let warmUp = object["warmUp"] as? [Bool],
           let elapsed = object["elapsedMs"] as? Int, let growth = object["growthBytes"] as? Int else {
@@ -170,7 +181,7 @@ func probe(warmUp: [AnyHashable: Any], _ userInfo: [AnyHashable: Any], seconds: 
     }
     return ProbeReport(warmUp: warmUp, results: results.map {
         .init(ok: $0["ok"] as? Bool ?? false, code: $0["code"] as? String, message: $0["message"] as? String, bytes: $0["bytes"] as? Int)
-    }, elapsedMs: elapsed, growthBytes: growth)
+    }, elapsedMs: elapsed, growthBytes: growth, leftoverBytes: leftover)
 }
 
 /// What `device-fetch-check --decode` reports: the plaintext's size and hash, and how much the
@@ -188,13 +199,14 @@ struct ProbeFailed: Error, CustomStringConvertible { var description: String }
 
 /// Runs `executable` (a program of this package) with `arguments` to its end: its exit status
 /// and standard output.
-func runProbe(_ arguments: [String], executable: String = "device-fetch-check") async throws -> (Int32, Data) {
+func runProbe(_ arguments: [String], executable: String = "device-fetch-check", environment: [String: String] = [:]) async throws -> (Int32, Data) {
     try await withCheckedThrowingContinuation { (done: CheckedContinuation<(Int32, Data), any Error>) in
         // A thread of its own: the probe runs for seconds, and waiting must not hold a pool thread.
         Thread {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: builtExecutable(executable))
             process.arguments = arguments
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
             let pipe = Pipe()
             process.standardOutput = pipe
             do { try process.run() } catch { return done.resume(throwing: error) }
