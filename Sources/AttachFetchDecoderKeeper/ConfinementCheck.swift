@@ -11,7 +11,7 @@ import Glibc
 /// fail without a word (a kernel or container that refuses a call, a decoder built otherwise),
 /// leaving a process that decodes hostile files with more than it should have. So the keeper
 /// reads from `/proc/<pid>` what the kernel says of it (the seccomp filter, `NoNewPrivs`, each
-/// limit, soft and hard) and takes on the worker's word only its Landlock ABI, which nothing
+/// limit, soft and hard, its own session) and takes on the worker's word only its Landlock ABI, which nothing
 /// outside it can read; a worker short of any of them is ended before it gets a job.
 ///
 /// Required: the filter and the limits always (a build with AddressSanitizer has neither, on
@@ -48,7 +48,17 @@ enum ConfinementCheck {
         if limits.workDirectory != nil && kernelLandlockABI >= 1 && report.landlockABI < 1 && !emulated {
             return "it has no Landlock ruleset, which the kernel has (ABI \(kernelLandlockABI))"
         }
+        if session(pid) != pid { return "it shares another process's session (setsid)" }
         return nil
+    }
+
+    /// The session a process is in: `/proc/<pid>/stat`'s sixth field, the fourth after the
+    /// command name (which may hold spaces and parentheses, so it is skipped to its last ")").
+    static func session(_ pid: pid_t) -> pid_t? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let end = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: end)...].split(separator: " ")
+        return fields.count > 3 ? pid_t(fields[3]) : nil
     }
 
     /// The running kernel's Landlock ABI (0: none), read once: it cannot change while the

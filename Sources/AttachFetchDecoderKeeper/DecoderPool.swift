@@ -75,8 +75,13 @@ package final class WorkerThread {
             }
         }
         // A worker near its own CPU limit is replaced first (its limit cannot be raised), and
-        // so is one that spoke unasked since its last answer: it is ended, never given the job.
+        // so is one that has had its share of jobs, or spoke unasked since its last answer: it
+        // is ended, never given the job.
         if decoder?.isAlive == true, decoder?.hasCPUFor(job) == false { decoder = nil }
+        if let given = decoder?.jobsSent, Int(given) >= launch.jobsPerWorker {
+            decoder?.end()
+            decoder = nil
+        }
         if decoder?.spokeUnasked == true {
             decoder?.end()
             decoder = nil

@@ -21,8 +21,8 @@ package final class DecoderProcess {
     /// The worker's CPU seconds, as last read (`CPUTime`), and the jobs answered since.
     private var cpuUsed = 0.0
     private var jobsSinceReading = 0
-    /// The number of the last job sent (JobWire's numbered frames).
-    private var jobsSent: UInt32 = 0
+    /// The number of the last job sent (JobWire's numbered frames): the jobs it was given.
+    package private(set) var jobsSent: UInt32 = 0
     /// Whether the worker was ended for answering an earlier job again: the job it was running
     /// was not answered, and may run again on a fresh worker (`DecoderPool.decode`).
     package private(set) var answeredAnEarlierJob = false
@@ -38,33 +38,6 @@ package final class DecoderProcess {
     /// Its limits, and whether its confinement was checked: it gets no job before.
     private let limits: DecoderWorker.Limits
     private var confined = false
-
-    /// How the pipeline's threads start their workers.
-    package struct Launch: Sendable {
-        package var executable: String
-        package var memoryBytes: Int
-        package var cpuSecondsPerJob: Int
-        package var fileSizeBytes: Int
-        /// Whether a worker the program started ahead of need (`DecoderReserve`) may be taken:
-        /// only for the default worker, which is what a reserved one is.
-        package var takesReserved: Bool
-        /// How long a worker no longer needed may take to exit before it is killed.
-        package var exitGraceMilliseconds = 0
-        /// The directory a worker may write and read beside system files (Landlock), where what
-        /// it makes is sealed before it is used (`AnswerCheck`); nil: neither (the local
-        /// inspector, whose outputs are named files beside the caller's own, never published).
-        package var workDirectory: String?
-        /// How much lower than this process's the worker's CPU priority is (`setpriority`, 0–19):
-        /// work nobody waits for yields the cores to work someone does. The worker cannot raise
-        /// it again (no `CAP_SYS_NICE`).
-        package var niceness: Int32 = 0
-
-        package init(executable: String, memoryBytes: Int, cpuSecondsPerJob: Int, fileSizeBytes: Int,
-                     takesReserved: Bool, exitGraceMilliseconds: Int = 0) {
-            (self.executable, self.memoryBytes, self.cpuSecondsPerJob) = (executable, memoryBytes, cpuSecondsPerJob)
-            (self.fileSizeBytes, self.takesReserved, self.exitGraceMilliseconds) = (fileSizeBytes, takesReserved, exitGraceMilliseconds)
-        }
-    }
 
     package init(_ launch: Launch) throws(Reason) {
         let inAll = Self.cpuSecondsInAll(perJob: launch.cpuSecondsPerJob)

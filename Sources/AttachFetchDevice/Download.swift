@@ -43,11 +43,9 @@ final class Download: @unchecked Sendable {
     /// Ciphertext bytes decrypted so far: where the next range starts.
     private var received: Int64 = 0
     /// Whether the range's headers have been checked, and how long they say it is.
-    private var accepted = false
-    private var rangeLength: Int64 = 0
-    /// The range's bytes, once the session has finished writing them.
+    private var accepted = false, rangeLength: Int64 = 0
+    /// The range's bytes once the session has written them, and the timer checking its task.
     private var body: FileHandle?
-    /// The timer checking the range's task while it runs.
     private var watchdog: DispatchSourceTimer?
     /// The object's length, once a response has said it.
     private var total: Int64?
@@ -281,25 +279,5 @@ final class Download: @unchecked Sendable {
         case .recordTooLarge: return DeviceFetchError(.tooLarge, error.message)
         default: return DeviceFetchError(.malformedContent, error.message)
         }
-    }
-}
-
-/// A `Content-Range: bytes first-last/total` header (RFC 9110, 14.4); an unknown total (`*`)
-/// is not taken.
-struct ContentRange: Equatable {
-    var first: Int64
-    var last: Int64
-    var total: Int64
-    var length: Int64 { last - first + 1 }
-
-    init?(_ header: String) {
-        let parts = header.trimmingCharacters(in: .whitespaces).split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bytes" else { return nil }
-        let spanAndTotal = parts[1].split(separator: "/")
-        guard spanAndTotal.count == 2, let total = Int64(spanAndTotal[1]) else { return nil }
-        let span = spanAndTotal[0].split(separator: "-")
-        guard span.count == 2, let first = Int64(span[0]), let last = Int64(span[1]),
-              first >= 0, first <= last, last < total else { return nil }
-        (self.first, self.last, self.total) = (first, last, total)
     }
 }

@@ -22,6 +22,9 @@ public enum DecoderSandbox {
         // Gone with the thread that started it (and never outliving the pipeline's process).
         _ = af_prctl_set_parent_death_signal(SIGKILL)
         if getppid() != limits.parent { exit(5) }
+        // A session and process group of its own: no terminal's signals reach it, and a signal
+        // sent to its group reaches no one else.
+        _ = setsid()
         // Set once here, never raised again by anyone (a hard limit only falls). Soft and hard
         // alike but for CPU time: there SIGXCPU at the soft limit tells the keeper which limit
         // ended the worker; SIGKILL, all the kernel sends when the two are equal, would not.

@@ -3,7 +3,8 @@ internal import CAttachFetchShims
 import Glibc
 #endif
 
-/// Landlock: a worker keeps to its pipeline's work directory (read and write) and reads system
+/// Landlock: a worker keeps to its pipeline's workers' directory (read and write; made for the
+/// pipeline, never the system temporary directory) and reads system
 /// files, nothing else of the file system; set once, before its first job, for its whole life.
 ///
 /// Why one directory for the worker's life, not one per job: workers are reused across jobs

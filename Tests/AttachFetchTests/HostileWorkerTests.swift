@@ -111,6 +111,34 @@ import Glibc
     /// A failure is the worker's to state only with a decoder's code and a message the
     /// inspector and logs may show: a code of the keeper's, a 64 KiB message and terminal
     /// escapes are each refused, and the worker ended.
+    /// The workers' one writable directory is the pipeline's own (mode 0700, removed at
+    /// shutdown), not its temporary directory: a file there (the CLI's output, a served file)
+    /// is neither rewritten, removed nor joined by one of the worker's.
+    @Test(.enabled(if: WorkerConfinementTests.landlockABI >= 1, "this kernel has no Landlock: the work directory is not enforced"))
+    func aWorkerWritesNothingBesideItsOwnDirectory() async throws {
+        let scratch = Scratch()
+        let photo = try Data(contentsOf: URL(fileURLWithPath: testMediaDirectory + "/photo.jpg"))
+        try photo.write(to: URL(fileURLWithPath: scratch.path + "/victim.jpg"))
+        try Data("served".utf8).write(to: URL(fileURLWithPath: scratch.path + "/victim.txt"))
+        let tools = Scratch()
+        let executable = try Self.worker("outside", in: tools)
+        let roots = try await withPipeline(scratch, { $0.decoderExecutable = executable; $0.thumbnailThreads = 1 }) { pipeline in
+            try await withMediaServer { server in
+                let batch = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg")], deadline: .seconds(20))
+                #expect(batch.attachments[0].status == .ready, "\(batch.attachments[0].reason?.message ?? "")")
+            }
+            let root = try #require(pipeline.workerRoot)
+            var status = stat()
+            #expect(stat(root, &status) == 0 && status.st_mode & 0o777 == 0o700, "\(String(status.st_mode, radix: 8))")
+            #expect((root as NSString).deletingLastPathComponent == scratch.path, "\(root)")
+            return root
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: scratch.path + "/victim.jpg")) == photo, "the worker rewrote a file beside its directory")
+        #expect(FileManager.default.fileExists(atPath: scratch.path + "/victim.txt"), "the worker removed a file beside its directory")
+        #expect(!FileManager.default.fileExists(atPath: scratch.path + "/written-by-a-worker"))
+        #expect(!FileManager.default.fileExists(atPath: roots), "the workers' directory outlived the pipeline")
+    }
+
     @Test(arguments: [("code", "a failure code no decoder gives"), ("long", "over 4096 bytes"), ("control", "control characters")])
     func aFailureIsBelievedOnlyInADecodersWords(mode: String, refusal: String) async throws {
         let d = try await Self.run(mode, ["photo.jpg"])[0]

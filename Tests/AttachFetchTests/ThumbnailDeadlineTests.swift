@@ -182,8 +182,9 @@ extension DeadlineBoundSuites {
                         // When the conversion started, from the batch's start.
                         downloads.append(timed.timings.total - (timed.timings.thumbnail ?? 0) - convert)
                         conversions.append(convert)
-                        // Emptied, not replaced: the workers keep to this directory itself (Landlock).
-                        for entry in try FileManager.default.contentsOfDirectory(atPath: scratch.path) {
+                        // Emptied but for the workers' own directory, which the pipeline keeps.
+                        for entry in try FileManager.default.contentsOfDirectory(atPath: scratch.path)
+                        where !entry.hasPrefix(".attach-fetch-workers-") {
                             try? FileManager.default.removeItem(atPath: scratch.path + "/" + entry)
                         }
                     }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import AttachFetch
+@testable import AttachFetchDecoderKeeper
 
 extension ProcessWideSuites {
     /// How workers start: forked from the fork server with nothing of this process's, or
@@ -75,6 +76,28 @@ extension ProcessWideSuites {
                     let after = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg?replaced")])
                     let reason = after.attachments[0].reason
                     #expect(reason?.code == .ioError && reason?.message == DecoderProcess.otherVersionMessage(decoder), "\(after.attachments[0])")
+                }
+            }
+        }
+
+        /// A worker is replaced after `decoderJobsPerWorker` jobs, so one a file took over
+        /// answers no more than these; and each is in a session of its own (`setsid`), so no
+        /// terminal's signal reaches it and a signal to its group reaches no one else.
+        @Test func aWorkerIsReplacedAfterItsShareOfJobsAndHasASessionOfItsOwn() async throws {
+            try await withMediaServer { server in
+                try await withPipeline(Scratch(), { $0.thumbnailThreads = 1; $0.decoderJobsPerWorker = 2 }) { pipeline in
+                    var seen: Set<pid_t> = []
+                    for round in 0..<6 {
+                        let batch = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg?\(round)")])
+                        #expect(batch.attachments[0].status == .ready, "\(batch.attachments[0])")
+                        for pid in TestProcess.decoderWorkers() {
+                            seen.insert(pid)
+                            #expect(ConfinementCheck.session(pid) == pid, "worker \(pid) shares a session")
+                        }
+                    }
+                    // Six photos are at least six jobs (a thumbnail each): three workers or more.
+                    #expect(seen.count >= 3, "\(seen.count) workers for six photos at two jobs each")
+                    print("two jobs per worker, six photos: \(seen.count) workers")
                 }
             }
         }

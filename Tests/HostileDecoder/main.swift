@@ -18,6 +18,7 @@
 //   long     fails every job with a message of 64 KiB
 //   control  fails every job with a message holding terminal escapes
 //   unconfined  skips its confinement, and reports the kernel's Landlock ABI as its own
+//   outside  overwrites, removes and adds files beside its work directory, then answers honestly
 import AttachFetchCore
 import AttachFetchDecoderProtocol
 import CRawSystemCall
@@ -161,6 +162,21 @@ while let frame = Frame.read(from: 0, descriptors: &received) {
                 close(reopened)
             }
             _ = truncate(path, 0)
+        }
+        send(made(job), number: number, mapping: toPipeline)
+    case "outside":
+        // The directory that holds its work directory: the pipeline's temporary directory,
+        // where the CLI's output and the service's served files are.
+        if let work = limits.workDirectory {
+            let beside = (work as NSString).deletingLastPathComponent
+            let victim = open(beside + "/victim.jpg", O_WRONLY | O_CLOEXEC)
+            if victim >= 0 {
+                _ = tinyJPEG.withUnsafeBytes { pwrite(victim, $0.baseAddress, $0.count, 0) }
+                close(victim)
+            }
+            _ = unlink(beside + "/victim.txt")
+            let added = open(beside + "/written-by-a-worker", O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+            if added >= 0 { close(added) }
         }
         send(made(job), number: number, mapping: toPipeline)
     case "code":

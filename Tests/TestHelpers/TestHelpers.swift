@@ -13,13 +13,23 @@ public final class Scratch: Sendable {
 
     deinit { try? FileManager.default.removeItem(atPath: path) }
 
-    /// Every file below the directory, as paths relative to it, sorted.
+    /// Every file below the directory, as paths relative to it, sorted. A pipeline's workers'
+    /// directory (`.attach-fetch-workers-XXXXXX`, which lives as long as the pipeline) is seen
+    /// through: what is in it is listed as if it were at the top, so that "nothing is left" is
+    /// about the work, not the pipeline.
     public func tree() -> [String] {
         let enumerator = FileManager.default.enumerator(atPath: path)
         var all: [String] = []
-        while let entry = enumerator?.nextObject() as? String { all.append(entry) }
+        while let entry = enumerator?.nextObject() as? String {
+            let parts = entry.split(separator: "/", maxSplits: 1)
+            guard parts.first?.hasPrefix(Self.workersPrefix) == true else { all.append(entry); continue }
+            if parts.count == 2 { all.append(String(parts[1])) }
+        }
         return all.sorted()
     }
+
+    /// The name a pipeline's workers' directory starts with.
+    public static let workersPrefix = ".attach-fetch-workers-"
 }
 
 /// Runs blocking `work` on a thread of its own, off the cooperative pool, which it would

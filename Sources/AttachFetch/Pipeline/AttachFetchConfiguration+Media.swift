@@ -41,10 +41,10 @@ extension MediaProber.Limits {
 extension DecoderProcess {
     /// How a pipeline with this configuration starts its workers; nil for isolation `.none`.
     /// The executable must exist and be executable: a configuration error otherwise.
-    /// `confined`: the workers keep to `temporaryDirectory` (Landlock), where the pipeline's
-    /// work store is, and what they make is sealed before it is used; off for the local
+    /// `workDirectory`: the one directory the workers may write (Landlock), the pipeline's own,
+    /// where its work store is; what they make is sealed before it is used. Nil for the local
     /// inspector, whose files are wherever its caller says and are not published.
-    static func launch(for configuration: AttachFetchConfiguration, confined: Bool = true) throws(AttachFetchError) -> Launch? {
+    static func launch(for configuration: AttachFetchConfiguration, workDirectory: String?) throws(AttachFetchError) -> Launch? {
         guard configuration.isolation == .processes else { return nil }
         let executable: String
         if let configured = configuration.decoderExecutable {
@@ -59,7 +59,8 @@ extension DecoderProcess {
                             cpuSecondsPerJob: configuration.decoderCPUSecondsPerJob, fileSizeBytes: configuration.workerFileSizeLimit,
                             takesReserved: configuration.decoderExecutable == nil,
                             exitGraceMilliseconds: configuration.decoderExitGraceMilliseconds)
-        if confined { launch.workDirectory = (configuration.temporaryDirectory as NSString).standardizingPath }
+        launch.workDirectory = workDirectory.map { ($0 as NSString).standardizingPath }
+        launch.jobsPerWorker = max(1, configuration.decoderJobsPerWorker)
         return launch
     }
 }

@@ -42,7 +42,10 @@ extension AttachmentPipeline {
             outcome = result!
         } catch {
             if let lease = kept?.leaseName { await storeResults?.releaseLease(lease) }
-            let failed = Self.builder(for: request, index: number, start: batch.start).failed(Reason(code: .ioError, message: error.message))
+            // After shutdown the workers' directory, and so the work store, is gone.
+            let reason = isShutDown.load(ordering: .sequentiallyConsistent) ? Reason(code: .cancelled, message: "the pipeline was shut down")
+                : Reason(code: .ioError, message: error.message)
+            let failed = Self.builder(for: request, index: number, start: batch.start).failed(reason)
             return .init(result: SharedResult(descriptor: failed, files: [], publishedFiles: [], headers: .init(), lifetime: nil,
                                               store: nil), lifetime: nil, revalidated: false)
         }

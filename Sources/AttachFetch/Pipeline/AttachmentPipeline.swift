@@ -20,6 +20,11 @@ public final class AttachmentPipeline: Sendable {
     let trustStore: TrustStore?
     /// Where shared work makes its files, held only while in use.
     let store: WorkStore
+    /// The workers' one writable directory (Landlock), holding the work store: made for this
+    /// pipeline (mode 0700) and removed at shutdown, so that no worker can write the system
+    /// temporary directory, where the CLI's output and the service's served files are. Nil
+    /// when decoders run in this process.
+    let workerRoot: String?
     /// Coalescing, and the cache when configured.
     let results: SharedResults
     /// The object store published to, when one is configured.
@@ -30,7 +35,7 @@ public final class AttachmentPipeline: Sendable {
     /// Attachments in flight across batches: four batches' windows.
     let permits: AttachmentPermits
     let logger: Logger
-    private let isShutDown = Atomic<Bool>(false)
+    let isShutDown = Atomic<Bool>(false)
     private static let releasedWithoutShutdown = Atomic<Bool>(false)
 
     /// A logger that discards everything: the library is silent unless given one.
@@ -48,7 +53,10 @@ public final class AttachmentPipeline: Sendable {
         // Image workers start with the pipeline unless told otherwise (images are the common
         // case); the probe worker at the first audio or video, so that image-only use never
         // starts one.
-        let launch = try DecoderProcess.launch(for: configuration)
+        let workerRoot = configuration.isolation == .processes
+            ? try PrivateDirectory.create(in: configuration.temporaryDirectory, prefix: ".attach-fetch-workers-") : nil
+        self.workerRoot = workerRoot
+        let launch = try DecoderProcess.launch(for: configuration, workDirectory: workerRoot)
         let imageWorkers = DecoderPool(threads: configuration.thumbnailThreads, name: "af-thumb", launch: launch,
                                        eager: configuration.imageWorkersStartWithPipeline, runHere: WorkerThread.inThisProcess)
         let probeWorkers = DecoderPool(threads: configuration.probeThreads, name: "af-probe", launch: launch, eager: false,
@@ -87,7 +95,7 @@ public final class AttachmentPipeline: Sendable {
             // The file thread only publishes: none when nothing is published.
             fileWorkers: fileWorkers,
             objectPublisher: objectStore.map { ObjectPublisher(store: $0, fileWorkers: fileWorkers) })
-        self.store = WorkStore(parent: configuration.temporaryDirectory)
+        self.store = WorkStore(parent: workerRoot ?? configuration.temporaryDirectory)
         self.results = SharedResults(caching: configuration.cache, clock: configuration.clock)
         let perBatch = configuration.transferConcurrency == .fixed
             ? max(configuration.maxAttachmentsInFlight, configuration.maxConcurrentTransfers) : configuration.maxAttachmentsInFlight
@@ -153,7 +161,14 @@ public final class AttachmentPipeline: Sendable {
         let engine = self.engine, stages = self.stages
         // The shutdowns wait for their threads and processes: not on the cooperative pool.
         let objectStore = self.objectStore
-        await BlockingWork.run { engine.shutdown(); objectStore?.shutdown(); stages.stopWorkers() }
+        let workerRoot = self.workerRoot
+        await BlockingWork.run {
+            engine.shutdown()
+            objectStore?.shutdown()
+            stages.stopWorkers()
+            // No worker is left to write in it.
+            workerRoot.map { try? FileManager.default.removeItem(atPath: $0) }
+        }
     }
 
     /// Checks once that the object store can be used: the bucket exists and the credentials
@@ -180,6 +195,7 @@ public final class AttachmentPipeline: Sendable {
         results.removeAll()
         engine.shutdown()
         objectStore?.shutdown()
+        workerRoot.map { try? FileManager.default.removeItem(atPath: $0) }
     }
 
     /// Processes a batch and returns exactly one descriptor per request, in order, by the

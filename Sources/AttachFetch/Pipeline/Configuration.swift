@@ -155,8 +155,8 @@ public struct AttachFetchConfiguration: Sendable {
     public var addressPolicy: AddressPolicy {
         AddressPolicy(allowPrivateNetwork: allowPrivateNetwork, allowedRanges: allowedRanges, deniedRanges: deniedRanges)
     }
-    /// Where batch working directories are made; decoder workers may write only here (Landlock),
-    /// so it stays the same directory while the pipeline runs. Default: the system temporary directory.
+    /// Where batch working directories are made. Decoder workers write only in the pipeline's own
+    /// directory here (`.attach-fetch-workers-XXXXXX`, 0700, removed at shutdown). Default: TMPDIR.
     public var temporaryDirectory: String = FileManager.default.temporaryDirectory.path
     /// Threads that make thumbnails. Default: the number of active cores.
     public var thumbnailThreads = max(1, ProcessInfo.processInfo.activeProcessorCount)
@@ -181,18 +181,18 @@ public struct AttachFetchConfiguration: Sendable {
     /// The decoder worker executable. Default nil: `attach-fetch-decoder` beside the running
     /// executable (SwiftPM builds it into the same directory as `attach-fetch`).
     public var decoderExecutable: String?
-    /// How long a worker no longer needed may take to exit on its own (it ends when its socket
-    /// closes) before it is killed. Default 0: killed at once. The instruction-count guard lets
-    /// its workers exit, so that callgrind can write their counts.
+    /// How long a worker no longer needed may take to exit on its own before it is killed. Default
+    /// 0, at once; the instruction-count guard lets its workers exit so callgrind writes their counts.
     package var decoderExitGraceMilliseconds = 0
     /// Data memory (heap and private mappings, RLIMIT_DATA) each worker may hold. Default 512 MiB.
     public var decoderMemoryLimit = 512 << 20
-    /// CPU seconds a worker may spend on one job before the pipeline ends it (it reads the
-    /// worker's CPU time every 100 ms). A transcode, which stops itself at its budget's end, may
-    /// spend that much more per core for every second of its budget. A worker's own
-    /// `RLIMIT_CPU` is 30 times this for its whole life (at least 600 s), soft and hard alike, a
-    /// backstop it cannot raise. Default 20.
+    /// CPU seconds a worker may spend on one job before the pipeline ends it (read every 100 ms);
+    /// a transcode may also spend its budget's seconds on every core. A worker's own `RLIMIT_CPU`,
+    /// a backstop it cannot raise, is 30 times this for its life (600 s at least). Default 20.
     public var decoderCPUSecondsPerJob = 20
+    /// Jobs a worker is given before it is replaced, so that one a file took over answers no
+    /// more than these, whoever's they are. Default 200.
+    public var decoderJobsPerWorker = 200
     /// Largest file a worker may write (RLIMIT_FSIZE): thumbnails and converted images. While
     /// the pipeline converts (`normalize`), a worker may write at least what a remuxed or
     /// transcoded video may be (the video limit and 1 MiB of index), so that a video limit set

@@ -8,7 +8,7 @@ struct InlineRunner {
 
     init(configuration: AttachFetchConfiguration) throws(AttachFetchError) {
         self.configuration = configuration
-        self.decoder = WorkerThread(launch: try DecoderProcess.launch(for: configuration, confined: false), eager: false, runHere: WorkerThread.inThisProcess)
+        self.decoder = WorkerThread(launch: try DecoderProcess.launch(for: configuration, workDirectory: nil), eager: false, runHere: WorkerThread.inThisProcess)
     }
 
     /// Runs `stages` on `work`; returns why the attachment stopped, or nil when it passed them all.
