@@ -24,18 +24,6 @@ import Glibc
 /// and no descriptor in any worker. Where the file system makes no unnamed file, the worker's
 /// file is used as before.
 package enum AnswerCheck {
-    /// The extensions each kind of job may write (`DecodeJob.outputBase` plus one of these).
-    static func extensions(for job: DecodeJob) -> Set<String> {
-        switch job {
-        case .thumbnail: return ["jpg", "png"]
-        case .probe: return ["jpg", "png"]
-        // An animation too large as a GIF may come back as a video.
-        case .normalize: return ["jpg", "png", "gif", "mp4"]
-        // A remux that falls back to a transcode may find sound alone.
-        case .remux, .transcode: return ["mp4", "m4a"]
-        }
-    }
-
     /// `answer` with every size and hash the keeper's own, or the reason it is refused.
     /// - Parameter sniffer: the calling thread's libmagic handle, for the delivered files.
     /// - Parameter directory: where each file is copied out of the worker's reach (the job's
@@ -52,7 +40,7 @@ package enum AnswerCheck {
         guard let base = job.outputBase else {
             return answer.files.isEmpty ? .success(answer) : .failure(refused("files for a job that writes none"))
         }
-        let allowed = extensions(for: job)
+        let allowed = Set(job.outputExtensions)
         var checked = answer
         for file in answer.files {
             guard let dot = file.lastIndex(of: "."), case let format = String(file[file.index(after: dot)...]),

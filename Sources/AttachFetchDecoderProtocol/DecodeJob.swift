@@ -30,11 +30,30 @@ package enum DecodeJob: Codable, Sendable {
         }
     }
 
+    /// The extensions a job of this kind may write after `outputBase`: what the keeper accepts
+    /// in an answer (`AnswerCheck`). The one list of them.
+    package var outputExtensions: [String] {
+        switch self {
+        case .thumbnail, .probe: return Self.imageExtensions
+        case .normalize: return Self.normalizedExtensions
+        case .remux, .transcode: return Self.mediaExtensions
+        }
+    }
+
+    private static let imageExtensions = ["jpg", "png"]
+    /// An animation too large as a GIF may come back as a video.
+    private static let normalizedExtensions = imageExtensions + ["gif", "mp4"]
+    /// A remux that falls back to a transcode may find sound alone.
+    private static let mediaExtensions = ["mp4", "m4a"]
+    /// Every extension any job may write: a worker taken over may write any of them, whatever
+    /// its job.
+    private static let anyOutputExtension = Array(Set(normalizedExtensions + mediaExtensions)).sorted()
+
     /// Every file the job may have made, for removal when it was killed or abandoned (an
     /// unnamed output is its ledger's to free).
     package var possibleOutputs: [String] {
         guard let base = outputBase, UnnamedFile.descriptor(in: base) == nil else { return [] }
-        return ["jpg", "png", "gif", "mp4", "m4a"].map { "\(base).\($0)" }
+        return Self.anyOutputExtension.map { "\(base).\($0)" }
     }
 
     /// The descriptors of the unnamed files the job reads or writes (`UnnamedFile` working

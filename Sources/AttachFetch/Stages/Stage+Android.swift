@@ -11,7 +11,7 @@ extension Stage {
         if work.plan.platforms.contains(.android) && (kind == .audio || kind == .video && work.thumbnail == nil) {
             work.descriptor.record(.android, variant: .init(status: .unsupported, reason: Reason(
                 code: .unsupportedOnPlatform,
-                message: "Android shows no \(kind.rawValue) in a notification: only a still image (JPEG, PNG or BMP) of at most 1 MB"
+                message: "Android shows no \(kind.rawValue) in a notification: only \(Platform.androidImageRule)"
                     + (kind == .video ? "; this video has no poster to send instead" : ""))))
         }
         return nil

@@ -29,7 +29,12 @@ public enum Platform: String, Codable, Sendable, CaseIterable, Comparable {
 }
 
 extension Platform {
-    /// Whether Android shows the delivered file as it is: a still JPEG or PNG within 1 MB.
+    /// What FCM shows as a notification image, in the words reasons use: the one statement
+    /// of the rule (the inspector's `ANDROID_STILL_TYPES` lists the same three types).
+    package static let androidImageRule = "a still image (JPEG, PNG or BMP) of at most 1 MB"
+
+    /// Whether Android shows the delivered file as it is: a still JPEG or PNG within 1 MB, the
+    /// rule's types that attach-fetch delivers (a BMP is `unsupportedType`, never delivered).
     package static func androidShows(_ type: MediaType, bytes: Int64) -> Bool {
         (type == .jpeg || type == .png) && bytes <= androidImageLimit
     }
