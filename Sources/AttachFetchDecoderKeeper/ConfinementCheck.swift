@@ -21,11 +21,11 @@ import Glibc
 /// `NoNewPrivs` and the CPU, file-size and core limits: valgrind implements neither seccomp(2)
 /// nor Landlock's calls, and keeps `RLIMIT_DATA` to itself. It is known by its executable,
 /// valgrind's tool, which the program that started it chose, not the worker.
-enum ConfinementCheck {
+package enum ConfinementCheck {
     /// What is wrong with the worker's confinement, in words for the reason; nil when it is
     /// as required.
     static func problem(pid: pid_t, report: DecoderWorker.ConfinementReport, limits: DecoderWorker.Limits,
-                        kernelLandlockABI: Int32 = kernelLandlockABI) -> String? {
+                        kernelLandlockABI: Int32 = kernelLandlockABI, runsWithoutLandlock: Bool = false) -> String? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
               let table = try? String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8) else {
             return "its /proc entry cannot be read"
@@ -48,6 +48,9 @@ enum ConfinementCheck {
         if limits.workDirectory != nil && kernelLandlockABI >= 1 && report.landlockABI < 1 && !emulated {
             return "it has no Landlock ruleset, which the kernel has (ABI \(kernelLandlockABI))"
         }
+        if limits.workDirectory != nil && kernelLandlockABI < 1 && !runsWithoutLandlock && !emulated {
+            return "the kernel has no Landlock, so it would keep to no directory (decoderRunsWithoutLandlock allows that)"
+        }
         if session(pid) != pid { return "it shares another process's session (setsid)" }
         return nil
     }
@@ -63,7 +66,7 @@ enum ConfinementCheck {
 
     /// The running kernel's Landlock ABI (0: none), read once: it cannot change while the
     /// program runs, and every worker's check needs it.
-    static let kernelLandlockABI = Int32(max(0, af_landlock_abi()))
+    package static let kernelLandlockABI = Int32(max(0, af_landlock_abi()))
 
     /// A `/proc/<pid>/status` field's value ("Seccomp:\t2" gives "2").
     static func field(_ status: String, _ name: String) -> String? {

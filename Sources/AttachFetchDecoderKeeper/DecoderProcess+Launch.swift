@@ -21,6 +21,12 @@ extension DecoderProcess {
         /// How many jobs a worker is given before it is replaced: a worker a file took over
         /// answers no more than these, whoever's they are.
         package var jobsPerWorker = 200
+        /// Whether a worker may run where the kernel has no Landlock: it keeps to no directory
+        /// then. False: it is refused before its first job (`ConfinementCheck`).
+        package var runsWithoutLandlock = false
+        /// The kernel's Landlock ABI as the keeper takes it: the running kernel's. Tests set 0
+        /// to stand for a kernel without Landlock; no setting of the program reaches it.
+        package var kernelLandlockABI = ConfinementCheck.kernelLandlockABI
 
         package init(executable: String, memoryBytes: Int, cpuSecondsPerJob: Int, fileSizeBytes: Int,
                      takesReserved: Bool, exitGraceMilliseconds: Int = 0) {

@@ -37,6 +37,8 @@ package final class DecoderProcess {
     private var exitStatus: Int32?
     /// Its limits, and whether its confinement was checked: it gets no job before.
     private let limits: DecoderWorker.Limits
+    /// The kernel's Landlock ABI as the keeper takes it, and whether a worker may do without.
+    private let kernelLandlockABI: Int32, runsWithoutLandlock: Bool
     private var confined = false
 
     package init(_ launch: Launch) throws(Reason) {
@@ -46,6 +48,7 @@ package final class DecoderProcess {
         exitGraceMilliseconds = launch.exitGraceMilliseconds
         (cpuSecondsPerJob, cpuSecondsInAll) = (launch.cpuSecondsPerJob, inAll)
         self.limits = limits
+        (kernelLandlockABI, runsWithoutLandlock) = (launch.kernelLandlockABI, launch.runsWithoutLandlock)
         if launch.takesReserved, let reserved = DecoderReserve.take() {
             // Its limits first, applied before it reads any job.
             if Frame.write(limits.handshake, to: reserved.socket) {
@@ -171,7 +174,8 @@ package final class DecoderProcess {
         // A hang-up: it exited before reporting (another version's, or a crash); `died` says which.
         guard let frame = Frame.read(from: socket, withinMilliseconds: Self.answerArrivalMilliseconds),
               let report = DecoderWorker.ConfinementReport(frame) else { return died(job) }
-        if let problem = ConfinementCheck.problem(pid: pid, report: report, limits: limits) {
+        if let problem = ConfinementCheck.problem(pid: pid, report: report, limits: limits, kernelLandlockABI: kernelLandlockABI,
+                                                  runsWithoutLandlock: runsWithoutLandlock) {
             stop(waitingUpTo: 0)
             return DecodeAnswer(failure: Reason(code: .ioError, message: "the decoder process is not confined as required: \(problem); it was ended before its first job"))
         }

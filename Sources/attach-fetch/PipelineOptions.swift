@@ -64,6 +64,9 @@ struct PipelineOptions: ParsableArguments {
     @Option(name: .customLong("decoder-isolation"), help: "Where decoders run: 'processes' (confined worker processes; a crash costs one attachment) or 'none' (in this process; unsafe for untrusted input).")
     var decoderIsolation: IsolationChoice = .processes
 
+    @Flag(name: .customLong("decoders-without-landlock"), help: "Run decoder workers where the kernel has no Landlock (before Linux 5.13, many containers): they then keep to no directory. Refused by default.")
+    var decodersWithoutLandlock = false
+
     @Flag(name: .customLong("allow-private-network"), help: "Allow loopback, private and link-local destinations (refused by default).")
     var allowPrivateNetwork = false
 
@@ -218,6 +221,7 @@ struct PipelineOptions: ParsableArguments {
         configuration.transcode = transcode
         configuration.transcodeMaxLongEdge = transcodeMaxEdge
         configuration.isolation = decoderIsolation == .none ? .none : .processes
+        configuration.decoderRunsWithoutLandlock = decodersWithoutLandlock
         configuration.allowedRanges = try ranges(allowCIDR, "--allow-cidr")
         configuration.deniedRanges = try ranges(denyCIDR, "--deny-cidr")
         configuration.trustedCertificates = try trustedCertificates()

@@ -101,5 +101,40 @@ extension ProcessWideSuites {
                 }
             }
         }
+
+        /// Where the kernel has no Landlock (stood for by the pipeline's reading of the kernel's
+        /// ABI, set to 0: a switch only the tests reach), a pipeline with workers does not start,
+        /// and the keeper refuses a worker, unless `decoderRunsWithoutLandlock` allows it.
+        @Test func aKernelWithoutLandlockIsRefusedUnlessAllowed() async throws {
+            let scratch = Scratch()
+            var refused = AttachFetchConfiguration()
+            refused.temporaryDirectory = scratch.path
+            refused.assumedKernelLandlockABI = 0
+            do {
+                let pipeline = try AttachmentPipeline(configuration: refused)
+                await pipeline.shutdown()
+                Issue.record("a pipeline started on a kernel without Landlock")
+            } catch {
+                #expect(error.message.contains("no Landlock") && error.message.contains("decoderRunsWithoutLandlock"), "\(error.message)")
+            }
+            // Nothing of the start that did not happen is left.
+            #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path).isEmpty)
+            try await withMediaServer { server in
+                try await withPipeline(Scratch(), { $0.assumedKernelLandlockABI = 0; $0.decoderRunsWithoutLandlock = true; $0.thumbnailThreads = 1 }) { pipeline in
+                    let batch = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg")])
+                    #expect(batch.attachments[0].status == .ready, "\(batch.attachments[0])")
+                    let worker = try #require(TestProcess.decoderWorkers().first)
+                    let configuration = pipeline.configuration
+                    let limits = DecoderWorker.Limits(memoryBytes: configuration.decoderMemoryLimit,
+                                                      cpuSeconds: DecoderProcess.cpuSecondsInAll(perJob: configuration.decoderCPUSecondsPerJob),
+                                                      fileSizeBytes: configuration.workerFileSizeLimit, parent: getpid(), workDirectory: pipeline.workerRoot)
+                    let report = DecoderWorker.ConfinementReport(landlockABI: 0)
+                    let strict = ConfinementCheck.problem(pid: worker, report: report, limits: limits, kernelLandlockABI: 0, runsWithoutLandlock: false)
+                    #expect(strict?.hasPrefix("the kernel has no Landlock") == true, "\(strict ?? "accepted")")
+                    let allowed = ConfinementCheck.problem(pid: worker, report: report, limits: limits, kernelLandlockABI: 0, runsWithoutLandlock: true)
+                    #expect(allowed == nil, "\(allowed ?? "")")
+                }
+            }
+        }
     }
 }

@@ -56,6 +56,9 @@ public final class AttachmentPipeline: Sendable {
         let workerRoot = configuration.isolation == .processes
             ? try PrivateDirectory.create(in: configuration.temporaryDirectory, prefix: ".attach-fetch-workers-") : nil
         self.workerRoot = workerRoot
+        // Removed again when a later step of the start throws.
+        var started = false
+        defer { if !started, let workerRoot { try? FileManager.default.removeItem(atPath: workerRoot) } }
         let launch = try DecoderProcess.launch(for: configuration, workDirectory: workerRoot)
         let imageWorkers = DecoderPool(threads: configuration.thumbnailThreads, name: "af-thumb", launch: launch,
                                        eager: configuration.imageWorkersStartWithPipeline, runHere: WorkerThread.inThisProcess)
@@ -103,6 +106,7 @@ public final class AttachmentPipeline: Sendable {
         // concurrent calls for one URL all wait on its one shared work, never a second fetch.
         let (allBatches, overflow) = perBatch.multipliedReportingOverflow(by: 4)
         self.permits = AttachmentPermits(count: overflow ? Int.max : allBatches)
+        started = true
     }
 
     /// Downloads now running (holding one of `maxConcurrentTransfers` slots) and waiting for a

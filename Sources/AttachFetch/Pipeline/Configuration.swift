@@ -190,23 +190,23 @@ public struct AttachFetchConfiguration: Sendable {
     /// a transcode may also spend its budget's seconds on every core. A worker's own `RLIMIT_CPU`,
     /// a backstop it cannot raise, is 30 times this for its life (600 s at least). Default 20.
     public var decoderCPUSecondsPerJob = 20
-    /// Jobs a worker is given before it is replaced, so that one a file took over answers no
-    /// more than these, whoever's they are. Default 200.
+    /// Jobs a worker is given before it is replaced: one a file took over answers no more. Default 200.
     public var decoderJobsPerWorker = 200
-    /// Largest file a worker may write (RLIMIT_FSIZE): thumbnails and converted images. While
-    /// the pipeline converts (`normalize`), a worker may write at least what a remuxed or
-    /// transcoded video may be (the video limit and 1 MiB of index), so that a video limit set
-    /// above this never ends a worker with SIGXFSZ (`workerFileSizeLimit`). Default 64 MiB.
+    /// Whether workers may run where the kernel has no Landlock (before Linux 5.13, many
+    /// containers): they then keep to no directory (docs/security.md says what such a host
+    /// loses). Default false: the pipeline does not start there, and a worker is refused.
+    public var decoderRunsWithoutLandlock = false
+    /// The kernel's Landlock ABI as the pipeline takes it; nil: the running kernel's. Tests set 0.
+    package var assumedKernelLandlockABI: Int32?
+    /// Largest file a worker may write (RLIMIT_FSIZE). While the pipeline converts, at least what
+    /// a converted video may be (the video limit and 1 MiB of index: `workerFileSizeLimit`). Default 64 MiB.
     public var decoderFileSizeLimit = 64 << 20
     /// Whether the image threads' workers start with the pipeline. Default true: no image waits
-    /// for a worker to start. False: each starts at its thread's first image, so a pipeline
-    /// that decodes few images starts fewer processes (each start costs about 50 ms of CPU).
-    /// Probe workers always start at the first audio or video.
+    /// for one. False: each at its thread's first image. Probe workers start at the first audio or video.
     public var imageWorkersStartWithPipeline = true
 
-    /// Certificates trusted in addition to the system's store, as PEM text (each string one or
-    /// more certificates), for media on hosts with a private CA. They add to the system store;
-    /// they never replace it. Default: none.
+    /// Certificates trusted in addition to the system's store (never replacing it), as PEM text
+    /// (each string one or more), for media on hosts with a private CA. Default: none.
     public var trustedCertificates: [String] = []
 
     /// An egress proxy every transfer goes through by HTTP CONNECT (for example Stripe's
