@@ -35,14 +35,22 @@ urls+=("$base/synth/photo.jpg?bytes=60000000&length=none") # 60 MB "image": cut 
 urls+=("$base/status/404" "$base/redirect/9/media/photo.jpg" "ftp://example.invalid/a.jpg")
 urls+=("$base/stall/clip.mp4")                           # never finishes: timed out by the stall detector
 
+# Where the kernel has no Landlock (before Linux 5.13, many containers), attach-fetch refuses
+# to start its decoders unless told to run them without it: the demo says so and does.
+landlock=(); abi=$(python3 -c 'import ctypes; l = ctypes.CDLL(None); l.syscall.restype = ctypes.c_long; print(l.syscall(444, None, 0, 1))' 2>/dev/null || echo 0)
+if [ "${abi:-0}" -lt 1 ]; then
+  echo "This kernel has no Landlock: the demo runs the decoders without it (--decoders-without-landlock, docs/security.md)." >&2
+  landlock=(--decoders-without-landlock)
+fi
+
 set +e
-"$bin/attach-fetch" --allow-private-network --format table --deadline 10 --out "$out_dir" "${urls[@]}"
+"$bin/attach-fetch" "${landlock[@]}" --allow-private-network --format table --deadline 10 --out "$out_dir" "${urls[@]}"
 status=$?
 set -e
 echo
 echo "One descriptor as JSON (clipped thumbnail of the left half):"
 mkdir "$out_dir/clipped"
-"$bin/attach-fetch" --allow-private-network --format json --clip 0,0,0.5,1 --out "$out_dir/clipped" "$base/media/rotated.jpg" \
+"$bin/attach-fetch" "${landlock[@]}" --allow-private-network --format json --clip 0,0,0.5,1 --out "$out_dir/clipped" "$base/media/rotated.jpg" \
   | sed 's/^/  /' || true
 echo
 echo "attach-fetch exited $status (1 = some attachments were not ready, as intended here). Files: $out_dir"
