@@ -68,6 +68,12 @@ package enum ConfinementCheck {
     /// program runs, and every worker's check needs it.
     package static let kernelLandlockABI = Int32(max(0, af_landlock_abi()))
 
+    /// Whether this program runs under valgrind (the instruction guard), which implements no
+    /// Landlock call: the kernel's ABI then reads 0 whatever the kernel has, and its workers are
+    /// held to less anyway (above). Known by valgrind's preloaded library: valgrind shows its
+    /// client its own executable at `/proc/self/exe`.
+    package static let programIsEmulated = ProcessInfo.processInfo.environment["LD_PRELOAD"]?.contains("/vgpreload_") == true
+
     /// A `/proc/<pid>/status` field's value ("Seccomp:\t2" gives "2").
     static func field(_ status: String, _ name: String) -> String? {
         status.split(separator: "\n").first { $0.hasPrefix(name + ":") }

@@ -75,13 +75,8 @@ package final class WorkerThread {
             }
         }
         // A worker near its own CPU limit is replaced first (its limit cannot be raised), and
-        // so is one that has had its share of jobs, or spoke unasked since its last answer: it
-        // is ended, never given the job.
+        // so is one that spoke unasked since its last answer: it is ended, never given the job.
         if decoder?.isAlive == true, decoder?.hasCPUFor(job) == false { decoder = nil }
-        if let given = decoder?.jobsSent, Int(given) >= launch.jobsPerWorker {
-            decoder?.end()
-            decoder = nil
-        }
         if decoder?.spokeUnasked == true {
             decoder?.end()
             decoder = nil
@@ -106,7 +101,10 @@ package final class WorkerThread {
             job.possibleOutputs.forEach { _ = unlink($0) }
             answer = DecodeAnswer(failure: refusal)
         }
-        // A worker that died or was killed is replaced now, before the next job needs it.
+        // One that has had its share of jobs is ended after its last: its successor starts (and
+        // loads) while the next download runs, off this job's path and the next one's.
+        if let given = decoder?.jobsSent, Int(given) >= launch.jobsPerWorker { decoder?.end() }
+        // A worker that died, was killed or retired is replaced now, before the next job needs it.
         if decoder?.isAlive != true, !isAbandoned() { decoder = try? DecoderProcess(launch) }
         return answer
     }

@@ -20,7 +20,7 @@ extension DecoderProcess {
         package var niceness: Int32 = 0
         /// How many jobs a worker is given before it is replaced: a worker a file took over
         /// answers no more than these, whoever's they are.
-        package var jobsPerWorker = 200
+        package var jobsPerWorker = 1_000
         /// Whether a worker may run where the kernel has no Landlock: it keeps to no directory
         /// then. False: it is refused before its first job (`ConfinementCheck`).
         package var runsWithoutLandlock = false

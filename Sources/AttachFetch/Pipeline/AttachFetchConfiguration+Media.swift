@@ -64,7 +64,7 @@ extension DecoderProcess {
         launch.runsWithoutLandlock = configuration.decoderRunsWithoutLandlock
         if let assumed = configuration.assumedKernelLandlockABI { launch.kernelLandlockABI = assumed }
         // Said at the start rather than by every attachment's refused worker.
-        if workDirectory != nil && launch.kernelLandlockABI < 1 && !launch.runsWithoutLandlock {
+        if workDirectory != nil && launch.kernelLandlockABI < 1 && !launch.runsWithoutLandlock && !ConfinementCheck.programIsEmulated {
             throw .invalidConfiguration("this kernel has no Landlock, so decoder workers would keep to no directory: run on Linux 5.13 or later with Landlock on (lsm=...,landlock), or allow it with decoderRunsWithoutLandlock (--decoders-without-landlock), docs/security.md")
         }
         return launch

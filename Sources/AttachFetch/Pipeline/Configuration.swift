@@ -190,8 +190,8 @@ public struct AttachFetchConfiguration: Sendable {
     /// a transcode may also spend its budget's seconds on every core. A worker's own `RLIMIT_CPU`,
     /// a backstop it cannot raise, is 30 times this for its life (600 s at least). Default 20.
     public var decoderCPUSecondsPerJob = 20
-    /// Jobs a worker is given before it is replaced: one a file took over answers no more. Default 200.
-    public var decoderJobsPerWorker = 200
+    /// Jobs a worker is given before it is replaced: one a file took over answers no more. Default 1,000.
+    public var decoderJobsPerWorker = 1_000
     /// Whether workers may run where the kernel has no Landlock (before Linux 5.13, many
     /// containers): they then keep to no directory (docs/security.md says what such a host
     /// loses). Default false: the pipeline does not start there, and a worker is refused.
