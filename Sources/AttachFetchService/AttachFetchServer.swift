@@ -41,6 +41,7 @@ public final class AttachFetchServer: Sendable {
                                     longestBatch: configuration.maxDeadline + .seconds(1))
         do {
             self.pipeline = try AttachmentPipeline(configuration: configuration.pipeline, logger: logger)
+            metrics.decoders(pipeline.decoderConfinement)
         } catch {
             files.removeAll()
             throw error
@@ -112,7 +113,7 @@ public final class AttachFetchServer: Sendable {
             throw APIError(status: .serviceUnavailable, code: "publishDirectoryNotWritable",
                            message: "the publish directory \(publish.directory) is not writable")
         }
-        do { return try Self.json(["status": "ready"]) } catch {
+        do { return try Self.json(Readiness(status: "ready", decoders: pipeline.decoderConfinement)) } catch {
             throw APIError(status: .internalServerError, code: "internal", message: error.description)
         }
     }

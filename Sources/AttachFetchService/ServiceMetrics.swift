@@ -15,6 +15,7 @@ final class ServiceMetrics: Sendable {
     private let originConnectionsReused: Gauge
     private let inflightBytesPeak: Gauge
     private let breakersOpen: Gauge
+    private let decoderLandlockABI: Gauge, decoderSystemCallFilter: Gauge
     private let breakerTransitions: [String: Counter]
     /// Transitions already added to the counters (the pipeline reports totals).
     private let breakerTransitionsSeen = Mutex<[String: Int]>([:])
@@ -59,6 +60,8 @@ final class ServiceMetrics: Sendable {
         originConnectionsOpened = registry.makeGauge(descriptor: origin, labels: [("connection", "new")])
         originConnectionsReused = registry.makeGauge(descriptor: origin, labels: [("connection", "reused")])
         inflightBytesPeak = registry.makeGauge(descriptor: Self.name("transfer_inflight_bytes_peak", "Most bytes running transfers held in temporary files at once since start"))
+        decoderLandlockABI = registry.makeGauge(descriptor: Self.name("decoder_landlock_abi", "The Landlock ABI every decoder worker is checked for before its first job; 0: none"))
+        decoderSystemCallFilter = registry.makeGauge(descriptor: Self.name("decoder_system_call_filter", "1 when every decoder worker is checked for its seccomp filter before its first job"))
         breakersOpen = registry.makeGauge(descriptor: Self.name("origin_breakers_open", "Origin hosts whose circuit breaker is open or half-open now"))
         let transitions = Self.name("origin_breaker_transitions_total", "Circuit-breaker transitions, by the state entered (no host label: bounded cardinality)")
         var transitionCounters: [String: Counter] = [:]
@@ -73,6 +76,12 @@ final class ServiceMetrics: Sendable {
             counters[reason] = registry.makeCounter(descriptor: closed, labels: [("reason", reason.rawValue)])
         }
         connectionsClosed = counters
+    }
+
+    /// How the decoders are confined: set once, when the pipeline starts.
+    func decoders(_ confinement: DecoderConfinement) {
+        decoderLandlockABI.set(Double(confinement.landlockABI))
+        decoderSystemCallFilter.set(Double(confinement.systemCallFilter ? 1 : 0))
     }
 
     func connectionsOpen(_ count: Int) { connectionsOpenNow.set(Double(count)) }

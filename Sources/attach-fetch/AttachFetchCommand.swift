@@ -102,6 +102,7 @@ struct FetchCommand: AsyncParsableCommand {
         logger.logLevel = output.verbose ? .debug : .warning
 
         let attachmentPipeline = try AttachmentPipeline(configuration: configuration, logger: logger)
+        logger.debug("decoders: \(attachmentPipeline.decoderConfinement.summary)")
         do { try await attachmentPipeline.checkObjectStore() } catch {
             await attachmentPipeline.shutdown()
             throw ValidationError("--publish-to: \(error.message)")

@@ -125,6 +125,7 @@ struct ServeCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError(error.message)
         }
+        logger.info("decoders: \(server.decoderConfinement.summary)")
         do { try await server.checkObjectStore() } catch { throw ValidationError("--publish-to: \(error.message)") }
         try await server.run(gracefulShutdownSignals: [.sigterm, .sigint]) { port in
             FileHandle.standardError.write(Data("attach-fetch: listening on http://\(host.contains(":") ? "[\(host)]" : host):\(port)\n".utf8))

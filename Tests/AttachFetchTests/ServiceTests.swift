@@ -212,5 +212,26 @@ extension TimerBoundSuites {
             await service.stop()
             #expect(scratch.tree() == [])
         }
+
+        /// `/readyz` and the metrics say how the decoders are confined: what every worker is
+        /// checked for before its first job, the kernel's Landlock ABI here; and in-process
+        /// decoders say they are not confined.
+        @Test func readinessAndMetricsShowHowTheDecodersAreConfined() async throws {
+            let kernel = Int(max(0, WorkerConfinementTests.landlockABI))
+            for isolation in [AttachFetchConfiguration.DecoderIsolation.processes, .none] {
+                let service = try await RunningServer.start(Scratch()) { $0.pipeline.isolation = isolation }
+                let ready = try await Exchange.send("GET", "\(service.base)/readyz")
+                let decoders = try #require(ready.json["decoders"] as? [String: Any], "\(ready.text)")
+                let confined = isolation == .processes
+                #expect(ready.status == 200 && ready.json["status"] as? String == "ready")
+                #expect(decoders["isolation"] as? String == (confined ? "processes" : "none"), "\(ready.text)")
+                #expect(decoders["systemCallFilter"] as? Bool == confined, "\(ready.text)")
+                #expect(decoders["landlockABI"] as? Int == (confined ? kernel : 0), "\(ready.text)")
+                let metrics = try await Exchange.send("GET", "\(service.base)/metrics").text
+                #expect(metricValue(metrics, "attach_fetch_decoder_landlock_abi") == Double(confined ? kernel : 0), "\(metrics)")
+                #expect(metricValue(metrics, "attach_fetch_decoder_system_call_filter") == (confined ? 1 : 0), "\(metrics)")
+                await service.stop()
+            }
+        }
     }
 }
