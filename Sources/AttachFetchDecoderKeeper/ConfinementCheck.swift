@@ -31,7 +31,7 @@ package enum ConfinementCheck {
             return "its /proc entry cannot be read"
         }
         let emulated = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe"))?.contains("/valgrind/") == true
-        let withoutFilter = af_built_with_address_sanitizer() != 0 || emulated
+        let withoutFilter = builtWithAddressSanitizer || emulated
         if !withoutFilter && field(status, "Seccomp") != "2" { return "it has no seccomp filter (Seccomp: \(field(status, "Seccomp") ?? "?"))" }
         if field(status, "NoNewPrivs") != "1" { return "it may gain privileges (NoNewPrivs: \(field(status, "NoNewPrivs") ?? "?"))" }
         var required: [(String, Int, Int)] = [
@@ -67,6 +67,10 @@ package enum ConfinementCheck {
     /// The running kernel's Landlock ABI (0: none), read once: it cannot change while the
     /// program runs, and every worker's check needs it.
     package static let kernelLandlockABI = Int32(max(0, af_landlock_abi()))
+
+    /// Whether this program was built with AddressSanitizer: its workers then run under no
+    /// seccomp filter and no data limit (`DecoderSandbox`).
+    package static let builtWithAddressSanitizer = af_built_with_address_sanitizer() != 0
 
     /// Whether this program runs under valgrind (the instruction guard), which implements no
     /// Landlock call: the kernel's ABI then reads 0 whatever the kernel has, and its workers are

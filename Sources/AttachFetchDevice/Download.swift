@@ -92,7 +92,7 @@ final class Download: @unchecked Sendable {
             if let response = response as? HTTPURLResponse {
                 try acceptOnce(response)
                 guard written <= rangeLength else {
-                    throw DeviceFetchError(.transferFailed, "the server sent more than the \(rangeLength) bytes its headers stated")
+                    throw moreThanStated
                 }
                 try checkLength(total ?? received + written)
             } else if expected != 0 {
@@ -150,6 +150,11 @@ final class Download: @unchecked Sendable {
         } catch {
             stop(Self.translate(error))
         }
+    }
+
+    /// A body longer than its headers said (at the first byte past it, or in the file).
+    private var moreThanStated: DeviceFetchError {
+        DeviceFetchError(.transferFailed, "the server sent more than the \(rangeLength) bytes its headers stated")
     }
 
     private func acceptOnce(_ response: HTTPURLResponse?) throws {
@@ -225,7 +230,7 @@ final class Download: @unchecked Sendable {
                 if let failure { throw failure }
                 length += Int64(chunk.count)
                 guard length <= rangeLength else {
-                    throw DeviceFetchError(.transferFailed, "the server sent more than the \(rangeLength) bytes its headers stated")
+                    throw moreThanStated
                 }
                 try decoder.feed(chunk) { try write($0) }
                 // The header may have come in this chunk.

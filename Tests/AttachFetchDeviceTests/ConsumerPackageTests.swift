@@ -45,22 +45,9 @@ import Testing
         print("a consumer of AttachFetchDevice with traits []: resolves \(dependencies.output.split(separator: "\n").count) package(s), builds")
     }
 
-    /// Runs `swift arguments` in `directory` on a thread of its own: its status and output.
+    /// Runs `swift arguments` in `directory`: its status and output, errors included.
     private func swift(_ arguments: [String], in directory: URL) async throws -> (status: Int32, output: String) {
-        try await withCheckedThrowingContinuation { done in
-            Thread {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                process.arguments = ["swift"] + arguments
-                process.currentDirectoryURL = directory
-                let pipe = Pipe()
-                process.standardOutput = pipe
-                process.standardError = pipe
-                do { try process.run() } catch { return done.resume(throwing: error) }
-                let output = pipe.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
-                done.resume(returning: (process.terminationStatus, String(decoding: output, as: UTF8.self)))
-            }.start()
-        }
+        let (status, output) = try await runProgram(URL(fileURLWithPath: "/usr/bin/env"), ["swift"] + arguments, in: directory, withErrors: true)
+        return (status, String(decoding: output, as: UTF8.self))
     }
 }

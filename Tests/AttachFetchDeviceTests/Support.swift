@@ -200,15 +200,24 @@ struct ProbeFailed: Error, CustomStringConvertible { var description: String }
 /// Runs `executable` (a program of this package) with `arguments` to its end: its exit status
 /// and standard output.
 func runProbe(_ arguments: [String], executable: String = "device-fetch-check", environment: [String: String] = [:]) async throws -> (Int32, Data) {
+    try await runProgram(URL(fileURLWithPath: builtExecutable(executable)), arguments, environment: environment)
+}
+
+/// Runs the program at `executable` with `arguments` to its end, in `directory` when given: its
+/// exit status and standard output (with standard error too, `withErrors`).
+func runProgram(_ executable: URL, _ arguments: [String], in directory: URL? = nil, environment: [String: String] = [:],
+                withErrors: Bool = false) async throws -> (Int32, Data) {
     try await withCheckedThrowingContinuation { (done: CheckedContinuation<(Int32, Data), any Error>) in
-        // A thread of its own: the probe runs for seconds, and waiting must not hold a pool thread.
+        // A thread of its own: a program runs for seconds, and waiting must not hold a pool thread.
         Thread {
             let process = Process()
-            process.executableURL = URL(fileURLWithPath: builtExecutable(executable))
+            process.executableURL = executable
             process.arguments = arguments
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            if let directory { process.currentDirectoryURL = directory }
             let pipe = Pipe()
             process.standardOutput = pipe
+            if withErrors { process.standardError = pipe }
             do { try process.run() } catch { return done.resume(throwing: error) }
             let output = pipe.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()

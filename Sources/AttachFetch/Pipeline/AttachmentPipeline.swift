@@ -25,6 +25,8 @@ public final class AttachmentPipeline: Sendable {
     /// temporary directory, where the CLI's output and the service's served files are. Nil
     /// when decoders run in this process.
     let workerRoot: String?
+    /// How this pipeline's decoders are confined, as its keeper requires of each worker.
+    public let decoderConfinement: DecoderConfinement
     /// Coalescing, and the cache when configured.
     let results: SharedResults
     /// The object store published to, when one is configured.
@@ -60,6 +62,7 @@ public final class AttachmentPipeline: Sendable {
         var started = false
         defer { if !started, let workerRoot { try? FileManager.default.removeItem(atPath: workerRoot) } }
         let launch = try DecoderProcess.launch(for: configuration, workDirectory: workerRoot)
+        decoderConfinement = DecoderConfinement(launch)
         let imageWorkers = DecoderPool(threads: configuration.thumbnailThreads, name: "af-thumb", launch: launch,
                                        eager: configuration.imageWorkersStartWithPipeline, runHere: WorkerThread.inThisProcess)
         let probeWorkers = DecoderPool(threads: configuration.probeThreads, name: "af-probe", launch: launch, eager: false,

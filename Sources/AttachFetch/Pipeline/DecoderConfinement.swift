@@ -1,5 +1,3 @@
-internal import CAttachFetchShims
-
 /// How a pipeline's decoders are confined: what the keeper requires of each worker before its
 /// first job (`ConfinementCheck`), for `/readyz`, the metrics and `--verbose`.
 public struct DecoderConfinement: Sendable, Equatable, Codable {
@@ -20,14 +18,15 @@ public struct DecoderConfinement: Sendable, Equatable, Codable {
     }
 }
 
-extension AttachmentPipeline {
-    /// How this pipeline's decoders are confined.
-    public var decoderConfinement: DecoderConfinement {
-        guard configuration.isolation == .processes else {
-            return DecoderConfinement(isolation: "none", systemCallFilter: false, landlockABI: 0)
+extension DecoderConfinement {
+    /// What the keeper requires of workers started by `launch` (nil: no workers): the kernel's
+    /// Landlock ABI as the launch takes it, where the workers have a directory to keep to.
+    init(_ launch: DecoderProcess.Launch?) {
+        guard let launch else {
+            self.init(isolation: "none", systemCallFilter: false, landlockABI: 0)
+            return
         }
-        let abi = configuration.assumedKernelLandlockABI ?? ConfinementCheck.kernelLandlockABI
-        return DecoderConfinement(isolation: "processes", systemCallFilter: af_built_with_address_sanitizer() == 0,
-                                  landlockABI: Int(max(0, abi)))
+        self.init(isolation: "processes", systemCallFilter: !ConfinementCheck.builtWithAddressSanitizer,
+                  landlockABI: launch.workDirectory == nil ? 0 : Int(launch.kernelLandlockABI))
     }
 }
