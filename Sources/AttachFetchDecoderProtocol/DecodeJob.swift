@@ -43,8 +43,8 @@ package enum DecodeJob: Codable, Sendable {
     private static let imageExtensions = ["jpg", "png"]
     /// An animation too large as a GIF may come back as a video.
     private static let normalizedExtensions = imageExtensions + ["gif", "mp4"]
-    /// A remux that falls back to a transcode may find sound alone.
-    private static let mediaExtensions = ["mp4", "m4a"]
+    /// A remux that falls back to a transcode may find sound alone; an MP3 is cut as MP3.
+    private static let mediaExtensions = ["mp4", "m4a", "mp3"]
     /// Every extension any job may write: a worker taken over may write any of them, whatever
     /// its job.
     private static let anyOutputExtension = Array(Set(normalizedExtensions + mediaExtensions)).sorted()

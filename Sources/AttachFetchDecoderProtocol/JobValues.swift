@@ -156,6 +156,8 @@ package struct TranscodedMedia: Sendable, Codable {
     package var trimmed: Bool
     /// Cut short because the time budget (`Limits.stopAt`) ran out, not the size limit.
     package var outOfTime = false
+    /// False when the frames were copied, not re-encoded (an MP3 cut to fit).
+    package var reencoded = true
     /// The source video's coded size (nil for sound alone).
     package var sourceWidth: Int?
     package var sourceHeight: Int?

@@ -92,7 +92,7 @@ struct DescriptorBuilder: Sendable {
         descriptor.sha256 = made.sha256
         descriptor.sourceAudioCodec = made.sourceAudioCodec
         descriptor.sourceVideoCodec = sourceVideo ?? made.sourceVideoCodec
-        descriptor.transforms = [.transcoded] + (made.trimmed ? [.trimmed] : []) + (made.damage != nil ? [.partial] : [])
+        descriptor.transforms = (made.reencoded ? [.transcoded] : []) + (made.trimmed ? [.trimmed] : []) + (made.damage != nil ? [.partial] : [])
         descriptor.sourceDamage = made.damage
         // The source's size, not the delivered one the probe of the result reports.
         if let width = made.sourceWidth, let height = made.sourceHeight {

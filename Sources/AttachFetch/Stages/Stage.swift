@@ -142,14 +142,17 @@ extension Stage {
         }))
 
     /// What iOS does not play is re-encoded: audio (Ogg, FLAC) into AAC in MPEG-4 audio, video
-    /// (WebM, Matroska) into H.264 and AAC in MPEG-4; or fails.
+    /// (WebM, Matroska) into H.264 and AAC in MPEG-4; an MP3 over the audio limit is cut to fit;
+    /// or fails.
     static let transcode = Stage(name: "transcode", body: .decode(
         on: .probe,
         whenLate: .fail(Reason(code: .deadlineExceeded, message: "the batch deadline passed while the media was being transcoded")),
         timing: .normalize,
         job: { work, configuration in
             let file = work.admitted
-            guard MediaPolicy.needsTranscode(file.type) else { return nil }
+            guard MediaPolicy.needsTranscode(file.type)
+                    || configuration.normalize && MediaPolicy.needsCut(file.type, bytes: work.source.bytes, limits: configuration.sizeLimits)
+            else { return nil }
             return .transcode(source: file.path, type: file.type, destinationBase: work.plan.convertedBase,
                               limits: work.transcodeLimits(file.type.kind, configuration))
         },

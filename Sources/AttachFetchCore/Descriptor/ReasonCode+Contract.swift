@@ -41,7 +41,7 @@ extension ReasonCode {
         Contract(.timeout, .timedOut, reused: false, countsAgainstOrigin: true, when: "a per-request timeout: connect, total or stall"),
         Contract(.deadlineExceeded, .timedOut, reused: false, when: "the batch deadline came first (also for requests still queued)"),
         Contract(.sizeLimitExceeded, .rejected, reused: true,
-                 when: "declared or streamed size over the limit of the sniffed kind (images: the source limit when converting), or over the largest limit before the type is known; an MPEG-4 file over its kind's limit once its streams are known; an image that could not be fitted in `maxNormalizeAttempts`"),
+                 when: "declared or streamed size over the limit of the sniffed kind (images, and an MP3 that is cut to fit: the source limit when converting), or over the largest limit before the type is known; an MPEG-4 file over its kind's limit once its streams are known; an image that could not be fitted in `maxNormalizeAttempts`"),
         Contract(.unsupportedType, .rejected, reused: true,
                  when: "the bytes are not in the table (PDF, HTML, ...; WebP, HEIC and AVIF with converting off), or a stream's codec is not one the supported formats carry (VP9 in MP4, ...), or FFmpeg has no decoder for it at all (MPEG-H 3D audio, AC-4, VVC, ...), or the samples are encrypted (Common Encryption), or an MPEG program stream holds only audio"),
         Contract(.corruptMedia, .rejected, reused: true,

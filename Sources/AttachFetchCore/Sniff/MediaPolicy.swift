@@ -36,6 +36,8 @@ package enum MediaPolicy {
         switch type {
         case _ where type.kind == .image && normalize: return max(limits.image, limits.imageSource)
         case .mp4, .m4v, .m4a, .quickTime, .threeGPP, .threeGPP2: return max(limits.audio, limits.video)
+        // An MP3 too long is cut to fit (`needsCut`), up to the same source limit.
+        case .mp3 where normalize: return max(limits.audio, limits.video)
         // Lossless or high-rate sources are larger than what they become: up to the video limit.
         case _ where needsTranscode(type): return max(limits.audio, limits.video)
         default: return limits.limit(for: type.kind)
@@ -46,6 +48,7 @@ package enum MediaPolicy {
         switch type {
         case _ where type.kind == .image && normalize: return "image source"
         case .mp4, .m4v, .m4a, .quickTime, .threeGPP, .threeGPP2: return "MPEG-4"
+        case .mp3 where normalize: return "MP3 source"
         case _ where needsTranscode(type): return "\(type.kind.rawValue) source"
         default: return type.kind.rawValue
         }
@@ -63,6 +66,12 @@ package enum MediaPolicy {
     /// into AAC in MPEG-4 audio, video into H.264 and AAC in MPEG-4.
     package static func needsTranscode(_ type: MediaType) -> Bool {
         MediaType.transcoded.contains(type)
+    }
+
+    /// An MP3 over the audio limit is cut after the last whole frame that fits (`MP3Cutter`),
+    /// when converting is on: iOS plays it, it is only too long.
+    package static func needsCut(_ type: MediaType, bytes: Int64, limits: MediaSizeLimits) -> Bool {
+        type == .mp3 && bytes > limits.audio
     }
 
     /// An image is converted (normalized) when iOS would not show it as it is.

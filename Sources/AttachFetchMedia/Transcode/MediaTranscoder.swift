@@ -30,6 +30,11 @@ extension MediaTranscoder {
 
     package static func transcode(source: String, type: MediaType, destinationBase: String, limits: Limits,
                           shouldStop: () -> Bool = { false }) -> Result<TranscodedMedia, Reason> {
+        // An MP3 iOS plays; it is only too long (`MediaPolicy.needsCut`).
+        if type == .mp3 {
+            return MP3Cutter.cut(source: source, destinationBase: destinationBase, maxBytes: limits.audioOnlyMaxBytes ?? limits.maxBytes,
+                                 shouldStop: shouldStop)
+        }
         let file = destinationBase + (type.kind == .audio ? ".m4a" : ".mp4")
         var rung = 0
         while true {

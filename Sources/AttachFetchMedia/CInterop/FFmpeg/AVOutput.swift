@@ -135,14 +135,16 @@ final class AVOutput {
     }
 
     /// `moovFirst`: the MPEG-4 index before the media (`movflags +faststart`), as a file that
-    /// plays while it downloads is written.
-    func writeHeader(moovFirst: Bool = false) throws(Reason) {
+    /// plays while it downloads is written. `options`: the muxer's own, by name.
+    func writeHeader(moovFirst: Bool = false, options muxerOptions: [(String, String)] = []) throws(Reason) {
         var options: OpaquePointer?
         if moovFirst { av_dict_set(&options, "movflags", "+faststart", 0) }
+        for (name, value) in muxerOptions { av_dict_set(&options, name, value, 0) }
         defer { av_dict_free(&options) }
         let status = avformat_write_header(context, &options)
         guard status >= 0 else {
-            throw FFmpeg.failure(.unsupportedType, "FFmpeg cannot write these streams as MPEG-4", status)
+            let format = context.pointee.oformat.map { String(cString: $0.pointee.name) } ?? "the output"
+            throw FFmpeg.failure(.unsupportedType, "FFmpeg cannot write these streams as \(format == "mp4" ? "MPEG-4" : format)", status)
         }
     }
 
