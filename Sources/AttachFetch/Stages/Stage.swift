@@ -107,8 +107,8 @@ extension Stage {
             let file = work.admitted
             guard MediaPolicy.needsConversion(file.type, bytes: work.source.bytes, limits: configuration.sizeLimits) else { return nil }
             var limits = ImageNormalizer.Limits(configuration)
-            // GIF only: FFmpeg decodes no animated WebP.
-            if file.type == .gif, work.transcoding(configuration).enabled {
+            // GIF and AVIF sequences: FFmpeg decodes no animated WebP.
+            if [.gif, .avif].contains(file.type), work.transcoding(configuration).enabled {
                 limits.animationAsVideo = work.transcodeLimits(.video, configuration)
             }
             return .normalize(source: file.path, type: file.type, destinationBase: work.plan.convertedBase, limits: limits)

@@ -25,7 +25,17 @@ extension ImageNormalizer {
     private static func normalizeThrowing(source: String, type: MediaType, destinationBase: String, limits: Limits,
                                           shouldStop: () -> Bool) throws(Reason) -> NormalizedImage? {
         if [.heic, .heif, .avif].contains(type) { _ = Vips.heifLoader }
-        let header = try Thumbnailer.openHeader(source, limits: limits.decode)
+        // An AVIF sequence moves as a video when transcoding is on, as a GIF too large does.
+        let sequence = type == .avif && AVIFSequence.isSequence(source)
+        if sequence && limits.animationAsVideo != nil { return nil }
+        let header: (image: VipsImageRef, width: Int, height: Int)
+        do throws(Reason) {
+            header = try Thumbnailer.openHeader(source, limits: limits.decode)
+        } catch where sequence && error.code == .corruptMedia {
+            // Without a still image libheif can read, what is left is the video.
+            throw Reason(code: .unsupportedType,
+                         message: "the file is an AVIF image sequence, delivered as a video, and transcoding is off")
+        }
         let colour: ColourRule = limits.convertsToSRGB ? .sRGB : .sourceProfile
         // Read once for every attempt: LittleCMS parses the profile to judge it.
         let profiled = header.image.hasColourProfile

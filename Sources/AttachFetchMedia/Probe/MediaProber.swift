@@ -10,7 +10,8 @@ extension MediaProber {
     /// Demuxers per sniffed type: FFmpeg may probe a file only as what libmagic said it is.
     static func demuxers(for type: MediaType) -> String {
         switch type {
-        case .mp4, .m4v, .m4a, .quickTime, .threeGPP, .threeGPP2: return "mov,mp4,m4a,3gp,3g2,mj2"
+        // An AVIF sequence (`AVIFSequence`) is an ISO media file too.
+        case .mp4, .m4v, .m4a, .quickTime, .threeGPP, .threeGPP2, .avif: return "mov,mp4,m4a,3gp,3g2,mj2"
         case .mp3: return "mp3"
         case .wav: return "wav"
         case .aiff: return "aiff"
