@@ -60,10 +60,10 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMagic", pkgConfig: "libmagic", providers: [.apt(["libmagic-dev"])]),
         .systemLibrary(name: "CVips", pkgConfig: "vips", providers: [.apt(["libvips-dev"])]),
-        // FFmpeg's libavformat, libavcodec, libswscale, libswresample and libavutil, for probing,
-        // remuxing and transcoding audio and video.
+        // FFmpeg's libavformat, libavcodec, libavfilter (tone mapping: zscale, tonemap),
+        // libswscale, libswresample and libavutil, for probing, remuxing and transcoding.
         .systemLibrary(name: "CFFmpeg", pkgConfig: "libavformat",
-                       providers: [.apt(["libavformat-dev", "libavcodec-dev", "libswscale-dev", "libswresample-dev", "libavutil-dev"])]),
+                       providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavfilter-dev", "libswscale-dev", "libswresample-dev", "libavutil-dev"])]),
         // libjpeg-turbo's TurboJPEG API: the fast path for plain JPEG thumbnails.
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         // OpenSSL: libcrypto (SHA-256, PEM) and libssl (reading the TLS session libcurl negotiated).

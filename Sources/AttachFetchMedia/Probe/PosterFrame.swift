@@ -68,8 +68,20 @@ extension MediaProber {
 
     /// The decoded frame as an 8-bit RGB libvips image of `width` x `height` (libswscale
     /// converts the pixel format and scales, averaging areas when it shrinks).
-    static func rgbImage(_ frame: UnsafeMutablePointer<AVFrame>, width outWidth: Int,
+    static func rgbImage(_ decoded: UnsafeMutablePointer<AVFrame>, width outWidth: Int,
                          height outHeight: Int) throws(Reason) -> VipsImageRef {
+        // A PQ or HLG frame is tone-mapped first, at the size asked for: a picture is shown as
+        // standard dynamic range by Android, by a web page, and in iOS's notification.
+        var frame = decoded
+        var toneMapped: AVFrameBox?
+        if ToneMapper.isHDR(decoded.pointee.color_trc), outWidth > 0, outHeight > 0 {
+            let mapper = try ToneMapper(width: decoded.pointee.width, height: decoded.pointee.height, format: decoded.pointee.format,
+                                        outputWidth: Int32(outWidth), outputHeight: Int32(outHeight))
+            let made = try AVFrameBox()
+            try mapper.map(decoded, into: made.pointer)
+            (frame, toneMapped) = (made.pointer, made)
+        }
+        defer { withExtendedLifetime(toneMapped) {} }
         let width = Int(frame.pointee.width)
         let height = Int(frame.pointee.height)
         let format = frame.pointee.format

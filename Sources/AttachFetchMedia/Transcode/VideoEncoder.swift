@@ -18,6 +18,9 @@ final class VideoEncoder {
     private var lastTimestamp: Int64 = .min
     /// The frame scaled into, kept for the next (`scaled(_:)`).
     private var scaledFrame: AVFrameBox?
+    /// For a PQ or HLG source: its frames made BT.709 at the output size (`toneMapped(_:)`).
+    private var toneMapper: ToneMapper?
+    private var toneMappedFrame: AVFrameBox?
     /// Where each frame given to libx264 is also kept while the speed ladder measures.
     var replay: SpeedLadder.Replay?
 
@@ -46,6 +49,7 @@ final class VideoEncoder {
         let rate = av_guess_frame_rate(nil, stream, nil)
         if rate.num > 0 && rate.den > 0 { context.pointee.framerate = rate }
         context.pointee.sample_aspect_ratio = stream.pointee.sample_aspect_ratio
+        Self.tagColour(context, from: stream.pointee.codecpar)
         context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER
         // Two threads: a worker's job may use both cores of a small machine.
         context.pointee.thread_count = 2
@@ -89,7 +93,9 @@ final class VideoEncoder {
         // A frame already of the output's size in 8-bit 4:2:0 goes to libx264 as it is, as the
         // ffmpeg program's scale filter passes it on: no copy of every frame.
         let input: UnsafeMutablePointer<AVFrame>
-        if width == context.pointee.width && height == context.pointee.height && frame.pointee.format == AV_PIX_FMT_YUV420P.rawValue {
+        if ToneMapper.isHDR(frame.pointee.color_trc) {
+            input = try toneMapped(frame)
+        } else if width == context.pointee.width && height == context.pointee.height && frame.pointee.format == AV_PIX_FMT_YUV420P.rawValue {
             input = frame
         } else {
             input = try scaled(frame)
@@ -125,6 +131,38 @@ final class VideoEncoder {
         let sent = avcodec_send_frame(context, frame)
         guard sent >= 0 else { throw FFmpeg.failure(.ioError, "libx264 refused a frame", sent) }
         try drain(write)
+    }
+
+    /// The output's colour tags, which libx264 writes into the stream: BT.709 for a PQ or HLG
+    /// source, which is tone-mapped (`ToneMapper`); otherwise the source's own (libswscale
+    /// scales YUV without changing its matrix), BT.601's matrix for RGB (libswscale's default
+    /// converting it), and always limited range (libswscale converts a full-range source).
+    private static func tagColour(_ context: UnsafeMutablePointer<AVCodecContext>, from source: UnsafeMutablePointer<AVCodecParameters>) {
+        context.pointee.color_range = AVCOL_RANGE_MPEG
+        if ToneMapper.isHDR(source.pointee.color_trc) {
+            (context.pointee.color_primaries, context.pointee.color_trc, context.pointee.colorspace) = (AVCOL_PRI_BT709, AVCOL_TRC_BT709, AVCOL_SPC_BT709)
+            return
+        }
+        (context.pointee.color_primaries, context.pointee.color_trc) = (source.pointee.color_primaries, source.pointee.color_trc)
+        let descriptor = av_pix_fmt_desc_get(AVPixelFormat(source.pointee.format))
+        let rgb = descriptor.map { $0.pointee.flags & UInt64(AV_PIX_FMT_FLAG_RGB) != 0 } ?? false
+        context.pointee.colorspace = rgb ? AVCOL_SPC_SMPTE170M : source.pointee.color_space
+    }
+
+    /// A PQ or HLG frame tone-mapped to BT.709 at the output size, into the one frame kept for it.
+    private func toneMapped(_ frame: UnsafeMutablePointer<AVFrame>) throws(Reason) -> UnsafeMutablePointer<AVFrame> {
+        let source = (width: frame.pointee.width, height: frame.pointee.height, format: frame.pointee.format)
+        if let mapper = toneMapper, mapper.input != source || toneMappedFrame == nil {
+            toneMapper = nil
+        }
+        if toneMapper == nil {
+            toneMapper = try ToneMapper(width: source.width, height: source.height, format: source.format,
+                                        outputWidth: context.pointee.width, outputHeight: context.pointee.height)
+            toneMappedFrame = try AVFrameBox()
+        }
+        guard let mapper = toneMapper, let made = toneMappedFrame else { throw Reason(code: .ioError, message: "no tone mapper") }
+        try mapper.map(frame, into: made.pointer)
+        return made.pointer
     }
 
     /// `frame` scaled and converted into the one output frame, reused from frame to frame: a
