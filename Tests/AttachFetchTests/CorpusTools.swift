@@ -18,6 +18,7 @@ final class MediaChecker {
         var orientation: Int?
         var format: String?
         var streams: [Stream]?
+        var difference: Double?
 
         struct Stream: Decodable {
             var type: String
@@ -47,6 +48,10 @@ final class MediaChecker {
     /// What `ffprobe -show_entries format=format_name:stream=codec_type,codec_name FILE` reads:
     /// whether it succeeds, the container's name, and each stream's type and codec.
     func probe(_ file: String) throws -> Answer { try ask("probe", file) }
+
+    /// How far `output` is from `source` as a phone shows each, rendered by libvips alone
+    /// (Tests/MediaCheck/Render.swift): the mean absolute difference per pixel and band, 0-255.
+    func difference(source: String, output: String) throws -> Answer { try ask("compare", "\(source)\t\(output)") }
 
     /// An image's size as displayed (EXIF orientations 5-8 swap the sides); -1 when unreadable.
     func displaySize(_ file: String) throws -> (width: Int, height: Int) {

@@ -74,3 +74,36 @@ int af_test_vips_avg(VipsImage *in, double *average) {
 }
 
 
+
+int af_test_vips_autorot(VipsImage *in, VipsImage **out) {
+    return vips_autorot(in, out, NULL);
+}
+
+int af_test_vips_icc_srgb(VipsImage *in, VipsImage **out, const char *input_profile) {
+    return vips_icc_transform(in, out, "srgb", "embedded", TRUE, "input_profile", input_profile,
+                              "intent", VIPS_INTENT_RELATIVE, NULL);
+}
+
+int af_test_vips_colourspace_srgb(VipsImage *in, VipsImage **out) {
+    return vips_colourspace(in, out, VIPS_INTERPRETATION_sRGB, NULL);
+}
+
+int af_test_vips_flatten(VipsImage *in, VipsImage **out) {
+    return vips_flatten(in, out, NULL);
+}
+
+int af_test_vips_resize(VipsImage *in, VipsImage **out, double hscale, double vscale) {
+    return vips_resize(in, out, hscale, "vscale", vscale, NULL);
+}
+
+int af_test_vips_crop(VipsImage *in, VipsImage **out, int left, int top, int width, int height) {
+    return vips_crop(in, out, left, top, width, height, NULL);
+}
+
+int af_test_vips_subtract(VipsImage *left, VipsImage *right, VipsImage **out) {
+    return vips_subtract(left, right, out, NULL);
+}
+
+int af_test_vips_abs(VipsImage *in, VipsImage **out) {
+    return vips_abs(in, out, NULL);
+}

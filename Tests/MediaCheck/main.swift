@@ -12,7 +12,8 @@ import Foundation
 ///   `file.png[fail_on=error]`), and libvips' error text when it does not;
 /// - `header FILE`: `vipsheader -a FILE`'s loader, width, height and EXIF orientation;
 /// - `probe FILE`: does `ffprobe -show_entries format=format_name:stream=codec_type,codec_name
-///   FILE` succeed, and the container's name and each stream's type and codec as it prints them.
+///   FILE` succeed, and the container's name and each stream's type and codec as it prints them;
+/// - `compare SOURCE<TAB>OUTPUT`: how far OUTPUT is from SOURCE as a phone shows each (`Render`).
 /// One libvips worker thread: with more, `vips avg` of a damaged PNG sometimes succeeds (an
 /// error in one tile is lost between its threads), so its verdict would be luck. No operation
 /// cache: every request decodes its file again.
@@ -25,6 +26,8 @@ struct Answer: Encodable {
     var orientation: Int?
     var format: String?
     var streams: [Stream]?
+    /// `compare`: the mean absolute difference per pixel and band, 0-255.
+    var difference: Double?
 
     struct Stream: Encodable {
         var type: String
@@ -93,6 +96,12 @@ func answer(_ request: Substring) -> Answer {
     let parts = request.split(separator: "\t", maxSplits: 1)
     guard parts.count == 2 else { return Answer(ok: false, errors: "media-check: expected `avg NAME`, `header FILE` or `probe FILE`") }
     if parts[0] == "probe" { return probe(String(parts[1])) }
+    if parts[0] == "compare" {
+        let files = parts[1].split(separator: "\t", maxSplits: 1).map(String.init)
+        guard files.count == 2 else { return Answer(ok: false, errors: "media-check: expected `compare SOURCE<TAB>OUTPUT`") }
+        guard let difference = Render.difference(source: files[0], output: files[1]) else { return Answer(ok: false, errors: takeErrors()) }
+        return Answer(ok: true, difference: difference)
+    }
     guard let image = af_test_vips_open(String(parts[1])) else { return Answer(ok: false, errors: takeErrors()) }
     defer { g_object_unref(image) }
     switch parts[0] {

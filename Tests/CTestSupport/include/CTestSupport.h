@@ -31,5 +31,18 @@ void af_test_fix_malloc_thresholds(void);
 VipsImage *af_test_vips_open(const char *name);
 // vips_avg: reads every pixel, so a decoder error anywhere in the image fails it.
 int af_test_vips_avg(VipsImage *in, double *average);
+// The independent rendering of an image the corpus check compares outputs with, one libvips
+// operation each: vips_autorot (EXIF orientation applied), vips_icc_transform to sRGB through
+// the embedded profile (`input_profile` when none), relative colorimetric; vips_colourspace to
+// sRGB; vips_flatten (alpha onto black); vips_resize by `hscale` and `vscale`; vips_crop;
+// vips_subtract; vips_abs.
+int af_test_vips_autorot(VipsImage *in, VipsImage **out);
+int af_test_vips_icc_srgb(VipsImage *in, VipsImage **out, const char *input_profile);
+int af_test_vips_colourspace_srgb(VipsImage *in, VipsImage **out);
+int af_test_vips_flatten(VipsImage *in, VipsImage **out);
+int af_test_vips_resize(VipsImage *in, VipsImage **out, double hscale, double vscale);
+int af_test_vips_crop(VipsImage *in, VipsImage **out, int left, int top, int width, int height);
+int af_test_vips_subtract(VipsImage *left, VipsImage *right, VipsImage **out);
+int af_test_vips_abs(VipsImage *in, VipsImage **out);
 
 #endif
