@@ -9,9 +9,10 @@ internal import CFFmpeg
 /// render the same frame with it. Shown without it, a PQ frame's numbers read as BT.709 are
 /// washed out and an HLG frame's dim and grey.
 ///
-/// Owns its filter graph, made for one frame size and pixel format; not thread-safe, not
+/// libavfilter is loaded at the first use (`LibAVFilter`). Owns its filter graph, made for one frame size and pixel format; not thread-safe, not
 /// Sendable.
 final class ToneMapper {
+    private let filters: LibAVFilter
     private let graph: UnsafeMutablePointer<AVFilterGraph>
     private let source: UnsafeMutablePointer<AVFilterContext>
     private let sink: UnsafeMutablePointer<AVFilterContext>
@@ -26,12 +27,14 @@ final class ToneMapper {
     }
 
     init(width: Int32, height: Int32, format: Int32, outputWidth: Int32, outputHeight: Int32) throws(Reason) {
-        guard let graph = avfilter_graph_alloc() else { throw Reason(code: .ioError, message: "libavfilter cannot allocate a graph: out of memory") }
+        let filters = try LibAVFilter.shared.get()
+        self.filters = filters
+        guard let graph = filters.graphAlloc() else { throw Reason(code: .ioError, message: "libavfilter cannot allocate a graph: out of memory") }
         do throws(Reason) {
-            (source, sink) = try Self.build(graph, width: width, height: height, format: format, outputWidth: outputWidth, outputHeight: outputHeight)
+            (source, sink) = try Self.build(graph, filters: filters, width: width, height: height, format: format, outputWidth: outputWidth, outputHeight: outputHeight)
         } catch {
             var failed: UnsafeMutablePointer<AVFilterGraph>? = graph
-            avfilter_graph_free(&failed)
+            filters.graphFree(&failed)
             throw error
         }
         self.graph = graph
@@ -39,40 +42,40 @@ final class ToneMapper {
         output = (outputWidth, outputHeight)
     }
 
-    private static func build(_ graph: UnsafeMutablePointer<AVFilterGraph>, width: Int32, height: Int32, format: Int32,
+    private static func build(_ graph: UnsafeMutablePointer<AVFilterGraph>, filters: LibAVFilter, width: Int32, height: Int32, format: Int32,
                               outputWidth: Int32, outputHeight: Int32) throws(Reason) -> (UnsafeMutablePointer<AVFilterContext>, UnsafeMutablePointer<AVFilterContext>) {
         // One thread: a decode job's threads are the decoder's and the encoder's.
         graph.pointee.nb_threads = 1
         var source: UnsafeMutablePointer<AVFilterContext>?, sink: UnsafeMutablePointer<AVFilterContext>?
         let arguments = "video_size=\(width)x\(height):pix_fmt=\(format):time_base=1/1:pixel_aspect=1/1"
-        var status = avfilter_graph_create_filter(&source, avfilter_get_by_name("buffer"), "in", arguments, nil, graph)
+        var status = filters.graphCreateFilter(&source, filters.getByName("buffer"), "in", arguments, nil, graph)
         guard status >= 0, let source else { throw FFmpeg.failure(.corruptMedia, "libavfilter cannot take the frame", status) }
-        status = avfilter_graph_create_filter(&sink, avfilter_get_by_name("buffersink"), "out", nil, nil, graph)
+        status = filters.graphCreateFilter(&sink, filters.getByName("buffersink"), "out", nil, nil, graph)
         guard status >= 0, let sink else { throw FFmpeg.failure(.ioError, "libavfilter cannot make its output", status) }
         let chain = "zscale=w=\(outputWidth):h=\(outputHeight):t=linear:npl=100,format=gbrpf32le,zscale=p=bt709,"
             + "tonemap=tonemap=hable:desat=0,zscale=t=bt709:m=bt709:r=tv,format=yuv420p"
         // The chain's open ends: its input is fed by `in`, its output feeds `out`. The parse
         // links them and leaves what it did not use, freed here either way.
-        var outputs = avfilter_inout_alloc(), inputs = avfilter_inout_alloc()
+        var outputs = filters.inoutAlloc(), inputs = filters.inoutAlloc()
         defer {
-            avfilter_inout_free(&outputs)
-            avfilter_inout_free(&inputs)
+            filters.inoutFree(&outputs)
+            filters.inoutFree(&inputs)
         }
         guard let open = outputs, let close = inputs else { throw Reason(code: .ioError, message: "libavfilter cannot allocate its pads: out of memory") }
         open.pointee.name = av_strdup("in")
         open.pointee.filter_ctx = source
         close.pointee.name = av_strdup("out")
         close.pointee.filter_ctx = sink
-        status = avfilter_graph_parse_ptr(graph, chain, &inputs, &outputs, nil)
+        status = filters.graphParse(graph, chain, &inputs, &outputs, nil)
         guard status >= 0 else { throw FFmpeg.failure(.ioError, "libavfilter cannot build the tone mapping (zscale, tonemap)", status) }
-        status = avfilter_graph_config(graph, nil)
+        status = filters.graphConfig(graph, nil)
         guard status >= 0 else { throw FFmpeg.failure(.corruptMedia, "libavfilter cannot tone-map this frame's format", status) }
         return (source, sink)
     }
 
     deinit {
         var graph: UnsafeMutablePointer<AVFilterGraph>? = graph
-        avfilter_graph_free(&graph)
+        filters.graphFree(&graph)
     }
 
     /// `frame` tone-mapped into `into` (its buffers replaced), tagged BT.709.
@@ -83,10 +86,10 @@ final class ToneMapper {
         if frame.pointee.color_primaries == AVCOL_PRI_UNSPECIFIED { frame.pointee.color_primaries = AVCOL_PRI_BT2020 }
         defer { (frame.pointee.colorspace, frame.pointee.color_primaries) = saved }
         let pts = frame.pointee.pts
-        let added = av_buffersrc_write_frame(source, frame)
+        let added = filters.sourceWriteFrame(source, frame)
         guard added >= 0 else { throw FFmpeg.failure(.corruptMedia, "libavfilter refused the frame", added) }
         av_frame_unref(made)
-        let got = av_buffersink_get_frame(sink, made)
+        let got = filters.sinkGetFrame(sink, made)
         guard got >= 0 else { throw FFmpeg.failure(.corruptMedia, "libavfilter made no tone-mapped frame", got) }
         made.pointee.pts = pts
         made.pointee.color_trc = AVCOL_TRC_BT709
