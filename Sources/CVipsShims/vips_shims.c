@@ -87,3 +87,11 @@ int af_vips_thumbnail_crop_srgb(const char *filename, VipsImage **out, int width
 int af_vips_smartcrop(VipsImage *in, VipsImage **out, int width, int height, VipsInteresting interesting) {
     return vips_smartcrop(in, out, width, height, "interesting", interesting, NULL);
 }
+
+int af_vips_profile_load(const char *name, VipsBlob **profile) {
+    return vips_profile_load(name, profile, NULL);
+}
+
+int af_vips_icc_transform_srgb(VipsImage *in, VipsImage **out) {
+    return vips_icc_transform(in, out, "srgb", "embedded", TRUE, "intent", VIPS_INTENT_RELATIVE, NULL);
+}

@@ -206,4 +206,38 @@ import Testing
             }
         }
     }
+
+    /// An AVIF that states Display P3 as code points (an `nclx` colour property, as AVIF
+    /// encoders write it) and carries no ICC profile: the attachment carries libvips' Display P3
+    /// profile with the source's values, and the thumbnail and the Android variant are converted
+    /// through it (each compared with the source rendered through that profile).
+    @Test func anAVIFStatingDisplayP3InCodePointsShowsItsColours() async throws {
+        let media = Scratch(), scratch = Scratch(), work = Scratch()
+        let source = "\(media.path)/nclx.avif"
+        try await offPool {
+            try Self.pattern("\(work.path)/pattern.png")
+            _ = try Self.vips(["icc_transform", "\(work.path)/pattern.png", "\(work.path)/p3.png", "p3", "--input-profile", "srgb", "--intent", "relative"])
+            // P3's numbers without a profile: AV1 4:4:4, full range, BT.709's matrix, tagged P3 primaries and sRGB's transfer.
+            let made = try tool("/usr/bin/ffmpeg", ["-v", "error", "-nostdin", "-y", "-i", "\(work.path)/p3.png", "-frames:v", "1",
+                                                    "-vf", "scale=out_color_matrix=bt709:out_range=full,format=yuv444p",
+                                                    "-color_primaries", "smpte432", "-color_trc", "iec61966-2-1", "-colorspace", "bt709",
+                                                    "-color_range", "pc", "-c:v", "libaom-av1", "-cpu-used", "8", "-crf", "8", "-still-picture", "1", source])
+            try #require(made.status == 0, "\(made.errors)")
+        }
+        #expect(try !Self.hasProfile(source), "the source must state its colour without a profile")
+        try await withMediaServer(directory: media.path) { server in
+            try await withPipeline(scratch, { $0.platforms = [.ios, .android] }) { pipeline in
+                let d = await fetchOne("\(server.baseURL)/media/nclx.avif", pipeline)
+                let file = try #require(d.file, "\(d.reason?.message ?? "")")
+                #expect(try Self.hasProfile(file), "the attachment carries no profile")
+                let outputs = [("attachment", file, "p3"), ("thumbnail", try #require(d.thumbnail?.file), "srgb"),
+                               ("android", try #require(d.variants?["android"]?.file), "srgb")]
+                for (what, output, space) in outputs {
+                    let off = try Self.difference(output: output, source: source, sourceFallback: "p3", space: space, work: work.path, name: what)
+                    print("nclx AVIF \(what): \(off)")
+                    #expect(off.meanPerBand.allSatisfy { $0 < 3 }, "\(what): \(off)")
+                }
+            }
+        }
+    }
 }

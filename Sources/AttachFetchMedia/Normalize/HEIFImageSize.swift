@@ -13,28 +13,37 @@ enum HEIFImageSize {
 
     /// The largest declared width x height, or nil when the file is not ISO-BMFF or declares none.
     package static func largest(_ path: String) -> (width: Int, height: Int)? {
+        guard let data = header(path) else { return nil }
+        var best: (width: Int, height: Int)?
+        for ispe in properties(data, named: "ispe") where ispe.count >= 12 {
+            // Each side is 32 bits: the product is compared without overflowing.
+            let width = integer(data, at: ispe.lowerBound + 4), height = integer(data, at: ispe.lowerBound + 8)
+            if area(width, height) > (best.map { area($0.width, $0.height) } ?? -1) { best = (width, height) }
+        }
+        return best
+    }
+
+    /// The file's first `maxHeaderBytes`, when it is ISO-BMFF (an `ftyp` box first).
+    static func header(_ path: String) -> ArraySlice<UInt8>? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var bytes = [UInt8](repeating: 0, count: maxHeaderBytes)
         let count = pread(fd, &bytes, bytes.count, 0)
-        guard count >= 16 else { return nil }
-        let data = bytes[..<count]
-        guard data[4...7].elementsEqual("ftyp".utf8) else { return nil }
-        var best: (width: Int, height: Int)?
-        // meta (a full box: 4 bytes of version and flags) > iprp > ipco > ispe.
-        for meta in boxes(data, in: 0..<count, named: "meta") {
+        guard count >= 16, bytes[4...7].elementsEqual("ftyp".utf8) else { return nil }
+        return bytes[..<count]
+    }
+
+    /// The payloads of the item properties called `name`: meta (a full box: 4 bytes of version
+    /// and flags) > iprp > ipco > `name`.
+    static func properties(_ data: ArraySlice<UInt8>, named name: String) -> [Range<Int>] {
+        var found: [Range<Int>] = []
+        for meta in boxes(data, in: data.startIndex..<data.endIndex, named: "meta") {
             for iprp in boxes(data, in: (meta.lowerBound + 4)..<meta.upperBound, named: "iprp") {
-                for ipco in boxes(data, in: iprp, named: "ipco") {
-                    for ispe in boxes(data, in: ipco, named: "ispe") where ispe.count >= 12 {
-                        // Each side is 32 bits: the product is compared without overflowing.
-                        let width = integer(data, at: ispe.lowerBound + 4), height = integer(data, at: ispe.lowerBound + 8)
-                        if area(width, height) > (best.map { area($0.width, $0.height) } ?? -1) { best = (width, height) }
-                    }
-                }
+                for ipco in boxes(data, in: iprp, named: "ipco") { found += boxes(data, in: ipco, named: name) }
             }
         }
-        return best
+        return found
     }
 
     /// The payloads of the boxes called `name` directly inside `range`.
@@ -65,7 +74,7 @@ enum HEIFImageSize {
         return overflow ? Int.max : product
     }
 
-    private static func integer(_ data: ArraySlice<UInt8>, at offset: Int) -> Int {
+    static func integer(_ data: ArraySlice<UInt8>, at offset: Int) -> Int {
         Int(data[offset]) << 24 | Int(data[offset + 1]) << 16 | Int(data[offset + 2]) << 8 | Int(data[offset + 3])
     }
 }

@@ -38,7 +38,9 @@ extension ImageNormalizer {
         }
         let colour: ColourRule = limits.convertsToSRGB ? .sRGB : .sourceProfile
         // Read once for every attempt: LittleCMS parses the profile to judge it.
-        let profiled = header.image.hasColourProfile
+        let hasProfile = header.image.hasColourProfile
+        let stated = hasProfile ? nil : HEIFStatedColour.fallbackProfile(source)
+        let profiled = hasProfile || stated != nil
         func delivered(_ encoded: EncodedImage, downscaled: Bool, cropped: Bool = false) throws(Reason) -> NormalizedImage {
             let file = destinationBase + "." + encoded.type.fileExtension
             let problem = encoded.data.withUnsafeBytes { SafeFile.create(file, contents: $0) }
@@ -63,7 +65,7 @@ extension ImageNormalizer {
         }
 
         if let crop = limits.crop, crop.crops, PictureCrop.needsTwoToOne(width: header.width, height: header.height) {
-            return try twoToOne(source, header: header, toSRGB: ColourRule.sRGB.converts(profiled: profiled), crop: crop,
+            return try twoToOne(source, header: header, toSRGB: ColourRule.sRGB.converts(profiled: profiled), statedProfile: stated, crop: crop,
                                 limits: limits, shouldStop: shouldStop) { encoded throws(Reason) in
                 try delivered(encoded, downscaled: encoded.width < header.width, cropped: true)
             }
@@ -79,7 +81,7 @@ extension ImageNormalizer {
             // orientation; at scale 1 it only decodes (and turns) the image.
             let encoded = try Vips.decodingUnderPolicy(isJPEG: header.image.isJPEG) { failOn throws(Reason) in
                 var image = try Vips.thumbnail(source, width: width, height: height, failOn: failOn,
-                                               toSRGB: colour.converts(profiled: profiled))
+                                               toSRGB: colour.converts(profiled: profiled), statedProfile: stated)
                 // Alpha needs two passes (is it all opaque? then encode): decode once into memory.
                 if image.hasAlpha {
                     guard let rendered = vips_image_copy_memory(image.pointer) else {
@@ -101,7 +103,8 @@ extension ImageNormalizer {
     }
 
     /// A 2:1 crop (`PictureCropper`), made narrower until it fits `limits.maxBytes`.
-    private static func twoToOne(_ source: String, header: (image: VipsImageRef, width: Int, height: Int), toSRGB: Bool, crop: PictureCrop,
+    private static func twoToOne(_ source: String, header: (image: VipsImageRef, width: Int, height: Int), toSRGB: Bool,
+                                 statedProfile: String?, crop: PictureCrop,
                                  limits: Limits, shouldStop: () -> Bool,
                                  deliver: (EncodedImage) throws(Reason) -> NormalizedImage) throws(Reason) -> NormalizedImage {
         var maxWidth = limits.cropWidth
@@ -110,7 +113,7 @@ extension ImageNormalizer {
             if shouldStop() { throw Reason(code: .cancelled, message: "abandoned") }
             let encoded = try Vips.decodingUnderPolicy(isJPEG: header.image.isJPEG) { failOn throws(Reason) in
                 let cut = try PictureCropper.twoToOne(source, width: header.width, height: header.height, crop: crop,
-                                                      toSRGB: toSRGB,
+                                                      toSRGB: toSRGB, statedProfile: statedProfile,
                                                       maxWidth: maxWidth, failOn: failOn)
                 guard let rendered = vips_image_copy_memory(cut.pointer) else { throw Vips.failure("decode the image") }
                 return try Thumbnailer.encode(VipsImageRef(rendered), jpegQuality: jpegQuality)

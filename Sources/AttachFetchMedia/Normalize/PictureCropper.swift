@@ -31,25 +31,26 @@ enum PictureCropper {
     /// `source` (an image of `width` x `height` as displayed) cut to 2:1 and scaled to at most
     /// `maxWidth` wide: shrunk on load, then cut where `crop` says; `toSRGB`: converted through
     /// its ICC profile (only a variant is ever cut, and variants are sRGB).
-    static func twoToOne(_ source: String, width: Int, height: Int, crop: PictureCrop, toSRGB: Bool, maxWidth: Int,
-                         failOn: VipsFailOn) throws(Reason) -> VipsImageRef {
+    static func twoToOne(_ source: String, width: Int, height: Int, crop: PictureCrop, toSRGB: Bool, statedProfile: String? = nil,
+                         maxWidth: Int, failOn: VipsFailOn) throws(Reason) -> VipsImageRef {
         let size = twoToOneSize(width: width, height: height, maxWidth: maxWidth)
         guard let focus = crop.focus else {
             var out: UnsafeMutablePointer<VipsImage>?
-            let status = toSRGB
+            let status = toSRGB && statedProfile == nil
                 ? af_vips_thumbnail_crop_srgb(source, &out, Int32(size.width), Int32(size.height), interesting(crop.mode), failOn)
                 : af_vips_thumbnail_crop(source, &out, Int32(size.width), Int32(size.height), interesting(crop.mode), failOn)
             guard status == 0,
                   let out else {
                 throw Vips.failure("crop the image")
             }
+            if let statedProfile { return try Vips.withStatedProfile(VipsImageRef(out), statedProfile, toSRGB: toSRGB) }
             return VipsImageRef(out)
         }
         // Scaled so that the 2:1 box is covered, then cut around the focal point.
         let scale = max(Double(size.width) / Double(width), Double(size.height) / Double(height))
         let scaled = try Vips.thumbnail(source, width: max(size.width, Int((Double(width) * scale).rounded(.up))),
                                         height: max(size.height, Int((Double(height) * scale).rounded(.up))), failOn: failOn,
-                                        toSRGB: toSRGB)
+                                        toSRGB: toSRGB, statedProfile: statedProfile)
         return try cut(scaled, around: focus, width: min(size.width, scaled.width), height: min(size.height, scaled.height))
     }
 

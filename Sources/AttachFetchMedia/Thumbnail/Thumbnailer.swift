@@ -82,10 +82,12 @@ extension Thumbnailer {
         let header = try openHeader(source, limits: limits)
         let box = try boxSize(width: header.width, height: header.height, shape: shape, maxEdge: limits.maxEdge)
         // Read once: LittleCMS parses the profile to judge it.
-        let profiled = header.image.hasColourProfile
+        let hasProfile = header.image.hasColourProfile
+        let stated = hasProfile ? nil : HEIFStatedColour.fallbackProfile(source)
+        let profiled = hasProfile || stated != nil
         var thumbnail = try Vips.decodingUnderPolicy(isJPEG: header.image.isJPEG) { failOn throws(Reason) in
             try finish(try Vips.thumbnail(source, width: box.width, height: box.height, failOn: failOn,
-                                          toSRGB: profiled), clip: box.clip,
+                                          toSRGB: profiled, statedProfile: stated), clip: box.clip,
                        sourceWidth: header.width, sourceHeight: header.height, destinationBase: destinationBase,
                        shape: shape, limits: limits)
         }

@@ -46,4 +46,9 @@ int af_vips_thumbnail_crop_srgb(const char *filename, VipsImage **out, int width
 // its left and top.
 int af_vips_smartcrop(VipsImage *in, VipsImage **out, int width, int height, VipsInteresting interesting);
 
+// vips_profile_load: one of libvips' built-in ICC profiles ("srgb", "cmyk", "p3") by name.
+int af_vips_profile_load(const char *name, VipsBlob **profile);
+// vips_icc_transform to sRGB through the image's embedded profile, relative colorimetric.
+int af_vips_icc_transform_srgb(VipsImage *in, VipsImage **out);
+
 #endif

@@ -95,16 +95,37 @@ package enum Vips {
     /// pixels converted through its ICC profile, for a source that has one
     /// (`ColourRule.converts`). Lazy: the pixels are decoded, and decoding fails, when the
     /// result is rendered.
+    /// `statedProfile`: the built-in profile that stands for colour the file states without one
+    /// (`HEIFStatedColour`), carried by the result or converted through.
     static func thumbnail(_ source: String, width: Int, height: Int, failOn: VipsFailOn,
-                          toSRGB: Bool) throws(Reason) -> VipsImageRef {
+                          toSRGB: Bool, statedProfile: String? = nil) throws(Reason) -> VipsImageRef {
         var out: UnsafeMutablePointer<VipsImage>?
-        let status = toSRGB
+        let status = toSRGB && statedProfile == nil
             ? af_vips_thumbnail_srgb(source, &out, Int32(width), Int32(height), VIPS_SIZE_DOWN, failOn)
             : af_vips_thumbnail(source, &out, Int32(width), Int32(height), VIPS_SIZE_DOWN, failOn)
         guard status == 0, let out else {
             throw failure("decode the image")
         }
+        if let statedProfile { return try withStatedProfile(VipsImageRef(out), statedProfile, toSRGB: toSRGB) }
         return VipsImageRef(out)
+    }
+
+    /// `image` carrying libvips' built-in ICC profile `name`, for colour its file stated
+    /// without a profile (`HEIFStatedColour`); converted to sRGB through it when `toSRGB`.
+    static func withStatedProfile(_ image: VipsImageRef, _ name: String, toSRGB: Bool) throws(Reason) -> VipsImageRef {
+        var blob: UnsafeMutablePointer<VipsBlob>?
+        guard af_vips_profile_load(name, &blob) == 0, let blob else { throw failure("load libvips' \(name) profile") }
+        defer { blob.withMemoryRebound(to: VipsArea.self, capacity: 1) { vips_area_unref($0) } }
+        var length = 0
+        guard let data = vips_blob_get(blob, &length), length > 0 else { throw failure("read libvips' \(name) profile") }
+        var out: UnsafeMutablePointer<VipsImage>?
+        guard af_vips_copy(image.pointer, &out) == 0, let out else { throw failure("copy the image") }
+        let copy = VipsImageRef(out)
+        vips_image_set_blob_copy(copy.pointer, "icc-profile-data", data, length)
+        guard toSRGB else { return copy }
+        var converted: UnsafeMutablePointer<VipsImage>?
+        guard af_vips_icc_transform_srgb(copy.pointer, &converted) == 0, let converted else { throw failure("convert the image to sRGB") }
+        return VipsImageRef(converted)
     }
 
     /// A copy of `image` whose only metadata is its ICC profile, if it has one: what is written
