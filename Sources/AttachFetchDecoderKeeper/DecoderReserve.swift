@@ -5,7 +5,6 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 
 /// The fork server: one `attach-fetch-decoder` the program executes when it starts, from which
 /// its pipelines' workers are forked instead of each being executed.
@@ -49,7 +48,7 @@ public enum DecoderReserve {
     }
 
     /// Read and replaced under the lock; every system call on it is made after.
-    private static let state = Mutex(State())
+    private static let state = Locked(State())
 
     /// How long a request waits for its worker. The first one also waits for the fork server's
     /// own start (seconds under valgrind); past this the server is taken for stuck and retired.

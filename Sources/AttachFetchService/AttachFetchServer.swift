@@ -21,7 +21,7 @@ public final class AttachFetchServer: Sendable {
     /// The object store's last answer to `/readyz` (when, and its problem if any), reused for
     /// `storeCheckReuse`: the route is public and load balancers probe it every few seconds, so
     /// one store request serves every probe in that time, and a flood of probes sends no more.
-    private let storeReadiness = Mutex<(at: ContinuousClock.Instant, problem: String?)?>(nil)
+    private let storeReadiness = Locked<(at: ContinuousClock.Instant, problem: String?)?>(nil)
     static let storeCheckReuse: Duration = .seconds(5)
     let traces: OTLPExporter?
 

@@ -1,6 +1,6 @@
+import AttachFetch
 import Hummingbird
 import NIOCore
-import Synchronization
 
 /// Notices, per connection, that the client went away (its side closed, or the connection
 /// died) while a request is being answered, so that the request's batch can be cancelled.
@@ -21,14 +21,14 @@ final class ClientDisconnectWatch: ChannelInboundHandler, RemovableChannelHandle
 
     // Written by the event loop (events) and by request tasks (watch/unwatch): the lock makes
     // this handler safe to share between them.
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Every open connection's watch, by its channel: a request finds its connection's watch
     /// with a lookup here, where `pipeline.handler(type:)` is a future completed on the event
     /// loop (the hop and the future were ~4 % of the service's CPU under a load of cache hits).
     /// An entry lives from the handler's addition to its removal, which NIO does when the
     /// channel closes, so the identifier is never that of a channel freed and reused.
-    private static let byChannel = Mutex<[ObjectIdentifier: ClientDisconnectWatch]>([:])
+    private static let byChannel = Locked<[ObjectIdentifier: ClientDisconnectWatch]>([:])
 
     static func watch(of channel: any Channel) -> ClientDisconnectWatch? {
         byChannel.withLock { $0[ObjectIdentifier(channel)] }

@@ -1,7 +1,7 @@
+import AttachFetch
 import Hummingbird
 import Logging
 import NIOCore
-import Synchronization
 
 /// The request context: Hummingbird's core, plus what a handler learned for the request's log
 /// line (attachments by status).
@@ -19,7 +19,7 @@ struct ServiceContext: RequestContext {
 
 /// Filled by a handler, read by the logging middleware.
 final class RequestOutcome: Sendable {
-    private let counts = Mutex<[String: Int]>([:])
+    private let counts = Locked<[String: Int]>([:])
 
     func count(_ status: String) { counts.withLock { $0[status, default: 0] += 1 } }
     var byStatus: [String: Int] { counts.withLock { $0 } }

@@ -18,7 +18,7 @@ final class ServiceMetrics: Sendable {
     private let decoderLandlockABI: Gauge, decoderSystemCallFilter: Gauge
     private let breakerTransitions: [String: Counter]
     /// Transitions already added to the counters (the pipeline reports totals).
-    private let breakerTransitionsSeen = Mutex<[String: Int]>([:])
+    private let breakerTransitionsSeen = Locked<[String: Int]>([:])
     private let connectionsOpenNow: Gauge
     private let connectionsClosed: [ConnectionCloseReason: Counter]
     private let batchesNow = Atomic<Int>(0)
@@ -203,7 +203,7 @@ final class ServiceMetrics: Sendable {
 /// registry's lock (2–3 % of the service's CPU under a load of cache hits). Label values come
 /// from small sets (routes, statuses, reason codes, cache results), so these stay small.
 private final class Made<Key: Hashable & Sendable, Metric: Sendable>: Sendable {
-    private let metrics = Mutex<[Key: Metric]>([:])
+    private let metrics = Locked<[Key: Metric]>([:])
 
     func get(_ key: Key, make: () -> Metric) -> Metric {
         metrics.withLock { known in

@@ -52,7 +52,7 @@ final class SharedResult: Sendable {
     private let holders = Atomic<Int>(1)
     private let store: WorkStore?
     /// The unnamed files among `files`: open while the result is held, freed with it.
-    private let unnamed: Mutex<[UnnamedFile]>
+    private let unnamed: Locked<[UnnamedFile]>
 
     /// Starts with one holder: the work that made it. `sizes`: the files' sizes where their
     /// writers know them; any other file is asked (a stat per file).
@@ -65,7 +65,7 @@ final class SharedResult: Sendable {
         self.publishedFiles = publishedFiles
         self.headers = headers
         self.lifetime = lifetime
-        self.unnamed = Mutex(unnamed)
+        self.unnamed = Locked(unnamed)
         // The files keep the store's directory: held (the work that made them holds it now,
         // so this only counts) until the last holder of the result lets go.
         self.store = files.isEmpty ? nil : store

@@ -1,5 +1,4 @@
 import DequeModule
-import Synchronization
 
 /// Attachments in flight across every batch of a pipeline: a batch's window bounds one batch,
 /// these bound them all, so that many small batches at once (the service's) cost the memory of
@@ -17,13 +16,13 @@ final class AttachmentPermits: Sendable {
         var cancelledEarly: Set<Int> = []
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     /// Runs when a waiter has its id and before its continuation is recorded: the window in
     /// which a `release` finds nobody waiting. For the test that holds it open; nil otherwise.
     private let whileArriving: (@Sendable () -> Void)?
 
     init(count: Int, whileArriving: (@Sendable () -> Void)? = nil) {
-        state = Mutex(State(available: count))
+        state = Locked(State(available: count))
         self.whileArriving = whileArriving
     }
 

@@ -1,5 +1,4 @@
 import Dispatch
-import Synchronization
 
 /// A sleep whose timer goes when its task is cancelled. `Task.sleep` on Linux leaves its timer
 /// (and about 700 bytes of task, timer and continuation) in place until the instant comes, even
@@ -24,7 +23,7 @@ enum TimerSleep {
         let nanoseconds = Int(left.components.seconds).multipliedReportingOverflow(by: 1_000_000_000)
         let delay = nanoseconds.overflow ? Int.max / 2 : nanoseconds.partialValue &+ Int(left.components.attoseconds / 1_000_000_000)
         let timer = Timer(DispatchSource.makeTimerSource(queue: queue))
-        let state = Mutex(State.arming)
+        let state = Locked(State.arming)
         /// Takes the continuation once, whoever comes first: the timer or the cancellation.
         @Sendable func take() -> CheckedContinuation<Void, any Error>? {
             state.withLock { state in

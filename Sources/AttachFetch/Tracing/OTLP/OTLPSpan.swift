@@ -1,4 +1,3 @@
-import Synchronization
 package import Tracing
 
 /// A span the OTLP tracer made: its identity fixed at the start, the rest (name, attributes,
@@ -22,7 +21,7 @@ package final class OTLPSpan: Span {
         var ended = false
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(name: String, context: ServiceContext, trace: TraceContext, parentSpanID: [UInt8]?, kind: SpanKind,
          startNanos: UInt64, queue: SpanExportQueue) {
@@ -33,7 +32,7 @@ package final class OTLPSpan: Span {
         self.startNanos = startNanos
         self.isRecording = trace.sampled
         self.queue = queue
-        state = Mutex(State(name: name))
+        state = Locked(State(name: name))
     }
 
     package var operationName: String {

@@ -6,7 +6,7 @@ import Synchronization
 /// was exported, for the service's metrics. `push` takes a lock and makes no system call.
 package final class SpanExportQueue: Sendable {
     package let capacity: Int
-    private let spans = Mutex(Deque<FinishedSpan>())
+    private let spans = Locked(Deque<FinishedSpan>())
     /// Spans never exported: the queue was full, or their batch's export failed.
     package let dropped = Atomic<Int>(0)
     package let exported = Atomic<Int>(0)

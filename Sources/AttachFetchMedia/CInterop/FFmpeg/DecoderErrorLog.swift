@@ -21,7 +21,7 @@ enum DecoderErrorLog {
         var last = ""
     }
 
-    private static let logged = Mutex<[UInt: Entry]>([:])
+    private static let logged = Locked<[UInt: Entry]>([:])
     private static let nextToken = Atomic<UInt>(1)
 
     /// Installed once, with FFmpeg's start-up.
