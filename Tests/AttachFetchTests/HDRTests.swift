@@ -59,7 +59,7 @@ import Testing
                           ["-c:v", "libx265", "-x265-params", "log-level=error", "-tag:v", "hvc1"])
         }
         try await withMediaServer(directory: media.path) { server in
-            try await withPipeline(scratch) { pipeline in
+            try await withPipeline(scratch, { $0.platforms = [.ios, .android] }) { pipeline in
                 for (name, transfer) in [("pq.mp4", "smpte2084"), ("hlg.mp4", "arib-std-b67")] {
                     let source = "\(media.path)/\(name)"
                     #expect(try await Self.colour(source)["color_transfer"] == transfer, "\(name): the source is not tagged \(transfer)")
@@ -74,6 +74,18 @@ import Testing
                     print("\(name) poster: \(off) off ffmpeg's tone mapping, \(offUntouched) off the frame not tone-mapped")
                     #expect(off < 3, "\(name): the poster is \(off) off the tone-mapped frame")
                     #expect(offUntouched > 3 * max(off, 1), "\(name): the poster (\(offUntouched) off the untouched frame) is not told from it")
+
+                    // The Android picture, a 2:1 crop of the same frame at the source's size, against the whole
+                    // frame tone-mapped (`media-check compare` places the crop where it matches best).
+                    let android = try #require(d.variants?["android"]?.file, "\(name): no Android picture")
+                    let wholeMapped = try await Self.render(source, Self.toneMapping("1280:720"), work: work.path)
+                    let wholeUntouched = try await Self.render(source, "scale=in_color_matrix=bt2020:in_range=tv,format=rgb24", work: work.path)
+                    let checker = try MediaChecker()
+                    defer { checker.close() }
+                    let androidOff = try #require(try checker.difference(source: wholeMapped, output: android).difference)
+                    let androidUntouched = try #require(try checker.difference(source: wholeUntouched, output: android).difference)
+                    print("\(name) Android picture: \(androidOff) off the tone-mapped frame, \(androidUntouched) off the untouched one")
+                    #expect(androidOff < 4 && androidUntouched > 3 * max(androidOff, 1), "\(name): Android picture \(androidOff), untouched \(androidUntouched)")
 
                     let file = try #require(d.file)
                     let delivered = try await Self.colour(file)
