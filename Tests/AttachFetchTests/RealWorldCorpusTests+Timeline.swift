@@ -48,7 +48,9 @@ extension RealWorldCorpusTests {
     /// A file attach-fetch made (re-encoded or remuxed into MPEG-4) against its source, as
     /// `TranscodeSyncTests` holds its own clips: the index before the media, sound and picture
     /// as far apart as in the source (within 40 ms), and, when nothing was cut, as many video
-    /// frames as the source has packets (90 % at least: a packet the decoder refuses makes none).
+    /// frames as the source has packets (90 % at least: a packet the decoder refuses makes none);
+    /// the file starting at 0 (within 0.1 s) and described as long as its packets last (within
+    /// 0.5 s).
     static func checkTimeline(_ d: AttachmentDescriptor, file: String, original: String) throws -> String? {
         let transforms = d.transforms ?? []
         guard transforms.contains(.transcoded) || transforms.contains(.remuxed), d.kind == .video || d.kind == .audio else { return nil }
@@ -59,6 +61,14 @@ extension RealWorldCorpusTests {
             let was = sourceAudio.start - sourceVideo.start, now = audio.start - video.start
             if abs(now - was) > TranscodeSyncTests.tolerance {
                 return String(format: "sound %.3f s after the picture, the source %.3f s", now, was)
+            }
+        }
+        // It starts at 0, and the descriptor's duration is its streams' length from their packets.
+        let streams = [delivered.video, delivered.audio].compactMap { $0 }
+        if let start = streams.map(\.start).min(), let end = streams.map(\.end).max() {
+            if abs(start) > 0.1 { return String(format: "the delivered file starts at %.3f s, not 0", start) }
+            if let described = d.duration, abs(described - (end - start)) > 0.5 {
+                return String(format: "described as %.3f s, its packets last %.3f s", described, end - start)
             }
         }
         if let sourceVideo = source.video, let video = delivered.video, !transforms.contains(.trimmed), !transforms.contains(.partial),
