@@ -13,35 +13,41 @@ struct ServeCommand: AsyncParsableCommand {
         discussion: "SIGTERM or SIGINT: /readyz turns 503 (for --drain-delay seconds the listener still accepts), then the listener stops, batches in flight finish by their deadlines, the process exits 0."
     )
 
-    @Option(help: "Address to listen on.") var host = "127.0.0.1"
-    @Option(help: "Port to listen on (0: any free port, printed on standard error).") var port = 8080
+    /// The service's defaults, written once (`ServiceConfiguration`): each option starts there.
+    private static let defaults = ServiceConfiguration()
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    @Option(help: "Address to listen on.") var host = Self.defaults.host
+    @Option(help: "Port to listen on (0: any free port, printed on standard error).") var port = Self.defaults.port
     @Option(name: .customLong("token-file"), help: ArgumentHelp("Require Authorization: Bearer <token> on every route but /healthz, /readyz, /metrics, /openapi.json, the inspector and /media; one token per line, in a file only its owner can read.", valueName: "FILE"))
     var tokenFile: String?
     @Flag(name: .customLong("allow-unauthenticated"),
           help: "Listen on an address other than loopback without --token-file: anyone who reaches it can make this service fetch, convert and publish.")
     var allowUnauthenticated = false
     @Option(name: .customLong("max-batches"), help: "Batches in flight at most; beyond that, 503 with Retry-After.")
-    var maxBatches = 64
+    var maxBatches = Self.defaults.maxBatches
     @Option(name: .customLong("max-deadline"), help: ArgumentHelp("A request's deadline is clipped to this.", valueName: "SECONDS"))
-    var maxDeadline: Double = 25
+    var maxDeadline = Self.seconds(Self.defaults.maxDeadline)
     @Option(help: ArgumentHelp("Batches' files (without publishing) are removed this long after their batch.", valueName: "SECONDS"))
-    var retention: Double = 3600
+    var retention = Self.seconds(Self.defaults.retention)
     @Option(name: .customLong("drain-delay"),
             help: ArgumentHelp("After SIGTERM/SIGINT, keep accepting this long with /readyz at 503, for load balancers to notice.", valueName: "SECONDS"))
-    var drainDelay: Double = 0
+    var drainDelay = Self.seconds(Self.defaults.drainDelay)
     @Option(name: .customLong("idle-timeout"),
             help: ArgumentHelp("Close a connection with no request in flight (or an incomplete request head) after this long.", valueName: "SECONDS"))
-    var idleTimeout: Double = 30
+    var idleTimeout = Self.seconds(Self.defaults.connections.idleTimeout)
     @Option(name: .customLong("body-timeout"),
             help: ArgumentHelp("A request body that stalls this long gets 408 and its connection is closed.", valueName: "SECONDS"))
-    var bodyTimeout: Double = 10
+    var bodyTimeout = Self.seconds(Self.defaults.connections.bodyTimeout)
     @Option(name: .customLong("max-connections"), help: "Connections open at most; past it new connections are closed at once.")
-    var maxConnections = 4096
+    var maxConnections = Self.defaults.connections.maxConnections
     @Flag(name: .customLong("no-cache"), help: "Turn the result cache off (on by default in the service).")
     var noCache = false
     @Option(name: .customLong("whole-clip-budget"),
             help: ArgumentHelp("How long a transcode a caller's deadline cut short goes on, at a lower priority, to make the whole clip later calls get; 0 turns it off.", valueName: "SECONDS"))
-    var wholeClipBudget: Double = 120
+    var wholeClipBudget = Self.seconds(Self.defaults.pipeline.cache?.wholeClipBudget ?? .zero)
 
     @OptionGroup(title: "Pipeline") var pipeline: PipelineOptions
     @OptionGroup(title: "Publishing and platforms") var publishing: PublishingOptions
