@@ -28,9 +28,12 @@ enum HEIFImageSize {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
+        // The box type first: most images are not ISO-BMFF, and need no megabyte read.
+        var start = [UInt8](repeating: 0, count: 16)
+        guard pread(fd, &start, start.count, 0) == start.count, start[4...7].elementsEqual("ftyp".utf8) else { return nil }
         var bytes = [UInt8](repeating: 0, count: maxHeaderBytes)
         let count = pread(fd, &bytes, bytes.count, 0)
-        guard count >= 16, bytes[4...7].elementsEqual("ftyp".utf8) else { return nil }
+        guard count >= 16 else { return nil }
         return bytes[..<count]
     }
 
