@@ -13,9 +13,9 @@ import Glibc
 /// the job may make, a regular file (never a link), on a descriptor the pipeline gave it or in
 /// the job's place. Its size is the keeper's `fstat`; the SHA-256 of a delivered file is the
 /// keeper's own, read from the file itself; what the worker said of either is not used. A
-/// delivered file's bytes are sniffed with libmagic and must be of its extension's type; a
-/// thumbnail's must start as a JPEG or PNG does. An answer that breaks a rule is refused
-/// whole: the keeper ends that worker (`WorkerThread`).
+/// delivered file's bytes are sniffed with libmagic and must be of its extension's type, and
+/// of the type the answer declares for it; a thumbnail's must start as a JPEG or PNG does. An
+/// answer that breaks a rule is refused whole: the keeper ends that worker (`WorkerThread`).
 ///
 /// From a worker process, each file is then sealed: copied, in the pass that hashes it, into
 /// an unnamed file of the keeper's (`UnnamedFile`), which the answer names instead, and the
@@ -54,6 +54,10 @@ package enum AnswerCheck {
             let sniffed = delivered ? sniffer().flatMap { magic in try? facts.prefix.withUnsafeBytes(magic.mimeType).get() } : nil
             guard delivered ? sniffed.map(Self.extensions(ofMIME:))?.contains(format) == true : startsAsImage(facts.prefix, format) else {
                 return .failure(refused("a .\(format) file whose bytes are not of that type"))
+            }
+            // The declared type becomes the delivered MIME type and UTI: it must be the bytes'.
+            if let declared = answer.declaredType(of: file), let sniffed, !Self.extensions(ofMIME: sniffed).contains(declared.fileExtension) {
+                return .failure(refused("a type (\(declared.fileExtension)) its file's bytes are not"))
             }
             checked.replaceFacts(of: file, bytes: facts.bytes, sha256: facts.sha256)
             if let copy = facts.copy {
@@ -168,6 +172,14 @@ extension DecodeAnswer {
         case .remux: return remuxed != nil || transcoded != nil
         case .transcode: return transcoded != nil
         }
+    }
+
+    /// The type the answer declares for `file`, where it declares one (a converted image, a
+    /// transcode): what the descriptor will state as the delivered file's.
+    func declaredType(of file: String) -> MediaType? {
+        if normalized?.file == file { return normalized?.type }
+        if transcoded?.file == file { return transcoded?.type }
+        return nil
     }
 
     /// The keeper's size and hash in place of the worker's, for the output at `file`.

@@ -50,6 +50,7 @@ package final class DecoderProcess {
         self.limits = limits
         (kernelLandlockABI, runsWithoutLandlock) = (launch.kernelLandlockABI, launch.runsWithoutLandlock)
         if launch.takesReserved, let reserved = DecoderReserve.take() {
+            Frame.boundSends(on: reserved.socket, milliseconds: Self.sendMilliseconds)
             // Its limits first, applied before it reads any job.
             if Frame.write(limits.handshake, to: reserved.socket) {
                 pid = reserved.pid
@@ -61,6 +62,7 @@ package final class DecoderProcess {
             while waitpid(reserved.pid, nil, 0) < 0 && errno == EINTR {}
         }
         (pid, socket) = try WorkerExecution.spawn(launch.executable, arguments: limits.arguments)
+        Frame.boundSends(on: socket, milliseconds: Self.sendMilliseconds)
         executable = launch.executable
         // Before its first job, which the socket's order guarantees: the worker reads no job
         // before this call returns.
@@ -71,6 +73,19 @@ package final class DecoderProcess {
     }
 
     deinit { stop(waitingUpTo: exitGraceMilliseconds) }
+
+    /// How long a send to the worker may wait for room in its socket: a job is a few hundred
+    /// bytes and a worker reads each before its answer, so only one that stopped reading fills
+    /// it. Past this the send fails and the worker is ended (`Frame.boundSends`).
+    static let sendMilliseconds = 2_000
+
+    /// The socket's send bound as the kernel holds it, in milliseconds (for tests).
+    var sendBoundMilliseconds: Int {
+        var wait = timeval()
+        var size = socklen_t(MemoryLayout<timeval>.size)
+        guard getsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &wait, &size) == 0 else { return -1 }
+        return wait.tv_sec * 1000 + wait.tv_usec / 1000
+    }
 
     var isAlive: Bool { alive }
 

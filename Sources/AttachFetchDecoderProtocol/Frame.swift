@@ -54,8 +54,17 @@ package enum Frame {
         }
     }
 
+    /// Bounds how long a send on `fd` may block (`SO_SNDTIMEO`): past it, `write` fails as for a
+    /// peer that went away. The keeper's sends to a worker that stopped reading end there, so a
+    /// worker cannot hold a keeper's thread by filling its socket.
+    @discardableResult
+    package static func boundSends(on fd: Int32, milliseconds: Int) -> Bool {
+        var wait = timeval(tv_sec: milliseconds / 1000, tv_usec: (milliseconds % 1000) * 1000)
+        return setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size)) == 0
+    }
+
     /// Sends a message; `descriptors` (at most AF_MAX_PASSED_DESCRIPTORS) go with its first
-    /// byte as SCM_RIGHTS.
+    /// byte as SCM_RIGHTS. Blocks while the peer's socket is full, up to `boundSends`' bound.
     package static func write(_ data: Data, to fd: Int32, descriptors: [Int32] = []) -> Bool {
         let length = data.count
         var bytes = [UInt8(length & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length >> 16 & 0xFF), UInt8(length >> 24 & 0xFF)]

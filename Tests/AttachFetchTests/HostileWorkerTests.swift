@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import AttachFetch
 @testable import AttachFetchDecoderKeeper
+import CRawSystemCall
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -254,5 +255,83 @@ import Glibc
                 #expect(later.cache == .miss, "reused past \(ResultCaching.ownLimitFreshness): \(String(describing: later.cache))")
             }
         }
+    }
+}
+
+/// What a worker taken over tries against its parent and the machine before it answers
+/// honestly (`hostile-decoder`'s `attack`), under the production confinement: each attempt is
+/// refused, so the parent is as it was and the attachment is made as if nothing was tried.
+extension HostileWorkerTests {
+    /// A declared type is what the delivered MIME type and UTI are taken from: a JPEG declared
+    /// a PNG is refused, and the worker ended.
+    @Test func aTypeTheBytesAreNotIsRefused() async throws {
+        let d = try await Self.run("wrongtype", ["image.webp"])[0]
+        #expect(d.reason?.code == .decoderCrashed && d.reason?.message.contains("a type (png) its file's bytes are not") == true,
+                "\(d.status) \(d.reason?.message ?? "")")
+        #expect(d.file == nil || d.mimeType != "image/png", "\(d.mimeType ?? "")")
+    }
+
+    /// glibc's `fork()` (clone with SIGCHLD) and a clone into a new user namespace: a child
+    /// that got out would sleep 20 s past its worker, outside the keeper's CPU count and stop.
+    @Test func aWorkerStartsNoProcess() async throws {
+        let d = try await Self.run("fork", ["photo.jpg"])[0]
+        #expect(d.status == .ready, "\(d.status) \(d.reason?.message ?? "")")
+        // The pipeline has ended its workers; each is gone once reaped.
+        var left = TestProcess.living(named: "hostile-fork")
+        for _ in 0..<30 where !left.isEmpty {
+            try await Task.sleep(for: .milliseconds(100))
+            left = TestProcess.living(named: "hostile-fork")
+        }
+        #expect(left.isEmpty, "processes a worker started outlived it: \(left)")
+    }
+
+    /// kill, tgkill, rt_sigqueueinfo and rt_tgsigqueueinfo at the parent, and kill(-1) at
+    /// every process the uid may signal: SIGWINCH, which this process counts.
+    @Test func aWorkerCannotSignalItsParent() async throws {
+        #expect(af_test_count_signal(SIGWINCH) == 0)
+        let before = af_test_signals_counted()
+        let d = try await Self.run("signal", ["photo.jpg"])[0]
+        #expect(d.status == .ready, "\(d.status) \(d.reason?.message ?? "")")
+        #expect(af_test_signals_counted() == before, "\(af_test_signals_counted() - before) signals from a worker reached its parent")
+    }
+
+    /// prlimit64, setpriority, sched_setaffinity and ioprio_set at the parent: its descriptor
+    /// limit, the niceness, cores and I/O priority of its main thread (the task whose id is its
+    /// pid, which those calls name) are unchanged.
+    @Test func aWorkerCannotChangeItsParentsLimitsOrScheduling() async throws {
+        #if arch(x86_64)
+        let ioprioGet = 252
+        #else
+        let ioprioGet = 31
+        #endif
+        func parent() throws -> [String] {
+            let me = getpid()
+            let limits = try String(contentsOfFile: "/proc/\(me)/limits", encoding: .utf8).split(separator: "\n").first { $0.hasPrefix("Max open files") }
+            let cores = try String(contentsOfFile: "/proc/\(me)/status", encoding: .utf8).split(separator: "\n").first { $0.hasPrefix("Cpus_allowed_list") }
+            return [String(limits ?? "?"), "nice \(getpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(me)))",
+                    String(cores ?? "?"), "ioprio \(af_test_syscall(ioprioGet, 1, Int(me), 0, 0, 0))"]
+        }
+        let before = try parent()
+        let d = try await Self.run("limits", ["photo.jpg"])[0]
+        #expect(d.status == .ready, "\(d.status) \(d.reason?.message ?? "")")
+        #expect(try parent() == before)
+    }
+
+    /// A worker that stops reading its socket cannot hold the keeper's thread: every worker's
+    /// socket bounds the keeper's sends (`DecoderProcess.sendMilliseconds`), and a send into a
+    /// full socket past the bound fails, which ends the worker like any failed send.
+    @Test func aWorkerThatStopsReadingCannotHoldItsKeeper() throws {
+        var pair: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        defer { close(pair[0]); close(pair[1]) }
+        #expect(Frame.boundSends(on: pair[1], milliseconds: 200))
+        let started = ContinuousClock.now
+        #expect(!Frame.write(Data(count: 8 << 20), to: pair[1]), "8 MiB went into a socket no one reads")
+        #expect(ContinuousClock.now - started < .seconds(5), "\(ContinuousClock.now - started)")
+        let tools = Scratch()
+        let launch = DecoderProcess.Launch(executable: try Self.worker("silent", in: tools), memoryBytes: 1 << 30,
+                                           cpuSecondsPerJob: 10, fileSizeBytes: 1 << 26, takesReserved: false)
+        let worker = try DecoderProcess(launch)
+        #expect(worker.sendBoundMilliseconds == DecoderProcess.sendMilliseconds)
     }
 }

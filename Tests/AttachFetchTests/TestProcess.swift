@@ -4,15 +4,18 @@ import Foundation
 /// files, and how far it has read one.
 enum TestProcess {
     /// This process's decoder workers, by pid (their parent is this process).
-    static func decoderWorkers() -> [pid_t] {
-        let me = getpid()
+    static func decoderWorkers() -> [pid_t] { living(named: "attach-fetch-de", parent: getpid()) }
+
+    /// The processes not yet ended (zombies left out) whose command name (the kernel's, at
+    /// most 15 bytes) is `name`, with `parent` as their parent when given.
+    static func living(named name: String, parent: pid_t? = nil) -> [pid_t] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return entries.compactMap { pid_t($0) }.filter { pid in
             guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
                   let close = stat.lastIndex(of: ")") else { return false }
-            let name = stat[stat.index(after: stat.firstIndex(of: "(")!)..<close]
+            let command = stat[stat.index(after: stat.firstIndex(of: "(")!)..<close]
             let fields = stat[stat.index(close, offsetBy: 2)...].split(separator: " ")
-            return name == "attach-fetch-de" && fields.count > 2 && pid_t(fields[1]) == me && fields[0] != "Z"
+            return command == name && fields.count > 2 && fields[0] != "Z" && (parent == nil || pid_t(fields[1]) == parent)
         }
     }
 

@@ -19,6 +19,13 @@
 //   control  fails every job with a message holding terminal escapes
 //   unconfined  skips its confinement, and reports the kernel's Landlock ABI as its own
 //   outside  overwrites, removes and adds files beside its work directory, then answers honestly
+//   wrongtype  converts honestly to JPEG, and declares the result a PNG
+//   fork     starts a child process that would outlive it (fork(), and clone into a new user
+//            namespace), then answers honestly
+//   signal   sends SIGWINCH to its parent every way there is, and to every process it may signal,
+//            then answers honestly
+//   limits   lowers its parent's descriptor limit, raises its niceness, pins it to one core and
+//            makes its I/O idle, then answers honestly
 import AttachFetchCore
 import AttachFetchDecoderProtocol
 import CRawSystemCall
@@ -44,10 +51,50 @@ let tinyJPEG: [UInt8] = {
 }()
 
 #if arch(x86_64)
-let fsetxattrCall = 190
+let (fsetxattrCall, cloneCall, tgkillCall, sigqueueCall, tgsigqueueCall, prlimitCall, affinityCall, ioprioCall) = (190, 56, 234, 129, 297, 302, 203, 251)
 #else
-let fsetxattrCall = 7
+let (fsetxattrCall, cloneCall, tgkillCall, sigqueueCall, tgsigqueueCall, prlimitCall, affinityCall, ioprioCall) = (7, 220, 131, 138, 240, 261, 122, 30)
 #endif
+
+/// What a decoder taken over would try against its parent and the machine, before answering;
+/// each call the sandbox lets through shows in the parent (HostileWorkerTests).
+func attack(_ mode: String) {
+    let parent = Int(getppid())
+    switch mode {
+    case "fork":
+        // glibc's fork() is clone(SIGCHLD); a child that went through lingers, outside the
+        // keeper's CPU count and its stop().
+        for flags in [Int(SIGCHLD), 0x1000_0000 | Int(SIGCHLD)] where af_test_syscall(cloneCall, flags, 0, 0, 0, 0) == 0 {
+            sleep(20)
+            _exit(0)
+        }
+    case "signal":
+        // SIGWINCH: harmless to a process without a handler, counted by the test's.
+        var info = [Int32](repeating: 0, count: 32)
+        info[0] = SIGWINCH
+        info[2] = -1  // SI_QUEUE: what a process may send with rt_sigqueueinfo
+        _ = kill(pid_t(parent), SIGWINCH)
+        _ = kill(-1, SIGWINCH)
+        _ = af_test_syscall(tgkillCall, parent, parent, Int(SIGWINCH), 0, 0)
+        _ = info.withUnsafeMutableBytes { af_test_syscall(sigqueueCall, parent, Int(SIGWINCH), Int(bitPattern: $0.baseAddress), 0, 0) }
+        _ = info.withUnsafeMutableBytes { af_test_syscall(tgsigqueueCall, parent, parent, Int(SIGWINCH), Int(bitPattern: $0.baseAddress), 0) }
+    case "limits":
+        // Its own limit is its parent's (inherited): one less, which an unprivileged process
+        // could set and the parent could not notice but by reading it.
+        var files = rlimit()
+        getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &files)
+        files.rlim_cur -= 1
+        _ = withUnsafeMutablePointer(to: &files) { af_test_syscall(prlimitCall, parent, Int(RLIMIT_NOFILE.rawValue), Int(bitPattern: $0), 0, 0) }
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(parent), 19)
+        var firstCore = [UInt8](repeating: 0, count: 128)
+        firstCore[0] = 1
+        _ = firstCore.withUnsafeMutableBytes { af_test_syscall(affinityCall, parent, 128, Int(bitPattern: $0.baseAddress), 0, 0) }
+        // IOPRIO_WHO_PROCESS, IOPRIO_CLASS_IDLE.
+        _ = af_test_syscall(ioprioCall, 1, parent, 3 << 13, 0, 0)
+    default:
+        break
+    }
+}
 
 /// Writes `bytes` at an output path (a working path goes through its descriptor).
 func write(_ bytes: [UInt8], to path: String) {
@@ -97,6 +144,7 @@ while let frame = Frame.read(from: 0, descriptors: &received) {
     let toCopies = Dictionary(uniqueKeysWithValues: zip(sent.unnamedDescriptors, copies))
     let toPipeline = Dictionary(uniqueKeysWithValues: toCopies.map { ($0.value, $0.key) })
     let job = sent.replacingDescriptors(toCopies)
+    attack(mode)
     switch mode {
     case "passwd":
         var answer = made(job)
@@ -114,6 +162,10 @@ while let frame = Frame.read(from: 0, descriptors: &received) {
         send(answer, number: number, mapping: toPipeline)
     case "lie":
         send(made(job, claimingBytes: 1), number: number, mapping: toPipeline)
+    case "wrongtype":
+        var answer = made(job)
+        answer.normalized?.type = .png
+        send(answer, number: number, mapping: toPipeline)
     case "half":
         // Two bytes of a four-byte length, and no more.
         let part: [UInt8] = [0x40, 0x00]
