@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import AttachFetch
+@testable import AttachFetchMedia
 
 /// Every image attach-fetch writes shows the source's colours (docs/media.md, "Colour"): the
 /// iOS attachment keeps the source's ICC profile with the source's values, thumbnails and the
@@ -240,4 +241,64 @@ import Testing
             }
         }
     }
+
+    /// A PNG that states Display P3 in a `cICP` chunk (primaries 12, sRGB's transfer, RGB,
+    /// full range) and carries no ICC profile: the thumbnail and the Android variant (made for
+    /// it, as for a profiled image Android would show without its colours) are converted
+    /// through libvips' Display P3 profile; the attachment is the PNG as it came.
+    @Test func aPNGStatingDisplayP3InACICPChunkShowsItsColours() async throws {
+        let media = Scratch(), scratch = Scratch(), work = Scratch()
+        let source = "\(media.path)/cicp.png"
+        try await offPool {
+            try Self.pattern("\(work.path)/pattern.png")
+            _ = try Self.vips(["icc_transform", "\(work.path)/pattern.png", "\(work.path)/p3.png", "p3", "--input-profile", "srgb", "--intent", "relative"])
+            _ = try Self.vips(["copy", "\(work.path)/p3.png", "\(work.path)/bare.png[strip]"])
+            let bare = try [UInt8](Data(contentsOf: URL(fileURLWithPath: "\(work.path)/bare.png")))
+            // After the signature (8 bytes) and IHDR (12 + 13).
+            try Data(bare[..<33] + Self.pngChunk("cICP", [12, 13, 0, 1]) + bare[33...]).write(to: URL(fileURLWithPath: source))
+        }
+        #expect(try !Self.hasProfile(source), "the source must state its colour without a profile")
+        try await withMediaServer(directory: media.path) { server in
+            try await withPipeline(scratch, { $0.platforms = [.ios, .android] }) { pipeline in
+                let d = await fetchOne("\(server.baseURL)/media/cicp.png", pipeline)
+                let file = try #require(d.file, "\(d.reason?.message ?? "")")
+                #expect(FileManager.default.contentsEqual(atPath: file, andPath: source), "the attachment is not the PNG as it came")
+                let outputs = [("thumbnail", try #require(d.thumbnail?.file)), ("android", try #require(d.variants?["android"]?.file, "no Android variant"))]
+                for (what, output) in outputs {
+                    let off = try Self.difference(output: output, source: source, sourceFallback: "p3", space: "srgb", work: work.path, name: what)
+                    print("cICP PNG \(what): \(off)")
+                    #expect(off.meanPerBand.allSatisfy { $0 < 3 }, "\(what): \(off)")
+                }
+            }
+        }
+    }
+
+    /// What a `cICP` chunk is read as: Display P3 with an SDR transfer is libvips' `p3`; other
+    /// primaries (BT.2020), PQ, a matrix other than RGB's, narrow range, or a chunk after the
+    /// image data (where PNG forbids it) are not a statement this follows.
+    @Test(arguments: [([12, 13, 0, 1], false, "p3"), ([12, 1, 0, 1], false, "p3"), ([9, 1, 0, 1], false, nil),
+                      ([12, 16, 0, 1], false, nil), ([12, 13, 1, 1], false, nil), ([12, 13, 0, 0], false, nil),
+                      ([12, 13, 0, 1], true, nil)] as [([UInt8], Bool, String?)])
+    func aCICPChunkIsReadAsStated(chunk: [UInt8], afterImageData: Bool, profile: String?) throws {
+        let work = Scratch(), path = "\(work.path)/stated.png"
+        let header = Self.pngChunk("IHDR", [0, 0, 0, 1, 0, 0, 0, 1, 8, 2, 0, 0, 0]), data = Self.pngChunk("IDAT", [0])
+        let cicp = Self.pngChunk("cICP", chunk), text = Self.pngChunk("tEXt", Array("Comment\u{0}made here".utf8))
+        let body = afterImageData ? data + cicp : cicp + data
+        try Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + header + text + body + Self.pngChunk("IEND", [])).write(to: URL(fileURLWithPath: path))
+        #expect(StatedColour.fallbackProfile(path) == profile, "\(chunk) after the image data: \(afterImageData)")
+    }
+
+    /// A PNG chunk: length, type, data and the CRC-32 (ISO 3309, reflected 0xEDB88320) of type and data.
+    static func pngChunk(_ type: String, _ data: [UInt8]) -> [UInt8] {
+        let covered = Array(type.utf8) + data
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in covered {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0xEDB8_8320 : crc >> 1 }
+        }
+        crc ^= 0xFFFF_FFFF
+        let be = { (value: UInt32) in [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: value >> UInt32($0)) } }
+        return be(UInt32(data.count)) + covered + be(crc)
+    }
 }
+

@@ -39,7 +39,7 @@ extension ImageNormalizer {
         let colour: ColourRule = limits.convertsToSRGB ? .sRGB : .sourceProfile
         // Read once for every attempt: LittleCMS parses the profile to judge it.
         let hasProfile = header.image.hasColourProfile
-        let stated = hasProfile ? nil : HEIFStatedColour.fallbackProfile(source)
+        let stated = hasProfile ? nil : StatedColour.fallbackProfile(source)
         let profiled = hasProfile || stated != nil
         func delivered(_ encoded: EncodedImage, downscaled: Bool, cropped: Bool = false) throws(Reason) -> NormalizedImage {
             let file = destinationBase + "." + encoded.type.fileExtension

@@ -83,7 +83,7 @@ extension Thumbnailer {
         let box = try boxSize(width: header.width, height: header.height, shape: shape, maxEdge: limits.maxEdge)
         // Read once: LittleCMS parses the profile to judge it.
         let hasProfile = header.image.hasColourProfile
-        let stated = hasProfile ? nil : HEIFStatedColour.fallbackProfile(source)
+        let stated = hasProfile ? nil : StatedColour.fallbackProfile(source)
         let profiled = hasProfile || stated != nil
         var thumbnail = try Vips.decodingUnderPolicy(isJPEG: header.image.isJPEG) { failOn throws(Reason) in
             try finish(try Vips.thumbnail(source, width: box.width, height: box.height, failOn: failOn,

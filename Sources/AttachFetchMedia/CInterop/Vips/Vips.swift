@@ -96,7 +96,7 @@ package enum Vips {
     /// (`ColourRule.converts`). Lazy: the pixels are decoded, and decoding fails, when the
     /// result is rendered.
     /// `statedProfile`: the built-in profile that stands for colour the file states without one
-    /// (`HEIFStatedColour`), carried by the result or converted through.
+    /// (`StatedColour`), carried by the result or converted through.
     static func thumbnail(_ source: String, width: Int, height: Int, failOn: VipsFailOn,
                           toSRGB: Bool, statedProfile: String? = nil) throws(Reason) -> VipsImageRef {
         var out: UnsafeMutablePointer<VipsImage>?
@@ -111,7 +111,7 @@ package enum Vips {
     }
 
     /// `image` carrying libvips' built-in ICC profile `name`, for colour its file stated
-    /// without a profile (`HEIFStatedColour`); converted to sRGB through it when `toSRGB`.
+    /// without a profile (`StatedColour`); converted to sRGB through it when `toSRGB`.
     static func withStatedProfile(_ image: VipsImageRef, _ name: String, toSRGB: Bool) throws(Reason) -> VipsImageRef {
         var blob: UnsafeMutablePointer<VipsBlob>?
         guard af_vips_profile_load(name, &blob) == 0, let blob else { throw failure("load libvips' \(name) profile") }

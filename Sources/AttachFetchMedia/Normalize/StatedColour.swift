@@ -1,0 +1,80 @@
+import AttachFetchCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Colour a file states as code points (ITU-T H.273's primaries, transfer and matrix) instead
+/// of an ICC profile: an HEIF or AVIF `colr` property of type `nclx`, as AVIF encoders and
+/// Chrome write it, or a PNG `cICP` chunk. Neither libheif nor libpng tells libvips of the
+/// primaries, so it would read Display P3's numbers as sRGB's. For primaries libvips has a
+/// profile of, that profile stands for the statement (`Vips.withStatedProfile`): an image made
+/// from the file carries it, and the pictures converted to sRGB go through it.
+enum StatedColour {
+    /// libvips' built-in profile for the primaries the file states, when they are not sRGB's
+    /// (BT.709's) and libvips has one: `p3` for Display P3 (H.273 primaries 12) with sRGB's or
+    /// BT.709's transfer. Nil for a file without such a statement, or stating anything else.
+    /// Called only for a file libvips found no ICC profile in: an HEIF with `prof` or `rICC`
+    /// is left to it; in a PNG, PNG's rule that `cICP` comes first does not matter for the
+    /// rare file with both.
+    static func fallbackProfile(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        // Most images are neither: one read of 16 bytes tells.
+        var start = [UInt8](repeating: 0, count: 16)
+        guard pread(fd, &start, start.count, 0) == start.count else { return nil }
+        if start[4...7].elementsEqual("ftyp".utf8) { return heifStatement(path).flatMap(profile) }
+        if start.starts(with: PNGChunkCheck.signature) { return pngStatement(fd).flatMap(profile) }
+        return nil
+    }
+
+    /// The profile standing for H.273 `primaries` with `transfer`, if libvips has one. PQ and
+    /// HLG (16, 18) are high dynamic range, which no profile here stands for.
+    static func profile(_ statement: (primaries: Int, transfer: Int)) -> String? {
+        // Transfer 1: BT.709, 6: BT.601, 13: sRGB.
+        statement.primaries == 12 && [1, 6, 13].contains(statement.transfer) ? "p3" : nil
+    }
+
+    /// The first `nclx` property's primaries and transfer; nil when a profile property (`prof`,
+    /// `rICC`) comes first or there is no `nclx`.
+    static func heifStatement(_ path: String) -> (primaries: Int, transfer: Int)? {
+        guard let data = HEIFImageSize.header(path) else { return nil }
+        for colr in HEIFImageSize.properties(data, named: "colr") where colr.count >= 4 {
+            let kind = String(decoding: data[colr.lowerBound..<colr.lowerBound + 4], as: UTF8.self)
+            if kind == "prof" || kind == "rICC" { return nil }
+            guard kind == "nclx", colr.count >= 10 else { continue }
+            let word = { (at: Int) in Int(data[colr.lowerBound + at]) << 8 | Int(data[colr.lowerBound + at + 1]) }
+            return (word(4), word(6))
+        }
+        return nil
+    }
+
+    /// A PNG's `cICP` chunk (primaries, transfer, matrix, full range: a byte each), which
+    /// must come before the image data: the chunk headers before the first `IDAT` are walked,
+    /// at most `maxChunksWalked`. Only RGB (matrix 0) at full range is a statement libvips'
+    /// pixels can follow.
+    static func pngStatement(_ fd: Int32) -> (primaries: Int, transfer: Int)? {
+        var offset: off_t = 8
+        var header = [UInt8](repeating: 0, count: 12)
+        for _ in 0..<maxChunksWalked {
+            guard pread(fd, &header, header.count, offset) == header.count else { return nil }
+            let length = Int(header[0]) << 24 | Int(header[1]) << 16 | Int(header[2]) << 8 | Int(header[3])
+            switch String(decoding: header[4..<8], as: UTF8.self) {
+            case "cICP":
+                guard length == 4 else { return nil }
+                // The chunk's 4 bytes are the header's last 4.
+                return header[10] == 0 && header[11] == 1 ? (Int(header[8]), Int(header[9])) : nil
+            case "IDAT", "IEND":
+                return nil
+            default:
+                guard length >= 0, length < 1 << 31 else { return nil }
+                offset += off_t(12 + length)
+            }
+        }
+        return nil
+    }
+
+    /// Chunks before the image data are a handful (IHDR, colour and text chunks); a file with
+    /// more is not looked through further.
+    static let maxChunksWalked = 64
+}
