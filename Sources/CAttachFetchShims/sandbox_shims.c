@@ -79,9 +79,18 @@ long af_landlock_abi(void) {
     return syscall(__NR_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
 }
 
-int af_landlock_create_ruleset(unsigned long long handled_access_fs) {
-    struct landlock_ruleset_attr attributes = { .handled_access_fs = handled_access_fs };
-    return (int)syscall(__NR_landlock_create_ruleset, &attributes, sizeof(attributes), 0);
+// struct landlock_ruleset_attr as Linux 6.12 has it: Debian 12's headers stop at the first field.
+struct af_landlock_ruleset_attr {
+    unsigned long long handled_access_fs;
+    unsigned long long handled_access_net;
+    unsigned long long scoped;
+};
+
+int af_landlock_create_ruleset(unsigned long long handled_access_fs, unsigned long long handled_access_net,
+                               unsigned long long scoped, unsigned long attribute_size) {
+    struct af_landlock_ruleset_attr attributes = {
+        .handled_access_fs = handled_access_fs, .handled_access_net = handled_access_net, .scoped = scoped };
+    return (int)syscall(__NR_landlock_create_ruleset, &attributes, attribute_size, 0);
 }
 
 int af_landlock_add_path_rule(int ruleset, int parent, unsigned long long allowed_access) {

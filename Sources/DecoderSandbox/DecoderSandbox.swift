@@ -14,7 +14,7 @@ public enum DecoderSandbox {
     /// hard limit is a few seconds past the soft one so that the kernel says SIGXCPU first),
     /// drops every capability, forbids gaining privileges, leaves the network (a network
     /// namespace of its own, where the kernel allows one), keeps to its work directory
-    /// (`FileSystemConfinement`) and installs the seccomp filter (`SystemCallFilter`).
+    /// (`LandlockConfinement`) and installs the seccomp filter (`SystemCallFilter`).
     /// Returns what it achieved that only the process itself can tell (the Landlock ABI), for
     /// the keeper, which checks the rest from outside; `DecoderWorker.ConfinementReport`.
     @discardableResult
@@ -49,7 +49,7 @@ public enum DecoderSandbox {
         _ = af_capset_none()
         _ = af_prctl_set_no_new_privs()
         // The file system: the work directory and the system's files, read only (Landlock).
-        let abi = limits.workDirectory.flatMap { FileSystemConfinement.restrict(writable: $0) } ?? 0
+        let abi = limits.workDirectory.flatMap { LandlockConfinement.restrict(writable: $0) } ?? 0
         if !sanitized { SystemCallFilter.install() }
         return DecoderWorker.ConfinementReport(landlockABI: Int32(abi))
     }

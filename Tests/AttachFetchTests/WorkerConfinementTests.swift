@@ -92,4 +92,49 @@ extension WorkerConfinementTests {
         configuration.normalize = false
         #expect(configuration.workerFileSizeLimit == 64 << 20)
     }
+
+    /// Landlock's own refusals, apart from the filter and the network namespace that refuse the
+    /// same things first in a worker: `filter-check --landlock-only` connects to a TCP server and
+    /// to an abstract Unix socket of this process, and signals it, before and after the
+    /// worker's ruleset. Before, each goes through (the check can tell); after, each is refused.
+    static func landlockAlone() async throws -> [String: String] {
+        WorkerExecution.closeThisProcessToWorkers()
+        let work = Scratch()
+        let name = "attach-fetch-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { path in for (i, byte) in name.utf8.enumerated() { path[i + 1] = byte } }
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + 1 + name.utf8.count)
+        try #require(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } } == 0)
+        try #require(listen(listener, 8) == 0)
+        return try await withMediaServer { server in
+            let run = try await tool(builtExecutable("filter-check"), ["--landlock-only", work.path, "\(server.port)", name])
+            try #require(run.status == 0, "\(run.errors)")
+            var results: [String: String] = [:]
+            for line in run.output.split(separator: "\n") {
+                let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
+                if parts.count == 2 { results[parts[0]] = parts[1] }
+            }
+            for control in ["tcp-before", "abstract-before", "signal-parent-before"] {
+                #expect(results[control] == "0", "\(control): \(results)")
+            }
+            #expect(Int(results["landlock"] ?? "") == Self.landlockABI, "\(results)")
+            return results
+        }
+    }
+
+    @Test(.enabled(if: WorkerConfinementTests.landlockABI >= 4, "this kernel's Landlock (ABI below 4) has no network rights"))
+    func landlockAloneRefusesTCP() async throws {
+        let results = try await Self.landlockAlone()
+        #expect(results["tcp"] == "\(EACCES)", "\(results)")
+    }
+
+    @Test(.enabled(if: WorkerConfinementTests.landlockABI >= 6, "this kernel's Landlock (ABI below 6) has no scopes"))
+    func landlockAloneRefusesSignalsAndAbstractSocketsOutsideTheWorker() async throws {
+        let results = try await Self.landlockAlone()
+        #expect(results["signal-parent"] == "\(EPERM)" && results["abstract"] == "\(EPERM)", "\(results)")
+    }
 }
+

@@ -4,7 +4,7 @@
 // every program with workers does.
 //
 // filter-check [WORK_DIRECTORY OUTSIDE_FILE]: with a work directory, confined to it (Landlock);
-// OUTSIDE_FILE is a file beside it that the worker must not read.
+// OUTSIDE_FILE is a file beside it that the worker must not read. `--landlock-only`: below.
 import AttachFetchDecoderProtocol
 import CRawSystemCall
 import DecoderSandbox
@@ -15,6 +15,43 @@ import Glibc
 
 let parent = getppid()
 let arguments = Array(CommandLine.arguments.dropFirst())
+
+// filter-check --landlock-only WORK_DIRECTORY PORT SOCKET_NAME: what Landlock alone refuses,
+// with no filter or network namespace to do it instead. A TCP connection to 127.0.0.1:PORT, a
+// connection to the abstract Unix socket SOCKET_NAME and signal 0 to the parent, each tried
+// before (`-before`: these go through) and after Landlock's ruleset (network rights from ABI 4,
+// scopes from 6).
+if arguments.first == "--landlock-only", arguments.count == 4, let port = UInt16(arguments[2]) {
+    func connectTCP() -> Int {
+        let fd = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        return Int(withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        })
+    }
+    func connectAbstract() -> Int {
+        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let name = Array(arguments[3].utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { path in for (i, byte) in name.enumerated() { path[i + 1] = byte } }
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + 1 + name.count)
+        return Int(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) } })
+    }
+    for (name, attempt) in [("tcp", connectTCP), ("abstract", connectAbstract), ("signal-parent", { Int(Glibc.kill(parent, 0)) })] {
+        print("\(name)-before \(attempt() < 0 ? errno : 0)")
+    }
+    print("landlock \(LandlockConfinement.restrict(writable: arguments[1]) ?? -1)")
+    for (name, attempt) in [("tcp", connectTCP), ("abstract", connectAbstract), ("signal-parent", { Int(Glibc.kill(parent, 0)) })] {
+        print("\(name) \(attempt() < 0 ? errno : 0)")
+    }
+    exit(0)
+}
 let workDirectory = arguments.count == 2 ? arguments[0] : nil
 // The kernel's Landlock ABI (landlock_create_ruleset with LANDLOCK_CREATE_RULESET_VERSION), asked
 // before the filter is installed.

@@ -33,9 +33,12 @@ int af_seccomp_set_filter_all_threads(struct sock_filter *instructions, unsigned
 // unshare is declared only under _GNU_SOURCE, which Swift's Glibc module does not define.
 int af_unshare(int flags);
 // Landlock: the highest ABI the kernel has (negative: none), a ruleset handling these
-// file-system rights, a rule allowing rights beneath a directory opened O_PATH, enforcement.
+// file-system rights, network rights (ABI 4) and scopes (ABI 6), passing the first
+// `attribute_size` bytes of the attribute (8, 16 or 24: an older kernel refuses fields it does
+// not know), a rule allowing rights beneath a directory opened O_PATH, enforcement.
 long af_landlock_abi(void);
-int af_landlock_create_ruleset(unsigned long long handled_access_fs);
+int af_landlock_create_ruleset(unsigned long long handled_access_fs, unsigned long long handled_access_net,
+                               unsigned long long scoped, unsigned long attribute_size);
 int af_landlock_add_path_rule(int ruleset, int parent, unsigned long long allowed_access);
 int af_landlock_restrict_self(int ruleset);
 // open(path, O_PATH | O_CLOEXEC), and the file a loaded address belongs to (dladdr).

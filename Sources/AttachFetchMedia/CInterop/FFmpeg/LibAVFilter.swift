@@ -8,7 +8,7 @@ import Glibc
 /// librubberband, libplacebo, ...), whose loading and relocation at every start cost each
 /// process of the CLI and each fork server about 100 million instructions (the instruction
 /// guard's start-and-stop figure grew 1.5 times) for a feature only HDR video uses. A decoder
-/// worker reads the system's library directories (`FileSystemConfinement.systemPaths`), as it
+/// worker reads the system's library directories (`LandlockConfinement.systemPaths`), as it
 /// does for libvips' HEIF module.
 struct LibAVFilter: @unchecked Sendable {
     // @unchecked Sendable: only C function pointers, set once at load and never changed.
