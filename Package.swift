@@ -205,7 +205,8 @@ let package = Package(
         // A process's resident memory and its peak, for the tests and the check programs.
         .target(name: "ResidentMemory", path: "Tests/ResidentMemory"),
         // Test-only C wrappers for making large images at test time.
-        .target(name: "CTestSupport", dependencies: ["CVips"], path: "Tests/CTestSupport"),
+        // lcms2 comes with libvips-dev (liblcms2-dev), which libvips links.
+        .target(name: "CTestSupport", dependencies: ["CVips"], path: "Tests/CTestSupport", linkerSettings: [.linkedLibrary("lcms2")]),
         // The corpus suite's independent readers (libvips, FFmpeg's demuxers): one process per batch.
         .executableTarget(name: "media-check", dependencies: ["CTestSupport", "CVips", "CFFmpeg"], path: "Tests/MediaCheck"),
         // A decoder worker taken over by a file, speaking the job protocol and lying, for

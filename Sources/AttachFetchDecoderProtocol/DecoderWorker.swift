@@ -85,7 +85,7 @@ public enum DecoderWorker {
     /// the handshake, `JobWire`): a worker refuses limits of another version and exits with
     /// `otherVersionStatus`. Raised whenever any of them changes, so that a decoder executable
     /// replaced under a running program (a package update) is told apart from a crash.
-    package static let protocolVersion = 2
+    package static let protocolVersion = 3
 
     /// A worker's exit status when it was started by a pipeline of another protocol version,
     /// or with arguments it cannot read (an older executable knows no version): never the

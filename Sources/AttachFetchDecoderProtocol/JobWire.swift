@@ -140,17 +140,19 @@ package enum JobWire {
     }
 
     /// A thumbnail answer's last byte: the source's EXIF orientation in the low four bits (0
-    /// for 1 or none), 0x10 when it carries an ICC profile.
+    /// for 1 or none), 0x10 when it carries an ICC profile, 0x20 when its EXIF blocks disagree.
     private static func flags(of made: ThumbnailOutcome) -> UInt8 {
         UInt8(made.orientation.map { (2...8).contains($0) ? $0 : 0 } ?? 0) | (made.hasColourProfile == true ? 0x10 : 0)
+            | (made.orientationsDisagree == true ? 0x20 : 0)
     }
 
     /// What `flags(of:)` wrote, into `made`; false for bits it never writes.
     private static func read(_ flags: UInt8, into made: inout ThumbnailOutcome) -> Bool {
         let orientation = Int(flags & 0x0F)
-        guard flags & ~0x1F == 0, orientation == 0 || (2...8).contains(orientation) else { return false }
+        guard flags & ~0x3F == 0, orientation == 0 || (2...8).contains(orientation) else { return false }
         made.orientation = orientation == 0 ? nil : orientation
         made.hasColourProfile = flags & 0x10 != 0 ? true : nil
+        made.orientationsDisagree = flags & 0x20 != 0 ? true : nil
         return true
     }
 

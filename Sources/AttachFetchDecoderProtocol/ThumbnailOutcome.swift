@@ -18,6 +18,10 @@ package struct ThumbnailOutcome: Sendable, Codable {
     /// The EXIF orientation (1-8) the source states, which the thumbnail applied; nil for 1 or
     /// none. A platform that ignores the tag (Android's notification) needs upright pixels.
     package var orientation: Int?
+    /// The source's EXIF blocks state different orientations (a JPEG edited by a tool that
+    /// added its own block): `orientation` is the first one's, as libvips reads it, and the
+    /// delivered file must be made to say one thing. Nil when they agree.
+    package var orientationsDisagree: Bool?
     /// The source carries an ICC profile: a platform that shows a file's numbers as sRGB
     /// (Android's notification) needs them converted. Nil for none.
     package var hasColourProfile: Bool?

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import CTestSupport
 @testable import AttachFetch
 @testable import AttachFetchMedia
 
@@ -17,6 +18,14 @@ import Testing
     /// its twin's mean plus 1/255, whichever is more. A dropped or ignored profile is 9-33/255 off
     /// in the mean on these gradients: the bounds tell it from coding error by several times.
     static let calibratedP99: [String: Double] = ["thumbnail": 14, "attachment": 7, "android": 7]
+
+    /// A decision for ProPhoto RGB, whose gamut is about 2.5 times as wide as sRGB's on these
+    /// saturated colours: in an 8-bit JPEG its steps there are that much coarser, and the
+    /// coding error at the 99th percentile grows with them, in its twin (the source rendered to
+    /// sRGB keeps the steps) and more in outputs converted from it. ProPhoto's outputs and its
+    /// twin may be 2/255 past the 99th-percentile bounds; the means are held as every source's
+    /// are. Measured: thumbnail 10 (twin 7), Android variant 9 (twin 9), means 0.98-1.21/255.
+    static let wideSteps: Double = 2
 
     struct Difference: CustomStringConvertible {
         var meanPerBand: [Double]
@@ -76,7 +85,7 @@ import Testing
     }
 
     /// Display P3 (an iPhone's photos) as HEIC, JPEG, PNG and WebP, Adobe RGB (a camera's
-    /// setting), greyscale with a profile, and CMYK with its profile:
+    /// setting), ProPhoto RGB (a photo editor's export), greyscale with a profile, and CMYK with its profile:
     /// the attachment, the thumbnail and the Android variant each show the source's colours.
     /// Each has an sRGB twin (the source rendered to sRGB, saved the same way) processed beside
     /// it: the twin's figure on the same output is the calibration.
@@ -94,11 +103,15 @@ import Testing
             ("p3.heic", "p3", "srgb"), ("p3.jpg", "p3", "srgb"), ("p3.png", "p3", "srgb"), ("p3.webp", "p3", "srgb"),
             ("cmyk.jpg", "cmyk", "cmyk"),
             ("adobe-rgb.jpg", "/usr/share/color/icc/compatibleWithAdobeRGB1998.icc", "srgb"),
+            ("prophoto.jpg", "\(work.path)/prophoto.icc", "srgb"),
             ("grey.jpg", "/usr/share/color/icc/Gray.icc", "srgb"),
         ]
         let names = sources.flatMap { [$0.name, "twin-\($0.name)"] }
         try await offPool {
             try Self.pattern("\(work.path)/pattern.png")
+            // ProPhoto RGB (ROMM, as Lightroom exports): D50, its primaries, gamma 1.8.
+            try #require(af_test_write_rgb_profile("\(work.path)/prophoto.icc", 0.3457, 0.3585,
+                                                   [0.7347, 0.2653, 0.1596, 0.8404, 0.0366, 0.0001], 1.8) == 0)
             for source in sources {
                 let quality = source.name.hasSuffix(".png") ? "" : "[Q=95]"
                 _ = try Self.vips(["icc_transform", "\(work.path)/pattern.png", "\(media.path)/\(source.name)\(quality)", source.profile,
@@ -140,9 +153,11 @@ import Testing
                 for (key, difference) in measured where !key.hasPrefix("twin-") {
                     let kind = String(key.split(separator: " ").last!)
                     let twin = try #require(measured["twin-\(key)"], "\(key): the twin has no \(kind)")
-                    #expect(twin.p99 <= Self.calibratedP99[kind] ?? 0, "twin-\(key): \(twin), past the calibrated ceiling")
+                    // 8-bit ProPhoto's steps on saturated colours (`wideSteps`).
+                    let wide = key.hasPrefix("prophoto") ? Self.wideSteps : 0
+                    #expect(twin.p99 <= (Self.calibratedP99[kind] ?? 0) + wide, "twin-\(key): \(twin), past the calibrated ceiling")
                     let (meanFloor, meanPastTwin, p99Bound) = secondGeneration.contains(key)
-                        ? (2.5, 1.5, twin.p99 + 8) : (2, 1, twin.p99 + 2)
+                        ? (2.5, 1.5, twin.p99 + 8) : (2, 1, twin.p99 + 2 + wide)
                     let meanBounds = twin.meanPerBand.map { max(meanFloor, $0 + meanPastTwin) }
                     #expect(zip(difference.meanPerBand, meanBounds).allSatisfy { $0 <= $1 }, "\(key): \(difference), its sRGB twin \(twin)")
                     #expect(difference.p99 <= p99Bound, "\(key): \(difference), its sRGB twin \(twin)")

@@ -67,17 +67,67 @@ import Testing
         }
     }
 
+    /// A JPEG with two EXIF blocks that disagree (6 then 1, 1 then 6: a tool that added its own
+    /// block after the camera's) is delivered saying one thing: encoded again with its pixels
+    /// turned as the first block says (libvips' reading, which the thumbnail and the size
+    /// follow) and no tag (`oriented`), so that no reader can take the other block.
+    @Test(arguments: [(6, 1), (1, 6)])
+    func exifBlocksThatDisagreeAreMadeOne(first: Int, second: Int) async throws {
+        let media = Scratch(), scratch = Scratch(), work = Scratch()
+        let name = "exif-\(first)-\(second).jpg", source = "\(media.path)/\(name)", upright = "\(work.path)/upright.v"
+        try await offPool {
+            let run = try tool("/usr/bin/ffmpeg", ["-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", "testsrc2=size=640x360",
+                                                   "-frames:v", "1", "\(work.path)/pattern.png"])
+            try #require(run.status == 0, "\(run.errors)")
+            _ = try ColourTests.vips(["copy", "\(work.path)/pattern.png", "\(work.path)/bare.jpg[Q=95,strip]"])
+            let bare = try [UInt8](Data(contentsOf: URL(fileURLWithPath: "\(work.path)/bare.jpg")))
+            try Data(bare[..<2] + Self.exifSegment(orientation: first) + Self.exifSegment(orientation: second) + bare[2...])
+                .write(to: URL(fileURLWithPath: source))
+            _ = try ColourTests.vips(["autorot", source, upright])
+        }
+        let portrait = first >= 5
+        try await withMediaServer(directory: media.path) { server in
+            try await withPipeline(scratch, { $0.platforms = [.ios, .android] }) { pipeline in
+                let d = await fetchOne("\(server.baseURL)/media/\(name)", pipeline)
+                #expect(d.status == .ready, "\(d.reason?.message ?? "")")
+                #expect(d.transforms?.contains(.oriented) == true, "\(String(describing: d.transforms))")
+                #expect(d.width == (portrait ? 360 : 640) && d.height == (portrait ? 640 : 360), "\(String(describing: d.width))x\(String(describing: d.height))")
+                let file = try #require(d.file)
+                let tags = try ColourTests.vips(["-a", file], program: "/usr/bin/vipsheader")
+                #expect(!tags.contains("orientation") && !tags.contains("exif"), "the delivered file keeps a tag")
+                for (what, output) in [("attachment", file), ("thumbnail", try #require(d.thumbnail?.file))] {
+                    let off = try await offPool { try Self.difference(output, from: upright, work: work.path, name: what) }
+                    #expect(off < 6, "\(what): \(off) off the source as its first EXIF block turns it")
+                }
+                if let variant = d.variants?["android"]?.file {
+                    let off = try await offPool { try Self.difference(variant, from: upright, cut: portrait, work: work.path, name: "android") }
+                    #expect(off < 6, "android: \(off) off the source as its first EXIF block turns it")
+                } else {
+                    #expect(!portrait, "a turned photo needs an Android variant")
+                }
+            }
+        }
+    }
+
+    /// An APP1 segment holding EXIF whose IFD0 has one entry, the orientation (big-endian TIFF).
+    static func exifSegment(orientation: Int) -> [UInt8] {
+        let tiff: [UInt8] = [0x4D, 0x4D, 0, 0x2A, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, UInt8(orientation), 0, 0, 0, 0, 0, 0]
+        let body = Array("Exif\0\0".utf8) + tiff
+        return [0xFF, 0xE1, UInt8((body.count + 2) >> 8), UInt8((body.count + 2) & 0xFF)] + body
+    }
+
     /// The thumbnail answer's orientation and profile cross the worker's socket as they were
     /// (`JobWire`'s last byte), and a byte with bits it never writes is refused.
     @Test func aThumbnailAnswerCarriesOrientationAndProfile() throws {
         var turned = ThumbnailOutcome(sourceWidth: 3024, sourceHeight: 4032, file: "/x/r.jpg", width: 240, height: 320)
-        (turned.orientation, turned.hasColourProfile) = (6, true)
+        (turned.orientation, turned.hasColourProfile, turned.orientationsDisagree) = (6, true, true)
         for made in [turned, ThumbnailOutcome(sourceWidth: 4, sourceHeight: 3, file: "p.jpg", width: 4, height: 3)] {
             let wire = try #require(JobWire.encode(DecodeAnswer(.success(made), \.thumbnail)))
             let back = try #require(JobWire.decodeAnswer(wire)?.thumbnail)
-            #expect(back.orientation == made.orientation && back.hasColourProfile == made.hasColourProfile)
+            #expect(back.orientation == made.orientation && back.hasColourProfile == made.hasColourProfile
+                    && back.orientationsDisagree == made.orientationsDisagree)
             var forged = wire
-            forged[forged.count - 1] = 0x20
+            forged[forged.count - 1] = 0x40
             #expect(JobWire.decodeAnswer(forged) == nil)
             forged[forged.count - 1] = 0x09
             #expect(JobWire.decodeAnswer(forged) == nil, "orientation 9")

@@ -1,5 +1,6 @@
 // vips_black, vips_gaussnoise, vips_cast, vips_bandjoin and the savers are variadic; Swift cannot call them.
 #include <malloc.h>
+#include <lcms2.h>
 #include "CTestSupport.h"
 
 int af_test_write_black_jpeg(const char *path, int width, int height, int progressive) {
@@ -106,4 +107,20 @@ int af_test_vips_subtract(VipsImage *left, VipsImage *right, VipsImage **out) {
 
 int af_test_vips_abs(VipsImage *in, VipsImage **out) {
     return vips_abs(in, out, NULL);
+}
+
+int af_test_write_rgb_profile(const char *path, double white_x, double white_y, const double primaries_xy[6], double gamma) {
+    cmsCIExyY white = {white_x, white_y, 1.0};
+    cmsCIExyYTRIPLE primaries = {{primaries_xy[0], primaries_xy[1], 1.0}, {primaries_xy[2], primaries_xy[3], 1.0},
+                                 {primaries_xy[4], primaries_xy[5], 1.0}};
+    cmsToneCurve *curve = cmsBuildGamma(NULL, gamma);
+    if (curve == NULL) return -1;
+    cmsToneCurve *curves[3] = {curve, curve, curve};
+    cmsHPROFILE profile = cmsCreateRGBProfile(&white, &primaries, curves);
+    cmsFreeToneCurve(curve);
+    if (profile == NULL) return -1;
+    cmsSetProfileVersion(profile, 2.1);
+    int written = cmsSaveProfileToFile(profile, path) ? 0 : -1;
+    cmsCloseProfile(profile);
+    return written;
 }

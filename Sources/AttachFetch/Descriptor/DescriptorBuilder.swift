@@ -77,6 +77,12 @@ struct DescriptorBuilder: Sendable {
         descriptor.transforms = image.transforms
     }
 
+    /// The delivered image re-encoded with its pixels turned once (`Stage.orientOnce`).
+    mutating func record(oriented image: NormalizedImage) {
+        record(image)
+        descriptor.transforms = image.transforms + [.oriented]
+    }
+
     /// A video moved into MPEG-4: the delivered file's facts.
     mutating func record(_ video: RemuxedVideo) {
         descriptor.bytes = video.bytes

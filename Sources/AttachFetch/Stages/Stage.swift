@@ -84,7 +84,7 @@ struct Stage: Sendable {
 
 extension Stage {
     /// The steps after the download, in order. Each applies only to the kinds it names.
-    static let afterDownload: [Stage] = [admit, convertImage, remuxVideo, transcode, thumbnail, probe, makePlayable, probePlayable,
+    static let afterDownload: [Stage] = [admit, convertImage, remuxVideo, transcode, thumbnail, orientOnce, probe, makePlayable, probePlayable,
                                          deliveredLimit,
                                          androidSupport, androidPosterFrame, androidVariant, publish, publishToStore]
 

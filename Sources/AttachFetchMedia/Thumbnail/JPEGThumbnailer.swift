@@ -16,7 +16,8 @@ enum JPEGThumbnailer {
     package static func make(source: String, destinationBase: String, shape: Thumbnailer.Shape,
                      limits: Thumbnailer.Limits) -> Result<ThumbnailOutcome, Reason>? {
         guard let data = readJPEGFile(source), let layout = JPEGLayout(data),
-              layout.isBaseline, layout.orientation == 1, !layout.hasColourProfile else { return nil }
+              layout.isComplete, layout.isBaseline, layout.orientation == 1, !layout.orientationsDisagree,
+              !layout.hasColourProfile else { return nil }
         do throws(Reason) {
             let decoder = try TurboHandle(compress: false)
             var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0, colourspace: Int32 = 0
@@ -135,36 +136,60 @@ enum JPEGThumbnailer {
 struct JPEGLayout {
     /// The frame type: 0xC0 (baseline) or 0xC1 (extended sequential) take the fast path.
     var frameMarker: UInt8 = 0
-    /// EXIF orientation, 1 when absent.
+    /// EXIF orientation, 1 when absent: the first EXIF block's, as libvips reads it.
     var orientation = 1
+    /// Whether a later EXIF block states another orientation (absent counting as 1): readers
+    /// differ on which block counts, so the file shows one way here and another elsewhere.
+    var orientationsDisagree = false
     var hasColourProfile = false
+    /// False when the bytes given ended inside a segment before the first scan (a prefix of a
+    /// file): what was read holds, and nothing after it was seen.
+    var isComplete = true
 
     var isBaseline: Bool { frameMarker == 0xC0 || frameMarker == 0xC1 }
 
     /// Walks the marker segments from SOI to the first scan; nil when that is not a JPEG.
     init?(_ data: [UInt8]) {
         guard data.count > 4, data[0] == 0xFF, data[1] == 0xD8 else { return nil }
-        var offset = 2
+        var offset = 2, exifBlocks = 0
         while offset + 4 <= data.count {
             guard data[offset] == 0xFF else { return nil }
             let marker = data[offset + 1]
             if marker == 0xFF { offset += 1; continue } // fill byte
             if marker == 0xDA || marker == 0xD9 { break } // start of scan, end of image
             let length = Int(data[offset + 2]) << 8 | Int(data[offset + 3])
-            guard length >= 2, offset + 2 + length <= data.count else { return nil }
+            guard length >= 2 else { return nil }
+            guard offset + 2 + length <= data.count else {
+                isComplete = false
+                break
+            }
             let body = offset + 4
             let bodyCount = length - 2
             switch marker {
             case 0xC0...0xCF where marker != 0xC4 && marker != 0xC8 && marker != 0xCC:
                 frameMarker = marker
             case 0xE1 where bodyCount >= 6 && Array(data[body..<body + 6]) == Array("Exif\0\0".utf8):
-                orientation = Self.exifOrientation(data, tiff: body + 6, end: body + bodyCount) ?? 1
+                let stated = Self.exifOrientation(data, tiff: body + 6, end: body + bodyCount) ?? 1
+                if exifBlocks == 0 { orientation = stated } else if stated != orientation { orientationsDisagree = true }
+                exifBlocks += 1
             case 0xE2 where bodyCount >= 12 && Array(data[body..<body + 12]) == Array("ICC_PROFILE\0".utf8):
                 hasColourProfile = true
             default:
                 break
             }
             offset += 2 + length
+        }
+    }
+
+    /// The layout of the JPEG at `path` from its first `prefixBytes`, where the segments before
+    /// the scan are (EXIF and ICC blocks are at most 64 KiB each): for a file on libvips' path,
+    /// which reads one EXIF block.
+    static func of(file path: String, prefixBytes: Int = 256 << 10) -> JPEGLayout? {
+        UnnamedFile.withReadable(path) { fd -> JPEGLayout? in
+            let data = [UInt8](unsafeUninitializedCapacity: prefixBytes) { buffer, initialized in
+                initialized = max(0, pread(fd, buffer.baseAddress, buffer.count, 0))
+            }
+            return JPEGLayout(data)
         }
     }
 

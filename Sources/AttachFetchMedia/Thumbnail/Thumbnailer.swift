@@ -92,6 +92,7 @@ extension Thumbnailer {
                        shape: shape, limits: limits)
         }
         if header.image.orientation != 1 { thumbnail.orientation = header.image.orientation }
+        if header.image.isJPEG, JPEGLayout.of(file: source)?.orientationsDisagree == true { thumbnail.orientationsDisagree = true }
         if profiled { thumbnail.hasColourProfile = true }
         if (header.image.integer("n-pages") ?? 1) > 1 {
             do throws(Reason) { try decodeEveryFrame(source) } catch {

@@ -15,6 +15,10 @@ int af_test_write_noise_jpeg(const char *path, int width, int height, int orient
 // vips_copy + vips_jpegsave at quality 95: the image at `source` as a JPEG whose EXIF says
 // `orientation` (its pixels as stored, not turned).
 int af_test_write_oriented_jpeg(const char *source, const char *path, int orientation);
+// An ICC v2 RGB profile written to `path` by LittleCMS (cmsCreateRGBProfile): white point and
+// primaries as CIE xy, one gamma for all three channels. For sources in spaces no package
+// ships a profile of (ProPhoto RGB: D50, ROMM primaries, gamma 1.8).
+int af_test_write_rgb_profile(const char *path, double white_x, double white_y, const double primaries_xy[6], double gamma);
 // mallinfo2().uordblks: bytes the allocator has handed out and not had back, over every arena
 // (the live heap). Here because Swift's Glibc module does not expose <malloc.h>.
 size_t af_test_live_heap_bytes(void);
