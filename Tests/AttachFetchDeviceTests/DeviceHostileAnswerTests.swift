@@ -24,6 +24,13 @@ import Testing
 
     static let total = 300_000_000
 
+    /// What FoundationNetworking keeps of what a download task reads, until the task ends:
+    /// measured 2.0 % (3.8, 5.4, 6.1, 8.0 and 13.1 MiB for 186, 269, 300, 400 and 654 MB read
+    /// before a cancellation took effect), with 3 % allowed. A cancellation that lags behind a
+    /// loopback's reads lets it grow with them; the 172 MiB a delegate's queue took for 300 MB
+    /// (57 %) is far past it.
+    static let linuxShareOfRead = 0.03
+
     @Test(arguments: Answer.allCases)
     func memoryStaysBoundedWhateverTheAnswer(_ answer: Answer) async throws {
         let key = randomKey()
@@ -47,10 +54,12 @@ import Testing
                 let result = try #require(report.results.first)
                 #expect(report.warmUp == [true], "run \(run)")
                 #expect(!result.ok, "run \(run): \(result)")
-                #expect(report.growthBytes < 4 << 20, "run \(run): peak memory grew \(report.growthBytes >> 20) MiB")
                 // What reached the disk before the cancellation took effect: reported, not bounded
                 // (FoundationNetworking runs a cancellation on its work queue, behind the reads).
                 let sent = server.counter(answer.rawValue) - before
+                // 4 MiB, and FoundationNetworking's 2 % of what a task read (`linuxShareOfRead`).
+                #expect(report.growthBytes < 4 << 20 + Int(Double(sent) * Self.linuxShareOfRead),
+                        "run \(run): peak memory grew \(report.growthBytes >> 10) KiB after \(sent >> 20) MiB were sent")
                 mostSent = max(mostSent, sent)
                 mostLeft = max(mostLeft, report.leftoverBytes)
                 growths.append(report.growthBytes)
