@@ -66,6 +66,7 @@ let package = Package(
                        providers: [.apt(["libavformat-dev", "libavcodec-dev", "libavfilter-dev", "libswscale-dev", "libswresample-dev", "libavutil-dev"])]),
         // libjpeg-turbo's TurboJPEG API: the fast path for plain JPEG thumbnails.
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
+        .systemLibrary(name: "CLCMS2", pkgConfig: "lcms2", providers: [.apt(["liblcms2-dev"])]),
         // OpenSSL: libcrypto (SHA-256, PEM) and libssl (reading the TLS session libcurl negotiated).
         .systemLibrary(name: "CLibcrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Wrappers for the C calls Swift cannot make (variadic, or declared only under _GNU_SOURCE),
@@ -108,7 +109,7 @@ let package = Package(
         // What runs inside the confined decoder worker: decoding, converting, thumbnails, probing,
         // transcoding. Links libvips and FFmpeg, and nothing that fetches, publishes or serves.
         .target(name: "AttachFetchMedia",
-                dependencies: ["AttachFetchCore", "AttachFetchDecoderProtocol", "DecoderSandbox", "CVips", "CFFmpeg", "CTurboJPEG", "CVipsShims", "CFFmpegShims", "CAttachFetchShims"]),
+                dependencies: ["AttachFetchCore", "AttachFetchDecoderProtocol", "DecoderSandbox", "CVips", "CFFmpeg", "CTurboJPEG", "CLCMS2", "CVipsShims", "CFFmpegShims", "CAttachFetchShims"]),
         // The pipeline's side of the worker: starting, feeding, killing and checking it. Links no
         // decoder.
         .target(name: "AttachFetchDecoderKeeper", dependencies: ["AttachFetchCore", "AttachFetchRuntime", "AttachFetchDecoderProtocol", "CAttachFetchShims"]),

@@ -12,7 +12,7 @@
 #   --update: always run apt-get update first
 #   --check: install nothing; exit 1 when a Debian package is missing
 set -euo pipefail
-build=(pkg-config libcurl4-openssl-dev libmagic-dev libvips-dev libssl-dev libavformat-dev libavcodec-dev libavfilter-dev libswscale-dev libswresample-dev libavutil-dev libturbojpeg0-dev)
+build=(pkg-config libcurl4-openssl-dev libmagic-dev libvips-dev libssl-dev libavformat-dev libavcodec-dev libavfilter-dev libswscale-dev libswresample-dev libavutil-dev libturbojpeg0-dev liblcms2-dev)
 tests=(ffmpeg libvips-tools icc-profiles-free python3-pip python3-venv nginx-light openssl curl chromium chromium-driver valgrind strace binutils)
 build_only=false
 update=false

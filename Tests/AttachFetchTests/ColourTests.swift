@@ -257,6 +257,47 @@ import CTestSupport
         }
     }
 
+    /// An AVIF that states BT.2020 primaries with BT.709's transfer as code points (no ICC
+    /// profile), as wide-gamut SDR encoders write it: the thumbnail and the Android variant are
+    /// converted through the profile LittleCMS makes for BT.2020 (`RGBProfile`), and each is
+    /// compared with the source as FFmpeg's `zscale` (zimg, not LittleCMS) renders it to sRGB.
+    @Test func anAVIFStatingBT2020InCodePointsShowsItsColours() async throws {
+        let media = Scratch(), scratch = Scratch(), work = Scratch()
+        let source = "\(media.path)/bt2020.avif", reference = "\(work.path)/reference.png"
+        try await offPool {
+            try Self.pattern("\(work.path)/pattern.png")
+            func ffmpeg(_ arguments: [String]) throws {
+                let run = try tool("/usr/bin/ffmpeg", ["-v", "error", "-nostdin", "-y"] + arguments)
+                try #require(run.status == 0, "\(run.errors)")
+            }
+            // The pattern's colours in BT.2020's primaries, then AV1 4:4:4 at full range, BT.709's
+            // matrix, tagged BT.2020 primaries and BT.709's transfer.
+            try ffmpeg(["-i", "\(work.path)/pattern.png", "-frames:v", "1",
+                        "-vf", "zscale=pin=709:tin=iec61966-2-1:p=2020:t=709,format=rgb24,scale=out_color_matrix=bt709:out_range=full,format=yuv444p",
+                        "-color_primaries", "bt2020", "-color_trc", "bt709", "-colorspace", "bt709", "-color_range", "pc",
+                        "-c:v", "libaom-av1", "-cpu-used", "8", "-crf", "8", "-still-picture", "1", source])
+            // The independent rendering: decoded by FFmpeg, turned to sRGB by zimg.
+            try ffmpeg(["-i", source, "-frames:v", "1",
+                        "-vf", "scale=in_color_matrix=bt709:in_range=full,format=gbrpf32le,zscale=pin=2020:tin=709:p=709:t=iec61966-2-1,format=rgb24",
+                        reference])
+        }
+        #expect(try !Self.hasProfile(source), "the source must state its colour without a profile")
+        try await withMediaServer(directory: media.path) { server in
+            try await withPipeline(scratch, { $0.platforms = [.ios, .android] }) { pipeline in
+                let d = await fetchOne("\(server.baseURL)/media/bt2020.avif", pipeline)
+                let file = try #require(d.file, "\(d.reason?.message ?? "")")
+                #expect(try Self.hasProfile(file), "the attachment carries no profile")
+                let outputs = [("attachment", file), ("thumbnail", try #require(d.thumbnail?.file)),
+                               ("android", try #require(d.variants?["android"]?.file))]
+                for (what, output) in outputs {
+                    let off = try Self.difference(output: output, source: reference, space: "srgb", work: work.path, name: what)
+                    print("BT.2020 AVIF \(what): \(off)")
+                    #expect(off.meanPerBand.allSatisfy { $0 < 3 }, "\(what): \(off)")
+                }
+            }
+        }
+    }
+
     /// A PNG that states Display P3 in a `cICP` chunk (primaries 12, sRGB's transfer, RGB,
     /// full range) and carries no ICC profile: the thumbnail and the Android variant (made for
     /// it, as for a profiled image Android would show without its colours) are converted
@@ -288,10 +329,10 @@ import CTestSupport
         }
     }
 
-    /// What a `cICP` chunk is read as: Display P3 with an SDR transfer is libvips' `p3`; other
-    /// primaries (BT.2020), PQ, a matrix other than RGB's, narrow range, or a chunk after the
-    /// image data (where PNG forbids it) are not a statement this follows.
-    @Test(arguments: [([12, 13, 0, 1], false, "p3"), ([12, 1, 0, 1], false, "p3"), ([9, 1, 0, 1], false, nil),
+    /// What a `cICP` chunk is read as: Display P3 with an SDR transfer is libvips' `p3`, BT.2020
+    /// with one a profile made for it; PQ, a matrix other than RGB's, narrow range, or a chunk
+    /// after the image data (where PNG forbids it) are not a statement this follows.
+    @Test(arguments: [([12, 13, 0, 1], false, "p3"), ([12, 1, 0, 1], false, "p3"), ([9, 1, 0, 1], false, "made"), ([9, 16, 0, 1], false, nil),
                       ([12, 16, 0, 1], false, nil), ([12, 13, 1, 1], false, nil), ([12, 13, 0, 0], false, nil),
                       ([12, 13, 0, 1], true, nil)] as [([UInt8], Bool, String?)])
     func aCICPChunkIsReadAsStated(chunk: [UInt8], afterImageData: Bool, profile: String?) throws {
@@ -300,7 +341,8 @@ import CTestSupport
         let cicp = Self.pngChunk("cICP", chunk), text = Self.pngChunk("tEXt", Array("Comment\u{0}made here".utf8))
         let body = afterImageData ? data + cicp : cicp + data
         try Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + header + text + body + Self.pngChunk("IEND", [])).write(to: URL(fileURLWithPath: path))
-        #expect(StatedColour.fallbackProfile(path) == profile, "\(chunk) after the image data: \(afterImageData)")
+        let read = StatedColour.fallbackProfile(path).map { if case .builtIn(let name) = $0 { name } else { "made" } }
+        #expect(read == profile, "\(chunk) after the image data: \(afterImageData)")
     }
 
     /// A PNG chunk: length, type, data and the CRC-32 (ISO 3309, reflected 0xEDB88320) of type and data.

@@ -104,7 +104,7 @@ extension ImageNormalizer {
 
     /// A 2:1 crop (`PictureCropper`), made narrower until it fits `limits.maxBytes`.
     private static func twoToOne(_ source: String, header: (image: VipsImageRef, width: Int, height: Int), toSRGB: Bool,
-                                 statedProfile: String?, crop: PictureCrop,
+                                 statedProfile: Vips.StatedProfile?, crop: PictureCrop,
                                  limits: Limits, shouldStop: () -> Bool,
                                  deliver: (EncodedImage) throws(Reason) -> NormalizedImage) throws(Reason) -> NormalizedImage {
         var maxWidth = limits.cropWidth

@@ -31,7 +31,7 @@ enum PictureCropper {
     /// `source` (an image of `width` x `height` as displayed) cut to 2:1 and scaled to at most
     /// `maxWidth` wide: shrunk on load, then cut where `crop` says; `toSRGB`: converted through
     /// its ICC profile (only a variant is ever cut, and variants are sRGB).
-    static func twoToOne(_ source: String, width: Int, height: Int, crop: PictureCrop, toSRGB: Bool, statedProfile: String? = nil,
+    static func twoToOne(_ source: String, width: Int, height: Int, crop: PictureCrop, toSRGB: Bool, statedProfile: Vips.StatedProfile? = nil,
                          maxWidth: Int, failOn: VipsFailOn) throws(Reason) -> VipsImageRef {
         let size = twoToOneSize(width: width, height: height, maxWidth: maxWidth)
         guard let focus = crop.focus else {

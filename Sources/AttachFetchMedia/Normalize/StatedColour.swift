@@ -6,17 +6,19 @@ import Glibc
 /// Colour a file states as code points (ITU-T H.273's primaries, transfer and matrix) instead
 /// of an ICC profile: an HEIF or AVIF `colr` property of type `nclx`, as AVIF encoders and
 /// Chrome write it, or a PNG `cICP` chunk. Neither libheif nor libpng tells libvips of the
-/// primaries, so it would read Display P3's numbers as sRGB's. For primaries libvips has a
-/// profile of, that profile stands for the statement (`Vips.withStatedProfile`): an image made
-/// from the file carries it, and the pictures converted to sRGB go through it.
+/// primaries, so it would read Display P3's numbers as sRGB's. A profile stands for the
+/// statement (`Vips.withStatedProfile`): libvips' own for Display P3, one LittleCMS makes for
+/// BT.2020 (`RGBProfile`). An image made from the file carries it, and the pictures converted
+/// to sRGB go through it.
 enum StatedColour {
-    /// libvips' built-in profile for the primaries the file states, when they are not sRGB's
-    /// (BT.709's) and libvips has one: `p3` for Display P3 (H.273 primaries 12) with sRGB's or
-    /// BT.709's transfer. Nil for a file without such a statement, or stating anything else.
+    /// The profile for the primaries the file states, when they are not sRGB's (BT.709's):
+    /// libvips' `p3` for Display P3 (H.273 primaries 12) with sRGB's or BT.709's transfer, and
+    /// `RGBProfile.bt2020` for BT.2020 (9) with an SDR transfer. Nil for a file without such a
+    /// statement, or stating anything else (PQ and HLG stills among them).
     /// Called only for a file libvips found no ICC profile in: an HEIF with `prof` or `rICC`
     /// is left to it; in a PNG, PNG's rule that `cICP` comes first does not matter for the
     /// rare file with both.
-    static func fallbackProfile(_ path: String) -> String? {
+    static func fallbackProfile(_ path: String) -> Vips.StatedProfile? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
@@ -28,11 +30,16 @@ enum StatedColour {
         return nil
     }
 
-    /// The profile standing for H.273 `primaries` with `transfer`, if libvips has one. PQ and
-    /// HLG (16, 18) are high dynamic range, which no profile here stands for.
-    static func profile(_ statement: (primaries: Int, transfer: Int)) -> String? {
+    /// The profile standing for H.273 `primaries` with `transfer`, if there is one. PQ and HLG
+    /// (16, 18) are high dynamic range, which no profile here stands for.
+    static func profile(_ statement: (primaries: Int, transfer: Int)) -> Vips.StatedProfile? {
+        switch statement.primaries {
         // Transfer 1: BT.709, 6: BT.601, 13: sRGB.
-        statement.primaries == 12 && [1, 6, 13].contains(statement.transfer) ? "p3" : nil
+        case 12 where [1, 6, 13].contains(statement.transfer): return .builtIn("p3")
+        // BT.709's curve, by any of its names (14 and 15: BT.2020's, for 10 and 12 bits).
+        case 9 where [1, 6, 14, 15].contains(statement.transfer): return RGBProfile.bt2020.map(Vips.StatedProfile.made)
+        default: return nil
+        }
     }
 
     /// The first `nclx` property's primaries and transfer; nil when a profile property (`prof`,

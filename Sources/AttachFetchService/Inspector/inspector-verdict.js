@@ -219,8 +219,11 @@ export function transformSentences(descriptor) {
   } else if (transforms.indexOf('downscaled') >= 0) {
     out.push('It was downscaled' + (fromSize && toSize ? ' from ' + fromSize + ' to ' + toSize : '') + '.');
   }
+  if (transforms.indexOf('oriented') >= 0) {
+    out.push('Its EXIF blocks stated different orientations, which devices read differently: its pixels were turned as the first says, and no tag is left.');
+  }
   for (const other of transforms) {
-    if (['remuxed', 'transcoded', 'reencoded', 'downscaled', 'trimmed'].indexOf(other) < 0) out.push('Also done to it: ' + other + '.');
+    if (['remuxed', 'transcoded', 'reencoded', 'downscaled', 'trimmed', 'oriented'].indexOf(other) < 0) out.push('Also done to it: ' + other + '.');
   }
   return out;
 }

@@ -95,10 +95,10 @@ package enum Vips {
     /// pixels converted through its ICC profile, for a source that has one
     /// (`ColourRule.converts`). Lazy: the pixels are decoded, and decoding fails, when the
     /// result is rendered.
-    /// `statedProfile`: the built-in profile that stands for colour the file states without one
+    /// `statedProfile`: the profile that stands for colour the file states without one
     /// (`StatedColour`), carried by the result or converted through.
     static func thumbnail(_ source: String, width: Int, height: Int, failOn: VipsFailOn,
-                          toSRGB: Bool, statedProfile: String? = nil) throws(Reason) -> VipsImageRef {
+                          toSRGB: Bool, statedProfile: StatedProfile? = nil) throws(Reason) -> VipsImageRef {
         var out: UnsafeMutablePointer<VipsImage>?
         let status = toSRGB && statedProfile == nil
             ? af_vips_thumbnail_srgb(source, &out, Int32(width), Int32(height), VIPS_SIZE_DOWN, failOn)
@@ -110,18 +110,31 @@ package enum Vips {
         return VipsImageRef(out)
     }
 
-    /// `image` carrying libvips' built-in ICC profile `name`, for colour its file stated
-    /// without a profile (`StatedColour`); converted to sRGB through it when `toSRGB`.
-    static func withStatedProfile(_ image: VipsImageRef, _ name: String, toSRGB: Bool) throws(Reason) -> VipsImageRef {
-        var blob: UnsafeMutablePointer<VipsBlob>?
-        guard af_vips_profile_load(name, &blob) == 0, let blob else { throw failure("load libvips' \(name) profile") }
-        defer { blob.withMemoryRebound(to: VipsArea.self, capacity: 1) { vips_area_unref($0) } }
-        var length = 0
-        guard let data = vips_blob_get(blob, &length), length > 0 else { throw failure("read libvips' \(name) profile") }
+    /// An ICC profile that stands for colour a file states without one (`StatedColour`).
+    enum StatedProfile: Equatable, Sendable {
+        /// One of libvips' built-in profiles, by name (`p3`).
+        case builtIn(String)
+        /// A profile's bytes, made for the statement (`RGBProfile`).
+        case made([UInt8])
+    }
+
+    /// `image` carrying `profile`, for colour its file stated without a profile
+    /// (`StatedColour`); converted to sRGB through it when `toSRGB`.
+    static func withStatedProfile(_ image: VipsImageRef, _ profile: StatedProfile, toSRGB: Bool) throws(Reason) -> VipsImageRef {
         var out: UnsafeMutablePointer<VipsImage>?
         guard af_vips_copy(image.pointer, &out) == 0, let out else { throw failure("copy the image") }
         let copy = VipsImageRef(out)
-        vips_image_set_blob_copy(copy.pointer, "icc-profile-data", data, length)
+        switch profile {
+        case .builtIn(let name):
+            var blob: UnsafeMutablePointer<VipsBlob>?
+            guard af_vips_profile_load(name, &blob) == 0, let blob else { throw failure("load libvips' \(name) profile") }
+            defer { blob.withMemoryRebound(to: VipsArea.self, capacity: 1) { vips_area_unref($0) } }
+            var length = 0
+            guard let data = vips_blob_get(blob, &length), length > 0 else { throw failure("read libvips' \(name) profile") }
+            vips_image_set_blob_copy(copy.pointer, "icc-profile-data", data, length)
+        case .made(let bytes):
+            bytes.withUnsafeBytes { vips_image_set_blob_copy(copy.pointer, "icc-profile-data", $0.baseAddress, $0.count) }
+        }
         guard toSRGB else { return copy }
         var converted: UnsafeMutablePointer<VipsImage>?
         guard af_vips_icc_transform_srgb(copy.pointer, &converted) == 0, let converted else { throw failure("convert the image to sRGB") }
