@@ -46,7 +46,7 @@ import Testing
         // The worker's confinement: no decoder.
         "DecoderSandbox": ["AttachFetchDecoderProtocol", "CAttachFetchShims"],
         // What runs inside the worker: no keeper, nothing that fetches.
-        "AttachFetchMedia": ["AttachFetchCore", "AttachFetchDecoderProtocol", "DecoderSandbox", "CVips", "CFFmpeg", "CTurboJPEG", "CVipsShims", "CFFmpegShims", "CAttachFetchShims"],
+        "AttachFetchMedia": ["AttachFetchCore", "AttachFetchDecoderProtocol", "DecoderSandbox", "CVips", "CFFmpeg", "CTurboJPEG", "CLCMS2", "CVipsShims", "CFFmpegShims", "CAttachFetchShims"],
         // The worker's keeper: no decoder.
         "AttachFetchDecoderKeeper": ["AttachFetchCore", "AttachFetchRuntime", "AttachFetchDecoderProtocol", "CAttachFetchShims"],
         "AttachFetch": ["AttachFetchCore", "AttachFetchRuntime", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchDecoderProtocol", "AttachFetchDecoderKeeper",
