@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import AttachFetch
+@testable import AttachFetchDecoderKeeper
 
 /// Video iOS does not play (WebM and Matroska: VP8, VP9, AV1) is delivered as H.264 High
 /// (Constrained Baseline where the speed ladder takes `ultrafast`), 8-bit 4:2:0, with AAC-LC, in MPEG-4 with `moov` first: made here by FFmpeg's own encoders,
@@ -140,4 +141,40 @@ import Testing
         }
         #expect(scratch.tree() == [], "\(scratch.tree())")
     }
+
+    /// Audio and video workers hold `videoDecoderMemoryLimit` of data (1 GiB: a 4K AV1
+    /// transcode held 525-560 MB, past the image workers' 512 MiB, and failed there), image
+    /// workers `decoderMemoryLimit`, each read from the kernel; and a transcode that runs out of
+    /// memory under that limit says which limit it was.
+    @Test func audioAndVideoWorkersHaveTheirOwnMemoryLimit() async throws {
+        let media = Scratch(), scratch = Scratch()
+        try await offPool {
+            try Self.make(media.path, "vp9.webm", size: "1920x1080", seconds: 2, audio: false,
+                          ["-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8"])
+        }
+        try await withMediaServer(directory: media.path) { server in
+            try await withPipeline(scratch, { $0.videoDecoderMemoryLimit = 48 << 20 }) { pipeline in
+                let d = await fetchOne("\(server.baseURL)/media/vp9.webm", pipeline)
+                #expect(d.status != .ready && d.reason?.code == .ioError && d.reason?.message.contains("may hold 48 MiB of data") == true,
+                        "\(d.status) \(d.reason?.code.rawValue ?? "") \(d.reason?.message ?? "")")
+                // Our limit, not the media's fault: reused only briefly.
+                #expect(d.reason?.endedByOwnLimit == true)
+            }
+        }
+        try await withMediaServer { server in
+            try await withPipeline(scratch, { $0.imageWorkersStartWithPipeline = true }) { pipeline in
+                let batch = await pipeline.process(["photo.jpg", "clip.mp4"].map { AttachmentRequest(url: "\(server.baseURL)/media/\($0)") },
+                                                   deadline: .seconds(20))
+                #expect(batch.attachments.allSatisfy { $0.status == .ready })
+                let limits = Set(TestProcess.decoderWorkers().compactMap { pid -> Int? in
+                    let table = try? String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
+                    return table.flatMap { ConfinementCheck.limit($0, "Max data size")?.0 }
+                })
+                let defaults = AttachFetchConfiguration()
+                // Other suites' pipelines may have workers too (this process's children all).
+                #expect(limits.isSuperset(of: [defaults.decoderMemoryLimit, defaults.videoDecoderMemoryLimit]), "\(limits)")
+            }
+        }
+    }
 }
+

@@ -65,9 +65,11 @@ public final class AttachmentPipeline: Sendable {
         decoderConfinement = DecoderConfinement(launch)
         let imageWorkers = DecoderPool(threads: configuration.thumbnailThreads, name: "af-thumb", launch: launch,
                                        eager: configuration.imageWorkersStartWithPipeline, runHere: WorkerThread.inThisProcess)
-        let probeWorkers = DecoderPool(threads: configuration.probeThreads, name: "af-probe", launch: launch, eager: false,
+        var videoLaunch = launch
+        videoLaunch?.memoryBytes = configuration.videoDecoderMemoryLimit
+        let probeWorkers = DecoderPool(threads: configuration.probeThreads, name: "af-probe", launch: videoLaunch, eager: false,
                                        runHere: WorkerThread.inThisProcess)
-        var backgroundLaunch = launch
+        var backgroundLaunch = videoLaunch
         backgroundLaunch?.takesReserved = false
         backgroundLaunch?.niceness = 10
         let backgroundWorkers = DecoderPool(threads: 1, name: "af-whole", launch: backgroundLaunch, eager: false,

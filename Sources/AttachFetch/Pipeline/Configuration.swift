@@ -184,8 +184,12 @@ public struct AttachFetchConfiguration: Sendable {
     /// How long a worker no longer needed may take to exit on its own before it is killed. Default
     /// 0, at once; the instruction-count guard lets its workers exit so callgrind writes their counts.
     package var decoderExitGraceMilliseconds = 0
-    /// Data memory (heap and private mappings, RLIMIT_DATA) each worker may hold. Default 512 MiB.
+    /// Data memory (heap and private mappings, RLIMIT_DATA) each image worker may hold. Default 512 MiB.
     public var decoderMemoryLimit = 512 << 20
+    /// The same for the workers that probe, remux and transcode audio and video. Default 1 GiB:
+    /// a 4K AV1 transcode held 525 MB (libdav1d's frames, libx264's lookahead, the speed
+    /// ladder's replay, and every thread's stack, which counts as data).
+    public var videoDecoderMemoryLimit = 1 << 30
     /// CPU seconds a worker may spend on one job before the pipeline ends it (read every 100 ms);
     /// a transcode may also spend its budget's seconds on every core. A worker's own `RLIMIT_CPU`,
     /// a backstop it cannot raise, is 30 times this for its life (600 s at least). Default 20.
@@ -272,6 +276,7 @@ public struct AttachFetchConfiguration: Sendable {
         guard thumbnailThreads >= 1 else { throw .invalidConfiguration("thumbnailThreads must be at least 1") }
         guard probeThreads >= 1 else { throw .invalidConfiguration("probeThreads must be at least 1") }
         guard decoderMemoryLimit >= 32 << 20 else { throw .invalidConfiguration("decoderMemoryLimit must be at least 32 MiB") }
+        guard videoDecoderMemoryLimit >= 32 << 20 else { throw .invalidConfiguration("videoDecoderMemoryLimit must be at least 32 MiB") }
         guard decoderCPUSecondsPerJob >= 1 else { throw .invalidConfiguration("decoderCPUSecondsPerJob must be at least 1") }
         guard decoderFileSizeLimit >= 1 else { throw .invalidConfiguration("decoderFileSizeLimit must be at least 1 byte") }
         if let proxy {

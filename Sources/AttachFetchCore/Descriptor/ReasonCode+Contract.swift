@@ -71,7 +71,10 @@ extension AttachmentDescriptor.Reason {
     /// The endings of the messages of a decoder ended by a limit of attach-fetch's own (the
     /// keeper's CPU allowance, the worker's CPU or file-size limit), not by the media: written
     /// where those reasons are made (`DecoderProcess`), read by the result cache.
-    package static let ownLimitEndings = [cpuAllowanceEnding] + [cpuLimitSignal, fileSizeLimitSignal].map { "(\($0))" }
+    package static let ownLimitEndings = [cpuAllowanceEnding, dataLimitEnding] + [cpuLimitSignal, fileSizeLimitSignal].map { "(\($0))" }
+    /// How a worker's message ends when it ran out of memory or threads under its data limit
+    /// (`RLIMIT_DATA`), which it states before this (`FFmpeg.failure`).
+    package static let dataLimitEnding = "(decoderMemoryLimit for images, videoDecoderMemoryLimit for audio and video)"
     /// How the keeper's message for a job over its CPU allowance ends.
     package static let cpuAllowanceEnding = "(decoderCPUSecondsPerJob)"
     /// How the keeper names the signals of the worker's own CPU and file-size limits.
@@ -80,6 +83,6 @@ extension AttachmentDescriptor.Reason {
     /// Whether a limit of attach-fetch's own ended the work: such a failure is reused only
     /// briefly (`ResultCaching.ownLimitFreshness`).
     package var endedByOwnLimit: Bool {
-        code == .decoderCrashed && Self.ownLimitEndings.contains { message.hasSuffix($0) }
+        (code == .decoderCrashed || code == .ioError) && Self.ownLimitEndings.contains { message.hasSuffix($0) }
     }
 }

@@ -33,8 +33,19 @@ package enum FFmpeg {
 
     /// The one mapping of an FFmpeg failure: the code the caller decides (what failed tells
     /// whether the media is corrupt, unsupported, or the machine failed), with FFmpeg's own text.
+    /// Out of memory, or of threads (a thread's stack counts as data), is this process's limits,
+    /// never the media's fault: `ioError`, whatever `code` the caller gave, with the limit.
     package static func failure(_ code: ReasonCode, _ what: String, _ status: Int32) -> Reason {
-        Reason(code: code, message: "\(what): \(errorText(status))")
+        let resources = status == -ENOMEM || status == -EAGAIN
+        return Reason(code: resources ? .ioError : code, message: "\(what): \(errorText(status))" + (resources ? dataLimitText : ""))
+    }
+
+    /// Out of memory in a worker is most often its own data limit (`RLIMIT_DATA`) reached: said,
+    /// with the limit, so that the reason names what to raise.
+    static var dataLimitText: String {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_DATA.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else { return "" }
+        return "; this process may hold \(limit.rlim_cur >> 20) MiB of data \(AttachmentDescriptor.Reason.dataLimitEnding)"
     }
 
     /// FFmpeg's own text for an error code.
