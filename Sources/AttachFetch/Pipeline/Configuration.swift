@@ -186,9 +186,8 @@ public struct AttachFetchConfiguration: Sendable {
     package var decoderExitGraceMilliseconds = 0
     /// Data memory (heap and private mappings, RLIMIT_DATA) each image worker may hold. Default 512 MiB.
     public var decoderMemoryLimit = 512 << 20
-    /// The same for the workers that probe, remux and transcode audio and video. Default 1 GiB:
-    /// a 4K AV1 transcode held 525 MB (libdav1d's frames, libx264's lookahead, the speed
-    /// ladder's replay, and every thread's stack, which counts as data).
+    /// The same for the workers that probe, remux and transcode audio and video. Default 1 GiB: a 4K AV1
+    /// transcode holds 525-560 MB (4K frames, libx264's lookahead, thread stacks count as data).
     public var videoDecoderMemoryLimit = 1 << 30
     /// CPU seconds a worker may spend on one job before the pipeline ends it (read every 100 ms);
     /// a transcode may also spend its budget's seconds on every core. A worker's own `RLIMIT_CPU`,
@@ -266,18 +265,14 @@ public struct AttachFetchConfiguration: Sendable {
         guard sizeLimits.image > 0, sizeLimits.audio > 0, sizeLimits.video > 0, sizeLimits.imageSource > 0 else {
             throw .invalidConfiguration("size limits must be greater than zero")
         }
-        guard thumbnailMaxEdge >= 1 else { throw .invalidConfiguration("thumbnailMaxEdge must be at least 1") }
-        guard maxImagePixels >= 1, maxProgressivePixels >= 1, maxAnimationPixels >= 1 else {
-            throw .invalidConfiguration("pixel limits must be at least 1")
+        guard maxImagePixels >= 1, maxProgressivePixels >= 1, maxAnimationPixels >= 1 else { throw .invalidConfiguration("pixel limits must be at least 1") }
+        let counts = [("thumbnailMaxEdge", thumbnailMaxEdge), ("maxAnimationFrames", maxAnimationFrames), ("maxNormalizeAttempts", maxNormalizeAttempts),
+                      ("maxVideoDecodeFrames", maxVideoDecodeFrames), ("thumbnailThreads", thumbnailThreads), ("probeThreads", probeThreads),
+                      ("decoderCPUSecondsPerJob", decoderCPUSecondsPerJob)]
+        for (name, value) in counts where value < 1 { throw .invalidConfiguration("\(name) must be at least 1") }
+        for (name, value) in [("decoderMemoryLimit", decoderMemoryLimit), ("videoDecoderMemoryLimit", videoDecoderMemoryLimit)] where value < 32 << 20 {
+            throw .invalidConfiguration("\(name) must be at least 32 MiB")
         }
-        guard maxAnimationFrames >= 1 else { throw .invalidConfiguration("maxAnimationFrames must be at least 1") }
-        guard maxNormalizeAttempts >= 1 else { throw .invalidConfiguration("maxNormalizeAttempts must be at least 1") }
-        guard maxVideoDecodeFrames >= 1 else { throw .invalidConfiguration("maxVideoDecodeFrames must be at least 1") }
-        guard thumbnailThreads >= 1 else { throw .invalidConfiguration("thumbnailThreads must be at least 1") }
-        guard probeThreads >= 1 else { throw .invalidConfiguration("probeThreads must be at least 1") }
-        guard decoderMemoryLimit >= 32 << 20 else { throw .invalidConfiguration("decoderMemoryLimit must be at least 32 MiB") }
-        guard videoDecoderMemoryLimit >= 32 << 20 else { throw .invalidConfiguration("videoDecoderMemoryLimit must be at least 32 MiB") }
-        guard decoderCPUSecondsPerJob >= 1 else { throw .invalidConfiguration("decoderCPUSecondsPerJob must be at least 1") }
         guard decoderFileSizeLimit >= 1 else { throw .invalidConfiguration("decoderFileSizeLimit must be at least 1 byte") }
         if let proxy {
             let scheme = proxy.split(separator: ":", maxSplits: 1).first.map { $0.lowercased() }
