@@ -59,6 +59,10 @@ package enum ImageNormalizer {
         /// platform that does not manage colour); off: the source's ICC profile is kept with
         /// the source's values (a 2:1 crop is always sRGB: it is only ever a variant).
         package var convertsToSRGB = false
+        /// On: a JPEG its EXIF orientation turns, which needs nothing else (no crop, no profile
+        /// to convert, within `maxBytes`), is turned losslessly instead of encoded again (a
+        /// variant for a platform that ignores the tag).
+        package var turnsLosslessly = false
 
         package init(maxBytes: Int64, maxAttempts: Int, decode: Thumbnailer.Limits, keepsAnimation: Bool = true,
                      animationAsVideo: MediaTranscoder.Limits? = nil) {

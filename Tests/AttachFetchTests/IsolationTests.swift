@@ -227,7 +227,10 @@ extension ProcessWideSuites {
                     guard field(status, "Seccomp") == "2" else { continue }
                     confined += 1
                     let limits = try String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8)
-                    #expect(limits.split(separator: "\n").contains { $0.hasPrefix("Max data size") && $0.contains("\(512 << 20)") }, "\(limits)")
+                    // An image worker's limit, or an audio and video worker's.
+                    let defaults = AttachFetchConfiguration()
+                    #expect(limits.split(separator: "\n").contains { row in row.hasPrefix("Max data size")
+                        && [defaults.decoderMemoryLimit, defaults.videoDecoderMemoryLimit].contains { row.contains(" \($0) ") } }, "\(limits)")
                     #expect(field(status, "NoNewPrivs") == "1")
                     #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/ns/net") != mine)
                 }

@@ -25,8 +25,9 @@ extension ImageNormalizer.Limits {
         self.init(configuration)
         maxBytes = Platform.androidImageLimit
         keepsAnimation = false
-        // Android's notification shows a file's numbers as sRGB.
+        // Android's notification shows a file's numbers as sRGB, and ignores the EXIF orientation.
         convertsToSRGB = true
+        turnsLosslessly = true
     }
 }
 

@@ -136,9 +136,10 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         /// errors (a damaged packet, a frame it could not rebuild); what it said is in
         /// `sourceDamage`. The result still agrees with the source's length.
         case partial
-        /// Added: the pixels turned as the source's first EXIF block says, and no tag left,
-        /// because its EXIF blocks stated different orientations (readers differ on which
-        /// counts, so the file would show one way on one device and another elsewhere).
+        /// Added: the pixels turned as the source's (first) EXIF orientation says, and no tag
+        /// left: a JPEG whose EXIF blocks stated different orientations (readers differ on
+        /// which counts), encoded again; or an Android variant turned losslessly (its blocks
+        /// moved, not encoded again), since Android ignores the tag.
         case oriented
     }
 

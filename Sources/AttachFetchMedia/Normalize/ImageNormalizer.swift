@@ -64,7 +64,17 @@ extension ImageNormalizer {
             if limits.animationAsVideo != nil { return nil }
         }
 
-        if let crop = limits.crop, crop.crops, PictureCrop.needsTwoToOne(width: header.width, height: header.height) {
+        let needsCut = limits.crop.map { $0.crops && PictureCrop.needsTwoToOne(width: header.width, height: header.height) } ?? false
+        // A JPEG the tag turns, and nothing else: its blocks moved, not encoded again.
+        if limits.turnsLosslessly, type == .jpeg, !profiled, !needsCut, header.image.orientation != 1,
+           let jpeg = JPEGThumbnailer.readJPEGFile(source), let turned = TurboHandle.turned(jpeg, orientation: header.image.orientation),
+           Int64(turned.count) <= limits.maxBytes {
+            let file = destinationBase + ".jpg"
+            if let problem = turned.withUnsafeBytes({ SafeFile.create(file, contents: $0) }) { throw Reason(code: .ioError, message: problem) }
+            return NormalizedImage(file: file, type: .jpeg, bytes: Int64(turned.count), sha256: "", width: header.width, height: header.height,
+                                   sourceWidth: header.width, sourceHeight: header.height, transforms: [.oriented])
+        }
+        if let crop = limits.crop, needsCut {
             return try twoToOne(source, header: header, toSRGB: ColourRule.sRGB.converts(profiled: profiled), statedProfile: stated, crop: crop,
                                 limits: limits, shouldStop: shouldStop) { encoded throws(Reason) in
                 try delivered(encoded, downscaled: encoded.width < header.width, cropped: true)

@@ -96,7 +96,7 @@ enum JPEGThumbnailer {
     /// The whole file, when it starts like a JPEG (SOI) and is small enough; nil otherwise,
     /// having read two bytes, so a PNG or GIF costs the libvips path nothing extra. Read with
     /// pread only and no stat: an unnamed file is read through its own descriptor.
-    private static func readJPEGFile(_ path: String) -> [UInt8]? {
+    static func readJPEGFile(_ path: String) -> [UInt8]? {
         UnnamedFile.withReadable(path) { fd -> [UInt8]? in
             var start: (UInt8, UInt8) = (0, 0)
             guard pread(fd, &start, 2, 0) == 2, start == (0xFF, 0xD8) else { return nil }

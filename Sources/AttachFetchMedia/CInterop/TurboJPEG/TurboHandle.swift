@@ -11,7 +11,29 @@ final class TurboHandle {
         self.handle = handle
     }
 
+    private init(handle: tjhandle) { self.handle = handle }
+
     deinit { tjDestroy(handle) }
+
+    /// `jpeg` turned as EXIF `orientation` (2-8) says, losslessly (its DCT blocks moved, not
+    /// decoded and encoded again), with no marker copied: no EXIF tag to turn it twice, no ICC
+    /// profile, no comment. Nil where the turn would move a partial MCU block (an edge that is
+    /// not a multiple of the block size: `TJXOPT_PERFECT`) or libjpeg-turbo refuses the file.
+    static func turned(_ jpeg: [UInt8], orientation: Int) -> [UInt8]? {
+        let operations: [Int: TJXOP] = [2: TJXOP_HFLIP, 3: TJXOP_ROT180, 4: TJXOP_VFLIP, 5: TJXOP_TRANSPOSE,
+                                        6: TJXOP_ROT90, 7: TJXOP_TRANSVERSE, 8: TJXOP_ROT270]
+        guard let operation = operations[orientation], let made = tjInitTransform() else { return nil }
+        let owner = TurboHandle(handle: made)
+        var transform = tjtransform()
+        transform.op = Int32(operation.rawValue)
+        transform.options = TJXOPT_PERFECT | TJXOPT_COPYNONE
+        var output: UnsafeMutablePointer<UInt8>?
+        var size: UInt = 0
+        let status = tjTransform(owner.handle, jpeg, UInt(jpeg.count), 1, &output, &size, &transform, 0)
+        defer { if let output { tjFree(output) } }
+        guard status == 0, let output, size > 0 else { return nil }
+        return Array(UnsafeBufferPointer(start: output, count: Int(size)))
+    }
 
     /// The one mapping of a libjpeg-turbo failure: its message for the last failure on this
     /// handle. The code is the caller's: a decode fails on the media, an encode on the machine.
