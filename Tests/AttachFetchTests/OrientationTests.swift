@@ -115,6 +115,30 @@ import Testing
         }
     }
 
+    /// A CMYK JPEG without a profile, stored upside down (orientation 3): its Android variant
+    /// is turned and in sRGB, never a lossless turn of its CMYK blocks, which Android's decoder
+    /// would show as sRGB numbers.
+    @Test func aCMYKPhotoStoredTurnedGetsAnSRGBVariant() async throws {
+        let media = Scratch(), scratch = Scratch(), work = Scratch()
+        try await offPool {
+            let run = try tool("/usr/bin/ffmpeg", ["-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", "testsrc2=size=640x360",
+                                                   "-frames:v", "1", "\(work.path)/pattern.png"])
+            try #require(run.status == 0, "\(run.errors)")
+            _ = try ColourTests.vips(["icc_transform", "\(work.path)/pattern.png", "\(work.path)/bare.jpg[Q=95,strip]", "cmyk", "--input-profile", "srgb"])
+            let bare = try [UInt8](Data(contentsOf: URL(fileURLWithPath: "\(work.path)/bare.jpg")))
+            try Data(bare[..<2] + Self.exifSegment(orientation: 3) + bare[2...]).write(to: URL(fileURLWithPath: "\(media.path)/cmyk3.jpg"))
+        }
+        #expect(try ColourTests.vips(["-f", "bands", "\(media.path)/cmyk3.jpg"], program: "/usr/bin/vipsheader") == "4")
+        try await withMediaServer(directory: media.path) { server in
+            try await withPipeline(scratch, { $0.platforms = [.ios, .android] }) { pipeline in
+                let d = await fetchOne("\(server.baseURL)/media/cmyk3.jpg", pipeline)
+                let variant = try #require(d.variants?["android"]?.file, "\(d.reason?.message ?? "no Android variant")")
+                #expect(try ColourTests.vips(["-f", "bands", variant], program: "/usr/bin/vipsheader") == "3")
+                #expect(d.variants?["android"]?.transforms?.contains(.oriented) == false)
+            }
+        }
+    }
+
     /// An APP1 segment holding EXIF whose IFD0 has one entry, the orientation (big-endian TIFF).
     static func exifSegment(orientation: Int) -> [UInt8] {
         let tiff: [UInt8] = [0x4D, 0x4D, 0, 0x2A, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, UInt8(orientation), 0, 0, 0, 0, 0, 0]

@@ -18,12 +18,17 @@ final class TurboHandle {
     /// `jpeg` turned as EXIF `orientation` (2-8) says, losslessly (its DCT blocks moved, not
     /// decoded and encoded again), with no marker copied: no EXIF tag to turn it twice, no ICC
     /// profile, no comment. Nil where the turn would move a partial MCU block (an edge that is
-    /// not a multiple of the block size: `TJXOPT_PERFECT`) or libjpeg-turbo refuses the file.
+    /// not a multiple of the block size: `TJXOPT_PERFECT`), for colour other than YCbCr or grey
+    /// (CMYK and RGB JPEGs need converting for a platform that shows sRGB), or where
+    /// libjpeg-turbo refuses the file.
     static func turned(_ jpeg: [UInt8], orientation: Int) -> [UInt8]? {
         let operations: [Int: TJXOP] = [2: TJXOP_HFLIP, 3: TJXOP_ROT180, 4: TJXOP_VFLIP, 5: TJXOP_TRANSPOSE,
                                         6: TJXOP_ROT90, 7: TJXOP_TRANSVERSE, 8: TJXOP_ROT270]
         guard let operation = operations[orientation], let made = tjInitTransform() else { return nil }
         let owner = TurboHandle(handle: made)
+        var width: Int32 = 0, height: Int32 = 0, subsampling: Int32 = 0, colourspace: Int32 = 0
+        guard tjDecompressHeader3(owner.handle, jpeg, UInt(jpeg.count), &width, &height, &subsampling, &colourspace) == 0,
+              [Int32(TJCS_YCbCr.rawValue), Int32(TJCS_GRAY.rawValue)].contains(colourspace) else { return nil }
         var transform = tjtransform()
         transform.op = Int32(operation.rawValue)
         transform.options = TJXOPT_PERFECT | TJXOPT_COPYNONE
