@@ -41,11 +41,12 @@ extension ImageNormalizer {
         let hasProfile = header.image.hasColourProfile
         let stated = hasProfile ? nil : StatedColour.fallbackProfile(source)
         let profiled = hasProfile || stated != nil
-        func delivered(_ encoded: EncodedImage, downscaled: Bool, cropped: Bool = false) throws(Reason) -> NormalizedImage {
+        func delivered(_ encoded: EncodedImage, downscaled: Bool, cropped: Bool = false,
+                       made: AttachmentDescriptor.Transform? = nil) throws(Reason) -> NormalizedImage {
             let file = destinationBase + "." + encoded.type.fileExtension
             let problem = encoded.data.withUnsafeBytes { SafeFile.create(file, contents: $0) }
             if let problem { throw Reason(code: .ioError, message: problem) }
-            var transforms: [AttachmentDescriptor.Transform] = [encoded.type == type ? .reencoded : .transcoded]
+            var transforms: [AttachmentDescriptor.Transform] = [made ?? (encoded.type == type ? .reencoded : .transcoded)]
             if cropped { transforms.append(.cropped) }
             if downscaled { transforms.append(.downscaled) }
             // The SHA-256 is the keeper's, computed from the file whatever the worker says (`AnswerCheck`).
@@ -69,10 +70,7 @@ extension ImageNormalizer {
         if limits.turnsLosslessly, type == .jpeg, !profiled, !needsCut, header.image.orientation != 1,
            let jpeg = JPEGThumbnailer.readJPEGFile(source), let turned = TurboHandle.turned(jpeg, orientation: header.image.orientation),
            Int64(turned.count) <= limits.maxBytes {
-            let file = destinationBase + ".jpg"
-            if let problem = turned.withUnsafeBytes({ SafeFile.create(file, contents: $0) }) { throw Reason(code: .ioError, message: problem) }
-            return NormalizedImage(file: file, type: .jpeg, bytes: Int64(turned.count), sha256: "", width: header.width, height: header.height,
-                                   sourceWidth: header.width, sourceHeight: header.height, transforms: [.oriented])
+            return try delivered(EncodedImage(data: turned, type: .jpeg, width: header.width, height: header.height), downscaled: false, made: .oriented)
         }
         if let crop = limits.crop, needsCut {
             return try twoToOne(source, header: header, toSRGB: ColourRule.sRGB.converts(profiled: profiled), statedProfile: stated, crop: crop,
