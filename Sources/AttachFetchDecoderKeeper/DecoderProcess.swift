@@ -139,10 +139,9 @@ package final class DecoderProcess {
         // is ended, not waited for. One that sends more than one answer is ended before its
         // next job when the extra one is there by then (`spokeUnasked`), and otherwise here,
         // when it comes in place of this job's: its number is an earlier job's.
-        guard let reply = Frame.read(from: socket, withinMilliseconds: Self.answerArrivalMilliseconds),
-              let (answer, answered) = JobWire.decodeAnswer(numbered: reply) else {
-            return died(job)
-        }
+        guard let reply = Frame.read(from: socket, withinMilliseconds: Self.answerArrivalMilliseconds) else { return died(job) }
+        if let call = DecoderWorker.ForbiddenCall(reply) { return stopped(job, for: call) }
+        guard let (answer, answered) = JobWire.decodeAnswer(numbered: reply) else { return died(job) }
         guard answered == number else {
             answeredAnEarlierJob = true
             stop(waitingUpTo: 0)
@@ -187,8 +186,9 @@ package final class DecoderProcess {
             }
         }
         // A hang-up: it exited before reporting (another version's, or a crash); `died` says which.
-        guard let frame = Frame.read(from: socket, withinMilliseconds: Self.answerArrivalMilliseconds),
-              let report = DecoderWorker.ConfinementReport(frame) else { return died(job) }
+        guard let frame = Frame.read(from: socket, withinMilliseconds: Self.answerArrivalMilliseconds) else { return died(job) }
+        if let call = DecoderWorker.ForbiddenCall(frame) { return stopped(job, for: call) }
+        guard let report = DecoderWorker.ConfinementReport(frame) else { return died(job) }
         if let problem = ConfinementCheck.problem(pid: pid, report: report, limits: limits, kernelLandlockABI: kernelLandlockABI,
                                                   runsWithoutLandlock: runsWithoutLandlock) {
             stop(waitingUpTo: 0)
@@ -248,6 +248,14 @@ package final class DecoderProcess {
         }
         // The message ends as `Reason.ownLimitEndings` says for the limits that are ours.
         return DecodeAnswer(failure: Reason(code: .decoderCrashed, message: "the decoder process \(cause)"))
+    }
+
+    /// The worker made a call its allow-list traps (a decoder taken over, or a path of a
+    /// decoder's that was not measured): it is exiting; the job fails naming the call.
+    private func stopped(_ job: DecodeJob, for call: DecoderWorker.ForbiddenCall) -> DecodeAnswer {
+        stop(waitingUpTo: 1_000)
+        job.possibleOutputs.forEach { _ = unlink($0) }
+        return DecodeAnswer(failure: Reason(code: .decoderCrashed, message: "the decoder process made a system call outside its allow-list, \(call), and was ended"))
     }
 
     /// Reaps the worker, killing it if it has not ended within `milliseconds`; returns how it

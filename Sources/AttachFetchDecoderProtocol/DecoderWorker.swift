@@ -85,7 +85,7 @@ public enum DecoderWorker {
     /// the handshake, `JobWire`): a worker refuses limits of another version and exits with
     /// `otherVersionStatus`. Raised whenever any of them changes, so that a decoder executable
     /// replaced under a running program (a package update) is told apart from a crash.
-    package static let protocolVersion = 3
+    package static let protocolVersion = 4
 
     /// A worker's exit status when it was started by a pipeline of another protocol version,
     /// or with arguments it cannot read (an older executable knows no version): never the
@@ -139,5 +139,27 @@ public enum DecoderWorker {
             let value = UInt32(bitPattern: landlockABI)
             return Data([0xC0, UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 24 & 0xFF)])
         }
+    }
+
+    /// A worker's exit status after a system call its filter traps (`ForbiddenCall`).
+    package static let forbiddenCallStatus: Int32 = 31
+
+    /// What a worker's SIGSYS handler sends before it exits with `forbiddenCallStatus`: the
+    /// number of the call that was not on its allow-list (`SystemCallAllowList`). The keeper
+    /// names the call from its own table; the number is the worker's word, and only words the
+    /// failure's message. 5 bytes: 0xC5, then the number, 4 bytes little-endian.
+    package struct ForbiddenCall: Equatable, CustomStringConvertible {
+        package var number: UInt32
+
+        package init(number: UInt32) { self.number = number }
+
+        package init?(_ data: Data) {
+            let bytes = Array(data)
+            guard bytes.count == 5, bytes[0] == 0xC5 else { return nil }
+            number = UInt32(bytes[1]) | UInt32(bytes[2]) << 8 | UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 24
+        }
+
+        /// "name (number)", or the number alone when the table lacks it.
+        package var description: String { SystemCallNames.name(number).map { "\($0) (\(number))" } ?? "number \(number)" }
     }
 }

@@ -28,6 +28,28 @@ int af_seccomp_set_filter_all_threads(struct sock_filter *instructions, unsigned
     return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &program);
 }
 
+static volatile int af_forbidden_call_fd = -1, af_forbidden_call_status = 1;
+
+static void af_forbidden_call(int signal, siginfo_t *info, void *context) {
+    (void)signal;
+    (void)context;
+    unsigned int number = (unsigned int)info->si_syscall;
+    unsigned char frame[9] = { 5, 0, 0, 0, 0xC5, number & 0xFF, (number >> 8) & 0xFF, (number >> 16) & 0xFF, (number >> 24) & 0xFF };
+    ssize_t written = write(af_forbidden_call_fd, frame, sizeof frame);
+    (void)written;
+    _exit(af_forbidden_call_status);
+}
+
+int af_report_forbidden_calls(int fd, int status) {
+    af_forbidden_call_fd = fd;
+    af_forbidden_call_status = status;
+    struct sigaction action = { 0 };
+    action.sa_sigaction = af_forbidden_call;
+    action.sa_flags = SA_SIGINFO;
+    sigfillset(&action.sa_mask);
+    return sigaction(SIGSYS, &action, NULL);
+}
+
 int af_unshare(int flags) {
     return unshare(flags);
 }

@@ -54,6 +54,10 @@ public enum DecoderSandbox {
         return DecoderWorker.ConfinementReport(landlockABI: Int32(abi))
     }
 
+    /// Works out now what every worker's confinement needs the same (the filter's numbers), in
+    /// a process that forks workers: each then inherits it instead of working it out again.
+    package static func prepare() { SystemCallFilter.prepare() }
+
     /// The running kernel's Landlock ABI, 0 where it has none.
     package static var kernelLandlockABI: Int32 { Int32(max(0, af_landlock_abi())) }
 

@@ -271,6 +271,17 @@ extension HostileWorkerTests {
         #expect(d.file == nil || d.mimeType != "image/png", "\(d.mimeType ?? "")")
     }
 
+    /// A call on no allow-list: the kernel traps it, the worker's handler reports it and exits,
+    /// and the attachment fails naming the call; the next one gets a fresh worker.
+    @Test func aCallOutsideTheAllowListEndsTheJobNamingIt() async throws {
+        let ds = try await Self.run("unlisted", ["photo.jpg", "image.webp"])
+        for d in ds {
+            #expect(d.status == .rejected && d.reason?.code == .decoderCrashed
+                    && d.reason?.message.contains("outside its allow-list, syslog (103)") == true, "\(d.status) \(d.reason?.message ?? "")")
+            #expect(d.file == nil && d.thumbnail == nil)
+        }
+    }
+
     /// glibc's `fork()` (clone with SIGCHLD) and a clone into a new user namespace: a child
     /// that got out would sleep 20 s past its worker, outside the keeper's CPU count and stop.
     @Test func aWorkerStartsNoProcess() async throws {

@@ -219,7 +219,10 @@ extension ProcessWideSuites {
                     #expect(environment.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }.sorted()
                             == DecoderWorker.environment.map { "\($0.name)=\($0.value)" }.sorted())
                     #expect(!String(decoding: environment, as: UTF8.self).contains(secret))
-                    #expect(field(status, "SigCgt") == "0000000000000000" && field(status, "SigBlk") == "0000000000000000", "\(status)")
+                    // Default dispositions, an empty mask; a handler for SIGSYS alone (bit 31 - 1), which
+                    // reports a call its allow-list traps (DecoderWorker.ForbiddenCall).
+                    #expect(field(status, "SigCgt") == (field(status, "Seccomp") == "2" ? "0000000040000000" : "0000000000000000")
+                            && field(status, "SigBlk") == "0000000000000000", "\(status)")
                     let files = TestProcess.openFiles(pid)
                     // Beyond its socket and /dev/null, only the unnamed files of the job it is on.
                     #expect(files.count >= 3 && files[0].hasPrefix("socket:") && files[1] == files[0] && files[2] == "/dev/null"

@@ -14,7 +14,9 @@ import CRawSystemCall
         // As every program with workers is before its first one starts.
         WorkerExecution.closeThisProcessToWorkers()
         let run = try await tool(builtExecutable("filter-check"), [])
-        try #require(run.status == 0, "\(run.errors)")
+        // Its last call is on no allow-list: trapped, reported, and the process ended.
+        try #require(run.status == DecoderWorker.forbiddenCallStatus, "\(run.status) \(run.errors)")
+        #expect(run.output.contains("unlisted ") && !run.output.contains("unlisted-returned"), "\(run.output)")
         var results: [String: String] = [:]
         for line in run.output.split(separator: "\n") {
             let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
@@ -58,7 +60,7 @@ import CRawSystemCall
         let secret = outside.path + "/credentials"
         try Data("AKIA-not-for-decoders".utf8).write(to: URL(fileURLWithPath: secret))
         let run = try await tool(builtExecutable("filter-check"), [work, secret])
-        try #require(run.status == 0, "\(run.errors)")
+        try #require(run.status == DecoderWorker.forbiddenCallStatus, "\(run.status) \(run.errors)")
         var results: [String: String] = [:]
         for line in run.output.split(separator: "\n") {
             let parts = line.split(separator: " ", maxSplits: 1).map(String.init)

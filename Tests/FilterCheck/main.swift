@@ -56,25 +56,35 @@ let workDirectory = arguments.count == 2 ? arguments[0] : nil
 // The kernel's Landlock ABI (landlock_create_ruleset with LANDLOCK_CREATE_RULESET_VERSION), asked
 // before the filter is installed.
 let landlockABI = af_test_syscall(444, 0, 0, 1, 0, 0)
-DecoderSandbox.confine(DecoderWorker.Limits(memoryBytes: 512 << 20, cpuSeconds: 60, fileSizeBytes: 64 << 20, parent: parent,
-                                           workDirectory: workDirectory))
-
-func result(_ name: String, _ value: Int) { print("\(name) \(value < 0 ? errno : 0)") }
 func call(_ number: Int, _ a: Int = 0, _ b: Int = 0, _ c: Int = 0, _ d: Int = 0, _ e: Int = 0) -> Int {
     af_test_syscall(number, a, b, c, d, e)
 }
-let pid = Int(getpid())
 #if arch(x86_64)
 let (socket, ioUringSetup, unshare, setns, clone3, kill, tgkill, tkill, gettid, pidfdOpen) = (41, 425, 272, 308, 435, 62, 234, 200, 186, 434)
 let (clone, sigqueue, prlimit, schedSetAffinity, schedGetAffinity, ioprioSet, ioprioGet, memfdCreate, truncate) =
     (56, 129, 302, 203, 204, 251, 252, 319, 76)
 let fsetxattr = 190
+// syslog: on no allow-list.
+let unlisted = 103
 #else
 let (socket, ioUringSetup, unshare, setns, clone3, kill, tgkill, tkill, gettid, pidfdOpen) = (198, 425, 97, 268, 435, 129, 131, 130, 178, 434)
 let (clone, sigqueue, prlimit, schedSetAffinity, schedGetAffinity, ioprioSet, ioprioGet, memfdCreate, truncate) =
     (220, 138, 261, 122, 123, 30, 31, 279, 45)
 let fsetxattr = 7
+let unlisted = 116
 #endif
+var parentCores = [UInt8](repeating: 0, count: 128)
+_ = parentCores.withUnsafeMutableBytes { call(schedGetAffinity, Int(parent), 128, Int(bitPattern: $0.baseAddress)) }
+let parentIOPriority = call(ioprioGet, 1, Int(parent))
+// What the attempts below set, read before the filter (whose allow-list has no getpriority,
+// ioprio_get or another process's sched_getaffinity): each is set to what it already is.
+let which = __priority_which_t(PRIO_PROCESS.rawValue)
+let parentNiceness = getpriority(which, id_t(getppid())), ownNiceness = getpriority(which, 0)
+DecoderSandbox.confine(DecoderWorker.Limits(memoryBytes: 512 << 20, cpuSeconds: 60, fileSizeBytes: 64 << 20, parent: parent,
+                                           workDirectory: workDirectory))
+
+func result(_ name: String, _ value: Int) { print("\(name) \(value < 0 ? errno : 0)") }
+let pid = Int(getpid())
 var parameters = [UInt8](repeating: 0, count: 120)
 result("socket", call(socket, 2, 1, 0))
 result("io_uring_setup", parameters.withUnsafeMutableBytes { call(ioUringSetup, 8, Int(bitPattern: $0.baseAddress)) })
@@ -114,14 +124,10 @@ result("sigqueue-self", queued.withUnsafeMutableBytes { call(sigqueue, pid, 0, I
 var files = rlimit()
 result("prlimit-parent-read", withUnsafeMutablePointer(to: &files) { call(prlimit, Int(parent), Int(RLIMIT_NOFILE.rawValue), 0, Int(bitPattern: $0)) })
 result("prlimit-self", withUnsafeMutablePointer(to: &files) { call(prlimit, 0, Int(RLIMIT_NOFILE.rawValue), 0, Int(bitPattern: $0)) })
-let which = __priority_which_t(PRIO_PROCESS.rawValue)
-result("setpriority-parent", Int(setpriority(which, id_t(parent), getpriority(which, id_t(parent)))))
-result("setpriority-self", Int(setpriority(which, 0, getpriority(which, 0))))
-var cores = [UInt8](repeating: 0, count: 128)
-_ = cores.withUnsafeMutableBytes { call(schedGetAffinity, Int(parent), 128, Int(bitPattern: $0.baseAddress)) }
-result("sched_setaffinity-parent", cores.withUnsafeMutableBytes { call(schedSetAffinity, Int(parent), 128, Int(bitPattern: $0.baseAddress)) })
-let ioPriority = call(ioprioGet, 1, Int(parent))
-result("ioprio_set-parent", call(ioprioSet, 1, Int(parent), max(0, ioPriority)))
+result("setpriority-parent", Int(setpriority(which, id_t(parent), parentNiceness)))
+result("setpriority-self", Int(setpriority(which, 0, ownNiceness)))
+result("sched_setaffinity-parent", parentCores.withUnsafeMutableBytes { call(schedSetAffinity, Int(parent), 128, Int(bitPattern: $0.baseAddress)) })
+result("ioprio_set-parent", call(ioprioSet, 1, Int(parent), max(0, parentIOPriority)))
 // Memory no limit counts, and a file truncated by its path.
 result("memfd_create", call(memfdCreate, Int(bitPattern: UnsafeRawPointer(("x" as StaticString).utf8Start)), 0))
 func mapped(_ flags: Int32) -> Int {
@@ -166,3 +172,10 @@ if let workDirectory {
     result("read-own-status", opened("/proc/self/status", O_RDONLY))
     result("read-parent-status", opened("/proc/\(parent)/status", O_RDONLY))
 }
+// Last, a call on no list: the kernel traps it (SIGSYS), and the handler the worker installed
+// reports it on standard output (DecoderWorker.ForbiddenCall) and ends the process with
+// DecoderWorker.forbiddenCallStatus. What was printed is flushed first: the handler exits at once.
+print("unlisted \(unlisted)")
+fflush(nil)
+_ = call(unlisted, 3, 0, 0)
+print("unlisted-returned")

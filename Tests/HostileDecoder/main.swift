@@ -26,6 +26,7 @@
 //            then answers honestly
 //   limits   lowers its parent's descriptor limit, raises its niceness, pins it to one core and
 //            makes its I/O idle, then answers honestly
+//   unlisted  makes a system call no allow-list has (syslog), then would answer honestly
 import AttachFetchCore
 import AttachFetchDecoderProtocol
 import CRawSystemCall
@@ -52,14 +53,16 @@ let tinyJPEG: [UInt8] = {
 
 #if arch(x86_64)
 let (fsetxattrCall, cloneCall, tgkillCall, sigqueueCall, tgsigqueueCall, prlimitCall, affinityCall, ioprioCall) = (190, 56, 234, 129, 297, 302, 203, 251)
+let syslogCall = 103
 #else
 let (fsetxattrCall, cloneCall, tgkillCall, sigqueueCall, tgsigqueueCall, prlimitCall, affinityCall, ioprioCall) = (7, 220, 131, 138, 240, 261, 122, 30)
+let syslogCall = 116
 #endif
 
 /// What a decoder taken over would try against its parent and the machine, before answering;
 /// each call the sandbox lets through shows in the parent (HostileWorkerTests).
 func attack(_ mode: String) {
-    let parent = Int(getppid())
+    let parent = Int(limits.parent)
     switch mode {
     case "fork":
         // glibc's fork() is clone(SIGCHLD); a child that went through lingers, outside the
@@ -91,6 +94,9 @@ func attack(_ mode: String) {
         _ = firstCore.withUnsafeMutableBytes { af_test_syscall(affinityCall, parent, 128, Int(bitPattern: $0.baseAddress), 0, 0) }
         // IOPRIO_WHO_PROCESS, IOPRIO_CLASS_IDLE.
         _ = af_test_syscall(ioprioCall, 1, parent, 3 << 13, 0, 0)
+    case "unlisted":
+        // syslog(SYSLOG_ACTION_READ_ALL): on no allow-list, so trapped before it reads anything.
+        _ = af_test_syscall(syslogCall, 3, 0, 0, 0, 0)
     default:
         break
     }
@@ -98,11 +104,16 @@ func attack(_ mode: String) {
 
 /// Writes `bytes` at an output path (a working path goes through its descriptor).
 func write(_ bytes: [UInt8], to path: String) {
-    let fd = UnnamedFile.descriptor(in: path).map { dup($0) } ?? open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    // Only calls a decoder makes (its allow-list): a working file is fresh and empty, so no
+    // ftruncate, and its descriptor is the job's copy, so no dup.
+    if let fd = UnnamedFile.descriptor(in: path) {
+        _ = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        return
+    }
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
     guard fd >= 0 else { return }
     defer { close(fd) }
     _ = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
-    _ = ftruncate(fd, off_t(bytes.count))
 }
 
 /// What an honest worker would answer, roughly: a tiny JPEG as whatever the job makes.
@@ -183,15 +194,12 @@ while let frame = Frame.read(from: 0, descriptors: &received) {
     case "rewrite":
         let answer = made(job)
         // Its own handles on its outputs, kept past the answer.
-        let kept = answer.files.map { UnnamedFile.descriptor(in: $0).map { dup($0) } ?? open($0, O_WRONLY) }
+        // The job's copies of its unnamed outputs stay open until the job's end, below.
+        let kept = answer.files.compactMap { UnnamedFile.descriptor(in: $0) }
         send(answer, number: number, mapping: toPipeline)
         usleep(300_000)
         let other = Array("rewritten after the answer\n".utf8)
-        for fd in kept where fd >= 0 {
-            _ = other.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
-            _ = ftruncate(fd, off_t(other.count))
-            close(fd)
-        }
+        for fd in kept { _ = other.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) } }
         // And by name, for a file it named.
         for file in answer.files where UnnamedFile.descriptor(in: file) == nil { write(other, to: file) }
     case "source":
@@ -201,7 +209,6 @@ while let frame = Frame.read(from: 0, descriptors: &received) {
             let path = UnnamedFile.openable(job.source)
             func scribble(_ fd: Int32) {
                 _ = tinyJPEG.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
-                _ = ftruncate(fd, off_t(tinyJPEG.count))
             }
             scribble(sent)
             _ = fchmod(sent, 0o600)

@@ -56,6 +56,7 @@ extension DecoderWorker {
         _ = af_prctl_set_dumpable(0)
         guard (try? Vips.ensureStarted()) != nil else { exit(3) }
         _ = FFmpeg.startup
+        DecoderSandbox.prepare()
         // libvips' start made no thread on the versions measured; one that does makes this
         // process unfit to fork from, and the pipeline then executes its workers instead.
         guard threadCount() == 1 else { exit(6) }

@@ -30,6 +30,10 @@ int af_prctl_set_parent_death_signal(int signal);
 // seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC): installs a classic-BPF
 // system-call filter on every thread of the process (glibc has no wrapper; syscall is variadic).
 int af_seccomp_set_filter_all_threads(struct sock_filter *instructions, unsigned short count);
+/// Makes SIGSYS (a call the seccomp filter traps) write the call's number to `fd` as one frame,
+/// 0xC5 and the number, 4 bytes little-endian each after the length (DecoderWorker.ForbiddenCall),
+/// and end the process with `status`. In C: a signal handler may make only async-signal-safe calls.
+int af_report_forbidden_calls(int fd, int status);
 // unshare is declared only under _GNU_SOURCE, which Swift's Glibc module does not define.
 int af_unshare(int flags);
 // Landlock: the highest ABI the kernel has (negative: none), a ruleset handling these
