@@ -7,7 +7,8 @@ and of TestMedia/, served from 127.0.0.1, for iOS and Android, under `strace -f`
 with each batch once more at `--thumbnail-time 0` and `--no-normalize` (their other paths).
 Of the trace it keeps the decoder workers' calls: each process that executed
 `attach-fetch-decoder` or was forked by one, from its filter's installation on, and every thread
-either made. Prints each call with the number of workers that made it, most common first.
+either made. Prints each call with the number of workers that made it, most common first,
+and the highest descriptor number a worker was given (`DecoderWorker.Limits.openFiles`).
 
 Usage: scripts/measure-system-calls.py [--bin DIR] [--batch N] [--only SUBSTRING]
 """
@@ -26,6 +27,9 @@ import threading
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CALL = re.compile(r"^([a-z0-9_]+)\(")
 CLONE = re.compile(r"^clone3?\(.*\) = (\d+)$")
+# Calls that answer a new descriptor, and the descriptors a message brings (SCM_RIGHTS).
+OPENS = re.compile(r"^(openat|open|dup|dup2|dup3|memfd_create)\(.*\) = (\d+)")
+PASSED = re.compile(r"cmsg_data=\[([0-9, ]+)\]")
 
 
 def media_files(only):
@@ -98,6 +102,7 @@ def worker_calls(trace_directory):
         return owner if thread[tid] else tid
 
     calls = collections.defaultdict(set)
+    highest = 0
     for tid, trace in lines.items():
         owner = worker_of(tid)
         if owner is None:
@@ -111,7 +116,12 @@ def worker_calls(trace_directory):
             match = CALL.match(line)
             if match:
                 calls[match.group(1)].add(owner)
-    return calls
+            opened = OPENS.match(line)
+            if opened:
+                highest = max(highest, int(opened.group(2)))
+            for passed in PASSED.findall(line):
+                highest = max([highest] + [int(fd) for fd in passed.split(",")])
+    return calls, highest
 
 
 def main():
@@ -127,6 +137,7 @@ def main():
         sys.exit("no media: run scripts/corpus.sh")
     server, urls = serve(files)
     totals = collections.defaultdict(set)
+    highest_descriptor = 0
     scratch = tempfile.mkdtemp(prefix="measure-system-calls-")
     variants = [[], ["--thumbnail-time", "0", "--no-normalize"]]
     try:
@@ -143,8 +154,10 @@ def main():
                                 "--allow-private-network", "--platforms", "ios,android", "--format", "jsonl", "--input", listing,
                                 "--out", out, "--deadline", "1800", "--timeout", "1800", "--max-concurrency", "4"] + extra,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                for call, workers in worker_calls(traces).items():
+                calls, highest = worker_calls(traces)
+                for call, workers in calls.items():
                     totals[call] |= {(start, number, pid) for pid in workers}
+                highest_descriptor = max(highest_descriptor, highest)
                 shutil.rmtree(run)
             print(f"measured {min(start + options.batch, len(urls))} of {len(urls)} files: {len(totals)} calls so far", file=sys.stderr)
     finally:
@@ -152,6 +165,8 @@ def main():
         shutil.rmtree(scratch, ignore_errors=True)
     for call, workers in sorted(totals.items(), key=lambda item: (-len(item[1]), item[0])):
         print(f"{call}\t{len(workers)}")
+    # RLIMIT_NOFILE bounds descriptor numbers: the highest a worker was given after its filter.
+    print(f"highest descriptor\t{highest_descriptor}")
 
 
 if __name__ == "__main__":

@@ -48,8 +48,14 @@ package enum AnswerCheck {
                 return .failure(refused("an output it was not asked for"))
             }
             let delivered = file != answer.thumbnail?.file && file != answer.probed?.poster?.file
-            guard let facts = facts(of: file, hashing: delivered, sealingIn: directory) else {
-                return .failure(refused("an output that is not a regular file of its own"))
+            let facts: Facts
+            switch Self.facts(of: file, hashing: delivered, sealingIn: directory) {
+            case .success(let read): facts = read
+            case .failure(.notARegularFile): return .failure(refused("an output that is not a regular file of its own"))
+            case .failure(.unsealable):
+                // Never delivered unsealed: the worker could still write what it names. Not the
+                // media's fault, nor the worker's (ioError: never cached).
+                return .failure(Reason(code: .ioError, message: "the decoder's output could not be sealed: no unnamed file could be made in the work directory (its descriptor budget is spent, or its file system has no O_TMPFILE); the attachment fails rather than deliver an unsealed file"))
             }
             let sniffed = delivered ? sniffer().flatMap { magic in try? facts.prefix.withUnsafeBytes(magic.mimeType).get() } : nil
             guard delivered ? sniffed.map(Self.extensions(ofMIME:))?.contains(format) == true : startsAsImage(facts.prefix, format) else {
@@ -102,25 +108,33 @@ package enum AnswerCheck {
         Reason(code: .decoderCrashed, message: "the decoder process answered \(what); the answer was refused and the process ended")
     }
 
+    /// What the keeper reads of an output: its size, its SHA-256 when hashed, its first bytes,
+    /// and its sealed copy.
+    typealias Facts = (bytes: Int64, sha256: String?, prefix: [UInt8], copy: UnnamedFile?)
+
+    /// Why an output has no facts: it is not a regular file of its own, or it was to be sealed
+    /// and no copy could be made (or written).
+    enum FactsFailure: Error { case notARegularFile, unsealable }
+
     /// The file's size, its SHA-256 when `hashing`, and with `sealing` a copy of it made in the
     /// same pass: read through the pipeline's own descriptor for a working path, or opened
     /// without following a link. Nil for anything but a regular file.
-    static func facts(of path: String, hashing: Bool, sealingIn directory: String? = nil)
-        -> (bytes: Int64, sha256: String?, prefix: [UInt8], copy: UnnamedFile?)? {
+    static func facts(of path: String, hashing: Bool, sealingIn directory: String? = nil) -> Result<Facts, FactsFailure> {
         let working = UnnamedFile.descriptor(in: path)
         let owned = working == nil
         let fd = working ?? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-        guard fd >= 0 else { return nil }
+        guard fd >= 0 else { return .failure(.notARegularFile) }
         defer { if owned { close(fd) } }
         var status = stat()
-        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
+        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return .failure(.notARegularFile) }
         let bytes = Int64(status.st_size)
         // Read-only: the next job's worker may read it as its source.
         let copy = directory.flatMap { UnnamedFile.create(in: $0, mode: UnnamedFile.readOnlyMode) }
+        if directory != nil && copy == nil { return .failure(.unsealable) }
         guard hashing || copy != nil else {
             var prefix = [UInt8](repeating: 0, count: 8)
             let count = prefix.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-            return (bytes, nil, Array(prefix.prefix(max(0, count))), nil)
+            return .success((bytes, nil, Array(prefix.prefix(max(0, count))), nil))
         }
         // pread: a working file's offset is shared with its writer. What is hashed is what is
         // copied, and the size is what was read: a worker still writing changes neither.
@@ -132,17 +146,17 @@ package enum AnswerCheck {
         while offset < bytes {
             let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, min($0.count, Int(bytes - offset)), off_t(offset)) }
             if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { return nil }
+            guard count > 0 else { return .failure(.notARegularFile) }
             if hashing { buffer.withUnsafeBytes { digest.update(UnsafeRawBufferPointer(rebasing: $0[..<count])) } }
             if let copy, !buffer.withUnsafeBytes({ SafeFile.writeAll(copy.descriptor, UnsafeRawBufferPointer(rebasing: $0[..<count]), at: offset) }) {
-                return nil
+                return .failure(.unsealable)
             }
             if offset == 0 { prefix = Array(buffer.prefix(min(count, 4_096))) }
             offset += Int64(count)
         }
-        guard hashing else { return (bytes, nil, prefix, copy) }
-        guard let hex = try? digest.finalizeHex() else { return nil }
-        return (bytes, hex, prefix, copy)
+        guard hashing else { return .success((bytes, nil, prefix, copy)) }
+        guard let hex = try? digest.finalizeHex() else { return .failure(.notARegularFile) }
+        return .success((bytes, hex, prefix, copy))
     }
 
     /// The extensions a libmagic answer allows: MPEG-4's brands are many, and the pipeline

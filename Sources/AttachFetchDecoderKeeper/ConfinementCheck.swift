@@ -42,6 +42,8 @@ package enum ConfinementCheck {
             ("Max file size", limits.fileSizeBytes, limits.fileSizeBytes),
             ("Max core file size", 0, 0),
         ]
+        // valgrind keeps descriptors of its own above its client's limit, and emulates that limit.
+        if !emulated { required.append(("Max open files", DecoderWorker.Limits.openFiles, DecoderWorker.Limits.openFiles)) }
         if !withoutFilter { required.append(("Max data size", limits.memoryBytes, limits.memoryBytes)) }
         for (name, soft, hard) in required {
             guard let (readSoft, readHard) = limit(table, name), readSoft == soft, readHard == hard else {

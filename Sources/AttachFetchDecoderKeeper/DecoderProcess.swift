@@ -16,10 +16,10 @@ package final class DecoderProcess {
     private var alive = true
     private let exitGraceMilliseconds: Int
     /// Each job's CPU time, and the worker's in all (`DecoderWorker.Limits.cpuSeconds`).
-    private let cpuSecondsPerJob: Int
-    private let cpuSecondsInAll: Int
+    let cpuSecondsPerJob: Int
+    let cpuSecondsInAll: Int
     /// The worker's CPU seconds, as last read (`CPUTime`), and the jobs answered since.
-    private var cpuUsed = 0.0
+    private(set) var cpuUsed = 0.0
     private var jobsSinceReading = 0
     /// The number of the last job sent (JobWire's numbered frames): the jobs it was given.
     package private(set) var jobsSent: UInt32 = 0
@@ -210,31 +210,6 @@ package final class DecoderProcess {
     /// jobs between readings after one.
     static let pollsPerCPUReading = 10
     static let jobsPerCPUReading = 16
-
-    /// The worker's CPU time in all: room for many jobs (a worker is reused), at least ten
-    /// minutes; a worker near it is replaced before its next job (`hasCPUFor`).
-    static func cpuSecondsInAll(perJob: Int) -> Int { max(600, perJob * 30) }
-
-    /// The CPU seconds a job may use: `decoderCPUSecondsPerJob`, and for a transcode that
-    /// stops itself at its budget's end, that much more per core for every second until then
-    /// (its decoder and encoder run on every core there is).
-    func cpuAllowance(_ job: DecodeJob) -> Double {
-        let base = Double(cpuSecondsPerJob)
-        guard let stopAt = job.encodingStopsAt else { return base }
-        let now = TranscodeBudget.now()
-        let seconds = stopAt > now ? Double(stopAt - now) / 1e9 : 0
-        return base + seconds * Double(Self.cores)
-    }
-
-    /// Cores this process may run on.
-    static let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
-
-    /// Whether the worker's own CPU limit leaves room for `job`'s allowance: otherwise the
-    /// keeper starts a fresh worker rather than let the kernel end this one midway.
-    func hasCPUFor(_ job: DecodeJob) -> Bool {
-        // The margin covers what the jobs since the last reading used (short ones, < 0.1 s each).
-        cpuUsed + cpuAllowance(job) < Double(cpuSecondsInAll) - 5
-    }
 
     /// The worker stopped answering: reap it and say why.
     private func died(_ job: DecodeJob) -> DecodeAnswer {

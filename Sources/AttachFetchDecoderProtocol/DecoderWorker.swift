@@ -21,6 +21,10 @@ public enum DecoderWorker {
         /// one, SIGKILL, which would not (with the two alike, the kernel sends SIGKILL alone).
         package static let cpuGraceSeconds = 5
         package var fileSizeBytes: Int
+        /// The descriptors a worker may hold (`RLIMIT_NOFILE`, soft and hard): its socket,
+        /// /dev/null, a job's few files and what a library opens while it loads, with room to
+        /// spare (docs/security.md#decoders-in-worker-processes has the most measured).
+        package static let openFiles = 64
         package var parent: pid_t
         /// The one directory the worker may write and read beside system files (Landlock): the
         /// pipeline's temporary directory, where every job's files are; nil: no such rule.

@@ -11,9 +11,9 @@ public struct BatchDocument: Encodable, Sendable {
     public var directory: String?
     /// The descriptors, in request order.
     public var attachments: [AttachmentDescriptor]
-    /// Added for payloads: findings about the payload itself.
+    /// Findings about the payload itself.
     public var lint: [PayloadLintFinding]?
-    /// Added for `/v1/payloads` with `stripFailed` or `rewrite`: the payload, stripped or
+    /// The payload, stripped or
     /// rewritten, as the JSON value it is.
     public var payload: JSONValue?
 

@@ -30,6 +30,7 @@ public enum DecoderSandbox {
         // ended the worker; SIGKILL, all the kernel sends when the two are equal, would not.
         setLimit(RLIMIT_CORE, 0)
         setLimit(RLIMIT_FSIZE, limits.fileSizeBytes)
+        setLimit(RLIMIT_NOFILE, DecoderWorker.Limits.openFiles)
         setLimit(RLIMIT_CPU, limits.cpuSeconds, hard: limits.cpuSeconds + DecoderWorker.Limits.cpuGraceSeconds)
         // A worker built with AddressSanitizer (the sanitizer test runs) reserves terabytes of
         // shadow memory and reports leaks through ptrace at exit: it gets neither the memory

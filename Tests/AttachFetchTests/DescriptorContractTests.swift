@@ -11,17 +11,17 @@ import Testing
             ("transferFailed", .failed), ("timeout", .timedOut), ("deadlineExceeded", .timedOut),
             ("sizeLimitExceeded", .rejected), ("unsupportedType", .rejected), ("corruptMedia", .rejected),
             ("emptyBody", .rejected), ("pixelLimitExceeded", .rejected), ("cancelled", .failed), ("ioError", .failed),
-            // Added with decoder worker processes (codes are only ever added).
+            // Codes are only ever added, at the end: a worker process that died.
             ("decoderCrashed", .rejected),
-            // Added with TLS tests: handshake and certificate failures (before: connectFailed).
+            // Handshake and certificate failures.
             ("tlsFailed", .failed),
-            // Added with platform variants: only inside `variants`.
+            // Only inside `variants`.
             ("unsupportedOnPlatform", .rejected),
-            // Added with object-store publishing: the store refused a ready file.
+            // The object store refused a ready file.
             ("publishFailed", .failed),
-            // Added with the per-host circuit breaker.
+            // The per-host circuit breaker is open.
             ("originUnavailable", .failed),
-            // Added with encrypted publishing: asked for without a media key.
+            // Encryption asked for without a media key.
             ("encryptionUnavailable", .failed),
         ]
         #expect(ReasonCode.allKnown.map(\.rawValue) == expected.map(\.0))
@@ -143,7 +143,7 @@ import Testing
                 && defaults.probeThreads == 1 && defaults.sizeLimits.imageSource == 41_943_040)
     }
 
-    /// Added for HTTPS: the App Transport Security verdict and its problem codes.
+    /// The App Transport Security verdict and its problem codes.
     @Test func atsFieldNamesAreTheContracts() throws {
         var d = AttachmentDescriptor(identifier: "id", url: "http://x/a.jpg", status: .ready, timings: .init(total: 1))
         d.ats = ATSVerdict(problems: [.init(code: ATSVerdict.insecureScheme, message: "plain http")])
@@ -191,7 +191,7 @@ import Testing
         #expect(AttachmentDescriptor.CacheStatus.shared.rawValue == "shared")
     }
 
-    /// Added with the time contract's details: the steps the deadline cut short, named as the
+    /// The steps the deadline cut short, named as the
     /// `timings` keys are.
     @Test func skippedAtDeadlineNamesTheTimingsSteps() throws {
         var builder = DescriptorBuilder(identifier: "id", url: "http://x/a.mp4", start: .now)

@@ -282,6 +282,15 @@ extension HostileWorkerTests {
         }
     }
 
+    /// A file a worker was handed grows no larger than its file-size limit: a write past it ends
+    /// the worker with SIGXFSZ, a limit of attach-fetch's own, and the next job gets a fresh one.
+    @Test func aWorkerCannotGrowAFilePastItsLimit() async throws {
+        let ds = try await Self.run("fill", ["photo.jpg"])
+        #expect(ds[0].status == .rejected && ds[0].reason?.message.contains(Reason.fileSizeLimitSignal) == true,
+                "\(ds[0].status) \(ds[0].reason?.message ?? "")")
+        #expect(ds[0].file == nil && ds[0].thumbnail == nil)
+    }
+
     /// glibc's `fork()` (clone with SIGCHLD) and a clone into a new user namespace: a child
     /// that got out would sleep 20 s past its worker, outside the keeper's CPU count and stop.
     @Test func aWorkerStartsNoProcess() async throws {

@@ -185,10 +185,13 @@ import Testing
             #expect(end - rss < 8 * 1_048_576, "resident memory grew by \((end - rss) / 1024) KiB over 320 batches")
             #expect(end - halfway < 2 * 1_048_576, "resident memory grew by \((end - halfway) / 1024) KiB over the last 160 batches")
             // The live heap (what is allocated and not freed, whatever the arenas keep) is the
-            // sharper measure: 2,560 attachments in the second half; 384 KiB is 150 bytes each.
-            // (Measured over 12 runs with 80 batches to warm up: 35-190 KiB per 160 batches, as
-            // the runtime's and Dispatch's own caches settle; with 40, 125 KiB.)
-            #expect(heapEnd - heapHalfway < 384 * 1024, "live heap grew by \((heapEnd - heapHalfway) / 1024) KiB over the last 160 batches")
+            // sharper measure: 2,560 attachments a half; 384 KiB is 150 bytes each. A leak grows
+            // it in both halves alike; the runtime's and Dispatch's own caches, settling, grow it
+            // in one or the other, and more on a loaded machine, where stalls change the paths:
+            // measured 183 then 123 KiB alone, 348 then 386 in the suite at idle priority, 599
+            // then -49 beside two busy loops. So the smaller half is held to the bound.
+            let halves = (heapHalfway - heap, heapEnd - heapHalfway)
+            #expect(min(halves.0, halves.1) < 384 * 1024, "live heap grew by \(halves.0 / 1024) KiB, then \(halves.1 / 1024) KiB over 160 batches each")
         }
 
         // The pipeline shut down and let go (withPipeline), and the server stopped: every socket

@@ -21,7 +21,7 @@ extension DeadlineBoundSuites {
             ("apns-custom-key.json", ["image_url"], "apns"),
             ("fcm-apns-delivered.json", ["fcm_options.image"], "fcm"),
             ("fcm-v1-message.json", ["message.apns.fcm_options.image", "message.notification.image",
-                                      // Added with platforms: FCM v1's Android key (not read before).
+                                      // FCM v1's Android key.
                                       "message.android.notification.image"], "fcm"),
             ("fcm-data.json", ["message.data.image"], "fcm"),
             ("onesignal.json", ["att.id", "custom.a.communication.avatar_url"], "onesignal"),

@@ -38,7 +38,7 @@ import CRawSystemCall
         #expect(results["kill-self"] == "0" && results["tgkill-self"] == "0", "\(results)")
         // The parent's memory and environment: closed (it is non-dumpable; the worker holds no capability).
         #expect(results["open-parent-mem"] != "0" && results["open-parent-environ"] != "0", "\(results)")
-        for limit in ["cpu", "data", "fsize", "core"] {
+        for limit in ["cpu", "data", "fsize", "core", "nofile"] {
             // CPU time's hard limit a few seconds past its soft one: SIGXCPU first, which names it.
             let grace = limit == "cpu" ? DecoderWorker.Limits.cpuGraceSeconds : 0
             #expect(results["limit-\(limit)"] == "\(grace)", "\(limit): hard less soft is \(results["limit-\(limit)"] ?? "?")")

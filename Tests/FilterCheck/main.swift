@@ -136,7 +136,7 @@ func mapped(_ flags: Int32) -> Int {
 result("mmap-shared-anonymous", mapped(MAP_SHARED))
 result("mmap-private-anonymous", mapped(MAP_PRIVATE))
 // Limits: the hard limit less the soft one, for every one the worker sets.
-for (name, resource) in [("cpu", RLIMIT_CPU), ("data", RLIMIT_DATA), ("fsize", RLIMIT_FSIZE), ("core", RLIMIT_CORE)] {
+for (name, resource) in [("cpu", RLIMIT_CPU), ("data", RLIMIT_DATA), ("fsize", RLIMIT_FSIZE), ("core", RLIMIT_CORE), ("nofile", RLIMIT_NOFILE)] {
     var limit = rlimit()
     getrlimit(__rlimit_resource_t(resource.rawValue), &limit)
     print("limit-\(name) \(limit.rlim_max == rlim_t.max ? "unlimited" : String(limit.rlim_max &- limit.rlim_cur))")

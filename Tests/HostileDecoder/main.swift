@@ -27,6 +27,7 @@
 //   limits   lowers its parent's descriptor limit, raises its niceness, pins it to one core and
 //            makes its I/O idle, then answers honestly
 //   unlisted  makes a system call no allow-list has (syslog), then would answer honestly
+//   fill     writes past its file-size limit in the output it was handed
 import AttachFetchCore
 import AttachFetchDecoderProtocol
 import CRawSystemCall
@@ -240,6 +241,13 @@ while let frame = Frame.read(from: 0, descriptors: &received) {
         send(made(job), number: number, mapping: toPipeline)
     case "code":
         send(DecodeAnswer(failure: Reason(code: .deadlineExceeded, message: "the deadline passed")), number: number, mapping: toPipeline)
+    case "fill":
+        // Past the file-size limit in the output it was handed: SIGXFSZ ends it.
+        if let base = job.outputBase, let fd = UnnamedFile.descriptor(in: base) {
+            var byte: UInt8 = 0xFF
+            _ = pwrite(fd, &byte, 1, off_t(limits.fileSizeBytes))
+        }
+        send(made(job), number: number, mapping: toPipeline)
     case "long":
         send(DecodeAnswer(failure: Reason(code: .corruptMedia, message: String(repeating: "x", count: 64 << 10))), number: number, mapping: toPipeline)
     case "control":

@@ -27,9 +27,9 @@ public struct PayloadMedia: Sendable, Equatable {
     public var clip: ClippingRectangle?
     /// Which convention it was found by: "apns", "fcm", "onesignal", "airship", ...
     public var provider: String
-    /// Added: where the URL string itself is (what `--rewrite` replaces).
+    /// Where the URL string itself is (what `--rewrite` replaces).
     public var location: [PayloadPathComponent] = []
-    /// Added: the platforms whose devices read this key (FCM's shared `notification.image`:
+    /// The platforms whose devices read this key (FCM's shared `notification.image`:
     /// both; `message.android.notification.image`: Android; APNs keys: iOS).
     public var platforms: Set<Platform> = [.ios]
 

@@ -18,7 +18,7 @@ public struct AttachmentRequest: Sendable, Equatable {
     public var payloadPath: String?
     /// The platforms this media must show on; nil: the pipeline's `platforms`.
     public var platforms: Set<Platform>?
-    /// Added: whether what is published for it is encrypted; nil: the pipeline's
+    /// Whether what is published for it is encrypted; nil: the pipeline's
     /// `mediaEncryption.encryptsEverything` (false without `mediaEncryption`). True without
     /// `mediaEncryption` fails the attachment with `encryptionUnavailable`.
     public var encrypt: Bool?
@@ -26,10 +26,10 @@ public struct AttachmentRequest: Sendable, Equatable {
     /// pipeline's (`AttachFetchConfiguration.transcode`, `transcodeMaxLongEdge`). Results made
     /// under other settings are not shared with it.
     public var transcoding: TranscodeSettings?
-    /// Added: how the Android variant is cut to 2:1 and the square iOS shows as the
+    /// How the Android variant is cut to 2:1 and the square iOS shows as the
     /// thumbnail is chosen; nil: `attention`. A `clip` still decides the iOS thumbnail.
     public var crop: CropMode?
-    /// Added: where the crops centre (the subject), in the unit square; ignored with `crop: .none`.
+    /// Where the crops centre (the subject), in the unit square; ignored with `crop: .none`.
     public var focus: FocusPoint?
 
     /// The crop this request asks for; nil when it asks for none. Avatars are never cropped.

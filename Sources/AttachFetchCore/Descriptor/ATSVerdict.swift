@@ -1,4 +1,4 @@
-/// Added: whether iOS App Transport Security would let an app (and its notification service
+/// Whether iOS App Transport Security would let an app (and its notification service
 /// extension) load this media without an exception in its `NSAppTransportSecurity` dictionary.
 /// Judged from the TLS session the download negotiated and from every hop of its redirects.
 public struct ATSVerdict: Codable, Sendable, Equatable {

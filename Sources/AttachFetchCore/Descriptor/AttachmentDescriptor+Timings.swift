@@ -13,13 +13,13 @@ extension AttachmentDescriptor {
         public var download: Int?
         /// Making the thumbnail (the full decode).
         public var thumbnail: Int?
-        /// Added: converting an image to fit (normalizing), and probing audio or video.
+        /// Converting an image to fit (normalizing), and probing audio or video.
         public var normalize: Int?
         /// Probing audio or video with FFmpeg, and its poster frame.
         public var probe: Int?
-        /// Added with platforms: making the platform variants.
+        /// Making the platform variants.
         public var variants: Int?
-        /// Added with the service: waiting for a transfer slot (`maxConcurrentTransfers`, or
+        /// Waiting for a transfer slot (`maxConcurrentTransfers`, or
         /// `maxHostConnections` for its host), and for its share of `maxInflightBytes`.
         public var queued: Int?
 

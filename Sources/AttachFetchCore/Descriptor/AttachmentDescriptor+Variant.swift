@@ -28,7 +28,7 @@ extension AttachmentDescriptor {
         public var transforms: [Transform]?
         /// Where devices fetch the variant, when publishing.
         public var publishedUrl: String?
-        /// Added with encrypted publishing: the published object's size (ciphertext) ...
+        /// The published object's size (ciphertext) ...
         public var publishedBytes: Int64?
         /// ... and its key.
         public var encryption: Encryption?

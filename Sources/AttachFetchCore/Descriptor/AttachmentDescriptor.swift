@@ -38,7 +38,7 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         }
     }
 
-    /// Added with encrypted publishing: how a published object is encrypted, and its key. The
+    /// How a published object is encrypted, and its key. The
     /// published object is the plaintext (`bytes`, `sha256`) as RFC 8188 `aes128gcm`.
     public struct Encryption: Codable, Sendable, Equatable {
         /// The content coding: `aes128gcm`.
@@ -65,12 +65,12 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         public var width: Int
         /// Height in pixels.
         public var height: Int
-        /// Added for video: the poster frame's time in seconds (the requested thumbnail time,
+        /// The poster frame's time in seconds (the requested thumbnail time,
         /// clamped to the duration, on the frame actually shown).
         public var time: Double?
-        /// Added for publishing: where devices fetch the thumbnail.
+        /// Where devices fetch the thumbnail.
         public var publishedUrl: String?
-        /// Added with encrypted publishing: the published object's size (ciphertext) ...
+        /// The published object's size (ciphertext) ...
         public var publishedBytes: Int64?
         /// ... and its key.
         public var encryption: Encryption?
@@ -126,17 +126,17 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         /// stream or Matroska into MPEG-4, AAC in ADTS into MPEG-4 audio, HEVC tagged `hev1`
         /// re-tagged `hvc1`.
         case remuxed
-        /// Added: audio or video cut short to fit the size limit or the deadline (the first
+        /// Audio or video cut short to fit the size limit or the deadline (the first
         /// `duration` seconds).
         case trimmed
-        /// Added: cut to a 2:1 picture around what matters (an Android variant of an image, or
+        /// Cut to a 2:1 picture around what matters (an Android variant of an image, or
         /// of a video's poster, whose shape is not about 2:1).
         case cropped
-        /// Added: made from what of the source could be decoded. The source's decoder reported
+        /// Made from what of the source could be decoded. The source's decoder reported
         /// errors (a damaged packet, a frame it could not rebuild); what it said is in
         /// `sourceDamage`. The result still agrees with the source's length.
         case partial
-        /// Added: the pixels turned as the source's (first) EXIF orientation says, and no tag
+        /// The pixels turned as the source's (first) EXIF orientation says, and no tag
         /// left: a JPEG whose EXIF blocks stated different orientations (readers differ on
         /// which counts), encoded again; or an Android variant turned losslessly (its blocks
         /// moved, not encoded again), since Android ignores the tag.
@@ -151,7 +151,7 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         case avatar
     }
 
-    /// Where the result came from when results are shared (added with coalescing and caching).
+    /// Where the result came from when results are shared.
     public enum CacheStatus: String, Codable, Sendable, CaseIterable {
         /// This request did the work (downloaded and processed).
         case miss
@@ -161,7 +161,7 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         case revalidated
         /// Another request for the same URL and options was already under way; its result was shared.
         case coalesced
-        /// Added with object-store publishing: another replica's result, read from the object
+        /// Another replica's result, read from the object
         /// store (the shared result cache); nothing was downloaded from the origin.
         case shared
     }
@@ -201,13 +201,13 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     public var thumbnail: Thumbnail?
     /// How long each step took, in milliseconds.
     public var timings: Timings
-    /// Added for push payloads: the media's role, ...
+    /// The media's role, ...
     public var role: Role?
     /// ... the UNNotificationAttachment options the payload asked for, ready to pass through, ...
     public var options: AttachmentOptions?
     /// ... and where in the payload the URL was found.
     public var payloadPath: String?
-    /// Added for normalizing: the downloaded original, as libmagic typed it, ...
+    /// The downloaded original, as libmagic typed it, ...
     public var sourceMimeType: String?
     /// ... its size in bytes, ...
     public var sourceBytes: Int64?
@@ -216,50 +216,50 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
     public var sourceWidth: Int?
     /// The original's pixel height, as displayed.
     public var sourceHeight: Int?
-    /// Added with the `partial` transform: what the source's decoders reported, in their words,
+    /// What the source's decoders reported, in their words,
     /// with how many packets or frames did not decode.
     public var sourceDamage: String?
     /// What was done to the original, in order; empty when it is delivered as downloaded.
     public var transforms: [Transform]?
-    /// Added for audio and video (FFmpeg's probe): seconds, the streams' length (an MPEG-4
+    /// Seconds, the streams' length (an MPEG-4
     /// file's from its samples when its header says otherwise), ...
     public var duration: Double?
-    /// Added: what an MPEG-4 file's header claimed, when it differs from its samples' length
+    /// What an MPEG-4 file's header claimed, when it differs from its samples' length
     /// (`duration`) by more than half a second.
     public var statedDuration: Double?
     /// ... and the codecs of the streams used ("h264", "aac").
     public var videoCodec: String?
-    /// Added: the source's audio codec where the audio was re-encoded (`transforms` has
+    /// The source's audio codec where the audio was re-encoded (`transforms` has
     /// `transcoded`), as people name it ("Opus", "FLAC"); `audioCodec` is the delivered one.
     public var sourceAudioCodec: String?
-    /// Added: the source's video codec where the video was re-encoded ("VP9", "AV1");
+    /// The source's video codec where the video was re-encoded ("VP9", "AV1");
     /// `videoCodec` is the delivered one (`h264`).
     public var sourceVideoCodec: String?
     /// The audio stream's codec ("aac").
     public var audioCodec: String?
-    /// Added for http(s) media: whether App Transport Security would load it without an
+    /// Whether App Transport Security would load it without an
     /// exception, and why not.
     public var ats: ATSVerdict?
-    /// Added with coalescing and caching: whether this request did the work, shared it, or reused it.
+    /// Whether this request did the work, shared it, or reused it.
     public var cache: CacheStatus?
-    /// Added with publishing: where devices fetch the delivered file.
+    /// Where devices fetch the delivered file.
     public var publishedUrl: String?
-    /// Added with encrypted publishing: the published object's size (the ciphertext; `bytes`
+    /// The published object's size (the ciphertext; `bytes`
     /// stays the plaintext's) ...
     public var publishedBytes: Int64?
     /// ... and how it is encrypted, with its key. Absent when publishing is not encrypted.
     public var encryption: Encryption?
-    /// Added with platforms: per platform (`android`), its own file when the delivered file
+    /// Per platform (`android`), its own file when the delivered file
     /// breaks its limits, or why it has none. Only platforms whose file differs are listed.
     public var variants: [String: Variant]?
-    /// Added with the time contract's details: the steps the batch deadline cut short on this
+    /// The steps the batch deadline cut short on this
     /// attachment, named as in `timings` — `thumbnail` (an image delivered without one, and so
     /// without the full decode that catches a truncated or corrupt image), `probe` (audio or
     /// video delivered as sniffed: no duration, codecs or poster), `variants` (a platform's
     /// variant missing). Absent when the deadline cut nothing short. Such a result is never
     /// cached: the next request for the URL, with its own deadline, does the work again.
     public var skippedAtDeadline: [String]?
-    /// Added with cropping: the square (in pixels) of the delivered image, or of a video's
+    /// The square (in pixels) of the delivered image, or of a video's
     /// poster, that iOS should show as the attachment's thumbnail, in the unit square, chosen
     /// by the request's crop (attention by default) or centred on its focus point. Absent when
     /// the caller gave a `clip` (which wins) or asked for no crop.
