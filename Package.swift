@@ -239,10 +239,12 @@ let package = Package(
         .testTarget(name: "AttachFetchTransferTests", dependencies: ["AttachFetchTransfer", "AttachFetchCore", "CCurl", "LoopbackHTTPServer", "TestHelpers"]),
         .testTarget(name: "AttachFetchMediaTests", dependencies: ["AttachFetchMedia", "CFFmpeg"]),
         .testTarget(name: "DecoderSandboxTests", dependencies: ["DecoderSandbox", "AttachFetchDecoderProtocol", "CAttachFetchShims"]),
+        .testTarget(name: "AttachFetchDecoderKeeperTests",
+                    dependencies: ["AttachFetchDecoderKeeper", "AttachFetchDecoderProtocol", "AttachFetchCore", "TestHelpers"]),
         // The pipeline, the service and the CLI, end to end.
         .testTarget(
             name: "AttachFetchTests",
-            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchRuntime", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchDecoderProtocol", "AttachFetchDecoderKeeper", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "ResidentMemory", "TestHelpers", "CAttachFetchShims", "CVipsShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "CRawSystemCall", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "openapi-document", "media-check", "batch-memory-check", "hostile-decoder", "filter-check",
+            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchRuntime", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchDecoderKeeper", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "ResidentMemory", "TestHelpers", "CAttachFetchShims", "CVipsShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "CRawSystemCall", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "openapi-document", "media-check", "batch-memory-check", "hostile-decoder", "filter-check",
                            .product(name: "Logging", package: "swift-log", condition: serverOnly),
                            .product(name: "NIOCore", package: "swift-nio", condition: serverOnly),
                            .product(name: "NIOEmbedded", package: "swift-nio", condition: serverOnly),
