@@ -23,7 +23,9 @@ public enum DecoderWorker {
         package var fileSizeBytes: Int
         /// The descriptors a worker may hold (`RLIMIT_NOFILE`, soft and hard): its socket,
         /// /dev/null, a job's few files and what a library opens while it loads, with room to
-        /// spare (docs/security.md#decoders-in-worker-processes has the most measured).
+        /// spare (docs/security.md#decoders-in-worker-processes has the most measured). As it
+        /// makes no file by name (Landlock), this bounds the disk a worker fills: this many
+        /// files of `fileSizeBytes` at most.
         package static let openFiles = 64
         package var parent: pid_t
         /// The one directory the worker may write and read beside system files (Landlock): the

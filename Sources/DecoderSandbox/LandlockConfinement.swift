@@ -3,8 +3,9 @@ internal import CAttachFetchShims
 import Glibc
 #endif
 
-/// Landlock: a worker keeps to its pipeline's workers' directory (read and write; made for the
-/// pipeline, never the system temporary directory) and reads system
+/// Landlock: a worker keeps to its pipeline's workers' directory (reading and writing the files
+/// it is handed there, making none; made for the pipeline, never the system temporary
+/// directory) and reads system
 /// files, nothing else of the file system; it binds and connects no TCP port, and neither
 /// signals nor reaches an abstract Unix socket of any process outside its own Landlock domain
 /// (its keeper among them). Set once, before its first job, for its whole life.
@@ -60,7 +61,12 @@ package enum LandlockConfinement {
         let ruleset = af_landlock_create_ruleset(handled, handledNetwork(abi: abi), scoped(abi: abi), attributeSize(abi: abi))
         guard ruleset >= 0 else { return nil }
         defer { close(ruleset) }
-        var rules = systemPaths.map { ($0, execute | readFile | readDirectory) } + [(writable, handled)]
+        // In the work directory, reading and writing the files it is handed (through their
+        // descriptors, or reopened through /proc/self/fd) and no more: it makes, removes, lists
+        // and renames nothing there, so no file of its own outlives its descriptors, and the
+        // disk it fills is at most RLIMIT_NOFILE files of RLIMIT_FSIZE (docs/security.md).
+        let workRights = (readFile | writeFile | (abi >= 3 ? truncate : 0)) & handled
+        var rules = systemPaths.map { ($0, execute | readFile | readDirectory) } + [(writable, workRights)]
         if let runtime = runtimeDirectory() { rules.append((runtime, execute | readFile | readDirectory)) }
         for (path, rights) in rules {
             let opened = af_open_path(path)

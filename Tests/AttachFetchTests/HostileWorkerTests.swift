@@ -282,13 +282,24 @@ extension HostileWorkerTests {
         }
     }
 
-    /// A file a worker was handed grows no larger than its file-size limit: a write past it ends
-    /// the worker with SIGXFSZ, a limit of attach-fetch's own, and the next job gets a fresh one.
-    @Test func aWorkerCannotGrowAFilePastItsLimit() async throws {
-        let ds = try await Self.run("fill", ["photo.jpg"])
-        #expect(ds[0].status == .rejected && ds[0].reason?.message.contains(Reason.fileSizeLimitSignal) == true,
-                "\(ds[0].status) \(ds[0].reason?.message ?? "")")
-        #expect(ds[0].file == nil && ds[0].thumbnail == nil)
+    /// The disk a worker can fill: no file of its own by name in its work directory (Landlock),
+    /// and none of what it was handed past its file-size limit (SIGXFSZ, a limit of ours).
+    @Test(.enabled(if: WorkerConfinementTests.landlockABI >= 1, "this kernel has no Landlock: the work directory is not enforced"))
+    func aWorkerFillsNoDisk() async throws {
+        let scratch = Scratch(), tools = Scratch()
+        let executable = try Self.worker("fill", in: tools)
+        try await withPipeline(scratch, { $0.decoderExecutable = executable; $0.thumbnailThreads = 1 }) { pipeline in
+            try await withMediaServer { server in
+                let batch = await pipeline.process([AttachmentRequest(url: "\(server.baseURL)/media/photo.jpg")], deadline: .seconds(20))
+                let d = batch.attachments[0]
+                #expect(d.status == .rejected && d.reason?.message.contains(Reason.fileSizeLimitSignal) == true, "\(d.status) \(d.reason?.message ?? "")")
+                #expect(d.file == nil && d.thumbnail == nil)
+            }
+            // Looked at before the pipeline's shutdown removes its workers' directory.
+            let root = try #require(pipeline.workerRoot)
+            let made = try FileManager.default.contentsOfDirectory(atPath: root).filter { $0.hasPrefix("fill-") }
+            #expect(made.isEmpty, "files the worker made: \(made)")
+        }
     }
 
     /// glibc's `fork()` (clone with SIGCHLD) and a clone into a new user namespace: a child

@@ -57,6 +57,7 @@ import CRawSystemCall
         let outside = Scratch()
         let work = outside.path + "/work"
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: false)
+        try Data("handed to the job".utf8).write(to: URL(fileURLWithPath: work + "/given"))
         let secret = outside.path + "/credentials"
         try Data("AKIA-not-for-decoders".utf8).write(to: URL(fileURLWithPath: secret))
         let run = try await tool(builtExecutable("filter-check"), [work, secret])
@@ -67,7 +68,10 @@ import CRawSystemCall
             if parts.count == 2 { results[parts[0]] = parts[1] }
         }
         let abi = Int(results["landlock"] ?? "") ?? -1
-        #expect(results["write-work"] == "0" && results["read-usr"] == "0" && results["read-own-status"] == "0", "\(results)")
+        #expect(results["write-work"] == "0" && results["read-work"] == "0" && results["read-usr"] == "0" && results["read-own-status"] == "0", "\(results)")
+        // It makes and removes no file by name there (Landlock); `unlink` is on its allow-list.
+        #expect(results["make-work"] == "\(EACCES)" && results["remove-work"] == "\(EACCES)", "\(results)")
+        #expect(FileManager.default.fileExists(atPath: work + "/given") && !FileManager.default.fileExists(atPath: work + "/made-by-the-worker"))
         // The seccomp filter, Landlock or not: a file is truncated through its descriptor only.
         #expect(results["truncate-work"] == "\(EPERM)", "\(results)")
         // Nor a file's mode or ACL changed: a read-only source stays read-only.

@@ -157,11 +157,16 @@ if let workDirectory {
         if descriptor >= 0 { close(descriptor) }
         return Int(descriptor)
     }
-    result("write-work", opened(workDirectory + "/made-by-the-worker", O_WRONLY | O_CREAT))
-    result("truncate-work", (workDirectory + "/made-by-the-worker").withCString { call(truncate, Int(bitPattern: $0), 0) })
+    // "given": a file the test made there, as the keeper hands a job's over.
+    result("write-work", opened(workDirectory + "/given", O_WRONLY))
+    result("read-work", opened(workDirectory + "/given", O_RDONLY))
+    // Files of its own by name there: none made, none removed (the disk it fills is bounded).
+    result("make-work", opened(workDirectory + "/made-by-the-worker", O_WRONLY | O_CREAT | O_EXCL))
+    result("remove-work", Int(unlink(workDirectory + "/given")))
+    result("truncate-work", (workDirectory + "/given").withCString { call(truncate, Int(bitPattern: $0), 0) })
     // A file's mode and ACLs: what keeps a read-only source read-only.
-    result("chmod-work", Int(chmod(workDirectory + "/made-by-the-worker", 0o600)))
-    let own = open(workDirectory + "/made-by-the-worker", O_RDONLY | O_CLOEXEC)
+    result("chmod-work", Int(chmod(workDirectory + "/given", 0o600)))
+    let own = open(workDirectory + "/given", O_RDONLY | O_CLOEXEC)
     result("fchmod-work", Int(fchmod(own, 0o600)))
     result("fsetxattr-work", "user.attach-fetch".withCString { call(fsetxattr, Int(own), Int(bitPattern: $0), Int(bitPattern: $0), 1, 0) })
     close(own)

@@ -27,7 +27,8 @@
 //   limits   lowers its parent's descriptor limit, raises its niceness, pins it to one core and
 //            makes its I/O idle, then answers honestly
 //   unlisted  makes a system call no allow-list has (syslog), then would answer honestly
-//   fill     writes past its file-size limit in the output it was handed
+//   fill     makes files by name in its work directory, and writes past its file-size limit
+//            in the output it was handed
 import AttachFetchCore
 import AttachFetchDecoderProtocol
 import CRawSystemCall
@@ -242,6 +243,13 @@ while let frame = Frame.read(from: 0, descriptors: &received) {
     case "code":
         send(DecodeAnswer(failure: Reason(code: .deadlineExceeded, message: "the deadline passed")), number: number, mapping: toPipeline)
     case "fill":
+        // Files by name in its work directory, as many as it likes: Landlock makes none there.
+        if let directory = limits.workDirectory {
+            for index in 0..<8 {
+                let fd = open("\(directory)/fill-\(index)", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+                if fd >= 0 { close(fd) }
+            }
+        }
         // Past the file-size limit in the output it was handed: SIGXFSZ ends it.
         if let base = job.outputBase, let fd = UnnamedFile.descriptor(in: base) {
             var byte: UInt8 = 0xFF

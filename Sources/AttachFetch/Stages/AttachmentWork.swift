@@ -99,6 +99,19 @@ extension AttachmentWork {
         newWorkingFile(or: plan.thumbnailBase)
     }
 
+    /// Where a conversion of the downloaded file is written (a converted image, a remuxed or
+    /// transcoded clip): a new unnamed file, or `plan.convertedBase` plus `suffix`. A worker
+    /// makes no file by name: its Landlock rule in the work directory reads and writes files
+    /// only (docs/security.md), so what it can fill there is bounded.
+    func convertedOutput(_ suffix: String = "") -> String {
+        newWorkingFile(or: plan.convertedBase + suffix)
+    }
+
+    /// Where a platform variant is written: a new unnamed file, or `plan.variantBase`.
+    func variantOutput() -> String {
+        newWorkingFile(or: plan.variantBase)
+    }
+
     /// Where a video's poster frame for its Android variant is written: a new unnamed file,
     /// or a named one beside the variants.
     func androidFrameOutput() -> String {

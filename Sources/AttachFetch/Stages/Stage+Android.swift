@@ -62,14 +62,14 @@ extension Stage {
             limits.crop = work.plan.crop
             if file.type.kind == .video, let frame = work.androidFrame ?? work.thumbnail?.file {
                 let type: MediaType = (frame as NSString).pathExtension == "png" ? .png : .jpeg
-                return .normalize(source: UnnamedFile.openable(frame), type: type, destinationBase: work.plan.variantBase, limits: limits)
+                return .normalize(source: UnnamedFile.openable(frame), type: type, destinationBase: work.variantOutput(), limits: limits)
             }
             guard file.type.kind == .image else { return nil }
             let cropped = work.plan.crop != nil && work.descriptor.deliveredSize.map { PictureCrop.needsTwoToOne(width: $0.width, height: $0.height) } == true
             // The worker's word on orientation and profile decides only whether a variant is made.
             let turned = work.thumbnail?.orientation != nil || work.thumbnail?.hasColourProfile == true
             guard cropped || turned || !Platform.androidShows(file.type, bytes: work.descriptor.deliveredBytes ?? work.source.bytes) else { return nil }
-            return .normalize(source: file.path, type: file.type, destinationBase: work.plan.variantBase, limits: limits)
+            return .normalize(source: file.path, type: file.type, destinationBase: work.variantOutput(), limits: limits)
         },
         take: { answer, work in
             guard let image = answer.normalized else { return }

@@ -11,7 +11,7 @@ extension Stage {
         job: { work, configuration in
             let file = work.admitted
             guard file.type == .jpeg, work.thumbnail?.orientationsDisagree == true else { return nil }
-            return .normalize(source: file.path, type: file.type, destinationBase: work.plan.convertedBase,
+            return .normalize(source: file.path, type: file.type, destinationBase: work.convertedOutput(),
                               limits: ImageNormalizer.Limits(configuration))
         },
         take: { answer, work in

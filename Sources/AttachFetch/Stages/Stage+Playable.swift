@@ -14,8 +14,9 @@ extension Stage {
                 limits.transcodesUnplayable = configuration.normalize && work.transcoding(configuration).enabled
                 limits.thumbnail.suggestClip = work.plan.crop
                 return .probe(source: file.path, type: file.type, thumbnailTime: work.plan.thumbnailTime,
-                              // Audio has no poster: no file made for one.
-                              thumbnailBase: file.type.kind == .audio ? work.plan.thumbnailBase : work.thumbnailOutput(),
+                              // Audio too: a file typed as audio may hold a picture stream, and a
+                              // worker makes no file by name.
+                              thumbnailBase: work.thumbnailOutput(),
                               shape: work.plan.shape,
                               limits: limits)
             },
@@ -41,7 +42,7 @@ extension Stage {
             guard let conversion = work.conversion else { return nil }
             let file = work.admitted
             // Beside an earlier conversion's file (a QuickTime file remuxed, then found unplayable).
-            let base = work.plan.convertedBase + ".playable"
+            let base = work.convertedOutput(".playable")
             switch conversion {
             case .retag:
                 return .remux(source: file.path, destinationBase: base)

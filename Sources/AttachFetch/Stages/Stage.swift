@@ -111,7 +111,7 @@ extension Stage {
             if [.gif, .avif].contains(file.type), work.transcoding(configuration).enabled {
                 limits.animationAsVideo = work.transcodeLimits(.video, configuration)
             }
-            return .normalize(source: file.path, type: file.type, destinationBase: work.plan.convertedBase, limits: limits)
+            return .normalize(source: file.path, type: file.type, destinationBase: work.convertedOutput(), limits: limits)
         },
         take: { answer, work in
             // An animation too large as a GIF arrives as a video.
@@ -134,7 +134,7 @@ extension Stage {
             let fallback = work.transcoding(configuration).enabled
                 ? MediaTranscoder.Fallback(type: file.type, limits: work.transcodeLimits(file.type.kind, configuration))
                 : nil
-            return .remux(source: file.path, destinationBase: work.plan.convertedBase, orTranscode: fallback)
+            return .remux(source: file.path, destinationBase: work.convertedOutput(), orTranscode: fallback)
         },
         take: { answer, work in
             work.takeRemuxed(answer)
@@ -153,7 +153,7 @@ extension Stage {
             guard MediaPolicy.needsTranscode(file.type)
                     || configuration.normalize && MediaPolicy.needsCut(file.type, bytes: work.source.bytes, limits: configuration.sizeLimits)
             else { return nil }
-            return .transcode(source: file.path, type: file.type, destinationBase: work.plan.convertedBase,
+            return .transcode(source: file.path, type: file.type, destinationBase: work.convertedOutput(),
                               limits: work.transcodeLimits(file.type.kind, configuration))
         },
         take: { answer, work in work.takeTranscoded(answer) }))

@@ -21,6 +21,17 @@ package enum SafeFile {
         return true
     }
 
+    /// Lets a half-made output go: a named file is removed; a working path's (`UnnamedFile`)
+    /// file, the job's, is emptied and rewound, for the job to write again or leave empty.
+    package static func discard(_ path: String) {
+        guard let descriptor = UnnamedFile.descriptor(in: path) else {
+            unlink(path)
+            return
+        }
+        _ = ftruncate(descriptor, 0)
+        _ = lseek(descriptor, 0, SEEK_SET)
+    }
+
     /// Creates `path` (O_EXCL: never replaces anything, mode 0600) holding `contents`.
     /// Returns a message on failure, after removing any partial file.
     /// A working path (`UnnamedFile`) is written into its file, which must be empty.

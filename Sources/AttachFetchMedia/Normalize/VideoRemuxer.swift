@@ -33,7 +33,7 @@ enum VideoRemuxer {
             try copyStreams(source: source, file: file, shouldStop: shouldStop)
             return .success(try describe(file))
         } catch {
-            unlink(file)
+            SafeFile.discard(file)
             return .failure(error)
         }
     }

@@ -28,7 +28,7 @@ enum MP3Cutter {
             media.reencoded = false
             return .success(media)
         } catch {
-            unlink(file)
+            SafeFile.discard(file)
             return .failure(error)
         }
     }

@@ -44,11 +44,11 @@ extension MediaTranscoder {
                 case .tooSlow(let lacking, let measured):
                     // Too slow for the whole clip by the budget's end, and what it was given could
                     // not all be kept: again from the start, as much faster as it lacks.
-                    unlink(file)
+                    SafeFile.discard(file)
                     rung = SpeedLadder.rung(after: measured, lacking: lacking)
                 }
             } catch {
-                unlink(file)
+                SafeFile.discard(file)
                 return .failure(error)
             }
         }
@@ -130,7 +130,7 @@ extension MediaTranscoder {
         func start(rung: Int) throws(Reason) {
             if output != nil {
                 output = nil
-                unlink(file)
+                SafeFile.discard(file)
             }
             output = try AVOutput(path: file, format: type.kind == .audio ? "ipod" : "mp4")
             for track in tracks {

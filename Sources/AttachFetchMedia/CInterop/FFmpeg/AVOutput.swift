@@ -1,4 +1,5 @@
 internal import CFFmpeg
+import AttachFetchCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,13 +23,16 @@ final class AVOutput {
 
     init(path: String, format: String) throws(Reason) {
         _ = FFmpeg.startup
-        // Read and write: a muxer may read back what it wrote (``writeHeader(moovFirst:)``).
-        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        // Read and write: a muxer may read back what it wrote (``writeHeader(moovFirst:)``). A
+        // working path's file is the job's, handed over empty (or emptied by `SafeFile.discard`),
+        // written through the job's own descriptor: a worker makes no file by name.
+        let working = UnnamedFile.descriptor(in: path)
+        let fd = working ?? open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw Reason(code: .ioError, message: "cannot create the output file: \(String(cString: strerror(errno)))")
         }
         self.fd = fd
-        file = try AVFileIO(fd: fd, writable: true)
+        file = try AVFileIO(fd: fd, writable: true, owning: working == nil)
         var made: UnsafeMutablePointer<AVFormatContext>?
         let status = avformat_alloc_output_context2(&made, nil, format, nil)
         guard status >= 0, let made else {

@@ -3,9 +3,8 @@ internal import CFFmpeg
 import Glibc
 #endif
 
-/// FFmpeg's process-wide set-up, once: its log goes nowhere but the errors a transcode's
-/// decoders report (`DecoderErrorLog`); the library is silent, and what went wrong reaches the
-/// descriptor through the return codes and that log.
+/// FFmpeg's process-wide set-up, once: its log goes nowhere but the errors a transcode's decoders
+/// report (`DecoderErrorLog`); what went wrong reaches the descriptor through return codes and that log.
 package enum FFmpeg {
     static let startup: Void = {
         av_log_set_level(AV_LOG_QUIET)
@@ -67,16 +66,18 @@ final class AVFileIO {
     }
 
     let context: UnsafeMutablePointer<AVIOContext>
-    private let descriptor: Descriptor
+    private let descriptor: Descriptor, owning: Bool
     /// The descriptor read or written through.
     var fd: Int32 { descriptor.fd }
 
-    /// Takes `fd` over: it is closed with this object, or at once when this throws.
-    init(fd: Int32, writable: Bool) throws(Reason) {
+    /// Takes `fd` over (closed with this object, or at once when this throws) unless `owning` is
+    /// false: a job's unnamed output, whose descriptor is the job's.
+    init(fd: Int32, writable: Bool, owning: Bool = true) throws(Reason) {
         descriptor = Descriptor(fd: fd)
+        self.owning = owning
         let bufferSize: Int32 = 65_536
         guard let buffer = av_malloc(Int(bufferSize))?.assumingMemoryBound(to: UInt8.self) else {
-            close(fd)
+            if owning { close(fd) }
             throw Reason(code: .ioError, message: "FFmpeg cannot allocate its file buffer: out of memory")
         }
         let opaque = Unmanaged.passUnretained(descriptor).toOpaque()
@@ -96,7 +97,7 @@ final class AVFileIO {
         guard let made else {
             // The context did not take the buffer: it is still ours to free.
             av_free(buffer)
-            close(fd)
+            if owning { close(fd) }
             throw Reason(code: .ioError, message: "FFmpeg cannot allocate its file context: out of memory")
         }
         context = made
@@ -107,7 +108,7 @@ final class AVFileIO {
         av_freep(&context.pointee.buffer)
         var context: UnsafeMutablePointer<AVIOContext>? = context
         avio_context_free(&context)
-        close(descriptor.fd)
+        if owning { close(descriptor.fd) }
     }
 
     private static func write(_ fd: Int32, _ buffer: UnsafeMutablePointer<UInt8>, _ size: Int32) -> Int32 {
@@ -136,7 +137,7 @@ final class AVInput {
 
     init(path: String, demuxers: String, decoders: String) throws(Reason) {
         _ = FFmpeg.startup
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = open(UnnamedFile.openable(path), O_RDONLY | O_CLOEXEC)  // a working path through /proc/self/fd
         guard fd >= 0 else {
             throw Reason(code: .ioError, message: "cannot open \(path): \(String(cString: strerror(errno)))")
         }
