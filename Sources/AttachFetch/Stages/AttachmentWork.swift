@@ -18,14 +18,15 @@ struct AttachmentWork: Sendable {
         var thumbnailTime: Double?
         /// Avatars: only images are admitted.
         var imagesOnly = false
-        /// Where a converted image or remuxed video is written (plus an extension).
+        /// Where a converted image or remuxed video is written (plus an extension) when it
+        /// cannot be an unnamed file.
         var convertedBase: String
-        /// Where the thumbnail or poster is written (plus an extension).
+        /// Where the thumbnail or poster is written (plus an extension), the same way.
         var thumbnailBase: String
-        /// Where a platform variant is written (plus an extension).
+        /// Where a platform variant is written (plus an extension), the same way.
         var variantBase: String = ""
-        /// Where thumbnails and posters are made as unnamed files (`UnnamedFile`); nil: at
-        /// `thumbnailBase`, named.
+        /// Where every output is made as an unnamed file (`UnnamedFile`); nil: at the bases
+        /// above, named (the local inspector's).
         var workDirectory: String? = nil
         /// The platforms the media must show on (variants for those whose limits it breaks).
         var platforms: Set<Platform> = [.ios]
