@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+
+extension SourceLayoutTests {
+    /// The layer table in docs/architecture.md ("Targets") is checked against Package.swift, the
+    /// one source: every library target the pipeline is built on has a row, and each row's
+    /// imports name every such target that target declares (by its short name: `Core` for
+    /// `AttachFetchCore`).
+    @Test func theArchitectureDocsTableIsPackageSwifts() throws {
+        let root = Self.sources.deletingLastPathComponent()
+        let package = try String(contentsOf: root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let document = try String(contentsOf: root.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
+        // `.target(name: "X", dependencies: [...])`, over as many lines as it takes.
+        let declaration = try Regex(#"\.target\(\s*name:\s*"([A-Za-z]+)"\s*,\s*dependencies:\s*\[([^\]]*)\]"#)
+        var dependencies: [String: [String]] = [:]
+        for match in package.matches(of: declaration) {
+            guard let name = match.output[1].substring, let list = match.output[2].substring else { continue }
+            dependencies[String(name)] = list.split(separator: ",").compactMap { item in
+                let trimmed = item.trimmingCharacters(in: .whitespacesAndNewlines)
+                return trimmed.hasPrefix("\"") ? String(trimmed.dropFirst().dropLast()) : nil
+            }
+        }
+        func layered(_ name: String) -> Bool { name.hasPrefix("AttachFetch") || name == "DecoderSandbox" }
+        // The pipeline's layers: what AttachFetch reaches through its own targets.
+        var layers: Set<String> = ["AttachFetch"], next = ["AttachFetch"]
+        while let name = next.popLast() {
+            for dependency in dependencies[name] ?? [] where layered(dependency) && layers.insert(dependency).inserted { next.append(dependency) }
+        }
+        #expect(layers.count >= 7, "\(layers.sorted())")
+        func short(_ name: String) -> String { name == "AttachFetch" ? name : String(name.dropFirst(name.hasPrefix("AttachFetch") ? 11 : 0)) }
+        var rows: [String: String] = [:]
+        for line in document.split(separator: "\n") where line.hasPrefix("| `") {
+            let cells = line.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count > 3 else { continue }
+            rows[cells[1].trimmingCharacters(in: CharacterSet(charactersIn: "`"))] = cells[3]
+        }
+        for layer in layers.sorted() {
+            guard let imports = rows[layer] else {
+                Issue.record("docs/architecture.md's table has no row for \(layer)")
+                continue
+            }
+            let words = Set(imports.split(whereSeparator: { !$0.isLetter }).map(String.init))
+            let missing = (dependencies[layer] ?? []).filter(layered).map(short).filter { !words.contains($0) }
+            #expect(missing.isEmpty, "docs/architecture.md: \(layer) imports \(missing), which its row does not name")
+        }
+    }
+}
