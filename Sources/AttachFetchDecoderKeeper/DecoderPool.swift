@@ -119,6 +119,6 @@ private extension DecodeJob {
     func rewindUnnamedOutput() -> Bool {
         guard let output = outputBase.flatMap(UnnamedFile.descriptor(in:)) else { return true }
         if UnnamedFile.descriptor(in: source) == output { return false }
-        return ftruncate(output, 0) == 0 && lseek(output, 0, SEEK_SET) == 0
+        return SafeFile.rewind(output)
     }
 }

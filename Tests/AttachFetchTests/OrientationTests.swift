@@ -23,13 +23,18 @@ import Testing
         return try #require(Double(try ColourTests.vips(["avg", "\(work)/\(name)-a.v"])))
     }
 
+    /// A 16:9 frame of FFmpeg's test pattern, 640x360, at `work`/pattern.png.
+    static func makePattern(in work: Scratch) throws {
+        let run = try tool("/usr/bin/ffmpeg", ["-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", "testsrc2=size=640x360",
+                                               "-frames:v", "1", "\(work.path)/pattern.png"])
+        try #require(run.status == 0, "\(run.errors)")
+    }
+
     @Test func everyOrientationGetsAnUprightAndroidVariant() async throws {
         let media = Scratch(), scratch = Scratch(), work = Scratch()
         try await offPool {
             // A 16:9 frame of the test pattern, under 1 MB: Android would take it as it is.
-            let run = try tool("/usr/bin/ffmpeg", ["-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", "testsrc2=size=640x360",
-                                                   "-frames:v", "1", "\(work.path)/pattern.png"])
-            try #require(run.status == 0, "\(run.errors)")
+            try Self.makePattern(in: work)
             for orientation in 1...8 {
                 try writeOrientedJPEG(from: "\(work.path)/pattern.png", to: "\(media.path)/o\(orientation).jpg", orientation: orientation)
                 _ = try ColourTests.vips(["autorot", "\(media.path)/o\(orientation).jpg", "\(work.path)/upright\(orientation).v"])
@@ -82,9 +87,7 @@ import Testing
         let media = Scratch(), scratch = Scratch(), work = Scratch()
         let name = "exif-\(first)-\(second).jpg", source = "\(media.path)/\(name)", upright = "\(work.path)/upright.v"
         try await offPool {
-            let run = try tool("/usr/bin/ffmpeg", ["-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", "testsrc2=size=640x360",
-                                                   "-frames:v", "1", "\(work.path)/pattern.png"])
-            try #require(run.status == 0, "\(run.errors)")
+            try Self.makePattern(in: work)
             _ = try ColourTests.vips(["copy", "\(work.path)/pattern.png", "\(work.path)/bare.jpg[Q=95,strip]"])
             let bare = try [UInt8](Data(contentsOf: URL(fileURLWithPath: "\(work.path)/bare.jpg")))
             try Data(bare[..<2] + Self.exifSegment(orientation: first) + Self.exifSegment(orientation: second) + bare[2...])
@@ -121,9 +124,7 @@ import Testing
     @Test func aCMYKPhotoStoredTurnedGetsAnSRGBVariant() async throws {
         let media = Scratch(), scratch = Scratch(), work = Scratch()
         try await offPool {
-            let run = try tool("/usr/bin/ffmpeg", ["-v", "error", "-nostdin", "-y", "-f", "lavfi", "-i", "testsrc2=size=640x360",
-                                                   "-frames:v", "1", "\(work.path)/pattern.png"])
-            try #require(run.status == 0, "\(run.errors)")
+            try Self.makePattern(in: work)
             _ = try ColourTests.vips(["icc_transform", "\(work.path)/pattern.png", "\(work.path)/bare.jpg[Q=95,strip]", "cmyk", "--input-profile", "srgb"])
             let bare = try [UInt8](Data(contentsOf: URL(fileURLWithPath: "\(work.path)/bare.jpg")))
             try Data(bare[..<2] + Self.exifSegment(orientation: 3) + bare[2...]).write(to: URL(fileURLWithPath: "\(media.path)/cmyk3.jpg"))

@@ -28,8 +28,14 @@ package enum SafeFile {
             unlink(path)
             return
         }
-        _ = ftruncate(descriptor, 0)
-        _ = lseek(descriptor, 0, SEEK_SET)
+        rewind(descriptor)
+    }
+
+    /// Empties a working file through `descriptor` and sets its offset to the start, for its
+    /// job to write again (a discarded try, or a job run again on another worker).
+    @discardableResult
+    package static func rewind(_ descriptor: Int32) -> Bool {
+        ftruncate(descriptor, 0) == 0 && lseek(descriptor, 0, SEEK_SET) == 0
     }
 
     /// Creates `path` (O_EXCL: never replaces anything, mode 0600) holding `contents`.
