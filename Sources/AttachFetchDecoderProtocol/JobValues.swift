@@ -60,8 +60,10 @@ package enum ImageNormalizer {
         /// the source's values (a 2:1 crop is always sRGB: it is only ever a variant).
         package var convertsToSRGB = false
         /// On: a JPEG its EXIF orientation turns, which needs nothing else (no crop, no profile
-        /// to convert, within `maxBytes`), is turned losslessly instead of encoded again (a
-        /// variant for a platform that ignores the tag).
+        /// to convert, within `maxBytes`), is turned losslessly instead of encoded again, and
+        /// keeps no tag (a variant for a platform that ignores the tag; a file whose EXIF blocks
+        /// disagree, whose blocks are copied if upright). Its ICC profile stays unless
+        /// `convertsToSRGB`, with which a JPEG that has one is converted instead.
         package var turnsLosslessly = false
 
         package init(maxBytes: Int64, maxAttempts: Int, decode: Thumbnailer.Limits, keepsAnimation: Bool = true,

@@ -79,43 +79,61 @@ import Testing
     }
 
     /// A JPEG with two EXIF blocks that disagree (6 then 1, 1 then 6: a tool that added its own
-    /// block after the camera's) is delivered saying one thing: encoded again with its pixels
-    /// turned as the first block says (libvips' reading, which the thumbnail and the size
-    /// follow) and no tag (`oriented`), so that no reader can take the other block.
-    @Test(arguments: [(6, 1), (1, 6)])
-    func exifBlocksThatDisagreeAreMadeOne(first: Int, second: Int) async throws {
+    /// block after the camera's) is delivered saying one thing: its pixels turned as the first
+    /// block says (libvips' reading, which the thumbnail and the size follow) and no tag
+    /// (`oriented`), so that no reader can take the other block. Its edges are whole MCU blocks
+    /// (4:4:4, 640x360), so the turn is lossless, and a Display P3 photo keeps its profile.
+    @Test(arguments: [(6, 1, false), (1, 6, false), (6, 1, true)])
+    func exifBlocksThatDisagreeAreMadeOne(first: Int, second: Int, p3: Bool) async throws {
         let media = Scratch(), scratch = Scratch(), work = Scratch()
-        let name = "exif-\(first)-\(second).jpg", source = "\(media.path)/\(name)", upright = "\(work.path)/upright.v"
+        let name = "exif-\(first)-\(second)\(p3 ? "-p3" : "").jpg", source = "\(media.path)/\(name)", upright = "\(work.path)/upright.v"
         try await offPool {
             try Self.makePattern(in: work)
-            _ = try ColourTests.vips(["copy", "\(work.path)/pattern.png", "\(work.path)/bare.jpg[Q=95,strip]"])
-            let bare = try [UInt8](Data(contentsOf: URL(fileURLWithPath: "\(work.path)/bare.jpg")))
+            _ = try ColourTests.vips(p3 ? ["icc_transform", "\(work.path)/pattern.png", "\(work.path)/bare.jpg[Q=95]", "p3", "--input-profile", "srgb"]
+                                        : ["copy", "\(work.path)/pattern.png", "\(work.path)/bare.jpg[Q=95,strip]"])
+            let bare = Self.withoutEXIF(try [UInt8](Data(contentsOf: URL(fileURLWithPath: "\(work.path)/bare.jpg"))))
             try Data(bare[..<2] + Self.exifSegment(orientation: first) + Self.exifSegment(orientation: second) + bare[2...])
                 .write(to: URL(fileURLWithPath: source))
             _ = try ColourTests.vips(["autorot", source, upright])
+            // The sRGB outputs are compared with the upright source rendered to sRGB.
+            _ = try ColourTests.vips(["icc_transform", upright, "\(work.path)/upright-srgb.v", "srgb", "--embedded"])
         }
         let portrait = first >= 5
         try await withMediaServer(directory: media.path) { server in
             try await withPipeline(scratch, { $0.platforms = [.ios, .android] }) { pipeline in
                 let d = await fetchOne("\(server.baseURL)/media/\(name)", pipeline)
                 #expect(d.status == .ready, "\(d.reason?.message ?? "")")
-                #expect(d.transforms?.contains(.oriented) == true, "\(String(describing: d.transforms))")
+                #expect(d.transforms == [.oriented], "a lossless turn: \(String(describing: d.transforms))")
                 #expect(d.width == (portrait ? 360 : 640) && d.height == (portrait ? 640 : 360), "\(String(describing: d.width))x\(String(describing: d.height))")
                 let file = try #require(d.file)
                 let tags = try ColourTests.vips(["-a", file], program: "/usr/bin/vipsheader")
                 #expect(!tags.contains("orientation") && !tags.contains("exif"), "the delivered file keeps a tag")
-                for (what, output) in [("attachment", file), ("thumbnail", try #require(d.thumbnail?.file))] {
-                    let off = try await offPool { try Self.difference(output, from: upright, work: work.path, name: what) }
-                    #expect(off < 6, "\(what): \(off) off the source as its first EXIF block turns it")
+                #expect(tags.contains("icc-profile-data") == p3, "the profile kept: \(p3)")
+                let off = try await offPool { try Self.difference(file, from: upright, work: work.path, name: "attachment") }
+                #expect(off < 0.5, "attachment: \(off) off the source as its first EXIF block turns it")
+                let thumbnailOff = try await offPool {
+                    try Self.difference(try #require(d.thumbnail?.file), from: "\(work.path)/upright-srgb.v", work: work.path, name: "thumbnail")
                 }
+                #expect(thumbnailOff < 6, "thumbnail: \(thumbnailOff) off the source as its first EXIF block turns it")
                 if let variant = d.variants?["android"]?.file {
-                    let off = try await offPool { try Self.difference(variant, from: upright, cut: portrait, work: work.path, name: "android") }
+                    let off = try await offPool { try Self.difference(variant, from: "\(work.path)/upright-srgb.v", cut: portrait, work: work.path, name: "android") }
                     #expect(off < 6, "android: \(off) off the source as its first EXIF block turns it")
                 } else {
-                    #expect(!portrait, "a turned photo needs an Android variant")
+                    #expect(!portrait && !p3, "a turned or P3 photo needs an Android variant")
                 }
             }
         }
+    }
+
+    /// `jpeg` without its APP1 (EXIF, XMP) segments.
+    static func withoutEXIF(_ jpeg: [UInt8]) -> [UInt8] {
+        var kept = Array(jpeg[..<2]), offset = 2
+        while offset + 4 <= jpeg.count, jpeg[offset] == 0xFF, jpeg[offset + 1] != 0xDA {
+            let end = offset + 2 + (Int(jpeg[offset + 2]) << 8 | Int(jpeg[offset + 3]))
+            if jpeg[offset + 1] != 0xE1 { kept += jpeg[offset..<end] }
+            offset = end
+        }
+        return kept + jpeg[offset...]
     }
 
     /// A CMYK JPEG without a profile, stored upside down (orientation 3): its Android variant

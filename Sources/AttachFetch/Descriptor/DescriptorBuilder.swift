@@ -77,10 +77,11 @@ struct DescriptorBuilder: Sendable {
         descriptor.transforms = image.transforms
     }
 
-    /// The delivered image re-encoded with its pixels turned once (`Stage.orientOnce`).
+    /// The delivered image with its pixels turned once (`Stage.orientOnce`): its blocks moved
+    /// (`oriented` alone), or encoded again (`reencoded` too).
     mutating func record(oriented image: NormalizedImage) {
         record(image)
-        descriptor.transforms = image.transforms + [.oriented]
+        if image.transforms.contains(.oriented) == false { descriptor.transforms = image.transforms + [.oriented] }
     }
 
     /// A video moved into MPEG-4: the delivered file's facts.

@@ -66,9 +66,13 @@ extension ImageNormalizer {
         }
 
         let needsCut = limits.crop.map { $0.crops && PictureCrop.needsTwoToOne(width: header.width, height: header.height) } ?? false
-        // A JPEG the tag turns, and nothing else: its blocks moved, not encoded again.
-        if limits.turnsLosslessly, type == .jpeg, !profiled, !needsCut, header.image.orientation != 1,
-           let jpeg = JPEGThumbnailer.readJPEGFile(source), let turned = TurboHandle.turned(jpeg, orientation: header.image.orientation),
+        // A JPEG the tag turns, and nothing else: its blocks moved, not encoded again. A copy is
+        // about the source's size, so a source over the limit is not tried.
+        if limits.turnsLosslessly, type == .jpeg, !needsCut, !(profiled && limits.convertsToSRGB),
+           header.image.orientation != 1 || !limits.convertsToSRGB,
+           let jpeg = JPEGThumbnailer.readJPEGFile(source), Int64(jpeg.count) <= limits.maxBytes, let layout = JPEGLayout(jpeg),
+           let turned = TurboHandle.turned(jpeg, orientation: header.image.orientation,
+                                           keeping: limits.convertsToSRGB ? [] : layout.profileSegments.map { jpeg[$0] }),
            Int64(turned.count) <= limits.maxBytes {
             return try delivered(EncodedImage(data: turned, type: .jpeg, width: header.width, height: header.height), downscaled: false, made: .oriented)
         }

@@ -15,8 +15,17 @@ enum JPEGThumbnailer {
 
     package static func make(source: String, destinationBase: String, shape: Thumbnailer.Shape,
                      limits: Thumbnailer.Limits) -> Result<ThumbnailOutcome, Reason>? {
-        guard let data = readJPEGFile(source), let layout = JPEGLayout(data),
-              layout.isComplete, layout.isBaseline, layout.orientation == 1, !layout.orientationsDisagree,
+        var layout: JPEGLayout?
+        return make(source: source, destinationBase: destinationBase, shape: shape, limits: limits, layout: &layout)
+    }
+
+    /// - Parameter read: set to the file's layout when the file was read whole, for the
+    ///   libvips path to use rather than read it again.
+    static func make(source: String, destinationBase: String, shape: Thumbnailer.Shape,
+                     limits: Thumbnailer.Limits, layout read: inout JPEGLayout?) -> Result<ThumbnailOutcome, Reason>? {
+        guard let data = readJPEGFile(source), let layout = JPEGLayout(data) else { return nil }
+        read = layout
+        guard layout.isComplete, layout.isBaseline, layout.orientation == 1, !layout.orientationsDisagree,
               !layout.hasColourProfile else { return nil }
         do throws(Reason) {
             let decoder = try TurboHandle(compress: false)
@@ -141,7 +150,9 @@ struct JPEGLayout {
     /// Whether a later EXIF block states another orientation (absent counting as 1): readers
     /// differ on which block counts, so the file shows one way here and another elsewhere.
     var orientationsDisagree = false
-    var hasColourProfile = false
+    /// The ICC profile's APP2 segments, whole (marker and length too), in order.
+    var profileSegments: [Range<Int>] = []
+    var hasColourProfile: Bool { !profileSegments.isEmpty }
     /// False when the bytes given ended inside a segment before the first scan (a prefix of a
     /// file): what was read holds, and nothing after it was seen.
     var isComplete = true
@@ -173,7 +184,7 @@ struct JPEGLayout {
                 if exifBlocks == 0 { orientation = stated } else if stated != orientation { orientationsDisagree = true }
                 exifBlocks += 1
             case 0xE2 where bodyCount >= 12 && Array(data[body..<body + 12]) == Array("ICC_PROFILE\0".utf8):
-                hasColourProfile = true
+                profileSegments.append(offset..<offset + 2 + length)
             default:
                 break
             }

@@ -70,15 +70,17 @@ extension Thumbnailer {
 
     private static func makeThrowing(source: String, destinationBase: String, shape: Shape,
                                      limits: Limits) throws(Reason) -> ThumbnailOutcome {
-        if let fast = JPEGThumbnailer.make(source: source, destinationBase: destinationBase, shape: shape, limits: limits) {
+        var layout: JPEGLayout?
+        if let fast = JPEGThumbnailer.make(source: source, destinationBase: destinationBase, shape: shape, limits: limits, layout: &layout) {
             return try fast.get()
         }
-        return try makeWithLibvips(source: source, destinationBase: destinationBase, shape: shape, limits: limits)
+        return try makeWithLibvips(source: source, destinationBase: destinationBase, shape: shape, limits: limits, jpegLayout: layout)
     }
 
     /// The general path: any image libvips' enabled loaders read.
+    /// - Parameter jpegLayout: the JPEG's layout where the fast path read it already.
     static func makeWithLibvips(source: String, destinationBase: String, shape: Shape,
-                                limits: Limits) throws(Reason) -> ThumbnailOutcome {
+                                limits: Limits, jpegLayout: JPEGLayout? = nil) throws(Reason) -> ThumbnailOutcome {
         let header = try openHeader(source, limits: limits)
         let box = try boxSize(width: header.width, height: header.height, shape: shape, maxEdge: limits.maxEdge)
         // Read once: LittleCMS parses the profile to judge it.
@@ -92,7 +94,9 @@ extension Thumbnailer {
                        shape: shape, limits: limits)
         }
         if header.image.orientation != 1 { thumbnail.orientation = header.image.orientation }
-        if header.image.isJPEG, JPEGLayout.of(file: source)?.orientationsDisagree == true { thumbnail.orientationsDisagree = true }
+        if header.image.isJPEG, (jpegLayout ?? JPEGLayout.of(file: source))?.orientationsDisagree == true {
+            thumbnail.orientationsDisagree = true
+        }
         if profiled { thumbnail.hasColourProfile = true }
         if (header.image.integer("n-pages") ?? 1) > 1 {
             do throws(Reason) { try decodeEveryFrame(source) } catch {

@@ -15,14 +15,15 @@ final class TurboHandle {
 
     deinit { tjDestroy(handle) }
 
-    /// `jpeg` turned as EXIF `orientation` (2-8) says, losslessly (its DCT blocks moved, not
-    /// decoded and encoded again), with no marker copied: no EXIF tag to turn it twice, no ICC
-    /// profile, no comment. Nil where the turn would move a partial MCU block (an edge that is
-    /// not a multiple of the block size: `TJXOPT_PERFECT`), for colour other than YCbCr or grey
+    /// `jpeg` turned as EXIF `orientation` (1-8) says, losslessly (its DCT blocks moved, or for
+    /// 1 copied, never decoded and encoded again), with no marker copied but `keeping` (whole
+    /// segments of the source, its ICC profile's), put after the JFIF header: no EXIF tag left
+    /// to turn it twice. Nil where the turn would move a partial MCU block (an edge that is not
+    /// a multiple of the block size: `TJXOPT_PERFECT`), for colour other than YCbCr or grey
     /// (CMYK and RGB JPEGs need converting for a platform that shows sRGB), or where
     /// libjpeg-turbo refuses the file.
-    static func turned(_ jpeg: [UInt8], orientation: Int) -> [UInt8]? {
-        let operations: [Int: TJXOP] = [2: TJXOP_HFLIP, 3: TJXOP_ROT180, 4: TJXOP_VFLIP, 5: TJXOP_TRANSPOSE,
+    static func turned(_ jpeg: [UInt8], orientation: Int, keeping: [ArraySlice<UInt8>] = []) -> [UInt8]? {
+        let operations: [Int: TJXOP] = [1: TJXOP_NONE, 2: TJXOP_HFLIP, 3: TJXOP_ROT180, 4: TJXOP_VFLIP, 5: TJXOP_TRANSPOSE,
                                         6: TJXOP_ROT90, 7: TJXOP_TRANSVERSE, 8: TJXOP_ROT270]
         guard let operation = operations[orientation], let made = tjInitTransform() else { return nil }
         let owner = TurboHandle(handle: made)
@@ -36,8 +37,14 @@ final class TurboHandle {
         var size: UInt = 0
         let status = tjTransform(owner.handle, jpeg, UInt(jpeg.count), 1, &output, &size, &transform, 0)
         defer { if let output { tjFree(output) } }
-        guard status == 0, let output, size > 0 else { return nil }
-        return Array(UnsafeBufferPointer(start: output, count: Int(size)))
+        guard status == 0, let output, size > 4 else { return nil }
+        let bytes = UnsafeBufferPointer(start: output, count: Int(size))
+        guard !keeping.isEmpty else { return Array(bytes) }
+        // SOI, then the JFIF segment libjpeg-turbo writes (APP0 must come first), then the kept ones.
+        var split = 2
+        if bytes[2] == 0xFF, bytes[3] == 0xE0, size > 6 { split = 4 + (Int(bytes[4]) << 8 | Int(bytes[5])) }
+        guard split <= bytes.count else { return nil }
+        return Array(bytes[..<split]) + keeping.flatMap { $0 } + Array(bytes[split...])
     }
 
     /// The one mapping of a libjpeg-turbo failure: its message for the last failure on this
