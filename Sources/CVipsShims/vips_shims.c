@@ -67,6 +67,14 @@ int af_vips_rot(VipsImage *in, VipsImage **out, VipsAngle angle) {
     return vips_rot(in, out, angle, NULL);
 }
 
+int af_vips_autorot(VipsImage *in, VipsImage **out) {
+    return vips_autorot(in, out, NULL);
+}
+
+int af_vips_join_below(VipsImage *first, VipsImage *second, VipsImage **out) {
+    return vips_join(first, second, out, VIPS_DIRECTION_VERTICAL, NULL);
+}
+
 int af_vips_gifsave_buffer(VipsImage *in, void **buffer, size_t *length) {
     return vips_gifsave_buffer(in, buffer, length, "strip", TRUE, NULL);
 }

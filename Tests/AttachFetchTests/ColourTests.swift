@@ -341,7 +341,7 @@ import CTestSupport
         let cicp = Self.pngChunk("cICP", chunk), text = Self.pngChunk("tEXt", Array("Comment\u{0}made here".utf8))
         let body = afterImageData ? data + cicp : cicp + data
         try Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + header + text + body + Self.pngChunk("IEND", [])).write(to: URL(fileURLWithPath: path))
-        let read = StatedColour.fallbackProfile(path).map { if case .builtIn(let name) = $0 { name } else { "made" } }
+        let read = StatedColour.statement(path).flatMap(StatedColour.profile).map { if case .builtIn(let name) = $0 { name } else { "made" } }
         #expect(read == profile, "\(chunk) after the image data: \(afterImageData)")
     }
 

@@ -138,8 +138,9 @@ public struct AttachmentDescriptor: Codable, Sendable, Equatable {
         case partial
         /// The pixels turned as the source's (first) EXIF orientation says, and no tag
         /// left: a JPEG whose EXIF blocks stated different orientations (readers differ on
-        /// which counts), encoded again; or an Android variant turned losslessly (its blocks
-        /// moved, not encoded again), since Android ignores the tag.
+        /// which counts), turned losslessly (its blocks moved, not encoded again) where whole
+        /// blocks allow, else encoded again (`reencoded` too); or an Android variant turned
+        /// losslessly, since Android ignores the tag.
         case oriented
     }
 

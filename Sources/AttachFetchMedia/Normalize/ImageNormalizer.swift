@@ -37,10 +37,9 @@ extension ImageNormalizer {
                          message: "the file is an AVIF image sequence, delivered as a video, and transcoding is off")
         }
         let colour: ColourRule = limits.convertsToSRGB ? .sRGB : .sourceProfile
-        // Read once for every attempt: LittleCMS parses the profile to judge it.
-        let hasProfile = header.image.hasColourProfile
-        let stated = hasProfile ? nil : StatedColour.fallbackProfile(source)
-        let profiled = hasProfile || stated != nil
+        // Read once for every attempt.
+        let sourceColour = SourceColour(header.image, source: source)
+        let profiled = sourceColour.profiled
         func delivered(_ encoded: EncodedImage, downscaled: Bool, cropped: Bool = false,
                        made: AttachmentDescriptor.Transform? = nil) throws(Reason) -> NormalizedImage {
             let file = destinationBase + "." + encoded.type.fileExtension
@@ -66,19 +65,13 @@ extension ImageNormalizer {
         }
 
         let needsCut = limits.crop.map { $0.crops && PictureCrop.needsTwoToOne(width: header.width, height: header.height) } ?? false
-        // A JPEG the tag turns, and nothing else: its blocks moved, not encoded again. A copy is
-        // about the source's size, so a source over the limit is not tried.
         if limits.turnsLosslessly, type == .jpeg, !needsCut, !(profiled && limits.convertsToSRGB),
-           header.image.orientation != 1 || !limits.convertsToSRGB,
-           let jpeg = JPEGThumbnailer.readJPEGFile(source), Int64(jpeg.count) <= limits.maxBytes, let layout = JPEGLayout(jpeg),
-           let turned = TurboHandle.turned(jpeg, orientation: header.image.orientation,
-                                           keeping: limits.convertsToSRGB ? [] : layout.profileSegments.map { jpeg[$0] }),
-           Int64(turned.count) <= limits.maxBytes {
+           let turned = losslessTurn(source, orientation: header.image.orientation, limits: limits) {
             return try delivered(EncodedImage(data: turned, type: .jpeg, width: header.width, height: header.height), downscaled: false, made: .oriented)
         }
         if let crop = limits.crop, needsCut {
-            return try twoToOne(source, header: header, toSRGB: ColourRule.sRGB.converts(profiled: profiled), statedProfile: stated, crop: crop,
-                                limits: limits, shouldStop: shouldStop) { encoded throws(Reason) in
+            return try twoToOne(source, header: header, toSRGB: ColourRule.sRGB.converts(profiled: profiled), colour: sourceColour,
+                                crop: crop, limits: limits, shouldStop: shouldStop) { encoded throws(Reason) in
                 try delivered(encoded, downscaled: encoded.width < header.width, cropped: true)
             }
         }
@@ -92,8 +85,8 @@ extension ImageNormalizer {
             // vips_thumbnail shrinks on load where the format allows and applies the EXIF
             // orientation; at scale 1 it only decodes (and turns) the image.
             let encoded = try Vips.decodingUnderPolicy(isJPEG: header.image.isJPEG) { failOn throws(Reason) in
-                var image = try Vips.thumbnail(source, width: width, height: height, failOn: failOn,
-                                               toSRGB: colour.converts(profiled: profiled), statedProfile: stated)
+                var image = try sourceColour.scaled(source, width: width, height: height, failOn: failOn,
+                                                    toSRGB: colour.converts(profiled: profiled))
                 // Alpha needs two passes (is it all opaque? then encode): decode once into memory.
                 if image.hasAlpha {
                     guard let rendered = vips_image_copy_memory(image.pointer) else {
@@ -114,9 +107,22 @@ extension ImageNormalizer {
                            message: "the image could not be brought under \(limits.maxBytes) bytes in \(limits.maxAttempts) attempts (last: \(lastSize) bytes)")
     }
 
+    /// A JPEG the tag turns, and nothing else: its blocks moved, not encoded again, its ICC
+    /// profile kept unless the output is sRGB; nil where TurboJPEG cannot, or the result is over
+    /// the limit. A copy is about the source's size, so a source over the limit is not tried; an
+    /// upright one is copied only to lose disagreeing tags (not for a variant).
+    private static func losslessTurn(_ source: String, orientation: Int, limits: Limits) -> [UInt8]? {
+        guard orientation != 1 || !limits.convertsToSRGB, let jpeg = JPEGThumbnailer.readJPEGFile(source),
+              Int64(jpeg.count) <= limits.maxBytes, let layout = JPEGLayout(jpeg),
+              let turned = TurboHandle.turned(jpeg, orientation: orientation,
+                                              keeping: limits.convertsToSRGB ? [] : layout.profileSegments.map { jpeg[$0] }),
+              Int64(turned.count) <= limits.maxBytes else { return nil }
+        return turned
+    }
+
     /// A 2:1 crop (`PictureCropper`), made narrower until it fits `limits.maxBytes`.
     private static func twoToOne(_ source: String, header: (image: VipsImageRef, width: Int, height: Int), toSRGB: Bool,
-                                 statedProfile: Vips.StatedProfile?, crop: PictureCrop,
+                                 colour: SourceColour, crop: PictureCrop,
                                  limits: Limits, shouldStop: () -> Bool,
                                  deliver: (EncodedImage) throws(Reason) -> NormalizedImage) throws(Reason) -> NormalizedImage {
         var maxWidth = limits.cropWidth
@@ -125,7 +131,7 @@ extension ImageNormalizer {
             if shouldStop() { throw Reason(code: .cancelled, message: "abandoned") }
             let encoded = try Vips.decodingUnderPolicy(isJPEG: header.image.isJPEG) { failOn throws(Reason) in
                 let cut = try PictureCropper.twoToOne(source, width: header.width, height: header.height, crop: crop,
-                                                      toSRGB: toSRGB, statedProfile: statedProfile,
+                                                      toSRGB: toSRGB, statedProfile: colour.stated, toneMapped: colour.toneMapped,
                                                       maxWidth: maxWidth, failOn: failOn)
                 guard let rendered = vips_image_copy_memory(cut.pointer) else { throw Vips.failure("decode the image") }
                 return try Thumbnailer.encode(VipsImageRef(rendered), jpegQuality: jpegQuality)

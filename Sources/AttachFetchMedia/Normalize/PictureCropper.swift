@@ -30,10 +30,25 @@ enum PictureCropper {
 
     /// `source` (an image of `width` x `height` as displayed) cut to 2:1 and scaled to at most
     /// `maxWidth` wide: shrunk on load, then cut where `crop` says; `toSRGB`: converted through
-    /// its ICC profile (only a variant is ever cut, and variants are sRGB).
+    /// its ICC profile (only a variant is ever cut, and variants are sRGB); `toneMapped`: a PQ or
+    /// HLG still's statement, made standard first (`ToneMappedStill`).
     static func twoToOne(_ source: String, width: Int, height: Int, crop: PictureCrop, toSRGB: Bool, statedProfile: Vips.StatedProfile? = nil,
-                         maxWidth: Int, failOn: VipsFailOn) throws(Reason) -> VipsImageRef {
+                         toneMapped: (primaries: Int, transfer: Int)? = nil, maxWidth: Int, failOn: VipsFailOn) throws(Reason) -> VipsImageRef {
         let size = twoToOneSize(width: width, height: height, maxWidth: maxWidth)
+        // Scaled so that the 2:1 box is covered, then cut around the focal point.
+        let scale = max(Double(size.width) / Double(width), Double(size.height) / Double(height))
+        let cover = (width: max(size.width, Int((Double(width) * scale).rounded(.up))),
+                     height: max(size.height, Int((Double(height) * scale).rounded(.up))))
+        if let toneMapped {
+            let scaled = try ToneMappedStill.image(source, statement: toneMapped, width: cover.width, height: cover.height, failOn: failOn)
+            let (cutWidth, cutHeight) = (min(size.width, scaled.width), min(size.height, scaled.height))
+            if let focus = crop.focus { return try cut(scaled, around: focus, width: cutWidth, height: cutHeight) }
+            var out: UnsafeMutablePointer<VipsImage>?
+            guard af_vips_smartcrop(scaled.pointer, &out, Int32(cutWidth), Int32(cutHeight), interesting(crop.mode)) == 0, let out else {
+                throw Vips.failure("crop the image")
+            }
+            return VipsImageRef(out)
+        }
         guard let focus = crop.focus else {
             var out: UnsafeMutablePointer<VipsImage>?
             let status = toSRGB && statedProfile == nil
@@ -46,10 +61,7 @@ enum PictureCropper {
             if let statedProfile { return try Vips.withStatedProfile(VipsImageRef(out), statedProfile, toSRGB: toSRGB) }
             return VipsImageRef(out)
         }
-        // Scaled so that the 2:1 box is covered, then cut around the focal point.
-        let scale = max(Double(size.width) / Double(width), Double(size.height) / Double(height))
-        let scaled = try Vips.thumbnail(source, width: max(size.width, Int((Double(width) * scale).rounded(.up))),
-                                        height: max(size.height, Int((Double(height) * scale).rounded(.up))), failOn: failOn,
+        let scaled = try Vips.thumbnail(source, width: cover.width, height: cover.height, failOn: failOn,
                                         toSRGB: toSRGB, statedProfile: statedProfile)
         return try cut(scaled, around: focus, width: min(size.width, scaled.width), height: min(size.height, scaled.height))
     }

@@ -1,4 +1,5 @@
 import AttachFetchCore
+internal import CVips
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -9,29 +10,28 @@ import Glibc
 /// primaries, so it would read Display P3's numbers as sRGB's. A profile stands for the
 /// statement (`Vips.withStatedProfile`): libvips' own for Display P3, one LittleCMS makes for
 /// BT.2020 (`RGBProfile`). An image made from the file carries it, and the pictures converted
-/// to sRGB go through it.
+/// to sRGB go through it. PQ and HLG are tone-mapped instead (`ToneMappedStill`).
 enum StatedColour {
-    /// The profile for the primaries the file states, when they are not sRGB's (BT.709's):
-    /// libvips' `p3` for Display P3 (H.273 primaries 12) with sRGB's or BT.709's transfer, and
-    /// `RGBProfile.bt2020` for BT.2020 (9) with an SDR transfer. Nil for a file without such a
-    /// statement, or stating anything else (PQ and HLG stills among them).
-    /// Called only for a file libvips found no ICC profile in: an HEIF with `prof` or `rICC`
-    /// is left to it; in a PNG, PNG's rule that `cICP` comes first does not matter for the
-    /// rare file with both.
-    static func fallbackProfile(_ path: String) -> Vips.StatedProfile? {
+    /// The primaries and transfer the file states as code points: an HEIF's or AVIF's first
+    /// `nclx`, a PNG's `cICP`; nil for a file without such a statement. Called only for a file
+    /// libvips found no ICC profile in: an HEIF with `prof` or `rICC` is left to it; in a PNG,
+    /// PNG's rule that `cICP` comes first does not matter for the rare file with both.
+    static func statement(_ path: String) -> (primaries: Int, transfer: Int)? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         // Most images are neither: one read of 16 bytes tells.
         var start = [UInt8](repeating: 0, count: 16)
         guard pread(fd, &start, start.count, 0) == start.count else { return nil }
-        if start[4...7].elementsEqual("ftyp".utf8) { return heifStatement(path).flatMap(profile) }
-        if start.starts(with: PNGChunkCheck.signature) { return pngStatement(fd).flatMap(profile) }
+        if start[4...7].elementsEqual("ftyp".utf8) { return heifStatement(path) }
+        if start.starts(with: PNGChunkCheck.signature) { return pngStatement(fd) }
         return nil
     }
 
-    /// The profile standing for H.273 `primaries` with `transfer`, if there is one. PQ and HLG
-    /// (16, 18) are high dynamic range, which no profile here stands for.
+    /// The profile standing for H.273 `primaries` with `transfer`, if there is one: libvips'
+    /// `p3` for Display P3 (primaries 12) with sRGB's or BT.709's transfer, `RGBProfile.bt2020`
+    /// for BT.2020 (9) with an SDR transfer. Nil for sRGB's own primaries, and for PQ and HLG
+    /// (16, 18), high dynamic range, which no profile stands for (`ToneMappedStill`).
     static func profile(_ statement: (primaries: Int, transfer: Int)) -> Vips.StatedProfile? {
         switch statement.primaries {
         // Transfer 1: BT.709, 6: BT.601, 13: sRGB.
@@ -84,4 +84,33 @@ enum StatedColour {
     /// Chunks before the image data are a handful (IHDR, colour and text chunks); a file with
     /// more is not looked through further.
     static let maxChunksWalked = 64
+}
+
+/// How a still's colour is read, once for every picture made of it: its ICC profile (which
+/// LittleCMS parses to judge), a profile standing for the code points it states, or a PQ or
+/// HLG statement, for which pictures are tone-mapped.
+struct SourceColour {
+    let hasProfile: Bool
+    let stated: Vips.StatedProfile?
+    let toneMapped: (primaries: Int, transfer: Int)?
+
+    init(_ image: VipsImageRef, source: String) {
+        hasProfile = image.hasColourProfile
+        let statement = hasProfile ? nil : StatedColour.statement(source)
+        stated = statement.flatMap(StatedColour.profile)
+        toneMapped = statement.flatMap { ToneMappedStill.isHighDynamicRange($0) ? $0 : nil }
+    }
+
+    /// Whether a profile says how to show the numbers (its own, or one standing for the statement).
+    var profiled: Bool { hasProfile || stated != nil }
+
+    /// `source` decoded, turned and scaled to `width` x `height` (`Vips.thumbnail`), converted
+    /// to sRGB through the profile when `toSRGB`, else carrying it; a PQ or HLG still
+    /// tone-mapped, without a profile.
+    func scaled(_ source: String, width: Int, height: Int, failOn: VipsFailOn, toSRGB: Bool) throws(Reason) -> VipsImageRef {
+        if let toneMapped {
+            return try ToneMappedStill.image(source, statement: toneMapped, width: width, height: height, failOn: failOn)
+        }
+        return try Vips.thumbnail(source, width: width, height: height, failOn: failOn, toSRGB: toSRGB, statedProfile: stated)
+    }
 }

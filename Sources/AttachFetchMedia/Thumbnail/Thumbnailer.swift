@@ -83,13 +83,11 @@ extension Thumbnailer {
                                 limits: Limits, jpegLayout: JPEGLayout? = nil) throws(Reason) -> ThumbnailOutcome {
         let header = try openHeader(source, limits: limits)
         let box = try boxSize(width: header.width, height: header.height, shape: shape, maxEdge: limits.maxEdge)
-        // Read once: LittleCMS parses the profile to judge it.
-        let hasProfile = header.image.hasColourProfile
-        let stated = hasProfile ? nil : StatedColour.fallbackProfile(source)
-        let profiled = hasProfile || stated != nil
+        let colour = SourceColour(header.image, source: source)
+        // An HDR still's numbers are not sRGB's either: an Android variant is made for it too.
+        let profiled = colour.profiled || colour.toneMapped != nil
         var thumbnail = try Vips.decodingUnderPolicy(isJPEG: header.image.isJPEG) { failOn throws(Reason) in
-            try finish(try Vips.thumbnail(source, width: box.width, height: box.height, failOn: failOn,
-                                          toSRGB: profiled, statedProfile: stated), clip: box.clip,
+            try finish(try colour.scaled(source, width: box.width, height: box.height, failOn: failOn, toSRGB: colour.profiled), clip: box.clip,
                        sourceWidth: header.width, sourceHeight: header.height, destinationBase: destinationBase,
                        shape: shape, limits: limits)
         }

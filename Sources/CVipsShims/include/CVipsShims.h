@@ -25,6 +25,10 @@ int af_vips_thumbnail_image(VipsImage *in, VipsImage **out, int width, int heigh
 // vips_copy that only relabels the pixels' interpretation (raw RGB from libswscale is sRGB).
 int af_vips_copy_interpretation(VipsImage *in, VipsImage **out, VipsInterpretation interpretation);
 int af_vips_rot(VipsImage *in, VipsImage **out, VipsAngle angle);
+// vips_autorot: the pixels turned and flipped as the image's EXIF orientation says, the tag removed.
+int af_vips_autorot(VipsImage *in, VipsImage **out);
+// vips_join: `second` below `first`.
+int af_vips_join_below(VipsImage *first, VipsImage *second, VipsImage **out);
 int af_vips_extract_area(VipsImage *in, VipsImage **out, int left, int top, int width, int height);
 int af_vips_extract_bands(VipsImage *in, VipsImage **out, int first, int count);
 int af_vips_min(VipsImage *in, double *minimum);
