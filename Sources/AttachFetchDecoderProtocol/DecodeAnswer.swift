@@ -1,5 +1,9 @@
 import AttachFetchCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What a decode job made, or why it failed: exactly one of the fields is set.
 package struct DecodeAnswer: Codable, Sendable {
@@ -63,10 +67,10 @@ package struct DecodeAnswer: Codable, Sendable {
     /// downloaded file or an output file, which mean nothing to the caller.
     package func withoutWorkingPaths(source: String, outputBase: String?) -> DecodeAnswer {
         guard let failure else { return self }
-        var message = failure.message.replacingOccurrences(of: source, with: "the downloaded file")
-        if let outputBase { message = message.replacingOccurrences(of: outputBase, with: "the output file") }
-        let directory = (source as NSString).deletingLastPathComponent
-        if !directory.isEmpty { message = message.replacingOccurrences(of: directory + "/", with: "") }
+        var message = failure.message.replacing(source, with: "the downloaded file")
+        if let outputBase { message = message.replacing(outputBase, with: "the output file") }
+        let directory = source.lastIndex(of: "/").map { String(source[..<$0]) } ?? ""
+        if !directory.isEmpty { message = message.replacing(directory + "/", with: "") }
         var answer = self
         answer.failure = Reason(code: failure.code, message: message)
         return answer

@@ -1,5 +1,9 @@
 import AttachFetchCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One piece of work that hands downloaded bytes to a C decoder (libvips, libheif,
 /// libjpeg-turbo, FFmpeg, libswscale). The same description runs in-process or in a decoder

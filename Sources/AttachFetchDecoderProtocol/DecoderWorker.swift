@@ -1,5 +1,9 @@
 import AttachFetchCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -35,7 +39,7 @@ public enum DecoderWorker {
         package var arguments: [String] {
             ["--protocol", "\(DecoderWorker.protocolVersion)", "--memory", "\(memoryBytes)", "--cpu", "\(cpuSeconds)", "--file-size", "\(fileSizeBytes)", "--parent", "\(parent)"]
                 // Hex, so that a path with spaces survives the handshake's split.
-                + (workDirectory.map { ["--work-directory", Array($0.utf8).map { String(format: "%02x", $0) }.joined()] } ?? [])
+                + (workDirectory.map { ["--work-directory", TextFormat.hex($0.utf8)] } ?? [])
         }
 
         /// The same, as the first message to a worker forked by the fork server (`DecoderReserve`).

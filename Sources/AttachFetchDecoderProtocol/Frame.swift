@@ -1,6 +1,10 @@
 import AttachFetchCore
 internal import CAttachFetchShims
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 #if canImport(Glibc)
 import Glibc
 #endif

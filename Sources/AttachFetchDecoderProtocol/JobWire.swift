@@ -1,5 +1,9 @@
 import AttachFetchCore
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// How jobs and answers travel on a decoder worker's socket. Thumbnail jobs and their answers
 /// (nearly every job of an image-heavy load) go as a few fixed fields in binary: encoding and

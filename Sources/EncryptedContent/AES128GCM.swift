@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// RFC 8188's `aes128gcm` content coding: a header (16-byte salt, record size, key id), then
 /// records of `recordSize` bytes, each AES-128-GCM sealed with a nonce from its position, the
@@ -64,7 +68,7 @@ public struct ContentKey: Sendable, Equatable {
 
     /// From base64url (with or without padding); nil unless it decodes to 16 bytes.
     public init?(base64URL text: String) {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        var base64 = String(text.map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 })
         while base64.count % 4 != 0 { base64 += "=" }
         guard let data = Data(base64Encoded: base64) else { return nil }
         self.init(bytes: Array(data))
@@ -72,8 +76,7 @@ public struct ContentKey: Sendable, Equatable {
 
     /// Base64url without padding, as the descriptor and the payload carry it.
     public var base64URL: String {
-        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        String(Data(bytes).base64EncodedString().compactMap { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 == "=" ? nil : $0 })
     }
 
     /// The key id written in the header: `af1:` and 16 hex digits of HMAC-SHA-256(key,
@@ -82,7 +85,7 @@ public struct ContentKey: Sendable, Equatable {
     /// equal ciphertext). Text, because other implementations read the key id as UTF-8.
     public var keyID: [UInt8] {
         let mac = ContentCrypto.hmacSHA256(key: bytes, message: Array("attach-fetch key id".utf8))
-        return Self.keyIDPrefix + Array(mac.prefix(8).map { String(format: "%02x", $0) }.joined().utf8)
+        return Self.keyIDPrefix + Array(Hex.lowercase(mac.prefix(8)).utf8)
     }
 
     /// What marks a key id as this format; other key ids are not checked.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Decrypts an `aes128gcm` stream as it arrives: `feed` any chunks, then `finish`. Plaintext
 /// is handed out record by record.

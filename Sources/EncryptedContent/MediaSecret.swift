@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The publisher's secret, from which each content's key and salt are derived:
 /// `HMAC-SHA-256(secret, label ‖ SHA-256 of the plaintext)`, truncated to 16 bytes, with the
@@ -46,6 +50,6 @@ public struct SHA256Hasher {
 
     /// The digest of everything so far.
     public var hex: String {
-        hasher.digest().map { String(format: "%02x", $0) }.joined()
+        Hex.lowercase(hasher.digest())
     }
 }

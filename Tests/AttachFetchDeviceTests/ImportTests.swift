@@ -2,7 +2,8 @@ import Foundation
 import Testing
 
 /// The device library and what it is built from import only what a Notification Service
-/// Extension links anyway: Foundation (FoundationNetworking where URLSession lives apart) and
+/// Extension links anyway: Foundation (FoundationNetworking where URLSession lives apart; the
+/// codec FoundationEssentials where it exists, as the decoder worker links only that part) and
 /// each other; the codec's primitives CryptoKit where it exists, libcrypto on Linux (each only
 /// in its own file, under `#if canImport` of it), or swift-crypto's `Crypto` (CryptoKit's API)
 /// when a Linux build asks for it. UserNotifications only in the file that makes the system's
@@ -14,7 +15,7 @@ import Testing
     /// The modules each target may import.
     static let allowed: [String: Set<String>] = [
         "AttachFetchDevice": ["Foundation", "FoundationNetworking", "EncryptedContent", "DeadlineRace"],
-        "EncryptedContent": ["Foundation", "FoundationNetworking", "Crypto"],
+        "EncryptedContent": ["Foundation", "FoundationEssentials", "FoundationNetworking", "Crypto"],
         "DeadlineRace": ["Foundation"],
     ]
 

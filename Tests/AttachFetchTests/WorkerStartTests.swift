@@ -143,5 +143,18 @@ extension ProcessWideSuites {
                 }
             }
         }
+
+        /// The decoder links FoundationEssentials, not Foundation: Foundation's libraries and its
+        /// ICU carried about 20,000 of the decoder's 41,000 symbol relocations, paid at every
+        /// start of the fork server (the one executed decoder of a CLI run). A layer the decoder
+        /// links that imports Foundation again brings them back, and fails this.
+        @Test func theDecoderLinksNoFoundationButItsEssentials() throws {
+            let read = try tool("/usr/bin/readelf", ["-d", builtExecutable("attach-fetch-decoder")])
+            try #require(read.status == 0, "\(read.errors)")
+            let needed = read.output.split(separator: "\n").filter { $0.contains("(NEEDED)") }
+                .compactMap { $0.split(separator: "[").last?.split(separator: "]").first.map(String.init) }
+            #expect(needed.contains("libFoundationEssentials.so"), "\(needed)")
+            #expect(!needed.contains("libFoundation.so") && !needed.contains("libFoundationInternationalization.so"), "\(needed)")
+        }
     }
 }

@@ -51,7 +51,7 @@ package final class UnnamedFile: Sendable {
     /// make one or the descriptor budget is spent. Its descriptor writes whatever `mode` says:
     /// the mode decides only who may open it again. A file a decoder worker reads is made
     /// `readOnly` (`readOnlyMode`); a file a decoder writes through its working path, 0600.
-    package static func create(in directory: String, mode: mode_t = 0o600) -> UnnamedFile? {
+    package static func create(in directory: String, mode: UInt32 = 0o600) -> UnnamedFile? {
         guard live.load(ordering: .relaxed) < budget else { return nil }
         let descriptor = af_open_unnamed(directory, Int32(mode))
         return descriptor >= 0 ? UnnamedFile(descriptor: descriptor) : nil
@@ -61,7 +61,7 @@ package final class UnnamedFile: Sendable {
     /// read-only descriptor cannot reopen it writable through `/proc/self/fd` (it has no
     /// capability, and its filter refuses `chmod` and ACLs), while this process writes it
     /// through the descriptor it was made with.
-    package static let readOnlyMode: mode_t = 0o400
+    package static let readOnlyMode: UInt32 = 0o400
 
     /// A new read-only descriptor of the same file (the /proc link opened `O_RDONLY`), for a
     /// process that must read it and never write it; -1 with errno when it cannot be opened.

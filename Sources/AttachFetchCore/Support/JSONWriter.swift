@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The one writer of the project's JSON: the CLI's output, the service's answers, the stored
 /// results. Foundation's `JSONEncoder` with sorted keys and unescaped slashes, compact or

@@ -21,14 +21,7 @@ package final class SHA256Digest {
     package func finalizeHex() throws(Reason) -> String {
         if let failure { throw failure }
         guard let digest = context?.finish() else { throw Self.failure("EVP_DigestFinal_ex") }
-        let hexDigits = Array("0123456789abcdef".utf8)
-        var hex = [UInt8]()
-        hex.reserveCapacity(digest.count * 2)
-        for byte in digest {
-            hex.append(hexDigits[Int(byte >> 4)])
-            hex.append(hexDigits[Int(byte & 0x0f)])
-        }
-        return String(decoding: hex, as: UTF8.self)
+        return Hex.lowercase(digest)
     }
 
     /// The lower-case hex SHA-256 of `bytes` held in memory, in one call.

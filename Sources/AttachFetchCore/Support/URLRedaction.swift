@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The one list of what a URL may carry that is a secret, used wherever a URL is written down:
 /// logs at every level, spans (the pipeline's and the service's), error messages. User info

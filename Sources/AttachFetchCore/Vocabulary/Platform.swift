@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A platform whose devices show notification media, with its own limits.
 public enum Platform: String, Codable, Sendable, CaseIterable, Comparable {
@@ -17,7 +21,10 @@ public enum Platform: String, Codable, Sendable, CaseIterable, Comparable {
     public static func list(_ text: String) throws(AttachFetchError) -> Set<Platform> {
         var platforms = Set<Platform>()
         for name in text.split(separator: ",") {
-            let trimmed = name.trimmingCharacters(in: .whitespaces).lowercased()
+            var part = name
+            while part.first?.isWhitespace == true { part = part.dropFirst() }
+            while part.last?.isWhitespace == true { part = part.dropLast() }
+            let trimmed = part.lowercased()
             guard let platform = Platform(rawValue: trimmed) else {
                 throw .invalidConfiguration("unknown platform '\(trimmed)' (known: \(allCases.map(\.rawValue).joined(separator: ", ")))")
             }

@@ -2,7 +2,11 @@ internal import CAttachFetchShims
 import AttachFetchCore
 import AttachFetchDecoderProtocol
 import DecoderSandbox
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,7 +28,7 @@ extension DecoderWorker {
     public static func main(arguments: [String]) -> Never {
         if arguments.first == forkServerArgument { serveForks(arguments: Array(arguments.dropFirst())) }
         guard let limits = Limits(arguments: arguments) else {
-            FileHandle.standardError.write(Data("attach-fetch-decoder is started by attach-fetch's pipeline of protocol \(protocolVersion), not by hand\n".utf8))
+            printError("attach-fetch-decoder is started by attach-fetch's pipeline of protocol \(protocolVersion), not by hand\n")
             exit(otherVersionStatus)
         }
         serve(limits)
@@ -47,7 +51,7 @@ extension DecoderWorker {
     /// single-threaded (a fork copies only the calling thread), and ends when its socket closes.
     private static func serveForks(arguments: [String]) -> Never {
         guard arguments.count == 2, arguments[0] == "--parent", let parent = pid_t(arguments[1]) else {
-            FileHandle.standardError.write(Data("attach-fetch-decoder is started by attach-fetch's pipeline, not by hand\n".utf8))
+            printError("attach-fetch-decoder is started by attach-fetch's pipeline, not by hand\n")
             exit(2)
         }
         _ = af_prctl_set_parent_death_signal(SIGKILL)
@@ -103,7 +107,7 @@ extension DecoderWorker {
         // Before any job: the keeper sends none until it has this and has checked the rest.
         guard Frame.write(DecoderSandbox.confine(limits).encoded, to: 1) else { exit(4) }
         do throws(AttachFetchError) { try Vips.ensureStarted() } catch {
-            FileHandle.standardError.write(Data("attach-fetch-decoder: \(error.message)\n".utf8))
+            printError("attach-fetch-decoder: \(error.message)\n")
             exit(3)
         }
         _ = FFmpeg.startup
@@ -135,4 +139,10 @@ extension DecoderWorker {
         }
         exit(0)
     }
+}
+
+/// `text` on standard error, unbuffered (FoundationEssentials has no `FileHandle`).
+private func printError(_ text: String) {
+    var bytes = Array(text.utf8)
+    _ = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
 }

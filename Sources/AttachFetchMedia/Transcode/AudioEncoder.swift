@@ -1,5 +1,9 @@
 internal import CFFmpeg
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -116,7 +120,7 @@ final class AudioEncoder {
             let gap = Double(wanted - due) / Double(inputRate * outputRate)
             guard gap < Self.longestGap, gap > -Self.longestOverlap else {
                 throw Reason(code: .corruptMedia,
-                             message: "the audio's timestamps jump \(String(format: "%.1f", abs(gap))) s \(gap > 0 ? "ahead" : "back"): the stream is damaged")
+                             message: "the audio's timestamps jump \(TextFormat.fixed(abs(gap), digits: 1)) s \(gap > 0 ? "ahead" : "back"): the stream is damaged")
             }
         }
         let placed = swr_next_pts(resampler, wanted)

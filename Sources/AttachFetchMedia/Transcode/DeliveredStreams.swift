@@ -1,5 +1,9 @@
 internal import CFFmpeg
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A transcode's output as a player reads it: each stream's packets counted and their times
 /// read back from the finished MPEG-4 file (edit lists applied, nothing decoded), so that what
@@ -80,5 +84,5 @@ struct DeliveredStreams {
         }
     }
 
-    private static func seconds(_ value: Double) -> String { String(format: "%.2f", value) }
+    private static func seconds(_ value: Double) -> String { TextFormat.fixed(value, digits: 2) }
 }

@@ -1,5 +1,9 @@
 internal import CFFmpeg
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -276,7 +280,7 @@ extension MediaTranscoder {
            stated - delivered.duration > DeliveredStreams.longestShortfall, delivered.duration < stated * DeliveredStreams.shortestShare,
            readError != 0 || packetBytes < input.fileBytes / 2 {
             let why = readError != 0 ? FFmpeg.errorText(readError) : "\(packetBytes) of its \(input.fileBytes) bytes are media"
-            throw Reason(code: .corruptMedia, message: "FFmpeg cannot read the file past \(String(format: "%.2f", delivered.duration)) s of the \(String(format: "%.2f", stated)) s its header states (\(why))")
+            throw Reason(code: .corruptMedia, message: "FFmpeg cannot read the file past \(TextFormat.fixed(delivered.duration, digits: 2)) s of the \(TextFormat.fixed(stated, digits: 2)) s its header states (\(why))")
         }
         let made = try VideoRemuxer.describe(file)
         // Made from what could be decoded, and still the source's length: said, not hidden.

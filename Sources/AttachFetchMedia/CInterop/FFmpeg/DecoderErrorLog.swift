@@ -3,7 +3,11 @@ internal import CFFmpegShims
 #if canImport(Glibc)
 import Glibc
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Synchronization
 
 /// Errors FFmpeg's decoders log without returning them: a Vorbis overread, an H.264 slice
@@ -46,7 +50,7 @@ enum DecoderErrorLog {
         let codec = context.assumingMemoryBound(to: AVCodecContext.self)
         guard av_codec_is_decoder(codec.pointee.codec) != 0, let opaque = codec.pointee.opaque else { return }
         let token = UInt(bitPattern: opaque)
-        let text = String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = String(String(cString: message).drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
         logged.withLock { entries in
             guard entries[token] != nil else { return }
             entries[token]!.count += 1
