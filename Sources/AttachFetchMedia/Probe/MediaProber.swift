@@ -86,31 +86,8 @@ extension MediaProber {
             throw Reason(code: .pixelLimitExceeded,
                                message: "video frames of \(area(videoStream)) pixels are over the limit of \(limits.thumbnail.maxPixels)")
         }
-        // A codec only the transcoder decodes (AV1, VP9 in MPEG-4): re-encoded, not probed here;
-        // with transcoding off, refused as what it is, not as a codec nothing decodes.
-        if let videoStream, let codec = avcodec_find_decoder(videoStream.pointee.codecpar.pointee.codec_id),
-           case let name = String(cString: codec.pointee.name), !decoders.contains(name), MediaTranscoder.decoders.contains(name) {
-            let title = PlayableMedia.title(videoStream.pointee.codecpar.pointee.codec_id)
-            guard limits.transcodesUnplayable else {
-                throw Reason(code: .unsupportedType,
-                             message: "the video is \(title), which iOS cannot play (\(PlayableMedia.rule)); transcoding is off, so it is not re-encoded")
-            }
-            return ProbeOutcome(probe: probe, resolvedType: resolvedType, conversion: .transcode(title))
-        }
-        if [.mp4, .m4v, .m4a].contains(resolvedType), let audioStream,
-           case .cannotPlay(let what) = PlayableMedia.audioInMPEG4(audioStream.pointee.codecpar.pointee.codec_id) {
-            guard limits.transcodesUnplayable else {
-                throw Reason(code: .unsupportedType,
-                             message: "the sound is \(what), which iOS cannot play (\(PlayableMedia.audioRule)); transcoding is off, so it is not re-encoded")
-            }
-            return ProbeOutcome(probe: probe, resolvedType: resolvedType, conversion: .transcodeAudio(what))
-        }
-        // A header that states its sample format and is not what iOS plays goes to the
-        // transcoder, which decodes every frame and refuses a stream that does not decode: the
-        // poster search here would be a second decode of the clip's first seconds.
-        if limits.transcodesUnplayable, let videoStream, videoStream.pointee.codecpar.pointee.format >= 0,
-           case .cannotPlay(let what) = PlayableMedia.video(videoStream.pointee.codecpar) {
-            return ProbeOutcome(probe: probe, resolvedType: resolvedType, conversion: .transcode(what))
+        if let decided = try decidedByHeaders(video: videoStream, audio: audioStream, probe: probe, resolvedType: resolvedType, limits: limits) {
+            return decided
         }
         let maxPixels = limits.thumbnail.maxPixels
         let video = try videoStream.map { stream throws(Reason) in try AVDecoder(stream: stream, allowed: decoders, maxPixels: maxPixels) }
@@ -128,82 +105,15 @@ extension MediaProber {
             // A failed seek leaves the reader at the start: decoding from there is still right.
             _ = av_seek_frame(input.context, video.stream.pointee.index, timestamp, AVSEEK_FLAG_BACKWARD)
         }
-        let packet = try AVPacketBox()
-        let frame = try AVFrameBox()
-        let poster = try AVFrameBox()
-        var posterSeconds: Double?
-        var search = PosterSearch()
-        var videoDone = video == nil
-        var audioDecoded = audio == nil
-        var decodedFrames = 0
-        var lastError: Int32 = 0
-
-        /// Takes every frame the decoder has ready; for video, keeps the latest as the poster.
-        func drain(_ decoder: AVDecoder) {
-            while avcodec_receive_frame(decoder.context, frame.pointer) >= 0 {
-                defer { av_frame_unref(frame.pointer) }
-                if decoder === audio {
-                    audioDecoded = true
-                    continue
-                }
-                guard !videoDone else { continue }
-                decodedFrames += 1
-                let seconds = frameSeconds(frame.pointer, stream: decoder.stream)
-                if thumbnailTime == nil {
-                    // Auto (PosterChoice.swift): the most telling candidate of the first seconds.
-                    let scoreable = lumaFormat(frame.pointer) != nil
-                    if search.takes(frame.pointer, at: seconds, isFirst: poster.pointer.pointee.width <= 0) {
-                        av_frame_unref(poster.pointer)
-                        av_frame_move_ref(poster.pointer, frame.pointer)
-                        posterSeconds = seconds
-                    }
-                    if search.isOver(at: seconds, scoreable: scoreable) || decodedFrames >= limits.maxDecodedFrames { videoDone = true }
-                    continue
-                }
-                av_frame_unref(poster.pointer)
-                av_frame_move_ref(poster.pointer, frame.pointer)
-                posterSeconds = seconds
-                // Half a frame early counts: frame times rarely land exactly on the target.
-                if (seconds ?? target) >= target - 0.02 || decodedFrames >= limits.maxDecodedFrames { videoDone = true }
-            }
-        }
-
-        var packets = 0
-        while !(videoDone && audioDecoded) && packets < limits.maxPackets {
-            if shouldStop() { throw Reason(code: .cancelled, message: "abandoned") }
-            let status = av_read_frame(input.context, packet.pointer)
-            if status < 0 {
-                if status != FFmpeg.endOfFile { lastError = status }
-                break
-            }
-            defer { av_packet_unref(packet.pointer) }
-            packets += 1
-            // Samples carrying CENC encryption info (senc/tenc) are ciphertext.
-            if packet.isEncrypted,
-               let stream = input.streams.first(where: { $0.pointee.index == packet.pointer.pointee.stream_index }) {
-                throw encryptedMedia(stream)
-            }
-            for decoder in [video, audio].compactMap({ $0 }) where decoder.stream.pointee.index == packet.pointer.pointee.stream_index {
-                if decoder === video, thumbnailTime == nil {
-                    let skips = search.skipsFrame(at: packetSeconds(packet.pointer, stream: decoder.stream),
-                                                  hasPoster: poster.pointer.pointee.width > 0)
-                    decoder.context.pointee.skip_frame = skips ? AVDISCARD_NONREF : AVDISCARD_DEFAULT
-                }
-                let sent = avcodec_send_packet(decoder.context, packet.pointer)
-                if sent < 0 { lastError = sent }
-                drain(decoder)
-            }
-        }
-        // The end of the file (or of the budget): flush what the decoders still hold.
-        for decoder in [video, audio].compactMap({ $0 }) where !(decoder === video ? videoDone : audioDecoded) {
-            avcodec_send_packet(decoder.context, nil)
-            drain(decoder)
-        }
-        let detail = lastError == 0 ? "" : " (\(FFmpeg.errorText(lastError)))"
-        if let video, poster.pointer.pointee.width <= 0 {
+        var decode = try ProbeDecode(video: video, audio: audio, thumbnailTime: thumbnailTime, target: target,
+                                     maxDecodedFrames: limits.maxDecodedFrames)
+        try decode.run(input, maxPackets: limits.maxPackets, shouldStop: shouldStop)
+        let poster = decode.poster
+        let detail = decode.lastError == 0 ? "" : " (\(FFmpeg.errorText(decode.lastError)))"
+        if let video, !decode.hasPoster {
             throw Reason(code: .corruptMedia, message: "the \(video.codecName) video stream does not decode\(detail)")
         }
-        if let audio, !audioDecoded {
+        if let audio, !decode.audioDecoded {
             throw Reason(code: .corruptMedia, message: "the \(audio.codecName) audio stream does not decode\(detail)")
         }
 
@@ -227,27 +137,69 @@ extension MediaProber {
         }
         var outcome = ProbeOutcome(probe: probe, resolvedType: resolvedType)
         if let video {
-            let turns = rotation(of: video.stream)
-            let display = displaySize(poster.pointer, stream: video.stream, input: input)
-            let shown = turns % 2 == 1 ? (width: display.height, height: display.width) : display
-            outcome.probe.width = shown.width
-            outcome.probe.height = shown.height
-            if let thumbnailBase {
-                // libswscale converts straight to the size the thumbnail needs (the whole frame
-                // scaled so that the clip gets the thumbnail's edge): a full-size RGB copy of a
-                // large frame is never made.
-                let box = try Thumbnailer.boxSize(width: shown.width, height: shown.height, shape: shape,
-                                                  maxEdge: limits.thumbnail.maxEdge)
-                let image = try rgbImage(poster.pointer, width: turns % 2 == 1 ? box.height : box.width,
-                                         height: turns % 2 == 1 ? box.width : box.height)
-                let rotated = try rotate(image, degrees: turns)
-                var poster = try Thumbnailer.make(image: rotated, destinationBase: thumbnailBase, shape: shape,
-                                                  limits: limits.thumbnail).get()
-                poster.time = posterSeconds.map { max(0, $0) } ?? target
-                outcome.poster = poster
-            }
+            try describeVideo(&outcome, video: video, decode: decode, input: input, thumbnailBase: thumbnailBase, shape: shape, limits: limits)
         }
         return outcome
+    }
+
+    /// What the streams' headers decide before anything is decoded: a codec only the
+    /// transcoder decodes, sound MPEG-4 cannot carry, a stated sample format iOS does not play
+    /// (each re-encoded, or refused with transcoding off); nil: decode and judge.
+    private static func decidedByHeaders(video: UnsafeMutablePointer<AVStream>?, audio: UnsafeMutablePointer<AVStream>?, probe: MediaProbe,
+                                         resolvedType: MediaType, limits: Limits) throws(Reason) -> ProbeOutcome? {
+        // A codec only the transcoder decodes (AV1, VP9 in MPEG-4): re-encoded, not probed here;
+        // with transcoding off, refused as what it is, not as a codec nothing decodes.
+        if let videoStream = video, let codec = avcodec_find_decoder(videoStream.pointee.codecpar.pointee.codec_id),
+           case let name = String(cString: codec.pointee.name), !decoders.contains(name), MediaTranscoder.decoders.contains(name) {
+            let title = PlayableMedia.title(videoStream.pointee.codecpar.pointee.codec_id)
+            guard limits.transcodesUnplayable else {
+                throw Reason(code: .unsupportedType,
+                             message: "the video is \(title), which iOS cannot play (\(PlayableMedia.rule)); transcoding is off, so it is not re-encoded")
+            }
+            return ProbeOutcome(probe: probe, resolvedType: resolvedType, conversion: .transcode(title))
+        }
+        if [.mp4, .m4v, .m4a].contains(resolvedType), let audioStream = audio,
+           case .cannotPlay(let what) = PlayableMedia.audioInMPEG4(audioStream.pointee.codecpar.pointee.codec_id) {
+            guard limits.transcodesUnplayable else {
+                throw Reason(code: .unsupportedType,
+                             message: "the sound is \(what), which iOS cannot play (\(PlayableMedia.audioRule)); transcoding is off, so it is not re-encoded")
+            }
+            return ProbeOutcome(probe: probe, resolvedType: resolvedType, conversion: .transcodeAudio(what))
+        }
+        // A header that states its sample format and is not what iOS plays goes to the
+        // transcoder, which decodes every frame and refuses a stream that does not decode: the
+        // poster search here would be a second decode of the clip's first seconds.
+        if limits.transcodesUnplayable, let videoStream = video, videoStream.pointee.codecpar.pointee.format >= 0,
+           case .cannotPlay(let what) = PlayableMedia.video(videoStream.pointee.codecpar) {
+            return ProbeOutcome(probe: probe, resolvedType: resolvedType, conversion: .transcode(what))
+        }
+        return nil
+    }
+
+    /// The video's shown size (its rotation and sample aspect applied) and, with
+    /// `thumbnailBase`, the poster's thumbnail, made from the frame the decode pass chose.
+    private static func describeVideo(_ outcome: inout ProbeOutcome, video: AVDecoder, decode: ProbeDecode, input: AVInput,
+                                      thumbnailBase: String?, shape: Thumbnailer.Shape, limits: Limits) throws(Reason) {
+        let poster = decode.poster
+        let turns = rotation(of: video.stream)
+        let display = displaySize(poster.pointer, stream: video.stream, input: input)
+        let shown = turns % 2 == 1 ? (width: display.height, height: display.width) : display
+        outcome.probe.width = shown.width
+        outcome.probe.height = shown.height
+        if let thumbnailBase {
+            // libswscale converts straight to the size the thumbnail needs (the whole frame
+            // scaled so that the clip gets the thumbnail's edge): a full-size RGB copy of a
+            // large frame is never made.
+            let box = try Thumbnailer.boxSize(width: shown.width, height: shown.height, shape: shape,
+                                              maxEdge: limits.thumbnail.maxEdge)
+            let image = try rgbImage(poster.pointer, width: turns % 2 == 1 ? box.height : box.width,
+                                     height: turns % 2 == 1 ? box.width : box.height)
+            let rotated = try rotate(image, degrees: turns)
+            var poster = try Thumbnailer.make(image: rotated, destinationBase: thumbnailBase, shape: shape,
+                                              limits: limits.thumbnail).get()
+            poster.time = decode.posterSeconds.map { max(0, $0) } ?? decode.target
+            outcome.poster = poster
+        }
     }
 
     /// The kind follows the streams, not the brand: an MPEG-4 file with no video is audio
