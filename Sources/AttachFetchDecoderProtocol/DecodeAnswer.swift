@@ -67,8 +67,9 @@ package struct DecodeAnswer: Codable, Sendable {
     /// downloaded file or an output file, which mean nothing to the caller.
     package func withoutWorkingPaths(source: String, outputBase: String?) -> DecodeAnswer {
         guard let failure else { return self }
-        var message = failure.message.replacing(source, with: "the downloaded file")
-        if let outputBase { message = message.replacing(outputBase, with: "the output file") }
+        // `replacing` an empty pattern would insert the text between every character.
+        var message = source.isEmpty ? failure.message : failure.message.replacing(source, with: "the downloaded file")
+        if let outputBase, !outputBase.isEmpty { message = message.replacing(outputBase, with: "the output file") }
         let directory = source.lastIndex(of: "/").map { String(source[..<$0]) } ?? ""
         if !directory.isEmpty { message = message.replacing(directory + "/", with: "") }
         var answer = self
