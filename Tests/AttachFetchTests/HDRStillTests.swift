@@ -9,14 +9,6 @@ import Testing
 /// source's transfer and primaries explicitly), and each must be several times further off the
 /// source's numbers read as sRGB, which is what libvips alone shows.
 @Suite struct HDRStillTests {
-    /// The ffmpeg program's tone mapping of a BT.2020 source with `transfer`, to 8-bit RGB
-    /// (the output's primaries named too: FFmpeg reads no `cICP`, so its frame has none).
-    static func toneMapping(_ transfer: String) -> String {
-        "zscale=tin=\(transfer):pin=2020:p=2020:t=linear:npl=100,format=gbrpf32le,zscale=p=bt709,"
-            + "tonemap=tonemap=hable:desat=0,zscale=t=bt709:m=bt709:r=tv,format=yuv420p,"
-            + "scale=in_color_matrix=bt709:in_range=tv,format=rgb24"
-    }
-
     static func ffmpeg(_ arguments: [String]) throws {
         let run = try tool("/usr/bin/ffmpeg", ["-v", "error", "-nostdin", "-y"] + arguments)
         try #require(run.status == 0, "\(run.errors)")
@@ -44,7 +36,7 @@ import Testing
                 // cICP after IHDR (8 + 25 bytes): BT.2020, PQ (16) or HLG (18), RGB, full range.
                 try Data(bare[..<33] + ColourTests.pngChunk("cICP", [9, pq ? 16 : 18, 0, 1]) + bare[33...]).write(to: URL(fileURLWithPath: source))
             }
-            try Self.ffmpeg(["-i", source, "-frames:v", "1", "-vf", Self.toneMapping(transfer), reference])
+            try Self.ffmpeg(["-i", source, "-frames:v", "1", "-vf", HDRTests.toneMapping(nil, transfer: transfer), reference])
             _ = try ColourTests.vips(["colourspace", source, untouched, "srgb"])
         }
         try await withMediaServer(directory: media.path) { server in

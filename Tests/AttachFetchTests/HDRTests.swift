@@ -7,10 +7,14 @@ import Testing
 /// tagged so; an HEVC Main 10 clip iOS plays is delivered as it is, its tags with it. The
 /// reference is the `ffmpeg` program's tone mapping of the same frame (zscale, tonemap).
 @Suite struct HDRTests {
-    /// The ffmpeg program's tone mapping to BT.709 at `size` ("w:h"), then 8-bit RGB.
-    static func toneMapping(_ size: String) -> String {
-        let parts = size.split(separator: ":")
-        return "zscale=w=\(parts[0]):h=\(parts[1]):t=linear:npl=100,format=gbrpf32le,zscale=p=bt709,"
+    /// The ffmpeg program's tone mapping to BT.709 at `size` ("w:h", nil: the source's), then
+    /// 8-bit RGB. `transfer`: the source's, for a frame that states none (FFmpeg reads no PNG
+    /// `cICP`), with BT.2020's primaries named on both sides.
+    static func toneMapping(_ size: String?, transfer: String? = nil) -> String {
+        let parts = size?.split(separator: ":") ?? []
+        let scaled = parts.count == 2 ? "w=\(parts[0]):h=\(parts[1]):" : ""
+        let stated = transfer.map { "tin=\($0):pin=2020:p=2020:" } ?? ""
+        return "zscale=\(scaled)\(stated)t=linear:npl=100,format=gbrpf32le,zscale=p=bt709,"
             + "tonemap=tonemap=hable:desat=0,zscale=t=bt709:m=bt709:r=tv,format=yuv420p,"
             + "scale=in_color_matrix=bt709:in_range=tv,format=rgb24"
     }

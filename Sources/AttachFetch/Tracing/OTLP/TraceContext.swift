@@ -51,13 +51,7 @@ package struct TraceContext: Sendable, Hashable {
         }
     }
 
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes { text += [digits[Int(byte >> 4)], digits[Int(byte & 15)]] }
-        return String(decoding: text, as: UTF8.self)
-    }
+    static func hex(_ bytes: [UInt8]) -> String { TextFormat.hex(bytes) }
 
     /// Lower-case hex digits only (the specification refuses upper case), two per byte.
     private static func bytes(_ text: Substring) -> [UInt8]? {
