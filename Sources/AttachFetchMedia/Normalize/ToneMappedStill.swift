@@ -60,9 +60,12 @@ enum ToneMappedStill {
         return VipsImageRef(out)
     }
 
-    /// The decoded source's samples: red, green and blue (grey repeated), 8 or 16 bits each.
-    private struct SourcePixels {
-        let samples: [UInt16]
+    /// The decoded source's samples as libvips wrote them to memory (8 or 16 bits, one to four
+    /// bands), read in place for each strip rather than copied: red, green and blue, grey
+    /// repeated, alpha left out.
+    private final class SourcePixels {
+        private let memory: UnsafeMutableRawPointer
+        private let bands: Int, wide: Bool
         let width: Int, height: Int
 
         init(_ source: String, failOn: VipsFailOn) throws(Reason) {
@@ -71,27 +74,24 @@ enum ToneMappedStill {
             var out: UnsafeMutablePointer<VipsImage>?
             guard af_vips_autorot(image.pointer, &out) == 0, let turned = out else { throw Vips.failure("turn the image") }
             image = VipsImageRef(turned)
-            let bands = Int(image.pointer.pointee.Bands), format = image.pointer.pointee.BandFmt
+            let format = image.pointer.pointee.BandFmt
+            bands = Int(image.pointer.pointee.Bands)
             guard format == VIPS_FORMAT_UCHAR || format == VIPS_FORMAT_USHORT, bands >= 1 else {
                 throw Reason(code: .corruptMedia, message: "the image states high dynamic range but its samples are neither 8 nor 16 bits")
             }
-            (width, height) = (image.width, image.height)
+            (width, height, wide) = (image.width, image.height, format == VIPS_FORMAT_USHORT)
             var size = 0
             guard let memory = vips_image_write_to_memory(image.pointer, &size) else { throw Vips.failure("decode the image") }
-            defer { g_free(memory) }
-            let colour = bands >= 3, count = width * height
-            let wide = format == VIPS_FORMAT_USHORT
-            samples = [UInt16](unsafeUninitializedCapacity: count * 3) { out, initialized in
-                for pixel in 0..<count {
-                    for band in 0..<3 {
-                        let at = pixel * bands + (colour ? band : 0)
-                        // 8-bit samples widened so that 255 is 65535.
-                        out[pixel * 3 + band] = wide ? memory.load(fromByteOffset: at * 2, as: UInt16.self)
-                            : UInt16(memory.load(fromByteOffset: at, as: UInt8.self)) * 257
-                    }
-                }
-                initialized = count * 3
-            }
+            self.memory = memory
+        }
+
+        deinit { g_free(memory) }
+
+        /// Band `band` (0 red, 1 green, 2 blue) of pixel `x`, `y`; 8-bit samples widened so that
+        /// 255 is 65535.
+        private func sample(x: Int, y: Int, band: Int) -> UInt16 {
+            let at = (y * width + x) * bands + (bands >= 3 ? band : 0)
+            return wide ? memory.load(fromByteOffset: at * 2, as: UInt16.self) : UInt16(memory.load(fromByteOffset: at, as: UInt8.self)) * 257
         }
 
         /// `rows` as a 16-bit planar RGB frame tagged with the statement, tone-mapped to an
@@ -111,13 +111,11 @@ enum ToneMappedStill {
             // GBRP's planes are green, blue, red.
             let planes = [(f.pointee.data.0, f.pointee.linesize.0, 1), (f.pointee.data.1, f.pointee.linesize.1, 2),
                           (f.pointee.data.2, f.pointee.linesize.2, 0)]
-            samples.withUnsafeBufferPointer { all in
-                for (data, linesize, band) in planes {
-                    guard let data else { continue }
-                    for (row, y) in rows.enumerated() {
-                        let line = UnsafeMutableRawPointer(data + row * Int(linesize)).assumingMemoryBound(to: UInt16.self)
-                        for x in 0..<width { line[x] = all[(y * width + x) * 3 + band].littleEndian }
-                    }
+            for (data, linesize, band) in planes {
+                guard let data else { continue }
+                for (row, y) in rows.enumerated() {
+                    let line = UnsafeMutableRawPointer(data + row * Int(linesize)).assumingMemoryBound(to: UInt16.self)
+                    for x in 0..<width { line[x] = sample(x: x, y: y, band: band).littleEndian }
                 }
             }
             return try MediaProber.rgbImage(f, width: outWidth, height: outHeight)
