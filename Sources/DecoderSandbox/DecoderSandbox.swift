@@ -25,6 +25,10 @@ public enum DecoderSandbox {
         // A session and process group of its own: no terminal's signals reach it, and a signal
         // sent to its group reaches no one else.
         _ = setsid()
+        // Non-dumpable: its memory, descriptors and environment under /proc are closed to its
+        // same-uid siblings (a worker forked from the fork server inherits this; an executed
+        // one would not), and it leaves no core file.
+        _ = af_prctl_set_dumpable(0)
         // Set once here, never raised again by anyone (a hard limit only falls). Soft and hard
         // alike but for CPU time: there SIGXCPU at the soft limit tells the keeper which limit
         // ended the worker; SIGKILL, all the kernel sends when the two are equal, would not.

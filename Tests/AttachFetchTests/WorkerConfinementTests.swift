@@ -49,6 +49,17 @@ import CRawSystemCall
         }
     }
 
+    /// A confined worker is non-dumpable, whether forked (inherited from the fork server) or
+    /// executed (which resets it): the kernel then shows its /proc entry as root's, closed to
+    /// its same-uid siblings.
+    @Test func aConfinedWorkerIsClosedToItsSiblings() async throws {
+        let run = try await tool(builtExecutable("filter-check"), ["--dumpable"])
+        try #require(run.status == 0, "\(run.status) \(run.errors)")
+        let words = run.output.split(whereSeparator: \.isWhitespace)
+        try #require(words.count == 4, "\(run.output)")
+        #expect(words[3] != "0" && words[1] == "0", "/proc/self of a worker run as uid \(words[3]) is owned by uid \(words[1])")
+    }
+
     /// With Landlock in the kernel, a worker keeps to its work directory: it writes there and
     /// reads the libraries, and neither reads nor writes a file beside it, nor /etc/passwd.
     @Test(.enabled(if: WorkerConfinementTests.landlockABI >= 1, "this kernel has no Landlock: the work directory is not enforced"))

@@ -52,6 +52,39 @@ if arguments.first == "--landlock-only", arguments.count == 4, let port = UInt16
     }
     exit(0)
 }
+// filter-check --dumpable: whether the confined process is closed to others of its uid. The
+// kernel shows a non-dumpable process's /proc entry as root's to a process of the first user
+// namespace; only one not run as root can tell that apart, and the confined process is in a
+// user namespace of its own (where every owner reads as nobody). So an observer forked before
+// the confinement (same uid, dumpable, outside) stats the confined one's /proc entry once told,
+// and prints its owner and its own uid. As root, both first become nobody, and dumpable again (a
+// change of uid makes a process non-dumpable by itself).
+if arguments == ["--dumpable"] {
+    if geteuid() == 0 && (setgroups(0, nil) != 0 || setgid(65534) != 0 || setuid(65534) != 0) { exit(7) }
+    // prctl(PR_SET_DUMPABLE, 1): prctl is 157 on x86_64, 167 on aarch64.
+    #if arch(x86_64)
+    let prctl = 157
+    #else
+    let prctl = 167
+    #endif
+    if af_test_syscall(prctl, 4, 1, 0, 0, 0) != 0 { exit(9) }
+    var confined: [Int32] = [0, 0], observed: [Int32] = [0, 0]
+    guard pipe(&confined) == 0, pipe(&observed) == 0 else { exit(8) }
+    let confinedPid = getpid()
+    var byte: UInt8 = 0
+    if fork() == 0 {
+        guard read(confined[0], &byte, 1) == 1 else { exit(10) }
+        var status = stat()
+        guard stat("/proc/\(confinedPid)/status", &status) == 0 else { exit(11) }
+        print("owner \(status.st_uid) uid \(getuid())")
+        _ = write(observed[1], &byte, 1)
+        exit(0)
+    }
+    DecoderSandbox.confine(DecoderWorker.Limits(memoryBytes: 512 << 20, cpuSeconds: 60, fileSizeBytes: 64 << 20, parent: parent,
+                                               workDirectory: nil))
+    guard write(confined[1], &byte, 1) == 1, read(observed[0], &byte, 1) == 1 else { exit(12) }
+    exit(0)
+}
 let workDirectory = arguments.count == 2 ? arguments[0] : nil
 // The kernel's Landlock ABI (landlock_create_ruleset with LANDLOCK_CREATE_RULESET_VERSION), asked
 // before the filter is installed.
