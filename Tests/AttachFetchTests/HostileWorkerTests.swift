@@ -109,6 +109,21 @@ import Glibc
         #expect(try d.sha256 == sha256sum(original) && d.bytes == fileSize(original), "\(d.sha256 ?? "") \(d.bytes ?? 0)")
     }
 
+    /// Where the kernel has no Landlock (and the option allows workers there), the source is as
+    /// safe: none of what keeps it read-only is Landlock's (docs/security.md#without-landlock).
+    @Test func aWorkerWithoutLandlockCannotRewriteTheSourceEither() async throws {
+        let scratch = Scratch()
+        let d = try await Self.run("source-without-landlock", ["photo.jpg"], in: scratch) {
+            $0.assumedKernelLandlockABI = 0
+            $0.decoderRunsWithoutLandlock = true
+        }[0]
+        #expect(d.status == .ready, "\(d.reason?.message ?? "")")
+        let file = try #require(d.file)
+        let original = "\(testMediaDirectory)/photo.jpg"
+        #expect(FileManager.default.contentsEqual(atPath: file, andPath: original), "the delivered file is not the origin's")
+        #expect(try d.sha256 == sha256sum(original) && d.bytes == fileSize(original), "\(d.sha256 ?? "") \(d.bytes ?? 0)")
+    }
+
     /// A failure is the worker's to state only with a decoder's code and a message the
     /// inspector and logs may show: a code of the keeper's, a 64 KiB message and terminal
     /// escapes are each refused, and the worker ended.

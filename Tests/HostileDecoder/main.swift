@@ -14,6 +14,9 @@
 //   spin     burns CPU on every job
 //   rewrite  answers honestly, then writes other bytes into what it answered with
 //   source   rewrites its job's source every way it can, then answers honestly
+//   source-without-landlock
+//            the same, confined as on a kernel without Landlock (no ruleset; the pipeline's
+//            test-only reading of the kernel's ABI says 0, and its option allows it)
 //   code     fails every job with a code of the keeper's (deadlineExceeded)
 //   long     fails every job with a message of 64 KiB
 //   control  fails every job with a message holding terminal escapes
@@ -43,8 +46,9 @@ guard let limits = DecoderWorker.Limits(arguments: Array(CommandLine.arguments.d
 // Confined as a real worker is before it reads any input (the same DecoderSandbox), so what
 // it tries below is what a decoder taken over by a file could do from inside the sandbox.
 // `unconfined` is a worker that did not (or could not) confine itself and says it did.
+let withoutLandlock: DecoderWorker.Limits = { var limits = limits; limits.workDirectory = nil; return limits }()
 let report = mode == "unconfined" ? DecoderWorker.ConfinementReport(landlockABI: DecoderSandbox.kernelLandlockABI)
-    : DecoderSandbox.confine(limits)
+    : DecoderSandbox.confine(mode == "source-without-landlock" ? withoutLandlock : limits)
 guard Frame.write(report.encoded, to: 1) else { exit(4) }
 
 /// An 8x8 red JPEG (made by ffmpeg), what this worker writes as every image it makes.
@@ -204,7 +208,7 @@ while let frame = Frame.read(from: 0, descriptors: &received) {
         for fd in kept { _ = other.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) } }
         // And by name, for a file it named.
         for file in answer.files where UnnamedFile.descriptor(in: file) == nil { write(other, to: file) }
-    case "source":
+    case "source", "source-without-landlock":
         // Through the descriptor it was sent, reopened writable through /proc/self/fd (after
         // making the file writable again, by mode or by ACL), and shortened by path.
         if let sent = UnnamedFile.descriptor(in: job.source) {
