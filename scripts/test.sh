@@ -7,7 +7,8 @@
 # instruction-count guard beside them on the debug build just built (callgrind; fails on a
 # growth of more than 5 % per attachment over Benchmarks/Thresholds/instructions-debug.json),
 # then the system-call guard (strace; fails past Benchmarks/Thresholds/syscalls.json's
-# file-system calls per attachment), and the batch-length memory guard (Benchmarks/scale
+# file-system calls per attachment, or the whole process tree's calls per attachment and to
+# start and stop, or its programs executed), and the batch-length memory guard (Benchmarks/scale
 # --guard), all beside them too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
