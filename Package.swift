@@ -198,9 +198,9 @@ let package = Package(
             ],
             path: "Tests/LoopbackHTTPServer"
         ),
-        // What the test targets share: a scratch directory, a thread off the pool, polling, and
-        // a loopback server of TestMedia.
-        .target(name: "TestHelpers", dependencies: ["LoopbackHTTPServer"], path: "Tests/TestHelpers"),
+        // What the test targets share: a scratch directory, a thread off the pool, polling, a
+        // clock the test moves, and a loopback server of TestMedia.
+        .target(name: "TestHelpers", dependencies: ["AttachFetchCore", "LoopbackHTTPServer"], path: "Tests/TestHelpers"),
         // Serves TestMedia/ on a loopback port for the README's demo.
         .executableTarget(name: "loopback-media-server", dependencies: ["LoopbackHTTPServer"]),
         // A process's resident memory and its peak, for the tests and the check programs.
@@ -239,6 +239,7 @@ let package = Package(
         .testTarget(name: "AttachFetchTransferTests", dependencies: ["AttachFetchTransfer", "AttachFetchCore", "CCurl", "LoopbackHTTPServer", "TestHelpers"]),
         .testTarget(name: "AttachFetchMediaTests", dependencies: ["AttachFetchMedia", "CFFmpeg", "CVips"]),
         .testTarget(name: "DecoderSandboxTests", dependencies: ["DecoderSandbox", "AttachFetchDecoderProtocol", "CAttachFetchShims"]),
+        .testTarget(name: "AttachFetchRuntimeTests", dependencies: ["AttachFetchRuntime", "AttachFetchCore", "TestHelpers"]),
         .testTarget(name: "AttachFetchDecoderKeeperTests",
                     dependencies: ["AttachFetchDecoderKeeper", "AttachFetchDecoderProtocol", "AttachFetchCore", "TestHelpers"]),
         // The pipeline, the service and the CLI, end to end.

@@ -1,4 +1,4 @@
-@testable import AttachFetch
+import AttachFetchCore
 import Foundation
 import Synchronization
 import Testing
@@ -6,7 +6,7 @@ import Testing
 /// A clock that moves only when a test moves it. Batch deadlines, cache freshness, leases and
 /// breaker cool-downs read it (`AttachFetchConfiguration.clock`), so that a test advances it
 /// where time is the subject instead of sleeping. It starts at the real time it was made.
-final class ManualClock: Sendable {
+public final class ManualClock: Sendable {
     private struct State {
         var offset: Duration = .zero
         var sleepers: [UInt64: (until: ContinuousClock.Instant, wake: CheckedContinuation<Void, any Error>)] = [:]
@@ -15,9 +15,9 @@ final class ManualClock: Sendable {
     private let origin = ContinuousClock.now
     private let state = Locked(State())
     /// The pipeline's view of this clock (one clock: made once).
-    let clock: AttachFetchClock
+    public let clock: AttachFetchClock
 
-    init() {
+    public init() {
         let origin = self.origin, state = self.state
         let now: @Sendable () -> ContinuousClock.Instant = { origin + state.withLock { $0.offset } }
         clock = AttachFetchClock(now: now, sleepUntil: { until in
@@ -45,10 +45,10 @@ final class ManualClock: Sendable {
     }
 
     /// The time now, by this clock.
-    var now: ContinuousClock.Instant { clock.now }
+    public var now: ContinuousClock.Instant { clock.now }
 
     /// Moves the clock on, waking whoever sleeps until then.
-    func advance(by duration: Duration) {
+    public func advance(by duration: Duration) {
         let woken = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
             state.offset += duration
             let now = origin + state.offset
@@ -60,5 +60,5 @@ final class ManualClock: Sendable {
     }
 
     /// Sleepers waiting on this clock now: a test advances once the deadline sentinel waits.
-    var sleeping: Int { state.withLock { $0.sleepers.count } }
+    public var sleeping: Int { state.withLock { $0.sleepers.count } }
 }
