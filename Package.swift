@@ -123,12 +123,22 @@ let package = Package(
                 .product(name: "HeapModule", package: "swift-collections", condition: serverOnly),
             ]
         ),
+        // The S3 client the pipeline publishes and shares results through: requests signed by
+        // libcurl (CURLOPT_AWS_SIGV4) on an engine of its own, retried within the caller's deadline.
+        .target(
+            name: "AttachFetchObjectStore",
+            dependencies: [
+                "AttachFetchCore", "AttachFetchTransfer", "CCurl", "CCurlShims",
+                .product(name: "Logging", package: "swift-log", condition: serverOnly),
+                .product(name: "Tracing", package: "swift-distributed-tracing", condition: serverOnly),
+            ]
+        ),
         // The pipeline; `import AttachFetch` gives the public API of every layer.
         .target(
             name: "AttachFetch",
             dependencies: [
                 "AttachFetchCore", "AttachFetchRuntime", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchDecoderProtocol", "AttachFetchDecoderKeeper",
-                "EncryptedContent", "CCurl", "CCurlShims", "CAttachFetchShims",
+                "AttachFetchObjectStore", "EncryptedContent", "CAttachFetchShims",
                 .product(name: "Logging", package: "swift-log", condition: serverOnly),
                 .product(name: "DequeModule", package: "swift-collections", condition: serverOnly),
                 .product(name: "Tracing", package: "swift-distributed-tracing", condition: serverOnly),

@@ -5,3 +5,4 @@
 @_exported import AttachFetchMedia
 @_exported import AttachFetchDecoderProtocol
 @_exported import AttachFetchDecoderKeeper
+@_exported import AttachFetchObjectStore

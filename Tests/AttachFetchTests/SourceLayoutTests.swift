@@ -49,8 +49,10 @@ import Testing
         "AttachFetchMedia": ["AttachFetchCore", "AttachFetchDecoderProtocol", "DecoderSandbox", "CVips", "CFFmpeg", "CTurboJPEG", "CLCMS2", "CVipsShims", "CFFmpegShims", "CAttachFetchShims"],
         // The worker's keeper: no decoder.
         "AttachFetchDecoderKeeper": ["AttachFetchCore", "AttachFetchRuntime", "AttachFetchDecoderProtocol", "CAttachFetchShims"],
+        // The S3 client, on the downloads' curl engine: nothing of the pipeline.
+        "AttachFetchObjectStore": ["AttachFetchCore", "AttachFetchTransfer", "CCurl", "CCurlShims"],
         "AttachFetch": ["AttachFetchCore", "AttachFetchRuntime", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchDecoderProtocol", "AttachFetchDecoderKeeper",
-                        "CCurl", "CCurlShims", "CAttachFetchShims"],
+                        "AttachFetchObjectStore", "CAttachFetchShims"],
     ]
 
     @Test func eachLayerImportsOnlyWhatIsBelowIt() throws {

@@ -17,7 +17,7 @@ extension AttachmentPipeline {
                             logger: Logger) async -> AttachmentDescriptor {
         let span = InstrumentationSystem.tracer.startSpan("attach_fetch.attachment")
         defer { span.end() }
-        PipelineSpans.record(url: request.url, on: span)
+        ClientSpanAttributes.record(url: request.url, on: span)
         let made = await ServiceContext.withValue(span.context) {
             await attachment(index: index, request: request, batch: batch, directory: directory, logger: logger, span: span)
         }

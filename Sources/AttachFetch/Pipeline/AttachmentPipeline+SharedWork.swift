@@ -21,7 +21,7 @@ extension AttachmentPipeline {
         // The work's span: a child of the caller that started it; callers it is shared with link to it.
         let span = InstrumentationSystem.tracer.startSpan(kept == nil ? "attach_fetch.work" : "attach_fetch.whole_clip")
         defer { span.end() }
-        PipelineSpans.record(url: request.url, on: span)
+        ClientSpanAttributes.record(url: request.url, on: span)
         let outcome: WorkOutcome
         do {
             let directory = try store.acquire()
@@ -175,7 +175,7 @@ extension AttachmentPipeline {
         spec.bodyDirectory = directory
         spec.validators = validators
         let download = InstrumentationSystem.tracer.startSpan("attach_fetch.download", ofKind: .client)
-        PipelineSpans.record(url: request.url, on: download)
+        ClientSpanAttributes.record(url: request.url, on: download)
         let fetchStarted = ContinuousClock.now
         let outcome = await engine.fetch(spec)
         PipelineSpans.record(outcome, started: fetchStarted, on: download)

@@ -8,31 +8,9 @@ internal import Tracing
 ///
 /// Attribute names follow OpenTelemetry's semantic conventions where one exists
 /// (`url.full`, `url.scheme`, `server.address`, `server.port`, `http.response.status_code`,
-/// `error.type`); the rest are `attach_fetch.`-prefixed. docs/observability.md lists them.
+/// `error.type`); the rest are `attach_fetch.`-prefixed. docs/observability.md lists them. A URL's
+/// attributes are `ClientSpanAttributes`', shared with the object store's spans.
 enum PipelineSpans {
-    /// A URL as spans may record it: scheme, host, port and path; never the user info, the
-    /// query or the fragment (signed URLs and tokens live there).
-    static func redacted(_ url: String) -> String {
-        guard var parts = URLComponents(string: url) else { return "(unparsable URL)" }
-        parts.user = nil
-        parts.password = nil
-        parts.query = nil
-        parts.fragment = nil
-        return parts.string ?? "(unparsable URL)"
-    }
-
-    /// The URL's attributes: `url.full` (redacted), `url.scheme`, `server.address`, `server.port`.
-    static func record(url: String, on span: any Span) {
-        guard span.isRecording else { return }
-        let parts = URLComponents(string: url)
-        span.attributes["url.full"] = redacted(url)
-        if let scheme = parts?.scheme { span.attributes["url.scheme"] = scheme }
-        if let host = parts?.host { span.attributes["server.address"] = host }
-        if let port = parts?.port ?? (parts?.scheme == "https" ? 443 : parts?.scheme == "http" ? 80 : nil) {
-            span.attributes["server.port"] = port
-        }
-    }
-
     /// An attachment's verdict on its span: status, reason (`error.type` and an error status
     /// when it failed), kind, bytes, and whether the result was made, coalesced or cached.
     static func record(_ descriptor: AttachmentDescriptor, cache: String?, on span: any Span) {

@@ -81,6 +81,6 @@ package final class OTLPExporter: Sendable {
         queue.failedExports.add(1, ordering: .relaxed)
         // The endpoint, never the headers (they may hold a credential).
         logger.warning("trace export failed; spans dropped", metadata: ["spans": "\(count)", "why": "\(why)",
-                                                                        "endpoint": "\(PipelineSpans.redacted(settings.endpoint))"])
+                                                                        "endpoint": "\(ClientSpanAttributes.redacted(settings.endpoint))"])
     }
 }

@@ -1,3 +1,5 @@
+import AttachFetchCore
+import AttachFetchTransfer
 import Foundation
 
 /// Where ready files are published when they go to an S3-compatible object store (Amazon S3,
@@ -56,7 +58,7 @@ public struct ObjectStorePublishing: Sendable, Equatable {
                         credentials: try ObjectStoreCredentials.fromEnvironment(environment))
     }
 
-    func validate() throws(AttachFetchError) {
+    package func validate() throws(AttachFetchError) {
         let bucketCharacters = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyz0123456789.-")
         guard (3...63).contains(bucket.count), bucket.unicodeScalars.allSatisfy(bucketCharacters.contains) else {
             throw .invalidConfiguration("'\(bucket)' is not a bucket name (3 to 63 lowercase letters, digits, '.' and '-')")
@@ -82,10 +84,10 @@ public struct ObjectStorePublishing: Sendable, Equatable {
     }
 
     /// The key of a published name or a result object under the prefix.
-    func key(_ name: String) -> String { prefix.isEmpty ? name : "\(prefix)/\(name)" }
+    package func key(_ name: String) -> String { prefix.isEmpty ? name : "\(prefix)/\(name)" }
 
     /// The request URL of `key` (or of the bucket, for an empty key).
-    func url(ofKey key: String) -> String {
+    package func url(ofKey key: String) -> String {
         let base = endpoint.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 } ?? "https://s3.\(region).amazonaws.com"
         if virtualHostedStyle, var parts = URLComponents(string: base), let host = parts.host {
             parts.host = "\(bucket).\(host)"
@@ -95,7 +97,7 @@ public struct ObjectStorePublishing: Sendable, Equatable {
     }
 
     /// The public URL of a published name.
-    func publicURL(of name: String) -> String {
+    package func publicURL(of name: String) -> String {
         (baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL) + "/" + name
     }
 }
@@ -144,7 +146,7 @@ public struct ObjectStoreCredentials: Sendable, Equatable, CustomStringConvertib
     }
 
     /// The `name = value` lines of one `[profile]` section of a shared credentials file.
-    static func sharedFileProfile(_ profile: String, in text: String) -> [String: String] {
+    package static func sharedFileProfile(_ profile: String, in text: String) -> [String: String] {
         var section: String?
         var values: [String: String] = [:]
         for raw in text.split(whereSeparator: \.isNewline) {

@@ -1,4 +1,6 @@
-internal import CCurl
+package import CCurl
+import AttachFetchCore
+import AttachFetchTransfer
 import Foundation
 import Logging
 import Synchronization
@@ -7,12 +9,12 @@ internal import Tracing
 /// Runs every object-store request of one pipeline on a `CurlEngine` thread of its own, the
 /// same engine core as the downloads' `TransferEngine`, so an upload never blocks a thread of
 /// the cooperative pool, and never takes a download's slot.
-final class StoreEngine: CurlEngineWorkload, @unchecked Sendable {
+package final class StoreEngine: CurlEngineWorkload, @unchecked Sendable {
     // @unchecked Sendable: `shared` is behind a lock; `active` is used only by the engine thread;
     // `core.wakeup()` is safe from any thread.
     private struct Shared {
-        var queue: [StoreCall] = []
-        var stopping = false
+        package var queue: [StoreCall] = []
+        package var stopping = false
     }
 
     private let shared = Locked(Shared())
@@ -27,7 +29,7 @@ final class StoreEngine: CurlEngineWorkload, @unchecked Sendable {
     /// Without `credentials` requests go unsigned (the trace exporter's engine).
     /// - Parameter tracesCalls: each call is a span (`attach_fetch.store`); off for the trace
     ///   exporter's own engine.
-    init(credentials: ObjectStoreCredentials?, region: String, maxConcurrent: Int, clock: AttachFetchClock,
+    package init(credentials: ObjectStoreCredentials?, region: String, maxConcurrent: Int, clock: AttachFetchClock,
          tracesCalls: Bool = true) throws(AttachFetchError) {
         self.tracesCalls = tracesCalls
         self.clock = clock
@@ -39,13 +41,13 @@ final class StoreEngine: CurlEngineWorkload, @unchecked Sendable {
     }
 
     /// Carries out one request. Cancelling the calling task stops it (`cancelled`).
-    func perform(_ request: StoreRequest) async -> Result<StoreResponse, StoreCallFailure> {
+    package func perform(_ request: StoreRequest) async -> Result<StoreResponse, StoreCallFailure> {
         guard tracesCalls else { return await performUntraced(request) }
         let span = InstrumentationSystem.tracer.startSpan("attach_fetch.store", ofKind: .client)
         defer { span.end() }
         if span.isRecording {
             span.attributes["http.request.method"] = request.method.rawValue
-            PipelineSpans.record(url: request.url, on: span)
+            ClientSpanAttributes.record(url: request.url, on: span)
         }
         let answer = await performUntraced(request)
         if span.isRecording {
@@ -78,7 +80,7 @@ final class StoreEngine: CurlEngineWorkload, @unchecked Sendable {
     }
 
     /// Stops the thread after finishing every call as cancelled. Blocks until it has.
-    func shutdown() {
+    package func shutdown() {
         shared.withLock { $0.stopping = true }
         core.wakeup()
         core.waitUntilStopped()
@@ -86,7 +88,7 @@ final class StoreEngine: CurlEngineWorkload, @unchecked Sendable {
 
     // MARK: Engine thread (CurlEngineWorkload)
 
-    func turn(_ multi: CurlMulti) -> Duration? {
+    package func turn(_ multi: CurlMulti) -> Duration? {
         for (handle, call) in active where call.result.isAbandoned {
             finish(handle, curlCode: nil, cancelled: true)
         }
@@ -106,11 +108,11 @@ final class StoreEngine: CurlEngineWorkload, @unchecked Sendable {
         return .seconds(1)
     }
 
-    func completed(_ easy: UnsafeMutableRawPointer, result: CURLcode, in multi: CurlMulti) {
+    package func completed(_ easy: UnsafeMutableRawPointer, result: CURLcode, in multi: CurlMulti) {
         finish(easy, curlCode: result, cancelled: false)
     }
 
-    func multiFailed(_ failure: Reason, in multi: CurlMulti) {
+    package func multiFailed(_ failure: Reason, in multi: CurlMulti) {
         for handle in Array(active.keys) {
             guard let call = active.removeValue(forKey: handle) else { continue }
             _ = multi.remove(handle)

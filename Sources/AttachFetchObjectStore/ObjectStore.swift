@@ -1,20 +1,25 @@
+import AttachFetchCore
 import Foundation
 import Logging
 
 /// A failed object-store operation, in words fit for a descriptor or a log line: the store's
 /// own error code (`AccessDenied`, `NoSuchBucket`, `SignatureDoesNotMatch`) and message, or
 /// the connection's failure. It never carries a credential.
-struct ObjectStoreError: Error, Sendable, Equatable {
+package struct ObjectStoreError: Error, Sendable, Equatable {
     /// The store's XML `Code`, or `ConnectionFailed`, `DeadlineExceeded`, `Cancelled`, `LocalError`.
-    var code: String
+    package var code: String
     /// The HTTP status, when the store answered.
-    var status: Int?
-    var message: String
+    package var status: Int?
+    package var message: String
+
+    package init(code: String, status: Int? = nil, message: String) {
+        (self.code, self.status, self.message) = (code, status, message)
+    }
 
     /// The caller's deadline or cancellation ended the request, not the store.
-    var endedByCaller: Bool { code == "Cancelled" || code == "DeadlineExceeded" }
+    package var endedByCaller: Bool { code == "Cancelled" || code == "DeadlineExceeded" }
 
-    var description: String {
+    package var description: String {
         status.map { "the object store answered HTTP \($0) \(code): \(message)" } ?? "object store \(code): \(message)"
     }
 }
@@ -22,20 +27,20 @@ struct ObjectStoreError: Error, Sendable, Equatable {
 /// The S3 operations publishing and the shared results need, over the `StoreEngine`, each
 /// signed by libcurl and retried with jittered backoff on `5xx` (`503 SlowDown` among them)
 /// and connection failures, never past the caller's deadline.
-final class ObjectStore: Sendable {
-    let target: ObjectStorePublishing
+package final class ObjectStore: Sendable {
+    package let target: ObjectStorePublishing
     private let engine: StoreEngine
     private let logger: Logger
     /// Requests sent, by method (`PUT`, `GET`, `HEAD`, `DELETE`), retries included.
     private let sent = Locked<[String: Int]>([:])
 
     /// Requests sent so far, by method (for metrics and benchmarks).
-    var requestCounts: [String: Int] { sent.withLock { $0 } }
+    package var requestCounts: [String: Int] { sent.withLock { $0 } }
 
     /// What request deadlines are instants of: the pipeline's clock.
-    let clock: AttachFetchClock
+    package let clock: AttachFetchClock
 
-    init(target: ObjectStorePublishing, maxConcurrent: Int, clock: AttachFetchClock = .system, logger: Logger) throws(AttachFetchError) {
+    package init(target: ObjectStorePublishing, maxConcurrent: Int, clock: AttachFetchClock = .system, logger: Logger) throws(AttachFetchError) {
         self.target = target
         self.logger = logger
         self.clock = clock
@@ -43,11 +48,11 @@ final class ObjectStore: Sendable {
     }
 
     /// Blocks until the engine's thread has stopped: call from a thread of its own.
-    func shutdown() { engine.shutdown() }
+    package func shutdown() { engine.shutdown() }
 
     /// Whether the bucket exists and the credentials are accepted: `HEAD` bucket, then, when it
     /// fails, a `GET` of the bucket for the store's words (a `HEAD` answer has no body).
-    func checkBucket(deadline: ContinuousClock.Instant) async throws(ObjectStoreError) {
+    package func checkBucket(deadline: ContinuousClock.Instant) async throws(ObjectStoreError) {
         let head = try await send(StoreRequest(method: .head, url: target.url(ofKey: ""), deadline: deadline))
         if (200..<300).contains(head.status) { return }
         let listing = try await send(StoreRequest(method: .get, url: target.url(ofKey: "") + "?list-type=2&max-keys=1",
@@ -55,7 +60,7 @@ final class ObjectStore: Sendable {
         throw error(for: (200..<300).contains(listing.status) || listing.body.isEmpty ? head : listing)
     }
 
-    enum PutResult: Sendable, Equatable {
+    package enum PutResult: Sendable, Equatable {
         case created
         /// `If-None-Match: *` and the key was taken (412): nothing was written.
         case alreadyThere
@@ -64,7 +69,7 @@ final class ObjectStore: Sendable {
     /// Writes one object whole. `sha256` (hex) is the body's: sent as the signed payload hash
     /// and as `x-amz-checksum-sha256`, so that the store refuses a body damaged on the way.
     /// With `onlyIfAbsent`, an object already under the key is left alone (`alreadyThere`).
-    func put(_ key: String, body: StoreRequest.Body, sha256: String, contentType: String, cacheControl: String?,
+    package func put(_ key: String, body: StoreRequest.Body, sha256: String, contentType: String, cacheControl: String?,
              onlyIfAbsent: Bool, deadline: ContinuousClock.Instant) async throws(ObjectStoreError) -> PutResult {
         var headers = ["Content-Type: \(contentType)", "x-amz-content-sha256: \(sha256)",
                        "x-amz-checksum-sha256: \(Self.base64(hex: sha256))"]
@@ -78,21 +83,21 @@ final class ObjectStore: Sendable {
     }
 
     /// An object's bytes (small ones: results, leases), or nil when there is none.
-    func get(_ key: String, limit: Int = 1 << 20, deadline: ContinuousClock.Instant) async throws(ObjectStoreError) -> [UInt8]? {
+    package func get(_ key: String, limit: Int = 1 << 20, deadline: ContinuousClock.Instant) async throws(ObjectStoreError) -> [UInt8]? {
         let response = try await send(StoreRequest(method: .get, url: target.url(ofKey: key), destination: .memory(limit: limit),
                                                    deadline: deadline))
         return try found(response) ? response.body : nil
     }
 
     /// Streams an object into a new file at `path`; false when there is no such object.
-    func download(_ key: String, to path: String, deadline: ContinuousClock.Instant) async throws(ObjectStoreError) -> Bool {
+    package func download(_ key: String, to path: String, deadline: ContinuousClock.Instant) async throws(ObjectStoreError) -> Bool {
         let response = try await send(StoreRequest(method: .get, url: target.url(ofKey: key), destination: .file(path: path),
                                                    deadline: deadline))
         return try found(response)
     }
 
     /// Whether an object is under `key` (`HEAD`).
-    func exists(_ key: String, deadline: ContinuousClock.Instant) async throws(ObjectStoreError) -> Bool {
+    package func exists(_ key: String, deadline: ContinuousClock.Instant) async throws(ObjectStoreError) -> Bool {
         try found(await send(StoreRequest(method: .head, url: target.url(ofKey: key), deadline: deadline)))
     }
 
@@ -104,7 +109,7 @@ final class ObjectStore: Sendable {
     }
 
     /// Removes an object (nothing happens when there is none).
-    func delete(_ key: String, deadline: ContinuousClock.Instant) async throws(ObjectStoreError) {
+    package func delete(_ key: String, deadline: ContinuousClock.Instant) async throws(ObjectStoreError) {
         let response = try await send(StoreRequest(method: .delete, url: target.url(ofKey: key), deadline: deadline))
         guard (200..<300).contains(response.status) || response.status == 404 else { throw error(for: response) }
     }
@@ -169,7 +174,7 @@ final class ObjectStore: Sendable {
         return ObjectStoreError(code: element("Code") ?? fallback, status: response.status, message: message)
     }
 
-    static func base64(hex: String) -> String {
+    package static func base64(hex: String) -> String {
         var bytes: [UInt8] = []
         var index = hex.startIndex
         while index < hex.endIndex, let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex) {

@@ -1,5 +1,7 @@
-internal import CCurl
+package import CCurl
 internal import CCurlShims
+import AttachFetchCore
+import AttachFetchTransfer
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -9,10 +11,10 @@ import Synchronization
 /// One running object-store request: owns its curl easy handle, its header list and the
 /// descriptors of the file it sends or receives. Lives on the store engine's thread only
 /// (libcurl calls its callbacks there), so it is deliberately not Sendable.
-final class StoreCall {
-    let request: StoreRequest
-    let handle: UnsafeMutableRawPointer
-    let result = OneShot<Result<StoreResponse, StoreCallFailure>>()
+package final class StoreCall {
+    package let request: StoreRequest
+    package let handle: UnsafeMutableRawPointer
+    package let result = OneShot<Result<StoreResponse, StoreCallFailure>>()
     private let errorBuffer: UnsafeMutablePointer<CChar>
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private var sendDescriptor: Int32 = -1
@@ -22,9 +24,9 @@ final class StoreCall {
     private(set) var localFailure: String?
 
     /// Easy handles alive in this process (tests check that none leak).
-    static let live = Atomic<Int>(0)
+    package static let live = Atomic<Int>(0)
 
-    init(_ request: StoreRequest) throws(AttachFetchError) {
+    package init(_ request: StoreRequest) throws(AttachFetchError) {
         guard let handle = curl_easy_init() else { throw .libraryInitialisation("curl_easy_init failed") }
         self.request = request
         self.handle = handle
@@ -45,7 +47,7 @@ final class StoreCall {
     /// Sets every option; a failure to report instead of starting, or nil. `now` is read from
     /// the clock the deadline is an instant of.
     /// Without `credentials` the request is not signed (the trace exporter's).
-    func prepare(credentials: ObjectStoreCredentials?, region: String, now: ContinuousClock.Instant) -> StoreCallFailure? {
+    package func prepare(credentials: ObjectStoreCredentials?, region: String, now: ContinuousClock.Instant) -> StoreCallFailure? {
         let remaining = request.deadline - now
         guard remaining > .milliseconds(1) else { return .init(kind: .deadline, message: "the deadline passed before the request could start") }
         let me = Unmanaged.passUnretained(self).toOpaque()
@@ -176,7 +178,7 @@ final class StoreCall {
     }
 
     /// The answer, or why there is none; a partly received file is removed.
-    func complete(curlCode: CURLcode?, cancelled: Bool) -> Result<StoreResponse, StoreCallFailure> {
+    package func complete(curlCode: CURLcode?, cancelled: Bool) -> Result<StoreResponse, StoreCallFailure> {
         if receiveDescriptor >= 0 {
             close(receiveDescriptor)
             receiveDescriptor = -1
