@@ -3,16 +3,16 @@ import AttachFetchService
 import Foundation
 import Synchronization
 
-/// Serialises writes from the pipeline's callback threads.
+/// Serialises writes from the pipeline's callback threads (the server's one lock type, `Locked`).
 final class Output: Sendable {
-    private let lock = NSLock()
+    private let lock = Locked(())
 
     func write(_ text: String) {
-        lock.withLock { FileHandle.standardOutput.write(Data(text.utf8)) }
+        lock.withLock { _ in FileHandle.standardOutput.write(Data(text.utf8)) }
     }
 
     func writeError(_ text: String) {
-        lock.withLock { FileHandle.standardError.write(Data(text.utf8)) }
+        lock.withLock { _ in FileHandle.standardError.write(Data(text.utf8)) }
     }
 
     /// Set when a JSON line could not be written: the run then exits 1, once all is said.

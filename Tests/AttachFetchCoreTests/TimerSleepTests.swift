@@ -4,7 +4,7 @@ import Testing
 /// The system clock's sleep (`TimerSleep`), which every batch's and shared work's deadline
 /// sentinel runs: cancelled at any moment, it ends at once and leaves nothing to trap on.
 @Suite struct TimerSleepTests {
-    /// A sleep cancelled between its start and the arming of its timer used to release a
+    /// A sleep cancelled between its start and the arming of its timer must not release a
     /// dispatch source never activated, which libdispatch answers with SIGILL (the whole test
     /// process ends). Thousands of sleeps, each cancelled after a different short spin, cross
     /// that moment many times.

@@ -187,7 +187,7 @@ import Testing
         #expect(encoded["status"] as? String == "unsupported")
         #expect((encoded["reason"] as? [String: Any])?["code"] as? String == "unsupportedOnPlatform")
         #expect(Set(["miss", "hit", "revalidated", "coalesced"]) == Set([AttachmentDescriptor.CacheStatus.miss, .hit, .revalidated, .coalesced].map(\.rawValue)))
-        // Added with object-store publishing: another replica's result, read from the store.
+        // Another replica's result, read from the object store.
         #expect(AttachmentDescriptor.CacheStatus.shared.rawValue == "shared")
     }
 

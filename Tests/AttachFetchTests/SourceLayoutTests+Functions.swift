@@ -55,3 +55,20 @@ extension SourceLayoutTests {
         return lengths
     }
 }
+
+extension SourceLayoutTests {
+    /// The server's targets guard shared state with one lock type, `Locked` (a pthread mutex,
+    /// which ThreadSanitizer understands: its doc comment says why not `Mutex`). The device
+    /// library keeps its own (`Mutex` needs iOS 18), and a condition variable is not a lock.
+    @Test func theServerHasOneLockType() throws {
+        let files = try #require(FileManager.default.enumerator(at: Self.sources, includingPropertiesForKeys: nil))
+        var offenders: [String] = []
+        for case let url as URL in files where url.pathExtension == "swift" && !url.path.contains("/AttachFetchDevice/") {
+            let text = try String(contentsOf: url, encoding: .utf8)
+            for lock in ["NSLock(", "NSRecursiveLock(", "Mutex<", "Mutex(", "OSAllocatedUnfairLock"] where text.contains(lock) {
+                offenders.append("\(url.lastPathComponent): \(lock)")
+            }
+        }
+        #expect(offenders.isEmpty, "\(offenders.sorted())")
+    }
+}
