@@ -246,7 +246,7 @@ let package = Package(
         // A test target per layer, each built with its layer's dependencies only: Core's build
         // and run without libcurl, libvips, FFmpeg or Hummingbird.
         .testTarget(name: "AttachFetchCoreTests", dependencies: ["AttachFetchCore", "TestHelpers", "contract-lists"]),
-        .testTarget(name: "AttachFetchTransferTests", dependencies: ["AttachFetchTransfer", "AttachFetchCore", "CCurl", "LoopbackHTTPServer", "TestHelpers"]),
+        .testTarget(name: "AttachFetchTransferTests", dependencies: ["AttachFetchTransfer", "AttachFetchCore", "AttachFetchRuntime", "CCurl", "LoopbackHTTPServer", "TestHelpers"]),
         .testTarget(name: "AttachFetchMediaTests", dependencies: ["AttachFetchMedia", "CFFmpeg", "CVips"]),
         .testTarget(name: "DecoderSandboxTests", dependencies: ["DecoderSandbox", "AttachFetchDecoderProtocol", "CAttachFetchShims"]),
         .testTarget(name: "AttachFetchRuntimeTests", dependencies: ["AttachFetchRuntime", "AttachFetchCore", "TestHelpers"]),

@@ -1,5 +1,6 @@
+import AttachFetchCore
+import AttachFetchRuntime
 import Testing
-@testable import AttachFetch
 @testable import AttachFetchTransfer
 
 /// The order in which waiting downloads get transfer slots, without sockets: `TransferQueue`
@@ -7,7 +8,8 @@ import Testing
 @Suite struct TransferQueueTests {
     private func job(batch: Int, host: String = "http://127.0.0.1:9", deadline: Batch) -> TransferJob {
         TransferJob(spec: TransferSpec(batch: batch, url: "\(host)/\(batch)", origin: URLCheck.origin(of: "\(host)/\(batch)"), bodyPath: "/nonexistent", runningUnder: deadline,
-                                       timeout: AttachFetchConfiguration.Timeout().settings, sizeLimits: AttachFetchConfiguration.SizeLimits(), maxRedirects: 0, addressPolicy: AttachFetchConfiguration().addressPolicy,
+                                       timeout: TransferTimeouts(connect: .seconds(5), request: .seconds(10), stall: .seconds(3)),
+                                       sizeLimits: MediaSizeLimits(), maxRedirects: 0, addressPolicy: AddressPolicy(),
                                        imagesOnly: false, normalize: true, trustStore: nil, proxy: nil))
     }
 
