@@ -273,4 +273,11 @@ png = open("../alpha.png", "rb").read()
 chunk = lambda kind, data: struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff)
 open("png-chunk-before-ihdr.png", "wb").write(png[:8] + chunk(b"fAKE", b"an unknown ancillary chunk") + png[8:])
 PY
+# --- Audio whose header states an impossible rate ----------------------------------------------
+# A Monkey's Audio header (version 3.96) whose WAV header states 380,077,556 samples a second
+# (found by scripts/fuzz.sh): libswresample took seconds and a gigabyte to build its filter.
+python3 -c 'import sys; sys.stdout.buffer.write(bytes.fromhex(
+  "4d414320780fd00716000200f485a716a92e2c000000000001000000c07a0200000000000100000052494646"
+  "24eb090057415645666d7420100000000100020044ac000010b10200840010006461746100eb0900580000005c"
+  "636861707465720000010000000000"))' > ape-rate-380mhz.ape
 ls -l

@@ -72,4 +72,20 @@ import Testing
             }
         }
     }
+
+    /// A header may state any sample rate: a 104-byte Monkey's Audio file stating 380 MHz
+    /// (TestMedia/cases, found by scripts/fuzz.sh) is refused as corrupt before libswresample
+    /// builds a filter for it, which took seconds and a gigabyte; in process and in a worker.
+    @Test func anImpossibleSampleRateIsRefusedBeforeTheResamplerIsBuilt() async throws {
+        let file = testMediaDirectory + "/cases/ape-rate-380mhz.ape"
+        let replayer = builtExecutable("attach-fetch-fuzz")
+        for arguments in [[file], ["--isolated", file]] {
+            let run = try await offPool { try runChild(replayer, arguments) }
+            let lines = run.output.split(separator: "\n")
+            let verdict = try #require(lines.first { $0.hasPrefix("ok ") }, "\(run.output)")
+            #expect(verdict.contains(" rejected corruptMedia ") && verdict.contains("380077556 samples a second"), "\(verdict)")
+            let peak = try #require(lines.first { $0.hasPrefix("peak-rss-kb ") }.flatMap { Int($0.split(separator: " ")[1]) })
+            #expect(peak < 300 << 10, "\(arguments): peak \(peak >> 10) MiB")
+        }
+    }
 }

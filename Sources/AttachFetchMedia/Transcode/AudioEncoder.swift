@@ -45,12 +45,22 @@ final class AudioEncoder {
     /// AAC-LC guidance is 128 kb/s for stereo) and 5 MiB for 5 min of stereo.
     static let bitRatePerChannel = 64_000
 
+    /// The highest source rate converted: 768 kHz, the highest PCM rate recorded (a DSD file
+    /// decodes to 352.8 kHz). A header may state any rate, and libswresample's filter for a
+    /// ratio of thousands to one takes seconds and a gigabyte to build (scripts/fuzz.sh found a
+    /// 104-byte file stating 380 MHz).
+    static let highestSourceRate: Int32 = 768_000
+
     init(decoder: AVDecoder) throws(Reason) {
+        let input = decoder.context
+        let sourceRate = input.pointee.sample_rate
+        guard sourceRate > 0 && sourceRate <= Self.highestSourceRate else {
+            throw Reason(code: .corruptMedia, message: "the audio states \(sourceRate) samples a second, past the highest a recording has (768 kHz)")
+        }
         guard let codec = avcodec_find_encoder(AV_CODEC_ID_AAC), let context = avcodec_alloc_context3(codec) else {
             throw Reason(code: .ioError, message: "FFmpeg has no AAC encoder")
         }
         self.context = context
-        let input = decoder.context
         let channels = min(2, max(1, input.pointee.ch_layout.nb_channels))
         av_channel_layout_default(&context.pointee.ch_layout, channels)
         context.pointee.sample_rate = Self.rate(for: input.pointee.sample_rate)
