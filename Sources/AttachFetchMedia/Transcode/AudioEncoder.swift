@@ -54,7 +54,7 @@ final class AudioEncoder {
     init(decoder: AVDecoder) throws(Reason) {
         let input = decoder.context
         let sourceRate = input.pointee.sample_rate
-        guard sourceRate > 0 && sourceRate <= Self.highestSourceRate else {
+        guard sourceRate <= Self.highestSourceRate else {
             throw Reason(code: .corruptMedia, message: "the audio states \(sourceRate) samples a second, past the highest a recording has (768 kHz)")
         }
         guard let codec = avcodec_find_encoder(AV_CODEC_ID_AAC), let context = avcodec_alloc_context3(codec) else {
