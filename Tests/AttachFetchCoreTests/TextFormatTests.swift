@@ -9,6 +9,11 @@ import Testing
         #expect(TextFormat.fixed(value, digits: digits) == text)
     }
 
+    @Test(arguments: [("  ios , ", "ios ,"), ("\tlibx264 refused\n", "libx264 refused"), ("a b", "a b"), (" \n ", ""), ("", "")])
+    func trimmingTakesWhitespaceAndNewlinesOffBothEnds(text: String, trimmed: String) {
+        #expect(TextFormat.trimmed(text) == trimmed)
+    }
+
     @Test func hexIsTwoLowerCaseDigitsAByte() {
         #expect(TextFormat.hex([0x00, 0x0f, 0xa5, 0xff]) == "000fa5ff")
         #expect(TextFormat.hex(Array("/tmp/a b".utf8)) == "2f746d702f612062")

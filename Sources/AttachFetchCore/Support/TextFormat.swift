@@ -1,9 +1,17 @@
 internal import EncryptedContent
 
-/// Numbers as text, for the layers the decoder links: they import FoundationEssentials, not
-/// Foundation (whose libraries and ICU would add 20,000 symbol relocations to every start of
-/// the decoder's fork server), and FoundationEssentials has no `String(format:)`.
+/// Numbers as text, and text trimmed, for the layers the decoder links: they import
+/// FoundationEssentials, not Foundation (whose libraries and ICU would add 20,000 symbol
+/// relocations to every start of the decoder's fork server), and FoundationEssentials has
+/// neither `String(format:)` nor `trimmingCharacters(in:)`.
 package enum TextFormat {
+    /// `text` without the whitespace (newlines included) at either end.
+    package static func trimmed<Text: StringProtocol>(_ text: Text) -> Text.SubSequence {
+        let start = text.firstIndex { !$0.isWhitespace } ?? text.endIndex
+        let end = text[start...].lastIndex { !$0.isWhitespace }.map(text.index(after:)) ?? start
+        return text[start..<end]
+    }
+
     /// Lower-case hex, two digits a byte.
     package static func hex(_ bytes: some Sequence<UInt8>) -> String { Hex.lowercase(bytes) }
 

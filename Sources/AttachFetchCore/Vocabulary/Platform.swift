@@ -21,10 +21,7 @@ public enum Platform: String, Codable, Sendable, CaseIterable, Comparable {
     public static func list(_ text: String) throws(AttachFetchError) -> Set<Platform> {
         var platforms = Set<Platform>()
         for name in text.split(separator: ",") {
-            var part = name
-            while part.first?.isWhitespace == true { part = part.dropFirst() }
-            while part.last?.isWhitespace == true { part = part.dropLast() }
-            let trimmed = part.lowercased()
+            let trimmed = TextFormat.trimmed(name).lowercased()
             guard let platform = Platform(rawValue: trimmed) else {
                 throw .invalidConfiguration("unknown platform '\(trimmed)' (known: \(allCases.map(\.rawValue).joined(separator: ", ")))")
             }

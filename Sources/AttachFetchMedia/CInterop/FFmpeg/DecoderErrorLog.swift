@@ -50,7 +50,7 @@ enum DecoderErrorLog {
         let codec = context.assumingMemoryBound(to: AVCodecContext.self)
         guard av_codec_is_decoder(codec.pointee.codec) != 0, let opaque = codec.pointee.opaque else { return }
         let token = UInt(bitPattern: opaque)
-        let text = String(String(cString: message).drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
+        let text = String(TextFormat.trimmed(String(cString: message)))
         logged.withLock { entries in
             guard entries[token] != nil else { return }
             entries[token]!.count += 1
