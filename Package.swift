@@ -227,7 +227,7 @@ let package = Package(
         .target(name: "CRawSystemCall", path: "Tests/CRawSystemCall"),
         // Confines itself as a decoder worker does and tries what a compromised decoder would,
         // for IsolationTests.
-        .executableTarget(name: "filter-check", dependencies: ["AttachFetchDecoderProtocol", "DecoderSandbox", "CRawSystemCall"], path: "Tests/FilterCheck"),
+        .executableTarget(name: "filter-check", dependencies: ["AttachFetchDecoderProtocol", "DecoderSandbox", "CAttachFetchShims", "CRawSystemCall"], path: "Tests/FilterCheck"),
         // Runs the device's fetcher in a process of its own and reports its peak memory, for
         // AttachFetchDeviceTests (a test process's memory is shared with every test running).
         // The codec's primitives against published answers, through the public API: run by

@@ -6,6 +6,7 @@
 // filter-check [WORK_DIRECTORY OUTSIDE_FILE]: with a work directory, confined to it (Landlock);
 // OUTSIDE_FILE is a file beside it that the worker must not read. `--landlock-only`: below.
 import AttachFetchDecoderProtocol
+internal import CAttachFetchShims
 import CRawSystemCall
 import DecoderSandbox
 import Foundation
@@ -61,13 +62,7 @@ if arguments.first == "--landlock-only", arguments.count == 4, let port = UInt16
 // change of uid makes a process non-dumpable by itself).
 if arguments == ["--dumpable"] {
     if geteuid() == 0 && (setgroups(0, nil) != 0 || setgid(65534) != 0 || setuid(65534) != 0) { exit(7) }
-    // prctl(PR_SET_DUMPABLE, 1): prctl is 157 on x86_64, 167 on aarch64.
-    #if arch(x86_64)
-    let prctl = 157
-    #else
-    let prctl = 167
-    #endif
-    if af_test_syscall(prctl, 4, 1, 0, 0, 0) != 0 { exit(9) }
+    if af_prctl_set_dumpable(1) != 0 { exit(9) }
     var confined: [Int32] = [0, 0], observed: [Int32] = [0, 0]
     guard pipe(&confined) == 0, pipe(&observed) == 0 else { exit(8) }
     let confinedPid = getpid()
