@@ -210,7 +210,14 @@ let package = Package(
         ),
         // What the test targets share: a scratch directory, a thread off the pool, polling, a
         // clock the test moves, and a loopback server of TestMedia.
-        .target(name: "TestHelpers", dependencies: ["AttachFetchCore", "LoopbackHTTPServer"], path: "Tests/TestHelpers"),
+        .target(name: "TestHelpers", dependencies: ["AttachFetchCore", "LoopbackHTTPServer", "CRawSystemCall"], path: "Tests/TestHelpers"),
+        // The service's test helpers: a server on loopback, HTTP exchanges checked against the
+        // OpenAPI document, a caching origin, raw loopback sockets. For the service's tests and
+        // the whole-pipeline tests that also talk to a service.
+        .target(name: "ServiceTestHelpers",
+                dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchService", "LoopbackHTTPServer", "TestHelpers",
+                               .product(name: "Logging", package: "swift-log", condition: serverOnly)],
+                path: "Tests/ServiceTestHelpers"),
         // Serves TestMedia/ on a loopback port for the README's demo.
         .executableTarget(name: "loopback-media-server", dependencies: ["LoopbackHTTPServer"]),
         // A process's resident memory and its peak, for the tests and the check programs.
@@ -252,15 +259,20 @@ let package = Package(
         .testTarget(name: "AttachFetchRuntimeTests", dependencies: ["AttachFetchRuntime", "AttachFetchCore", "TestHelpers"]),
         .testTarget(name: "AttachFetchDecoderKeeperTests",
                     dependencies: ["AttachFetchDecoderKeeper", "AttachFetchDecoderProtocol", "AttachFetchCore", "TestHelpers"]),
-        // The pipeline, the service and the CLI, end to end.
         .testTarget(
-            name: "AttachFetchTests",
-            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchRuntime", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchDecoderKeeper", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "ResidentMemory", "TestHelpers", "CAttachFetchShims", "CVipsShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "CRawSystemCall", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "openapi-document", "media-check", "batch-memory-check", "hostile-decoder", "filter-check",
+            name: "AttachFetchServiceTests",
+            dependencies: ["AttachFetchService", "AttachFetch", "ServiceTestHelpers", "TestHelpers", "attach-fetch", "attach-fetch-decoder",
                            .product(name: "Logging", package: "swift-log", condition: serverOnly),
                            .product(name: "NIOCore", package: "swift-nio", condition: serverOnly),
                            .product(name: "NIOEmbedded", package: "swift-nio", condition: serverOnly),
                            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: serverOnly),
                            .product(name: "Hummingbird", package: "hummingbird", condition: serverOnly)]
+        ),
+        // The pipeline and the CLI end to end, and what needs every layer at once.
+        .testTarget(
+            name: "AttachFetchTests",
+            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchRuntime", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchDecoderKeeper", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "ResidentMemory", "TestHelpers", "ServiceTestHelpers", "CAttachFetchShims", "CVipsShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "CRawSystemCall", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "openapi-document", "media-check", "batch-memory-check", "hostile-decoder", "filter-check",
+                           .product(name: "Logging", package: "swift-log", condition: serverOnly)]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -75,7 +75,8 @@ mark "installing the test tools and the corpus"
 #   Tests/AttachFetchTests/SuiteGroups.swift), in two processes side by side: work held to a
 #   deadline, which needs the cores (DeadlineBoundSuites), then the suites that read the test
 #   process's own worker processes or libvips' process-wide error text (ProcessWideSuites);
-#   and timers, which mostly wait (TimerBoundSuites, then ObjectStoreBoundSuites);
+#   and timers, which mostly wait (TimerBoundSuites, the service's ServiceTimerSuites, then
+#   ObjectStoreBoundSuites);
 # - beside them, LeakTests under SCHED_IDLE (chrt --idle), in a process of its own (it counts
 #   the process's threads, descriptors and memory), on the cores the timed tests leave idle.
 #   Swift Testing keeps no backtrace of thrown errors there: it would grow the live heap the
@@ -87,6 +88,7 @@ leaks='LeakTests'
 alone='ProcessWideSuites'
 deadlines='DeadlineBoundSuites'
 timers='TimerBoundSuites'
+service_timers='ServiceTimerSuites'
 stores='ObjectStoreBoundSuites'
 # The device library's memory under hostile answers, with both cores kept busy by its own
 # threads: alone, so that the busy cores are the condition measured and not the rest of the suite.
@@ -114,6 +116,7 @@ group "$breaker" breaker || status=$?
   exit $s ) & deadlines_pid=$!
 ( s=0
   group "$timers" timers || s=$?
+  group "$service_timers" service-timers || s=$?
   group "$stores" stores || s=$?
   exit $s ) & timers_pid=$!
 group "$leaks" leaks env SWT_SWIFT_ERROR_BACKTRACING_ENABLED=0 chrt --idle 0 & leaks_pid=$!
@@ -124,12 +127,12 @@ mark "the Swift tests' first phase"
 # Its output kept too (tee), for the check of skipped tests below.
 set +e
 ATTACH_FETCH_CORPUS_REQUIRED=1 SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${ATTACH_FETCH_TEST_WIDTH:-4} \
-    "$bundle" --testing-library swift-testing --skip "$leaks|$alone|$deadlines|$timers|$stores|$hostile|$breaker" < /dev/null 2>&1 \
+    "$bundle" --testing-library swift-testing --skip "$leaks|$alone|$deadlines|$timers|$service_timers|$stores|$hostile|$breaker" < /dev/null 2>&1 \
     | tee "$logs/main"
 main_status=${PIPESTATUS[0]}
 set -e
 [ "$main_status" -eq 0 ] || status=$main_status
-cat "$logs/hostile" "$logs/breaker" "$logs/deadlines" "$logs/timers" "$logs/stores" "$logs/leaks" "$logs/alone"
+cat "$logs/hostile" "$logs/breaker" "$logs/deadlines" "$logs/timers" "$logs/service-timers" "$logs/stores" "$logs/leaks" "$logs/alone"
 # On a kernel with Landlock (landlock_create_ruleset's version query answers 1 or more), a test
 # skipped for want of it did not run, and is not a pass: the sandbox's own tests must all run.
 landlock=$(python3 -c 'import ctypes; print(ctypes.CDLL(None).syscall(444, None, 0, 1))' 2>/dev/null || echo -1)

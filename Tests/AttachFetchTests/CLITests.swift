@@ -113,7 +113,7 @@ import Testing
     /// `--verbose` says how the decoders are confined, as `serve` logs at start.
     @Test func verboseSaysHowTheDecodersAreConfined() async throws {
         let run = try await Self.run(["--verbose", "--format", "json", "--allow-private-network", "http://127.0.0.1:9/nothing.jpg"])
-        let abi = WorkerConfinementTests.landlockABI
+        let abi = kernelLandlockABI
         let expected = "decoders: worker processes, seccomp filter, " + (abi >= 1 ? "Landlock ABI \(abi)" : "no Landlock")
         #expect(run.stderr.contains(expected), "\(run.stderr)")
     }

@@ -379,10 +379,3 @@ func stopFileServer(_ process: Process) {
     kill(process.processIdentifier, SIGKILL)
     process.waitUntilExit()
 }
-
-/// The standard error of a launched service, collected.
-final class ServeLog: Sendable {
-    private let collected = Locked("")
-    func append(_ data: Data) { collected.withLock { $0 += String(decoding: data, as: UTF8.self) } }
-    var text: String { collected.withLock { $0 } }
-}

@@ -130,7 +130,7 @@ import Glibc
     /// The workers' one writable directory is the pipeline's own (mode 0700, removed at
     /// shutdown), not its temporary directory: a file there (the CLI's output, a served file)
     /// is neither rewritten, removed nor joined by one of the worker's.
-    @Test(.enabled(if: WorkerConfinementTests.landlockABI >= 1, "this kernel has no Landlock: the work directory is not enforced"))
+    @Test(.enabled(if: kernelLandlockABI >= 1, "this kernel has no Landlock: the work directory is not enforced"))
     func aWorkerWritesNothingBesideItsOwnDirectory() async throws {
         let scratch = Scratch()
         let photo = try Data(contentsOf: URL(fileURLWithPath: testMediaDirectory + "/photo.jpg"))
@@ -299,7 +299,7 @@ extension HostileWorkerTests {
 
     /// The disk a worker can fill: no file of its own by name in its work directory (Landlock),
     /// and none of what it was handed past its file-size limit (SIGXFSZ, a limit of ours).
-    @Test(.enabled(if: WorkerConfinementTests.landlockABI >= 1, "this kernel has no Landlock: the work directory is not enforced"))
+    @Test(.enabled(if: kernelLandlockABI >= 1, "this kernel has no Landlock: the work directory is not enforced"))
     func aWorkerFillsNoDisk() async throws {
         let scratch = Scratch(), tools = Scratch()
         let executable = try Self.worker("fill", in: tools)

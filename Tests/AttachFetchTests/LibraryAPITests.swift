@@ -155,25 +155,3 @@ extension DeadlineBoundSuites {
         }
     }
 }
-
-/// A swift-log handler that keeps what it is given.
-final class CapturedLog: LogHandler, @unchecked Sendable {
-    // @unchecked Sendable: `stored` is only touched under `lock`; the rest is set before use.
-    struct Entry { var level: Logger.Level; var message: String; var metadata: Logger.Metadata = [:] }
-    private let lock = NSLock()
-    private var stored: [Entry] = []
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .trace
-
-    var entries: [Entry] { lock.withLock { stored } }
-
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        let metadata = self.metadata.merging(event.metadata ?? [:]) { $1 }
-        lock.withLock { stored.append(Entry(level: event.level, message: event.message.description, metadata: metadata)) }
-    }
-}

@@ -266,24 +266,13 @@ import Testing
 
 /// `--payload --rewrite`: every key gets the published file its platforms can show.
 @Suite struct PayloadRewriteTests {
-    static func fcmMessage(shared: String, android: String, apns: String, data: String) -> String {
-        """
-        {"message": {"token": "device",
-          "notification": {"title": "Sale", "body": "Now on", "image": "\(shared)"},
-          "android": {"notification": {"image": "\(android)"}},
-          "apns": {"payload": {"aps": {"alert": {"title": "Sale"}, "mutable-content": 1}},
-                   "fcm_options": {"image": "\(apns)"}},
-          "data": {"image": "\(data)"}}}
-        """
-    }
-
     @Test func eachKeyGetsThePublishedFileItsPlatformsCanShowFetchedOnce() async throws {
         let media = Scratch(), publish = Scratch(), out = Scratch()
         try writeNoiseImage(path: "\(media.path)/big.jpg", width: 1200, height: 900)
         let origin = try CachingOrigin(directory: media.path)
         defer { origin.shutdown() }
         let big = origin.url("big.jpg")
-        let payload = Self.fcmMessage(shared: big, android: big, apns: big, data: origin.url("gone.jpg"))
+        let payload = fcmMessage(shared: big, android: big, apns: big, data: origin.url("gone.jpg"))
         let run = try await CLITests.run(["--allow-private-network", "--payload", "-", "--out", out.path, "--publish-dir", publish.path,
                                           "--public-base", "https://media.example.test/p", "--rewrite"], stdin: payload)
         #expect(run.status == 1, "one medium is not ready: \(run.stderr)")
@@ -321,7 +310,7 @@ import Testing
         try FileManager.default.copyItem(atPath: "\(testMediaDirectory)/clip.mp4", toPath: "\(media.path)/clip.mp4")
         try FileManager.default.copyItem(atPath: "\(testMediaDirectory)/photo.jpg", toPath: "\(media.path)/photo.jpg")
         try await withMediaServer(directory: media.path) { server in
-            let payload = Self.fcmMessage(shared: "\(server.baseURL)/media/clip.mp4", android: "\(server.baseURL)/media/big.jpg",
+            let payload = fcmMessage(shared: "\(server.baseURL)/media/clip.mp4", android: "\(server.baseURL)/media/big.jpg",
                                           apns: "\(server.baseURL)/media/big.jpg", data: "\(server.baseURL)/media/photo.jpg")
             let run = try await CLITests.run(["--allow-private-network", "--format", "json", "--payload", "-"], stdin: payload)
             let report = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])

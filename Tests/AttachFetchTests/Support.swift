@@ -5,6 +5,7 @@ import CVips
 import AttachFetchMedia
 import Foundation
 import LoopbackHTTPServer
+@_exported import ServiceTestHelpers
 @_exported import TestHelpers
 import Testing
 @testable import AttachFetch
@@ -117,48 +118,3 @@ func writeOrientedJPEG(from source: String, to path: String, orientation: Int) t
     try Vips.ensureStarted()
     guard af_test_write_oriented_jpeg(source, path, Int32(orientation)) == 0 else { throw VipsFailed() }
 }
-
-/// A built executable of this package (they sit beside the test bundle).
-func builtExecutable(_ name: String) -> String {
-    var directory = Bundle.main.bundleURL
-    while !FileManager.default.fileExists(atPath: directory.appendingPathComponent(name).path), directory.path != "/" {
-        directory.deleteLastPathComponent()
-    }
-    return directory.appendingPathComponent(name).path
-}
-
-/// Runs a child process to the end and returns its exit status and standard output.
-func runChild(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-}
-
-/// SplitMix64: a seeded generator, so a generated case (a document, a path spelling) replays.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-/// Makes the file at `path` with `contents` (and `permissions`, when given), or throws: an input
-/// a test could not write fails the test there, not later and strangely.
-func makeFile(_ path: String, _ contents: Data = Data(), permissions: Int? = nil) throws {
-    let attributes: [FileAttributeKey: Any]? = permissions.map { [.posixPermissions: $0] }
-    guard FileManager.default.createFile(atPath: path, contents: contents, attributes: attributes) else {
-        throw FileNotMade(description: "could not make \(path)")
-    }
-}
-
-struct FileNotMade: Error, CustomStringConvertible { let description: String }

@@ -7,9 +7,6 @@ import CRawSystemCall
 /// decoder can do"): `filter-check` confines itself exactly as a worker does, then tries each
 /// thing and reports its errno.
 @Suite struct WorkerConfinementTests {
-    /// The running kernel's Landlock ABI (landlock_create_ruleset's VERSION flag), below 1 without it.
-    static let landlockABI = af_test_syscall(444, 0, 0, 1, 0, 0)
-
     @Test func aConfinedWorkerReachesNothingButItself() async throws {
         // As every program with workers is before its first one starts.
         WorkerExecution.closeThisProcessToWorkers()
@@ -62,7 +59,7 @@ import CRawSystemCall
 
     /// With Landlock in the kernel, a worker keeps to its work directory: it writes there and
     /// reads the libraries, and neither reads nor writes a file beside it, nor /etc/passwd.
-    @Test(.enabled(if: WorkerConfinementTests.landlockABI >= 1, "this kernel has no Landlock: the work directory is not enforced"))
+    @Test(.enabled(if: kernelLandlockABI >= 1, "this kernel has no Landlock: the work directory is not enforced"))
     func aConfinedWorkerKeepsToItsWorkDirectory() async throws {
         WorkerExecution.closeThisProcessToWorkers()
         let outside = Scratch()
@@ -87,7 +84,7 @@ import CRawSystemCall
         #expect(results["truncate-work"] == "\(EPERM)", "\(results)")
         // Nor a file's mode or ACL changed: a read-only source stays read-only.
         for denied in ["chmod-work", "fchmod-work", "fsetxattr-work"] { #expect(results[denied] == "\(EPERM)", "\(denied): \(results)") }
-        #expect(abi == Self.landlockABI, "\(results)")
+        #expect(abi == kernelLandlockABI, "\(results)")
         let eacces = "\(EACCES)"
         for denied in ["read-outside", "write-outside", "read-etc-passwd", "read-parent-status"] {
             #expect(results[denied] == eacces, "\(denied): \(results[denied] ?? "not tried")")
@@ -137,18 +134,18 @@ extension WorkerConfinementTests {
             for control in ["tcp-before", "abstract-before", "signal-parent-before"] {
                 #expect(results[control] == "0", "\(control): \(results)")
             }
-            #expect(Int(results["landlock"] ?? "") == Self.landlockABI, "\(results)")
+            #expect(Int(results["landlock"] ?? "") == kernelLandlockABI, "\(results)")
             return results
         }
     }
 
-    @Test(.enabled(if: WorkerConfinementTests.landlockABI >= 4, "this kernel's Landlock (ABI below 4) has no network rights"))
+    @Test(.enabled(if: kernelLandlockABI >= 4, "this kernel's Landlock (ABI below 4) has no network rights"))
     func landlockAloneRefusesTCP() async throws {
         let results = try await Self.landlockAlone()
         #expect(results["tcp"] == "\(EACCES)", "\(results)")
     }
 
-    @Test(.enabled(if: WorkerConfinementTests.landlockABI >= 6, "this kernel's Landlock (ABI below 6) has no scopes"))
+    @Test(.enabled(if: kernelLandlockABI >= 6, "this kernel's Landlock (ABI below 6) has no scopes"))
     func landlockAloneRefusesSignalsAndAbstractSocketsOutsideTheWorker() async throws {
         let results = try await Self.landlockAlone()
         #expect(results["signal-parent"] == "\(EPERM)" && results["abstract"] == "\(EPERM)", "\(results)")

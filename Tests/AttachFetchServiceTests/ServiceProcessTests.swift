@@ -6,8 +6,10 @@ import FoundationNetworking
 #endif
 import Logging
 import Testing
+import ServiceTestHelpers
+import TestHelpers
 
-extension TimerBoundSuites {
+extension ServiceTimerSuites {
     /// The service as a real child process: SIGTERM drains and exits 0, leaving nothing behind.
     // Serialized: the test times a SIGTERM drain of a batch in flight.
     @Suite(.serialized) struct ServiceProcessTests {

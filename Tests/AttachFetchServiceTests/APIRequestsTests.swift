@@ -1,6 +1,8 @@
 @testable import AttachFetchService
 import Foundation
 import Testing
+import ServiceTestHelpers
+import TestHelpers
 
 /// `POST /v1/attachments` bodies, decoded without sockets: every refusal names its field, in
 /// the words a client sees.

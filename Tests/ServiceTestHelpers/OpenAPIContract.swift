@@ -7,11 +7,11 @@ import Testing
 /// route and method, the content type documented for that status, and the body valid against
 /// its schema. `Exchange.send` calls `check` for each answer from a port `RunningServer` or
 /// `launchServe` started, so every service test is also a contract test.
-enum OpenAPIContract {
-    static let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+package enum OpenAPIContract {
+    package static let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Sources/AttachFetchService/OpenAPI/openapi.json").path
 
-    nonisolated(unsafe) static let document: [String: Any] = {
+    package nonisolated(unsafe) static let document: [String: Any] = {
         // Read once; never written afterwards, so shared reads are safe.
         guard let data = FileManager.default.contents(atPath: path),
               let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return [:] }
@@ -19,12 +19,12 @@ enum OpenAPIContract {
     }()
 
     /// Ports of the services the tests started: only their answers are checked.
-    static let servicePorts = Mutex<Set<Int>>([])
+    package static let servicePorts = Mutex<Set<Int>>([])
 
-    static var paths: [String: [String: Any]] { document["paths"] as? [String: [String: Any]] ?? [:] }
+    package static var paths: [String: [String: Any]] { document["paths"] as? [String: [String: Any]] ?? [:] }
 
     /// Records an issue for each way the answer breaks the document.
-    static func check(method: String, url: String, status: Int, contentType: String?, body: Data,
+    package static func check(method: String, url: String, status: Int, contentType: String?, body: Data,
                       sourceLocation: SourceLocation = #_sourceLocation) {
         guard let components = URLComponents(string: url), let port = components.port,
               servicePorts.withLock({ $0.contains(port) }) else { return }
@@ -34,7 +34,7 @@ enum OpenAPIContract {
     }
 
     /// The template of the document's paths that `path` falls under, if any.
-    static func template(of path: String) -> String? {
+    package static func template(of path: String) -> String? {
         let segments = path.split(separator: "/", omittingEmptySubsequences: false)
         return paths.keys.sorted().first { template in
             let parts = template.split(separator: "/", omittingEmptySubsequences: false)
@@ -44,7 +44,7 @@ enum OpenAPIContract {
         }
     }
 
-    static func problems(method: String, path: String, status: Int, contentType: String?, body: Data) -> [String] {
+    package static func problems(method: String, path: String, status: Int, contentType: String?, body: Data) -> [String] {
         let errorSchema: [String: Any] = ["$ref": "#/components/schemas/Error"]
         guard let template = template(of: path), let operation = paths[template]?[method.lowercased()] as? [String: Any] else {
             // Unknown routes and methods: a 404 or 405 JSON error.
@@ -80,7 +80,7 @@ enum OpenAPIContract {
         }
     }
 
-    static func validateJSON(_ body: Data, against schema: [String: Any]) -> [String] {
+    package static func validateJSON(_ body: Data, against schema: [String: Any]) -> [String] {
         guard let value = try? JSONDecoder().decode(JSONValue.self, from: body) else {
             return ["the body is not JSON: \(String(decoding: body.prefix(200), as: UTF8.self))"]
         }
@@ -89,10 +89,10 @@ enum OpenAPIContract {
 
     /// A JSON value as parsed: booleans, numbers and strings kept apart (Foundation's
     /// JSONSerialization gives NSNumber for both booleans and numbers on Linux).
-    indirect enum JSONValue: Decodable, CustomStringConvertible {
+    package indirect enum JSONValue: Decodable, CustomStringConvertible {
         case null, bool(Bool), number(Double), string(String), array([JSONValue]), object([String: JSONValue])
 
-        init(from decoder: any Decoder) throws {
+        package init(from decoder: any Decoder) throws {
             let container = try decoder.singleValueContainer()
             if container.decodeNil() { self = .null }
             else if let value = try? container.decode(Bool.self) { self = .bool(value) }
@@ -102,7 +102,7 @@ enum OpenAPIContract {
             else { self = .object(try container.decode([String: JSONValue].self)) }
         }
 
-        var description: String {
+        package var description: String {
             switch self {
             case .null: return "null"
             case .bool(let value): return "\(value)"
@@ -113,7 +113,7 @@ enum OpenAPIContract {
             }
         }
 
-        func equals(_ literal: Any) -> Bool {
+        package func equals(_ literal: Any) -> Bool {
             switch self {
             case .string(let value): return (literal as? String) == value
             case .bool(let value): return (literal as? Bool) == value && !(literal is String)
@@ -124,7 +124,7 @@ enum OpenAPIContract {
     }
 
     /// The subset of JSON Schema (2020-12, as OpenAPI 3.1 uses it) the document uses.
-    static func validate(_ value: JSONValue, _ schema: [String: Any], at location: String) -> [String] {
+    package static func validate(_ value: JSONValue, _ schema: [String: Any], at location: String) -> [String] {
         if let reference = schema["$ref"] as? String {
             let name = String(reference.split(separator: "/").last ?? "")
             guard let target = ((document["components"] as? [String: Any])?["schemas"] as? [String: Any])?[name] as? [String: Any] else {

@@ -3,6 +3,8 @@
 import Foundation
 import Logging
 import Testing
+import ServiceTestHelpers
+import TestHelpers
 
 /// The OpenAPI document and the code cannot drift: each route, request field, response field
 /// and code is in both or the test names it. (Every answer the service tests receive is also

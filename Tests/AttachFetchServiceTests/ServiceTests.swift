@@ -6,8 +6,10 @@ import FoundationNetworking
 #endif
 import Logging
 import Testing
+import ServiceTestHelpers
+import TestHelpers
 
-extension TimerBoundSuites {
+extension ServiceTimerSuites {
     // Serialized: tests time batch-file retention, drains and cancellations against their bounds.
     /// The service in this process over real HTTP: its routes, errors and token check (files,
     /// payloads, metrics and logs in ServiceTests+Files.swift).
@@ -217,7 +219,7 @@ extension TimerBoundSuites {
         /// checked for before its first job, the kernel's Landlock ABI here; and in-process
         /// decoders say they are not confined.
         @Test func readinessAndMetricsShowHowTheDecodersAreConfined() async throws {
-            let kernel = Int(max(0, WorkerConfinementTests.landlockABI))
+            let kernel = Int(max(0, kernelLandlockABI))
             for isolation in [AttachFetchConfiguration.DecoderIsolation.processes, .none] {
                 let service = try await RunningServer.start(Scratch()) { $0.pipeline.isolation = isolation }
                 let ready = try await Exchange.send("GET", "\(service.base)/readyz")

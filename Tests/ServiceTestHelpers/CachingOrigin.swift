@@ -1,5 +1,6 @@
 import Foundation
 import LoopbackHTTPServer
+import TestHelpers
 
 /// A loopback origin for the fan-out tests: serves TestMedia (or another directory) under
 /// `/c/<name>` with the caching headers the query asks for, answers conditional requests with
@@ -8,27 +9,27 @@ import LoopbackHTTPServer
 /// Query: `cc` (Cache-Control, repeatable as `cc2`), `expires` ("past", "garbage", "in:<s>"
 /// or "twice"), `etag`, `lm=1` (a fixed Last-Modified), `status` (answer that status),
 /// `delay` (milliseconds before answering).
-final class CachingOrigin: Sendable {
-    static let lastModified = "Sun, 06 Nov 1994 08:49:37 GMT"
-    let server: LoopbackHTTPServer
+package final class CachingOrigin: Sendable {
+    package static let lastModified = "Sun, 06 Nov 1994 08:49:37 GMT"
+    package let server: LoopbackHTTPServer
 
-    init(directory: String = testMediaDirectory) throws {
+    package init(directory: String = testMediaDirectory) throws {
         server = try LoopbackHTTPServer { request, connection in
             CachingOrigin.handle(request, connection, directory: directory)
         }
     }
 
-    func url(_ name: String, _ query: String = "") -> String {
+    package func url(_ name: String, _ query: String = "") -> String {
         "\(server.baseURL)/c/\(name)" + (query.isEmpty ? "" : "?\(query)")
     }
 
     /// Requests that reached the origin for `name` (any query), 200s and 304s alike.
-    func requests(_ name: String) -> Int { server.requestLog.filter { $0.hasPrefix("/c/\(name)") }.count }
+    package func requests(_ name: String) -> Int { server.requestLog.filter { $0.hasPrefix("/c/\(name)") }.count }
     /// Full bodies sent for `name`.
-    func bodies(_ name: String) -> Int { server.counter("200:\(name)") }
-    func notModified(_ name: String) -> Int { server.counter("304:\(name)") }
+    package func bodies(_ name: String) -> Int { server.counter("200:\(name)") }
+    package func notModified(_ name: String) -> Int { server.counter("304:\(name)") }
 
-    func shutdown() { server.shutdown() }
+    package func shutdown() { server.shutdown() }
 
     private static func handle(_ request: HTTPRequest, _ connection: HTTPConnection, directory: String) {
         let name = String(request.path.dropFirst("/c/".count))
@@ -69,7 +70,7 @@ final class CachingOrigin: Sendable {
         connection.respond(status: 200, contentType: "application/octet-stream", body: [UInt8](data), extraHeaders: headers)
     }
 
-    static func httpDate(_ date: Date) -> String {
+    package static func httpDate(_ date: Date) -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")

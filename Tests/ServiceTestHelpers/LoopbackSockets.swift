@@ -5,9 +5,9 @@ import Glibc
 
 /// The IPv4 loopback socket calls the test servers (nginx's port, the CONNECT proxy) share:
 /// 127.0.0.1 only, so nothing here can reach another address.
-enum LoopbackSockets {
+package enum LoopbackSockets {
     /// Binds `fd` to 127.0.0.1 on a port the kernel picks; returns that port, or nil.
-    static func bindEphemeral(_ fd: Int32) -> Int? {
+    package static func bindEphemeral(_ fd: Int32) -> Int? {
         var address = loopback(port: 0)
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
@@ -18,7 +18,7 @@ enum LoopbackSockets {
 
     /// A port on 127.0.0.1 that was free a moment ago (bound, read and closed), for a child
     /// process that takes its port on the command line.
-    static func freePort() throws -> Int {
+    package static func freePort() throws -> Int {
         struct NoPort: Error {}
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
@@ -27,7 +27,7 @@ enum LoopbackSockets {
     }
 
     /// Connects `fd` to 127.0.0.1:`port`.
-    static func connect(_ fd: Int32, port: Int) -> Bool {
+    package static func connect(_ fd: Int32, port: Int) -> Bool {
         var address = loopback(port: UInt16(port))
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
@@ -35,7 +35,7 @@ enum LoopbackSockets {
     }
 
     /// Whether something on 127.0.0.1 accepts a connection on `port` now.
-    static func canConnect(port: Int) -> Bool {
+    package static func canConnect(port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
@@ -45,7 +45,7 @@ enum LoopbackSockets {
     /// Copies bytes both ways between `a` and `b` until either side closes, or 10 s pass with
     /// nothing to copy. `beforeSending` sees each chunk before it is passed on, with 0 for one
     /// read from `a` and 1 for one read from `b`; it may block (to hold it back).
-    static func relay(_ a: Int32, _ b: Int32, beforeSending: (Int, ArraySlice<UInt8>) -> Void = { _, _ in }) {
+    package static func relay(_ a: Int32, _ b: Int32, beforeSending: (Int, ArraySlice<UInt8>) -> Void = { _, _ in }) {
         var fds = [pollfd(fd: a, events: Int16(POLLIN), revents: 0), pollfd(fd: b, events: Int16(POLLIN), revents: 0)]
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while poll(&fds, 2, 10_000) > 0 {
@@ -74,15 +74,15 @@ enum LoopbackSockets {
 
 /// A listening socket on 127.0.0.1 that hands each connection to `serve` on a thread of its
 /// own (which closes it), until `shutdown()`: the accept loop of the tests' small servers.
-final class LoopbackAcceptor: @unchecked Sendable {
+package final class LoopbackAcceptor: @unchecked Sendable {
     // @unchecked Sendable: `stopping` is only touched under `lock`; `listener` is set in init
     // and only closed in shutdown.
     private let listener: Int32
-    let port: Int
+    package let port: Int
     private let lock = NSLock()
     private var stopping = false
 
-    init(serve: @escaping @Sendable (Int32) -> Void) throws {
+    package init(serve: @escaping @Sendable (Int32) -> Void) throws {
         struct ListenFailed: Error {}
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw ListenFailed() }
@@ -101,7 +101,7 @@ final class LoopbackAcceptor: @unchecked Sendable {
         }.start()
     }
 
-    func shutdown() {
+    package func shutdown() {
         lock.withLock { stopping = true }
         Glibc.shutdown(listener, Int32(SHUT_RDWR))
         close(listener)

@@ -6,16 +6,18 @@ import FoundationNetworking
 #endif
 import Logging
 import Testing
+import ServiceTestHelpers
+import TestHelpers
 
 /// The service's published files, payloads, metrics, logs and connections.
-extension TimerBoundSuites.ServiceTests {
+extension ServiceTimerSuites.ServiceTests {
     @Test func payloadsAreLintedStrippedAndRewritten() async throws {
         let scratch = Scratch(), publish = Scratch()
         let service = try await RunningServer.start(scratch) {
             $0.pipeline.publish = Publishing(directory: publish.path, baseURL: "https://media.example.test/p")
         }
         try await withMediaServer { media in
-            let payload = PayloadRewriteTests.fcmMessage(shared: "\(media.baseURL)/media/photo.jpg", android: "\(media.baseURL)/media/animated.gif",
+            let payload = fcmMessage(shared: "\(media.baseURL)/media/photo.jpg", android: "\(media.baseURL)/media/animated.gif",
                                                          apns: "\(media.baseURL)/media/animated.gif", data: "\(media.baseURL)/status/404")
             let plain = try await Exchange.post("\(service.base)/v1/payloads", json: payload)
             #expect(plain.status == 200)

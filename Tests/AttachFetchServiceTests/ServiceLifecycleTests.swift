@@ -7,6 +7,8 @@ import NIOEmbedded
 import Logging
 import ServiceLifecycle
 import Testing
+import ServiceTestHelpers
+import TestHelpers
 
 /// The service as a part of an app: in the app's own `ServiceGroup`, and its router driven
 /// without a socket. The pipeline scoped to a call.

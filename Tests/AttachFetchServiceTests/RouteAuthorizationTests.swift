@@ -5,6 +5,8 @@ import Foundation
 import Glibc
 #endif
 import Testing
+import ServiceTestHelpers
+import TestHelpers
 
 /// Deny by default, decided on the route the router resolved: against a token-protected service,
 /// over raw sockets (so no client library tidies the path first), no spelling of a `/v1` route

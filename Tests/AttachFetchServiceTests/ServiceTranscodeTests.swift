@@ -2,6 +2,8 @@ import AttachFetch
 @testable import AttachFetchService
 import Foundation
 import Testing
+import ServiceTestHelpers
+import TestHelpers
 
 /// The service's per-request transcoding: `transcode` and `transcodeMaxEdge` on one request
 /// change what it gets, bad values are a 400 naming the field, and results made under other

@@ -4,6 +4,8 @@ import Foundation
 import Glibc
 #endif
 import Testing
+import ServiceTestHelpers
+import TestHelpers
 
 /// The rules of one connection's timers, decided without sockets: each event goes in with the
 /// time it happened.
@@ -66,7 +68,7 @@ import Testing
     }
 }
 
-extension TimerBoundSuites {
+extension ServiceTimerSuites {
     /// Slow and careless clients against the real service over real sockets on 127.0.0.1.
     // Serialized: the tests time the service's idle and body timeouts and count the process's descriptors.
     @Suite(.serialized) struct ConnectionLimitTests {
