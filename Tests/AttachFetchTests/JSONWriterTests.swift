@@ -3,42 +3,25 @@
 import Foundation
 import Testing
 
-/// `JSONWriter` writes every JSON document of the project, and `JSONValue` carries a payload
-/// into the service's answer by encoding. Every document type, with every optional field present
+/// `JSONWriter` writes every JSON document of the project (plain values and `JSONValue`:
+/// Core's `JSONValueTests`). Every document type, with every optional field present
 /// or absent, hostile strings and awkward numbers, is written, read back and compared.
 @Suite struct JSONWriterTests {
     /// The same documents on every run.
     private typealias Seeded = SeededRandom
-
-    /// Quotes, backslashes, slashes, every control character, DEL, accents, CJK, emoji with a
-    /// modifier, the JavaScript line separators, a combining mark.
-    private static let pieces: [String] = ["a", "Z", "0", " ", "\"", "\\", "/", "//", "é", "日本", "👍🏽", "\u{2028}", "\u{2029}",
-                                           "e\u{301}", "\u{7F}", "\u{FEFF}", "http://x/a.jpg?b=1&c=%20"]
-        + (0..<0x20).map { String(UnicodeScalar(UInt8($0))) }
-
-    private static func string(_ random: inout Seeded) -> String {
-        (0..<Int.random(in: 0...6, using: &random)).map { _ in pieces.randomElement(using: &random)! }.joined()
-    }
-
-    private static let doubles: [Double] = [0, -0.0, 1, -2, 1.5, 0.1 + 0.2, 1e-7, 123_456_789.125, 1e21, 1e15, .leastNonzeroMagnitude,
-                                            .greatestFiniteMagnitude, -.leastNormalMagnitude, 2.5e-3, 1 / 3]
-
-    private static func double(_ random: inout Seeded) -> Double {
-        Bool.random(using: &random) ? doubles.randomElement(using: &random)! : Double.random(in: -1e6...1e6, using: &random)
-    }
 
     private static func maybe<T>(_ random: inout Seeded, _ make: (inout Seeded) -> T) -> T? {
         Bool.random(using: &random) ? make(&random) : nil
     }
 
     private static func reason(_ random: inout Seeded) -> AttachmentDescriptor.Reason {
-        .init(code: ReasonCode.allKnown.randomElement(using: &random)!, message: string(&random))
+        .init(code: ReasonCode.allKnown.randomElement(using: &random)!, message: JSONSamples.string(&random))
     }
 
     private static func descriptor(_ random: inout Seeded) -> AttachmentDescriptor {
         let int: (inout Seeded) -> Int = { Int.random(in: -5...Int.max, using: &$0) }
         let bytes: (inout Seeded) -> Int64 = { Int64.random(in: 0...Int64.max, using: &$0) }
-        var d = AttachmentDescriptor(identifier: string(&random), url: string(&random),
+        var d = AttachmentDescriptor(identifier: JSONSamples.string(&random), url: JSONSamples.string(&random),
                                      status: [.ready, .failed, .rejected, .timedOut].randomElement(using: &random)!,
                                      reason: maybe(&random, reason),
                                      timings: .init(total: int(&random), connect: maybe(&random, int), firstByte: maybe(&random, int),
@@ -46,23 +29,23 @@ import Testing
                                                     normalize: maybe(&random, int), probe: maybe(&random, int),
                                                     variants: maybe(&random, int)))
         d.timings.queued = maybe(&random, int)
-        d.finalUrl = maybe(&random, string)
-        d.file = maybe(&random, string)
-        d.mimeType = maybe(&random, string)
-        d.declaredMimeType = maybe(&random, string)
+        d.finalUrl = maybe(&random, JSONSamples.string)
+        d.file = maybe(&random, JSONSamples.string)
+        d.mimeType = maybe(&random, JSONSamples.string)
+        d.declaredMimeType = maybe(&random, JSONSamples.string)
         d.kind = maybe(&random) { [.image, .audio, .video].randomElement(using: &$0)! }
-        d.uti = maybe(&random, string)
-        d.fileExtension = maybe(&random, string)
+        d.uti = maybe(&random, JSONSamples.string)
+        d.fileExtension = maybe(&random, JSONSamples.string)
         d.bytes = maybe(&random, bytes)
-        d.sha256 = maybe(&random, string)
+        d.sha256 = maybe(&random, JSONSamples.string)
         d.width = maybe(&random, int)
         d.height = maybe(&random, int)
         let encryption: (inout Seeded) -> AttachmentDescriptor.Encryption = {
-            .init(scheme: string(&$0), key: string(&$0), recordSize: int(&$0))
+            .init(scheme: JSONSamples.string(&$0), key: JSONSamples.string(&$0), recordSize: int(&$0))
         }
         d.thumbnail = maybe(&random) {
-            var thumbnail = AttachmentDescriptor.Thumbnail(file: string(&$0), width: int(&$0), height: int(&$0), time: maybe(&$0, double),
-                                                           publishedUrl: maybe(&$0, string))
+            var thumbnail = AttachmentDescriptor.Thumbnail(file: JSONSamples.string(&$0), width: int(&$0), height: int(&$0), time: maybe(&$0, JSONSamples.double),
+                                                           publishedUrl: maybe(&$0, JSONSamples.string))
             thumbnail.publishedBytes = maybe(&$0, bytes)
             thumbnail.encryption = maybe(&$0, encryption)
             return thumbnail
@@ -73,28 +56,28 @@ import Testing
                       .init(x: Double.random(in: 0...0.5, using: &r), y: Double.random(in: 0...0.5, using: &r),
                             width: Double.random(in: 0.01...0.5, using: &r), height: 0.25)
                   },
-                  thumbnailTime: maybe(&random, double), thumbnailHidden: maybe(&random) { Bool.random(using: &$0) })
+                  thumbnailTime: maybe(&random, JSONSamples.double), thumbnailHidden: maybe(&random) { Bool.random(using: &$0) })
         }
-        d.payloadPath = maybe(&random, string)
-        d.sourceMimeType = maybe(&random, string)
+        d.payloadPath = maybe(&random, JSONSamples.string)
+        d.sourceMimeType = maybe(&random, JSONSamples.string)
         d.sourceBytes = maybe(&random, bytes)
         d.sourceWidth = maybe(&random, int)
         d.sourceHeight = maybe(&random, int)
-        d.sourceDamage = maybe(&random, string)
+        d.sourceDamage = maybe(&random, JSONSamples.string)
         let transforms: (inout Seeded) -> [AttachmentDescriptor.Transform] = { random in
             (0..<Int.random(in: 0...3, using: &random)).map { _ in
                 AttachmentDescriptor.Transform.allCases.randomElement(using: &random)!
             }
         }
         d.transforms = maybe(&random, transforms)
-        d.duration = maybe(&random, double)
-        d.statedDuration = maybe(&random, double)
-        d.videoCodec = maybe(&random, string)
-        d.sourceAudioCodec = maybe(&random, string)
-        d.sourceVideoCodec = maybe(&random, string)
-        d.audioCodec = maybe(&random, string)
+        d.duration = maybe(&random, JSONSamples.double)
+        d.statedDuration = maybe(&random, JSONSamples.double)
+        d.videoCodec = maybe(&random, JSONSamples.string)
+        d.sourceAudioCodec = maybe(&random, JSONSamples.string)
+        d.sourceVideoCodec = maybe(&random, JSONSamples.string)
+        d.audioCodec = maybe(&random, JSONSamples.string)
         d.ats = maybe(&random) { random in
-            .init(problems: (0..<Int.random(in: 0...2, using: &random)).map { _ in .init(code: string(&random), message: string(&random)) })
+            .init(problems: (0..<Int.random(in: 0...2, using: &random)).map { _ in .init(code: JSONSamples.string(&random), message: JSONSamples.string(&random)) })
         }
         d.cache = maybe(&random) { [.miss, .hit, .revalidated, .coalesced, .shared].randomElement(using: &$0)! }
         d.skippedAtDeadline = maybe(&random) { random in
@@ -104,7 +87,7 @@ import Testing
             try! ClippingRectangle(x: Double.random(in: 0...0.5, using: &random), y: Double.random(in: 0...0.5, using: &random),
                                    width: 0.5, height: Double.random(in: 0.1...0.5, using: &random))
         }
-        d.publishedUrl = maybe(&random, string)
+        d.publishedUrl = maybe(&random, JSONSamples.string)
         d.publishedBytes = maybe(&random, bytes)
         d.encryption = maybe(&random, encryption)
         d.variants = maybe(&random) { random in
@@ -112,46 +95,21 @@ import Testing
             for _ in 0..<Int.random(in: 0...3, using: &random) {
                 var variant = AttachmentDescriptor.Variant(status: maybe(&random) { [.unsupported, .failed].randomElement(using: &$0)! },
                                                            reason: maybe(&random, reason))
-                variant.file = maybe(&random, string)
+                variant.file = maybe(&random, JSONSamples.string)
                 variant.bytes = maybe(&random, bytes)
-                variant.sha256 = maybe(&random, string)
-                variant.mimeType = maybe(&random, string)
+                variant.sha256 = maybe(&random, JSONSamples.string)
+                variant.mimeType = maybe(&random, JSONSamples.string)
                 variant.width = maybe(&random, int)
                 variant.height = maybe(&random, int)
                 variant.transforms = maybe(&random, transforms)
-                variant.publishedUrl = maybe(&random, string)
+                variant.publishedUrl = maybe(&random, JSONSamples.string)
                 variant.publishedBytes = maybe(&random, bytes)
                 variant.encryption = maybe(&random, encryption)
-                variants[string(&random)] = variant
+                variants[JSONSamples.string(&random)] = variant
             }
             return variants
         }
         return d
-    }
-
-    /// Any JSON value: keys that differ only in case, accents and emoji test the key order.
-    private static func value(_ random: inout Seeded, depth: Int = 0) -> JSONValue {
-        switch Int.random(in: depth > 3 ? 0...4 : 0...6, using: &random) {
-        case 0: return .null
-        case 1: return .bool(Bool.random(using: &random))
-        case 2: return number(double(&random))
-        case 3: return Bool.random(using: &random) ? .integer(Int64.random(in: .min ... .max, using: &random))
-            : .unsigned(UInt64.random(in: UInt64(Int64.max) + 1 ... .max, using: &random))
-        case 4: return .string(string(&random))
-        case 5: return .array((0..<Int.random(in: 0...4, using: &random)).map { _ in value(&random, depth: depth + 1) })
-        default:
-            var object: [String: JSONValue] = [:]
-            for _ in 0..<Int.random(in: 0...5, using: &random) {
-                object[["a", "A", "b", "B", "é", "e", "_", "👍🏽", "aa", ""].randomElement(using: &random)! + string(&random)] =
-                    value(&random, depth: depth + 1)
-            }
-            return .object(object)
-        }
-    }
-
-    /// A number as `JSONValue` reads it back: integral values in range are integers.
-    private static func number(_ value: Double) -> JSONValue {
-        value.rounded() == value && abs(value) < 9e18 ? .integer(Int64(value)) : .number(value)
     }
 
     @Test func documentsReadBackAsTheyWereWritten() throws {
@@ -164,7 +122,7 @@ import Testing
                 #expect(try JSONWriter.data(read) == written)
             }
             let batch = AttachmentBatch(attachments: descriptors, elapsed: .milliseconds(Int.random(in: 0...99_999, using: &random)),
-                                        deadline: .seconds(25), directory: Self.maybe(&random, Self.string))
+                                        deadline: .seconds(25), directory: Self.maybe(&random, JSONSamples.string))
             let written = try JSONWriter.string(BatchDocument(batch, lint: nil))
             let read = try #require(try JSONSerialization.jsonObject(with: Data(written.utf8)) as? [String: Any])
             #expect((read["attachments"] as? [Any])?.count == descriptors.count)
@@ -222,7 +180,7 @@ import Testing
             let batch = AttachmentBatch(attachments: (0..<Int.random(in: 0...3, using: &random)).map { _ in Self.descriptor(&random) },
                                         elapsed: .milliseconds(Int.random(in: 0...99_999, using: &random)),
                                         deadline: .milliseconds(Int.random(in: 1...99_999, using: &random)),
-                                        directory: Self.maybe(&random, Self.string))
+                                        directory: Self.maybe(&random, JSONSamples.string))
             let document = BatchDocument(batch)
             #expect(try JSONWriter.string(document) == String(decoding: try encoder.encode(document), as: UTF8.self))
         }
@@ -281,39 +239,6 @@ import Testing
             attachments: [descriptor], elapsed: .zero, deadline: .seconds(1), directory: nil))) }
     }
 
-    @Test func keysAreSortedAndSlashesAreNotEscaped() throws {
-        #expect(try JSONWriter.string(WrittenTwice()) == #"{"a":2,"b":{"c":[1,{}]},"z":"last"}"#)
-        #expect(try JSONWriter.string(["url": "https://cdn.example/a/b.jpg"]) == #"{"url":"https://cdn.example/a/b.jpg"}"#)
-        let pretty = try JSONWriter.string(["b": 1, "a": 2], layout: .pretty)
-        #expect(pretty.contains("\n") && pretty.firstRange(of: "\"a\"")!.lowerBound < pretty.firstRange(of: "\"b\"")!.lowerBound)
-    }
-
-    @Test func aValueThatCannotBeWrittenThrowsAndSaysWhy() {
-        #expect(throws: JSONWriter.Failure.self) { try JSONWriter.string([Double.nan]) }
-        do {
-            _ = try JSONWriter.string(["a": Double.infinity])
-            Issue.record("infinity was written")
-        } catch {
-            #expect(error.description.contains("Dictionary<String, Double>"), "\(error)")
-        }
-    }
-
-    @Test func anyJSONValueReadsBackAsItWas() throws {
-        var random = Seeded(state: 15)
-        for _ in 0..<500 {
-            let value = Self.value(&random)
-            #expect(try JSONValue(json: JSONWriter.data(value)) == value)
-        }
-        for text in ["0", "-0", "1.5", "9223372036854775807", "-9223372036854775808", "18446744073709551615",
-                     "1e300", "true", "false", "null", #""é/\u2028""#, "[]", "{}"] {
-            let value = try JSONValue(json: Data(text.utf8))
-            #expect(try JSONValue(json: JSONWriter.data(value)) == value, "\(text)")
-        }
-        #expect(try JSONValue(json: Data("1".utf8)) == .integer(1) && JSONValue(json: Data("true".utf8)) == .bool(true),
-                "a number is not a boolean")
-        #expect(throws: (any Error).self) { try JSONValue(json: Data("{".utf8)) }
-    }
-
     @Test func aPayloadIsPlacedIntoTheDocumentByEncoding() throws {
         let payload = Data(#"{"aps":{"alert":{"title":"a/b \"q\""},"badge":3,"big":18446744073709551615,"x":1.5,"n":null,"t":true},"media":["http://127.0.0.1/a.jpg"]}"#.utf8)
         var document = BatchDocument(AttachmentBatch(attachments: [], elapsed: .zero, deadline: .seconds(1), directory: nil))
@@ -323,22 +248,5 @@ import Testing
         let original = try #require(try JSONSerialization.jsonObject(with: payload) as? NSDictionary)
         #expect(read["payload"] as? NSDictionary == original)
         #expect(String(decoding: written, as: UTF8.self).contains(#""big":18446744073709551615"#), "integers stay exact")
-    }
-
-    /// A hand-written conformance: a key written twice, nested containers, an empty object.
-    private struct WrittenTwice: Encodable {
-        enum Keys: String, CodingKey { case z, a, b, c }
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: Keys.self)
-            try container.encode("first", forKey: .z)
-            try container.encode(1, forKey: .a)
-            var nested = container.nestedContainer(keyedBy: Keys.self, forKey: .b)
-            var list = nested.nestedUnkeyedContainer(forKey: .c)
-            try list.encode(1)
-            _ = list.nestedContainer(keyedBy: Keys.self)
-            var again = encoder.container(keyedBy: Keys.self)
-            try again.encode(2, forKey: .a)
-            try again.encode("last", forKey: .z)
-        }
     }
 }

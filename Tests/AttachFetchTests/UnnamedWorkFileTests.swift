@@ -8,7 +8,7 @@ import Testing
 /// Bodies and thumbnails have no name until a caller's link gives them one (`UnnamedFile`):
 /// nothing partial is ever visible, the work store holds no names, and a delivered file has
 /// exactly one name, the caller's. The call counts themselves are `Benchmarks/syscall-guard`'s.
-@Suite struct UnnamedFileTests {
+@Suite struct UnnamedWorkFileTests {
     /// While a body streams (the origin stalls after 1 KiB), the work store exists and the
     /// pipeline holds the body open, yet no file has a name anywhere under the temporary
     /// directory.
@@ -64,32 +64,6 @@ import Testing
         // The pipeline is shut down: its results are let go.
         #expect(Self.ownOpenFiles().filter { $0.hasPrefix(scratch.path + "/") }.isEmpty, "unnamed files still open")
         #expect(scratch.tree() == [], "\(scratch.tree())")
-    }
-
-    /// The working path of an unnamed file: parsed, re-pointed and stripped of its extension.
-    @Test func workingPathsNameTheirDescriptor() {
-        #expect(UnnamedFile.descriptor(in: "/proc/self/fd/12") == 12)
-        #expect(UnnamedFile.descriptor(in: "/proc/self/fd/12.jpg") == 12)
-        #expect(UnnamedFile.descriptor(in: "/tmp/proc/self/fd/12") == nil)
-        #expect(UnnamedFile.descriptor(in: "/proc/self/fd/x.jpg") == nil)
-        #expect(UnnamedFile.openable("/proc/self/fd/7.png") == "/proc/self/fd/7")
-        #expect(UnnamedFile.openable("/tmp/a.png") == "/tmp/a.png")
-        #expect(UnnamedFile.replacingDescriptor(in: "/proc/self/fd/7.png", [7: 123]) == "/proc/self/fd/123.png")
-        #expect(UnnamedFile.replacingDescriptor(in: "/proc/self/fd/8.png", [7: 123]) == "/proc/self/fd/8.png")
-        #expect(UnnamedFile.replacingDescriptor(in: "/tmp/7.png", [7: 123]) == "/tmp/7.png")
-        #expect(UnnamedFile.path(of: "/proc/self/fd/7", withExtension: "jpg") == "/proc/self/fd/7.jpg")
-    }
-
-    /// Reading a working file's size leaves its shared offset where its writer left it.
-    @Test func sizeLeavesTheOffsetAlone() throws {
-        let scratch = Scratch()
-        let file = try #require(UnnamedFile.create(in: scratch.path))
-        let bytes: [UInt8] = Array(repeating: 7, count: 10)
-        #expect(bytes.withUnsafeBytes { write(file.descriptor, $0.baseAddress, $0.count) } == 10)
-        #expect(lseek(file.descriptor, 4, SEEK_SET) == 4)
-        #expect(UnnamedFile.size(of: file.path + ".jpg") == 10)
-        #expect(lseek(file.descriptor, 0, SEEK_CUR) == 4, "size(of:) moved the offset")
-        #expect(UnnamedFile.size(of: scratch.path + "/ordinary.jpg") == nil)
     }
 
     /// A closed ledger hands out no working path: the file it refuses is freed with the

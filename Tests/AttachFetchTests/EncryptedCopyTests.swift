@@ -5,9 +5,9 @@ import Glibc
 import Testing
 @testable import AttachFetch
 
-/// New files are written one way (`SafeFile.writeNew`): never over an existing file, synced, every
-/// call's result checked. The encrypted copy for publishing is written that way too.
-@Suite struct SafeFileTests {
+/// The encrypted copy for publishing is written as every new file is (`SafeFile`): never over an
+/// existing file; into an unnamed file, from its start.
+@Suite struct EncryptedCopyTests {
     private func plaintext(in scratch: Scratch) throws -> FileToPublish {
         let path = scratch.path + "/photo.jpg"
         try Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0) }).write(to: URL(fileURLWithPath: path))
@@ -34,15 +34,5 @@ import Testing
         // Written with pwrite: the offset other holders share is where it was.
         #expect(lseek(output.descriptor, 0, SEEK_CUR) == 0)
         #expect(made.file.sha256 == (try Publisher.hash(output.path)))
-    }
-
-    @Test func aCopyHasExactlyItsModeAndNeverReplacesAFile() throws {
-        let scratch = Scratch()
-        let file = try plaintext(in: scratch)
-        let destination = scratch.path + "/published.jpg"
-        try SafeFile.copy(file.path, to: destination, mode: 0o644)
-        var status = stat()
-        #expect(stat(destination, &status) == 0 && status.st_mode & 0o777 == 0o644 && status.st_size == 200_000)
-        #expect(throws: Reason.self) { try SafeFile.copy(file.path, to: destination, mode: 0o644) }
     }
 }
