@@ -44,4 +44,30 @@ extension SourceLayoutTests {
             #expect(missing.isEmpty, "docs/architecture.md: \(layer) imports \(missing), which its row does not name")
         }
     }
+
+    /// A file's name says which module's it is: no two Swift files under Sources/ or Tests/
+    /// share a name, but `main.swift` (SwiftPM's name for an executable's top-level code) and
+    /// the two sides of one protocol, whose first lines say "one side of". None is empty.
+    @Test func everySwiftFileNameIsOneModulesAndNoneIsEmpty() throws {
+        let root = Self.sources.deletingLastPathComponent()
+        var byName: [String: [String]] = [:]
+        var empty: [String] = []
+        for folder in ["Sources", "Tests"] {
+            let files = try #require(FileManager.default.enumerator(at: root.appendingPathComponent(folder), includingPropertiesForKeys: nil))
+            for case let url as URL in files where url.pathExtension == "swift" {
+                let relative = String(url.path.dropFirst(root.path.count + 1))
+                byName[url.lastPathComponent, default: []].append(relative)
+                if (FileManager.default.contents(atPath: url.path) ?? Data()).allSatisfy({ $0 == 0x20 || $0 == 0x0A }) { empty.append(relative) }
+            }
+        }
+        let shared = byName.filter { name, paths in
+            guard paths.count > 1, name != "main.swift" else { return false }
+            return !paths.allSatisfy { path in
+                let text = (try? String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)) ?? ""
+                return text.prefix { $0 != "\n" }.contains("one side of")
+            }
+        }
+        #expect(shared.isEmpty, "\(shared.values.map { $0.sorted().joined(separator: ", ") }.sorted().joined(separator: "\n"))")
+        #expect(empty.isEmpty, "empty: \(empty.sorted())")
+    }
 }
