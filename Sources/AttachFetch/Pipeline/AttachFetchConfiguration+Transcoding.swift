@@ -9,4 +9,10 @@ extension AttachFetchConfiguration {
     func transcoding(for request: AttachmentRequest) -> TranscodeSettings {
         request.transcoding ?? transcoding
     }
+
+    /// Whether what is published for `request` is encrypted: its own choice, or
+    /// `mediaEncryption.encryptsEverything` (false without `mediaEncryption`).
+    func encrypts(_ request: AttachmentRequest) -> Bool {
+        request.encrypt ?? mediaEncryption?.encryptsEverything ?? false
+    }
 }

@@ -29,7 +29,7 @@ extension AttachmentPipeline {
                             logger: Logger, span: any Span) async -> AttachmentDescriptor {
         let descriptor = Self.builder(for: request, index: index, start: batch.start)
         if let problem = urlProblem(request) { return descriptor.failed(problem) }
-        let encrypted = encrypts(request)
+        let encrypted = configuration.encrypts(request)
         if encrypted && configuration.mediaEncryption == nil {
             return descriptor.failed(Reason(code: .encryptionUnavailable,
                                             message: "encrypted publishing was asked for, but no media key is configured"))
@@ -59,11 +59,6 @@ extension AttachmentPipeline {
         }
     }
 
-    /// Whether what is published for `request` is encrypted.
-    func encrypts(_ request: AttachmentRequest) -> Bool {
-        request.encrypt ?? configuration.mediaEncryption?.encryptsEverything ?? false
-    }
-
     /// Why the request's URL is refused before anything is fetched, or nil.
     func urlProblem(_ request: AttachmentRequest) -> Reason? {
         URLCheck.problem(with: request.url)
@@ -79,7 +74,7 @@ extension AttachmentPipeline {
         for (index, request) in requests.enumerated() {
             guard urlProblem(request) == nil,
                   let result = results.freshResult(for: ResultKey(request, platforms: request.platforms ?? configuration.platforms,
-                                                                  encrypted: encrypts(request), pipeline: configuration.transcoding))
+                                                                  encrypted: configuration.encrypts(request), pipeline: configuration.transcoding))
             else {
                 for hit in hits { hit.result.release() }
                 return nil

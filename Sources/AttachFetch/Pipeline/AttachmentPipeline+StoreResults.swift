@@ -15,9 +15,9 @@ extension AttachmentPipeline {
                     stale: SharedResult?, shared: StoreResults, batch: Batch, logger: Logger) async -> WorkOutcome {
         // An encrypted result's record would put its keys in the store beside the ciphertext:
         // it is not shared. Replicas still publish the same objects (encryption is deterministic).
-        let encrypted = encrypts(request)
+        let encrypted = configuration.encrypts(request)
         guard !encrypted, let name = shared.name(for: ResultKey(request, platforms: platforms, encrypted: encrypted, pipeline: configuration.transcoding)) else {
-            return await work(request, platforms: platforms, number: number, directory: directory,
+            return await maker.work(request, platforms: platforms, number: number, directory: directory,
                               validators: stale?.headers.validators, batch: batch, logger: logger)
         }
         let base = "\(directory)/r\(number)"
@@ -53,7 +53,7 @@ extension AttachmentPipeline {
         }
         // The holder fetches: conditionally when a stale result (local, or stored) may still be good.
         let validators = stale?.headers.validators ?? storedStale?.headers.validators
-        let outcome = await work(request, platforms: platforms, number: number, directory: directory,
+        let outcome = await maker.work(request, platforms: platforms, number: number, directory: directory,
                                  validators: validators, batch: batch, logger: logger)
         var finished = outcome
         switch outcome {

@@ -50,7 +50,7 @@ extension AttachmentPipeline {
     func wholeClip(_ request: AttachmentRequest, platforms: Set<Platform>, number: Int, directory: String,
                    kept: KeptSource, batch: Batch, logger: Logger) async -> WorkOutcome {
         guard let shared = storeResults, let name = kept.leaseName else {
-            return await work(request, platforms: platforms, number: number, directory: directory,
+            return await maker.work(request, platforms: platforms, number: number, directory: directory,
                               validators: nil, batch: batch, logger: logger, resuming: kept)
         }
         let renewal = Task {
@@ -59,7 +59,7 @@ extension AttachmentPipeline {
                 try? await Task.sleep(for: .seconds(StoreResults.renewedLeaseSeconds / 3))
             }
         }
-        let outcome = await work(request, platforms: platforms, number: number, directory: directory,
+        let outcome = await maker.work(request, platforms: platforms, number: number, directory: directory,
                                  validators: nil, batch: batch, logger: logger, resuming: kept)
         renewal.cancel()
         await renewal.value

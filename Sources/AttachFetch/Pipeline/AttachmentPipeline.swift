@@ -20,6 +20,8 @@ public final class AttachmentPipeline: Sendable {
     let trustStore: TrustStore?
     /// Where shared work makes its files, held only while in use.
     let store: WorkStore
+    /// Makes each URL's result in `store`; this type decides who shares it.
+    let maker: ResultMaker
     /// The workers' one writable directory (Landlock), holding the work store: made for this
     /// pipeline (mode 0700) and removed at shutdown, so that no worker can write the system
     /// temporary directory, where the CLI's output and the service's served files are. Nil
@@ -104,6 +106,7 @@ public final class AttachmentPipeline: Sendable {
             fileWorkers: fileWorkers,
             objectPublisher: objectStore.map { ObjectPublisher(store: $0, fileWorkers: fileWorkers) })
         self.store = WorkStore(parent: workerRoot ?? configuration.temporaryDirectory)
+        self.maker = ResultMaker(configuration: configuration, engine: engine, stages: stages, store: store, trustStore: trustStore)
         self.results = SharedResults(caching: configuration.cache, clock: configuration.clock)
         let perBatch = configuration.transferConcurrency == .fixed
             ? max(configuration.maxAttachmentsInFlight, configuration.maxConcurrentTransfers) : configuration.maxAttachmentsInFlight
