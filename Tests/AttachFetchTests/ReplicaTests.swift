@@ -229,22 +229,27 @@ extension ObjectStoreBoundSuites {
             #expect(profile.stdout.contains("connectFailed"), "\(profile.stdout)")
         }
 
+        /// The store's answer to a readiness probe is reused for `storeCheckReuse` (5 s) of the
+        /// pipeline's clock, which the test moves: within it the last answer stands, past it the
+        /// store is asked again and its absence ends readiness.
         @Test func readinessIsUnavailableWhileTheStoreCannotBeReached() async throws {
             let store = try SeaweedStore()
-            let scratch = Scratch()
-            let replica = try Replica(store: store, prefix: "ready", scratch: scratch)
-            let checked = ContinuousClock.now
-            #expect(try await Exchange.send("GET", "\(replica.base)/readyz").status == 200)
+            let time = ManualClock()
+            let service = try await RunningServer.start(Scratch()) {
+                $0.pipeline.objectStore = try? store.target(prefix: "ready")
+                $0.pipeline.clock = time.clock
+            }
+            #expect(try await Exchange.send("GET", "\(service.base)/readyz").status == 200)
             store.stop()
-            // Within the reuse window the last answer stands: no store request is sent for a
-            // probe (one would have failed now). A real-time bound, since the point is real time.
-            let soon = try await Exchange.send("GET", "\(replica.base)/readyz")
-            if ContinuousClock.now - checked < .seconds(4) { #expect(soon.status == 200, "\(soon.status) \(soon.text)") }
-            try await Task.sleep(until: checked + .seconds(5.5))
-            let answer = try await Exchange.send("GET", "\(replica.base)/readyz")
+            time.advance(by: .seconds(4.9))
+            // Within the reuse window: no store request is sent for a probe (one would fail now).
+            let soon = try await Exchange.send("GET", "\(service.base)/readyz")
+            #expect(soon.status == 200, "\(soon.status) \(soon.text)")
+            time.advance(by: .seconds(0.2))
+            let answer = try await Exchange.send("GET", "\(service.base)/readyz")
             #expect(answer.status == 503 && answer.errorCode == "objectStoreUnavailable", "\(answer.status) \(answer.text)")
             #expect(!answer.text.contains(SeaweedStore.secretKey))
-            replica.kill(SIGTERM)
+            await service.stop()
         }
     }
 }
