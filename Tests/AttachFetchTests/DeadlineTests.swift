@@ -8,7 +8,7 @@ extension DeadlineBoundSuites {
     /// figures come from the benchmarks.
     // Serialized: the tests time batches against their deadlines (the time contract).
     @Suite(.serialized) struct DeadlineTests {
-        @Test func batchReturnsByItsDeadlineKeepingWhatFinished() async throws {
+        @Test("batchReturnsByItsDeadlineKeepingWhatFinished, within 300 ms of slack") func batchReturnsByItsDeadlineKeepingWhatFinished() async throws {
             let scratch = Scratch()
             try await withPipeline(scratch) { pipeline in
                 try await withMediaServer { server in
@@ -62,7 +62,7 @@ extension DeadlineBoundSuites {
             }
         }
 
-        @Test func stallDetectionIsAPerRequestTimeout() async throws {
+        @Test("stallDetectionIsAPerRequestTimeout, within 300 ms of slack") func stallDetectionIsAPerRequestTimeout() async throws {
             let scratch = Scratch()
             try await withPipeline(scratch, { $0.timeout.stall = .milliseconds(500) }) { pipeline in
                 try await withMediaServer { server in
@@ -78,7 +78,7 @@ extension DeadlineBoundSuites {
             }
         }
 
-        @Test func stallDetectionWorksOnAReusedKeepAliveConnection() async throws {
+        @Test("stallDetectionWorksOnAReusedKeepAliveConnection, within 300 ms of slack") func stallDetectionWorksOnAReusedKeepAliveConnection() async throws {
             let scratch = Scratch()
             try await withPipeline(scratch, {
                 $0.timeout.stall = .milliseconds(500)
@@ -97,7 +97,7 @@ extension DeadlineBoundSuites {
             }
         }
 
-        @Test func totalRequestTimeoutFires() async throws {
+        @Test("totalRequestTimeoutFires, within 300 ms of slack") func totalRequestTimeoutFires() async throws {
             let scratch = Scratch()
             try await withPipeline(scratch, { $0.timeout.request = .milliseconds(700) }) { pipeline in
                 try await withMediaServer { server in
@@ -110,7 +110,7 @@ extension DeadlineBoundSuites {
             }
         }
 
-        @Test func requestTimeoutIsClippedToTheDeadline() async throws {
+        @Test("requestTimeoutIsClippedToTheDeadline, within 300 ms of slack") func requestTimeoutIsClippedToTheDeadline() async throws {
             let scratch = Scratch()
             try await withPipeline(scratch) { pipeline in // 10 s request timeout, 3 s stall
                 try await withMediaServer { server in
@@ -123,7 +123,7 @@ extension DeadlineBoundSuites {
             }
         }
 
-        @Test func cancellingTheTaskReturnsPromptlyWithCancelledDescriptors() async throws {
+        @Test("cancellingTheTaskReturnsPromptlyWithCancelledDescriptors, within 300 ms of slack") func cancellingTheTaskReturnsPromptlyWithCancelledDescriptors() async throws {
             let scratch = Scratch()
             try await withPipeline(scratch, { $0.maxConcurrentTransfers = 2 }) { pipeline in
                 try await withMediaServer { server in

@@ -7,7 +7,7 @@ extension TimerBoundSuites {
     /// The time contract against a fault-injecting server on 127.0.0.1.
     // Serialized: each test times a misbehaving server against the stall, request and batch timeouts.
     @Suite(.serialized) struct HostileServerTests {
-        @Test func serverThatNeverAnswersHitsTheStallTimeout() async throws {
+        @Test("serverThatNeverAnswersHitsTheStallTimeout, within 300 ms of slack") func serverThatNeverAnswersHitsTheStallTimeout() async throws {
             let scratch = Scratch()
             try await withPipeline(scratch, { $0.timeout.stall = .milliseconds(500) }) { pipeline in
                 try await withMediaServer { server in
@@ -19,7 +19,7 @@ extension TimerBoundSuites {
             }
         }
 
-        @Test func headersThenStallHitsTheStallTimeout() async throws {
+        @Test("headersThenStallHitsTheStallTimeout, within 300 ms of slack") func headersThenStallHitsTheStallTimeout() async throws {
             let scratch = Scratch()
             try await withPipeline(scratch, { $0.timeout.stall = .milliseconds(800) }) { pipeline in
                 try await withMediaServer { server in
@@ -30,7 +30,7 @@ extension TimerBoundSuites {
             }
         }
 
-        @Test func dripFeedHitsTheTotalTimeoutNotTheStallTimeout() async throws {
+        @Test("dripFeedHitsTheTotalTimeoutNotTheStallTimeout, within 300 ms of slack") func dripFeedHitsTheTotalTimeoutNotTheStallTimeout() async throws {
             let scratch = Scratch()
             try await withPipeline(scratch, {
                 $0.timeout.request = .milliseconds(1500)
@@ -45,7 +45,7 @@ extension TimerBoundSuites {
             }
         }
 
-        @Test func slowHeadersHitTheTotalTimeout() async throws {
+        @Test("slowHeadersHitTheTotalTimeout, within 300 ms of slack") func slowHeadersHitTheTotalTimeout() async throws {
             let scratch = Scratch()
             try await withPipeline(scratch, { $0.timeout.request = .milliseconds(1200) }) { pipeline in
                 try await withMediaServer { server in
@@ -56,7 +56,7 @@ extension TimerBoundSuites {
             }
         }
 
-        @Test func slowHeadersHitTheStallTimeoutWhenItIsShorter() async throws {
+        @Test("slowHeadersHitTheStallTimeoutWhenItIsShorter, within 300 ms of slack") func slowHeadersHitTheStallTimeoutWhenItIsShorter() async throws {
             let scratch = Scratch()
             try await withPipeline(scratch, { $0.timeout.stall = .milliseconds(400) }) { pipeline in
                 try await withMediaServer { server in

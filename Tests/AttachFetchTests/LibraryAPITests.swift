@@ -76,7 +76,7 @@ extension DeadlineBoundSuites {
             }
         }
 
-        @Test func afterShutdownBatchesFailAtOnceAsCancelled() async throws {
+        @Test("afterShutdownBatchesFailAtOnceAsCancelled, within 300 ms of slack") func afterShutdownBatchesFailAtOnceAsCancelled() async throws {
             let scratch = Scratch()
             try await withPipeline(scratch) { pipeline in
                 try await withMediaServer { server in

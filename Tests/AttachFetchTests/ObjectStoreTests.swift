@@ -125,7 +125,7 @@ extension ObjectStoreBoundSuites {
                     "\(scratch.tree())")
         }
 
-        @Test func aStoreAnsweringSlowDownIsRetriedWithinTheDeadlineThenPublishFailed() async throws {
+        @Test("aStoreAnsweringSlowDownIsRetriedWithinTheDeadlineThenPublishFailed, within 300 ms of slack") func aStoreAnsweringSlowDownIsRetriedWithinTheDeadlineThenPublishFailed() async throws {
             // An endpoint that only ever answers 503 SlowDown, as S3 does under too high a rate.
             let server = try LoopbackHTTPServer { request, connection in
                 if request.method == "HEAD" { connection.sendHead(status: 503, reason: "Slow Down", contentLength: 0); return }
@@ -204,7 +204,7 @@ extension ObjectStoreBoundSuites {
 
         /// A lease put answered after the caller's deadline (within `StoreResults.leaseGrace`)
         /// is known all the same, and the lease given back: not left standing to its expiry.
-        @Test func aLeaseAnsweredAfterTheDeadlineIsGivenBack() async throws {
+        @Test("aLeaseAnsweredAfterTheDeadlineIsGivenBack, within 300 ms of slack") func aLeaseAnsweredAfterTheDeadlineIsGivenBack() async throws {
             let store = try SeaweedStore.current()
             let origin = try CachingOrigin()
             defer { origin.shutdown() }

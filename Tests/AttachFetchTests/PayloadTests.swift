@@ -128,7 +128,7 @@ extension DeadlineBoundSuites {
             #expect(throws: AttachFetchError.self) { try PushPayload(data: Data("not json".utf8)) }
         }
 
-        @Test func avatarsGetASquareThumbnailAndTheirOwnTimeout() async throws {
+        @Test("avatarsGetASquareThumbnailAndTheirOwnTimeout, within 300 ms of slack") func avatarsGetASquareThumbnailAndTheirOwnTimeout() async throws {
             let scratch = Scratch()
             try await withPipeline(scratch, {
                 $0.avatarTimeout = .milliseconds(600)

@@ -46,7 +46,8 @@ func fetchOne(_ url: String, _ pipeline: AttachmentPipeline, clip: ClippingRecta
 }
 
 /// How late a timing test lets anything be. Generous (300 ms) because CI machines are noisy;
-/// the real figures come from the benchmarks.
+/// the real figures come from the benchmarks. A test that uses it says so in its display name
+/// ("…, within 300 ms of slack"): it holds real time, not the injectable clock.
 let timingSlack: Duration = .milliseconds(300)
 
 /// Runs one URL and returns its descriptor and how long the batch took.
