@@ -38,4 +38,12 @@ enum TestProcess {
             .split(separator: "\n").first { $0.hasPrefix("pos:") }
             .flatMap { Int($0.dropFirst(4).trimmingCharacters(in: .whitespaces)) }
     }
+
+    /// This process's living workers executed from `executable` (the path, as they were started).
+    static func workers(startedFrom executable: String) -> [pid_t] {
+        living(named: String(((executable as NSString).lastPathComponent).prefix(15)), parent: getpid()).filter { pid in
+            let arguments = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") ?? Data()
+            return arguments.split(separator: 0).first.map { String(decoding: $0, as: UTF8.self) } == executable
+        }
+    }
 }
