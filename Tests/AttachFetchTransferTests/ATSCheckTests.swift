@@ -1,9 +1,10 @@
 import Foundation
 import Testing
-@testable import AttachFetch
+import AttachFetchCore
 @testable import AttachFetchTransfer
 
-/// App Transport Security's rules on given facts (no network), and the payload lint they feed.
+/// App Transport Security's rules on given facts (no network). The payload lint they feed is
+/// the pipeline's `ATSLintTests`.
 @Suite struct ATSCheckTests {
     static let modern = TLSFacts(version: "TLSv1.3", cipher: "TLS_AES_128_GCM_SHA256", forwardSecret: true)
 
@@ -39,20 +40,5 @@ import Testing
         #expect(codes(ATSCheck.verdict(url: https, hops: [], sessions: [], tlsFailure: verify, verifyResult: 66)) == [ATSVerdict.certificateKeySize])
         // An untrusted CA is not an ATS matter (the app's trust store decides).
         #expect(ATSCheck.verdict(url: https, hops: [], sessions: [], tlsFailure: verify, verifyResult: 20).compliant)
-    }
-
-    @Test func lintWarnsWithTheExceptionAnAppWouldNeed() throws {
-        let payload = try PushPayload(data: Data(#"{"aps": {"alert": "hi", "mutable-content": 1}, "image": "http://cdn.example/a.jpg"}"#.utf8))
-        let media = payload.media()
-        #expect(media.count == 1)
-        var descriptor = AttachmentDescriptor(identifier: "a", url: "http://cdn.example/a.jpg", status: .ready, timings: .init(total: 1))
-        descriptor.ats = ATSVerdict(problems: [.init(code: ATSVerdict.insecureScheme, message: "the URL is plain http")])
-        let findings = payload.lint(media: media, descriptors: [descriptor])
-        let ats = try #require(findings.first { $0.code == "atsNotCompliant" })
-        #expect(ats.severity == .warning)
-        #expect(ats.message.contains("NSExceptionDomains → cdn.example → { NSExceptionAllowsInsecureHTTPLoads = YES }"), "\(ats.message)")
-        #expect(ats.path == media[0].path)
-        descriptor.ats = ATSVerdict(problems: [])
-        #expect(!payload.lint(media: media, descriptors: [descriptor]).contains { $0.code == "atsNotCompliant" })
     }
 }
