@@ -26,8 +26,9 @@ func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async thro
 func randomKey() -> ContentKey { ContentKey(bytes: randomBytes(16))! }
 
 /// `plaintext` as the publisher writes it: a header, then full records and a last one.
-func encrypt(_ plaintext: [UInt8], key: ContentKey, recordSize: Int, keyID: [UInt8]? = nil) throws -> [UInt8] {
-    var encoder = try ContentEncoder(key: key, salt: randomBytes(16), recordSize: recordSize, keyID: keyID)
+func encrypt(_ plaintext: [UInt8], key: ContentKey, salt: [UInt8] = randomBytes(16), recordSize: Int,
+             keyID: [UInt8]? = nil) throws -> [UInt8] {
+    var encoder = try ContentEncoder(key: key, salt: salt, recordSize: recordSize, keyID: keyID)
     var stream = encoder.header
     var offset = 0
     repeat {

@@ -23,18 +23,6 @@ import Testing
         return plaintext
     }
 
-    static func encrypt(_ plaintext: [UInt8], key: ContentKey, salt: [UInt8], recordSize: Int, keyID: [UInt8]? = nil) throws -> [UInt8] {
-        var encoder = try ContentEncoder(key: key, salt: salt, recordSize: recordSize, keyID: keyID)
-        var out = encoder.header
-        var offset = 0
-        repeat {
-            let end = min(offset + encoder.plaintextPerRecord, plaintext.count)
-            out += try encoder.seal(plaintext[offset..<end], last: end == plaintext.count)
-            offset = end
-        } while offset < plaintext.count
-        return out
-    }
-
     static func error(_ body: () throws -> Void) -> ContentEncryptionError.Code? {
         do { try body() } catch let error as ContentEncryptionError { return error.code } catch { return nil }
         return nil
@@ -45,7 +33,7 @@ import Testing
         let key = try #require(ContentKey(base64URL: "yqdlZ-tYemfogSmv7Ws5PQ"))
         let expected = Self.base64URL("I1BsxtFttlv3u_Oo94xnmwAAEAAA-NAVub2qFgBEuQKRapoZu-IxkIva3MEB1PD-ly8Thjg")
         let salt = Self.base64URL("I1BsxtFttlv3u_Oo94xnmw")
-        #expect(try Self.encrypt(Array("I am the walrus".utf8), key: key, salt: salt, recordSize: 4096, keyID: []) == expected)
+        #expect(try encrypt(Array("I am the walrus".utf8), key: key, salt: salt, recordSize: 4096, keyID: []) == expected)
         #expect(try Self.decrypt(expected, key: key, chunk: 3) == Array("I am the walrus".utf8))
     }
 
@@ -61,7 +49,7 @@ import Testing
         // Record size 100: 83 bytes of plaintext per record.
         let key = ContentKey(bytes: (0..<16).map { _ in UInt8.random(in: 0...255) })!
         let plaintext = (0..<size).map { _ in UInt8.random(in: 0...255) }
-        let ciphertext = try Self.encrypt(plaintext, key: key, salt: Array(repeating: 7, count: 16), recordSize: 100)
+        let ciphertext = try encrypt(plaintext, key: key, salt: Array(repeating: 7, count: 16), recordSize: 100)
         #expect(ciphertext.count == 21 + key.keyID.count + max(1, (size + 82) / 83) * 17 + size)
         for chunk in [1, 7, 100, 101, 4096] {
             #expect(try Self.decrypt(ciphertext, key: key, chunk: chunk) == plaintext, "chunks of \(chunk)")
@@ -72,12 +60,12 @@ import Testing
         let key = ContentKey(bytes: Array(repeating: 1, count: 16))!
         let other = ContentKey(bytes: Array(repeating: 2, count: 16))!
         let plaintext = (0..<1_000).map { UInt8(truncatingIfNeeded: $0) }
-        let ciphertext = try Self.encrypt(plaintext, key: key, salt: Array(repeating: 3, count: 16), recordSize: 100)
+        let ciphertext = try encrypt(plaintext, key: key, salt: Array(repeating: 3, count: 16), recordSize: 100)
         let header = 21 + key.keyID.count
         // The key id names another key: refused before any record is opened.
         #expect(Self.error { _ = try Self.decrypt(ciphertext, key: other) } == .wrongKey)
         // Without a key id a wrong key can only show as a record that does not authenticate.
-        let anonymous = try Self.encrypt(plaintext, key: key, salt: Array(repeating: 3, count: 16), recordSize: 100, keyID: [])
+        let anonymous = try encrypt(plaintext, key: key, salt: Array(repeating: 3, count: 16), recordSize: 100, keyID: [])
         #expect(Self.error { _ = try Self.decrypt(anonymous, key: other) } == .authenticationFailed)
         // One flipped bit in the third record.
         var flipped = ciphertext
@@ -88,7 +76,7 @@ import Testing
         // Cut inside the header.
         #expect(Self.error { _ = try Self.decrypt(Array(ciphertext.prefix(10)), key: key) } == .truncated)
         // Bytes after a last record that is full: it cannot be taken for the end.
-        let full = try Self.encrypt(Array(plaintext.prefix(83 * 4)), key: key, salt: Array(repeating: 3, count: 16), recordSize: 100)
+        let full = try encrypt(Array(plaintext.prefix(83 * 4)), key: key, salt: Array(repeating: 3, count: 16), recordSize: 100)
         #expect(Self.error { _ = try Self.decrypt(full + [0], key: key) } == .malformed)
         // After a short last record the extra byte makes it another record, which fails.
         #expect(Self.error { _ = try Self.decrypt(ciphertext + [0], key: key) } == .authenticationFailed)
