@@ -254,7 +254,7 @@ let package = Package(
         // and run without libcurl, libvips, FFmpeg or Hummingbird.
         .testTarget(name: "AttachFetchCoreTests", dependencies: ["AttachFetchCore", "TestHelpers", "contract-lists"]),
         .testTarget(name: "AttachFetchTransferTests", dependencies: ["AttachFetchTransfer", "AttachFetchCore", "AttachFetchRuntime", "CCurl", "LoopbackHTTPServer", "TestHelpers"]),
-        .testTarget(name: "AttachFetchMediaTests", dependencies: ["AttachFetchMedia", "CFFmpeg", "CVips"]),
+        .testTarget(name: "AttachFetchMediaTests", dependencies: ["AttachFetchMedia", "CFFmpeg", "CVips", "CVipsShims", "CTestSupport", "TestHelpers"]),
         .testTarget(name: "DecoderSandboxTests", dependencies: ["DecoderSandbox", "AttachFetchDecoderProtocol", "CAttachFetchShims"]),
         .testTarget(name: "AttachFetchRuntimeTests", dependencies: ["AttachFetchRuntime", "AttachFetchCore", "TestHelpers"]),
         .testTarget(name: "AttachFetchDecoderKeeperTests",

@@ -87,9 +87,6 @@ func fileSize(_ path: String) -> Int64 {
     ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.int64Value ?? -1
 }
 
-func fileMode(_ path: String) -> Int {
-    ((try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? NSNumber)?.intValue ?? -1
-}
 
 
 /// Writes a black JPEG of the given size with libvips. Progressive JPEGs cannot be shrunk on

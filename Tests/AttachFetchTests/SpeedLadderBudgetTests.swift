@@ -6,7 +6,8 @@ import Testing
 extension DeadlineBoundSuites {
     /// End to end in a worker's code: a 1080p 4:4:4 clip far too long for its budget goes
     /// straight to the fastest preset (and is cut at the budget); one with time to spare keeps
-    /// the first.
+    /// the first. Media's code alone, yet here: its budgets are real time, so it runs in
+    /// `DeadlineBoundSuites`, the group `scripts/test.sh` runs alone on the cores.
     @Suite(.serialized) struct SpeedLadderBudgetTests {
         static let second: UInt64 = 1_000_000_000
 

@@ -49,3 +49,8 @@ public struct FileNotMade: Error, CustomStringConvertible { public let descripti
 
 /// The running kernel's Landlock ABI (landlock_create_ruleset's VERSION flag), below 1 without it.
 public let kernelLandlockABI = af_test_syscall(444, 0, 0, 1, 0, 0)
+
+/// A file's permission bits, or -1 when it cannot be read.
+public func fileMode(_ path: String) -> Int {
+    ((try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? NSNumber)?.intValue ?? -1
+}

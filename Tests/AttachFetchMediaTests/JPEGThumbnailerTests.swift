@@ -1,14 +1,25 @@
+import CTestSupport
 import CVipsShims
 import CVips
 import Foundation
 import Testing
-@testable import AttachFetch
+import TestHelpers
 @testable import AttachFetchMedia
 
 /// The libjpeg-turbo fast path must make what the libvips path makes, and only take the JPEGs
 /// it can treat the same way.
 @Suite struct JPEGThumbnailerTests {
-    static let limits = Thumbnailer.Limits(AttachFetchConfiguration())
+    /// The pipeline's default budgets (`AttachFetchConfiguration`); none is reached but the
+    /// pixel budget, which one test lowers.
+    static let limits = Thumbnailer.Limits(maxEdge: 320, maxPixels: 50_000_000, maxProgressivePixels: 16_000_000,
+                                           maxAnimationFrames: 500, maxAnimationPixels: 100_000_000)
+
+    /// A black JPEG of that size, written by libvips.
+    static func blackJPEG(path: String, width: Int, height: Int, progressive: Bool) throws {
+        struct NotWritten: Error {}
+        try Vips.ensureStarted()
+        guard af_test_write_black_jpeg(path, Int32(width), Int32(height), progressive ? 1 : 0) == 0 else { throw NotWritten() }
+    }
 
     /// Raw 8-bit pixels of an image file, decoded by libvips.
     static func pixels(_ path: String) -> (width: Int, height: Int, bytes: [UInt8])? {
@@ -32,7 +43,7 @@ import Testing
                       .squareCenter])
     func plainJPEGThumbnailMatchesLibvips(shape: Thumbnailer.Shape) async throws {
         let scratch = Scratch()
-        try await startLibraries()
+        try Vips.ensureStarted()
         let (fast, vips) = try bothPaths("\(testMediaDirectory)/photo.jpg", shape: shape, in: scratch)
         #expect((fast.width, fast.height) == (vips.width, vips.height))
         #expect((fast.sourceWidth, fast.sourceHeight) == (480, 320))
@@ -49,18 +60,18 @@ import Testing
     @Test(arguments: [(1000, 777), (4000, 3000), (321, 200), (100, 60)])
     func sizesMatchLibvipsForAnyScale(width: Int, height: Int) async throws {
         let scratch = Scratch()
-        try await startLibraries()
+        try Vips.ensureStarted()
         let source = "\(scratch.path)/plain.jpg"
-        try writeBlackJPEG(path: source, width: width, height: height, progressive: false)
+        try Self.blackJPEG(path: source, width: width, height: height, progressive: false)
         let (fast, vips) = try bothPaths(source, shape: .clip(.whole), in: scratch)
         #expect((fast.width, fast.height) == (vips.width, vips.height), "\(width)x\(height)")
     }
 
     @Test func otherJPEGsGoToLibvips() async throws {
         let scratch = Scratch()
-        try await startLibraries()
+        try Vips.ensureStarted()
         let progressive = "\(scratch.path)/progressive.jpg"
-        try writeBlackJPEG(path: progressive, width: 640, height: 480, progressive: true)
+        try Self.blackJPEG(path: progressive, width: 640, height: 480, progressive: true)
         // Orientation tag, progressive scan, not a JPEG at all.
         for source in ["\(testMediaDirectory)/rotated.jpg", progressive, "\(testMediaDirectory)/alpha.png"] {
             #expect(JPEGThumbnailer.make(source: source, destinationBase: "\(scratch.path)/x", shape: .clip(.whole),
@@ -73,7 +84,7 @@ import Testing
     /// and hands the file to libvips, whose verdict is corruptMedia; no thumbnail is made.
     @Test func truncatedJPEGIsCorruptOnTheFastPathToo() async throws {
         let scratch = Scratch()
-        try await startLibraries()
+        try Vips.ensureStarted()
         let source = "\(testMediaDirectory)/truncated.jpg"
         #expect(JPEGThumbnailer.make(source: source, destinationBase: "\(scratch.path)/t", shape: .clip(.whole), limits: Self.limits) == nil)
         let result = Thumbnailer.make(source: source, destinationBase: "\(scratch.path)/t", shape: .clip(.whole), limits: Self.limits)
@@ -87,7 +98,7 @@ import Testing
 
     @Test func pixelBudgetAppliesBeforeDecoding() async throws {
         let scratch = Scratch()
-        try await startLibraries()
+        try Vips.ensureStarted()
         var limits = Self.limits
         limits.maxPixels = 480 * 320 - 1
         let result = JPEGThumbnailer.make(source: "\(testMediaDirectory)/photo.jpg", destinationBase: "\(scratch.path)/p",
