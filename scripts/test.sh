@@ -12,6 +12,17 @@
 # --guard), all beside them too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The tests' temporary files, the CLI's default output directories and the tools' own (Chromium,
+# SeaweedFS) go to one directory of the run's, removed when it ends, however it ends: a run
+# leaves nothing in /tmp. Short, for the Unix sockets named there.
+if [ -z "${ATTACH_FETCH_TEST_TMPDIR:-}" ]; then
+    ATTACH_FETCH_TEST_TMPDIR=$(mktemp -d /tmp/af-test.XXXXXX)
+    export ATTACH_FETCH_TEST_TMPDIR
+    run_status=0
+    TMPDIR="$ATTACH_FETCH_TEST_TMPDIR" "$0" "$@" || run_status=$?
+    rm -rf "$ATTACH_FETCH_TEST_TMPDIR"
+    exit "$run_status"
+fi
 # --quick: the inner loop (docs/performance.md#the-test-suite). The per-layer test targets alone
 # (Core, Transfer, Media, Device, Runtime, the sandbox, the keeper), after the same install, import check and build: no guards,
 # no browser, no corpus, no API tests, no whole-pipeline suite.

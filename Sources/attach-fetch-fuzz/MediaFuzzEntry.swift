@@ -19,7 +19,7 @@ private final class FuzzState {
         configuration.thumbnailMaxEdge = 64
         configuration.isolation = isolated ? .processes : .none
         inspector = try! LocalMediaInspector(configuration: configuration)
-        var template = Array("/tmp/attach-fetch-fuzz-XXXXXX".utf8CString)
+        var template = Array((FileManager.default.temporaryDirectory.path + "/attach-fetch-fuzz-XXXXXX").utf8CString)
         directory = String(cString: mkdtemp(&template)!)
     }
 

@@ -88,7 +88,7 @@ import Testing
         for (name, d) in zip(names, descriptors) {
             #expect(d.status == .ready, "\(name): \(d.reason?.message ?? "")")
             #expect(d.thumbnail != nil, "\(name)")
-            #expect(try await tool("/usr/bin/vips", ["copy", Self.cases + "/" + name + "[fail_on=error]", "/tmp/attach-fetch-ordinary.v"]).status == 0)
+            #expect(try await tool("/usr/bin/vips", ["copy", Self.cases + "/" + name + "[fail_on=error]", "\(scratch.path)/vips-copy.v"]).status == 0)
         }
         #expect(descriptors[0].mimeType == "image/gif" && descriptors[0].width == 472 && descriptors[0].height == 298)
         #expect(descriptors[1].mimeType == "image/png")

@@ -79,7 +79,8 @@ final class SeaweedStore: @unchecked Sendable {
 
     deinit { stop() }
 
-    /// Kills the store and removes the Unix sockets it leaves in /tmp (named after its HTTP and gRPC ports).
+    /// Kills the store and removes the Unix sockets it leaves in /tmp (named after its HTTP and
+    /// gRPC ports; weed puts them there whatever TMPDIR says).
     func stop() {
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGKILL)

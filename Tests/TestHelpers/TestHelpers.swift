@@ -6,8 +6,9 @@ import Testing
 public final class Scratch: Sendable {
     public let path: String
 
+    /// In TMPDIR (or /tmp): `scripts/test.sh` points it at a directory of the run's.
     public init() {
-        var template = Array("/tmp/attach-fetch-test-XXXXXX".utf8CString)
+        var template = Array((FileManager.default.temporaryDirectory.path + "/attach-fetch-test-XXXXXX").utf8CString)
         path = String(cString: mkdtemp(&template)!)
     }
 
