@@ -9,14 +9,14 @@ import Foundation
 /// libjpeg-turbo, FFmpeg, libswscale). The same description runs in-process or in a decoder
 /// worker process, so both ways run exactly the same code (`run`, in AttachFetchMedia).
 package enum DecodeJob: Codable, Sendable {
-    case thumbnail(source: String, destinationBase: String, shape: Thumbnailer.Shape, limits: Thumbnailer.Limits)
-    case normalize(source: String, type: MediaType, destinationBase: String, limits: ImageNormalizer.Limits)
+    case thumbnail(source: String, destinationBase: String, shape: ThumbnailShape, limits: ThumbnailLimits)
+    case normalize(source: String, type: MediaType, destinationBase: String, limits: NormalizeLimits)
     case probe(source: String, type: MediaType, thumbnailTime: Double?, thumbnailBase: String?,
-               shape: Thumbnailer.Shape, limits: MediaProber.Limits)
+               shape: ThumbnailShape, limits: ProbeLimits)
     /// `orTranscode`: when a stream cannot be carried in MPEG-4 as it is (H.263, MP2, PCM, ...),
     /// the file is transcoded instead (the answer is then `transcoded`).
-    case remux(source: String, destinationBase: String, orTranscode: MediaTranscoder.Fallback? = nil)
-    case transcode(source: String, type: MediaType, destinationBase: String, limits: MediaTranscoder.Limits)
+    case remux(source: String, destinationBase: String, orTranscode: TranscodeFallback? = nil)
+    case transcode(source: String, type: MediaType, destinationBase: String, limits: TranscodeLimits)
 
     package var source: String {
         switch self {
@@ -99,7 +99,7 @@ package enum DecodeJob: Codable, Sendable {
 
 // MARK: - Codable, for the pipe to a decoder worker
 
-extension Thumbnailer.Shape: Codable {
+extension ThumbnailShape: Codable {
     private enum CodingKeys: String, CodingKey { case clip }
 
     package init(from decoder: any Decoder) throws {

@@ -10,7 +10,7 @@ import Glibc
 
 /// The decoder worker: a process that runs decode jobs for an `AttachmentPipeline`, one at a
 /// time, read from standard input and answered on standard output (a socket the pipeline
-/// holds). What runs inside it is in AttachFetchMedia (`DecoderWorker.main(arguments:)`); what
+/// holds). What runs inside it is in AttachFetchMedia (`DecoderWorkerProgram`); what
 /// starts, feeds and ends it is in AttachFetchDecoderKeeper. This is what the two share.
 public enum DecoderWorker {
     /// Limits a worker applies to itself, passed on its command line.

@@ -71,7 +71,7 @@ package enum JobWire {
         case json: return try? JSONDecoder().decode(DecodeJob.self, from: data.dropFirst())
         case thumbnail:
             guard let source = input.string(), let destinationBase = input.string(), let kind = input.byte() else { return nil }
-            let shape: Thumbnailer.Shape
+            let shape: ThumbnailShape
             switch kind {
             case 0: shape = .squareCenter
             case 1:
@@ -81,7 +81,7 @@ package enum JobWire {
             }
             guard let maxEdge = input.integer(), let maxPixels = input.integer(), let maxProgressive = input.integer(),
                   let maxFrames = input.integer(), let maxAnimationPixels = input.integer(), let crop = input.crop(), input.isAtEnd else { return nil }
-            var limits = Thumbnailer.Limits(maxEdge: maxEdge, maxPixels: maxPixels, maxProgressivePixels: maxProgressive,
+            var limits = ThumbnailLimits(maxEdge: maxEdge, maxPixels: maxPixels, maxProgressivePixels: maxProgressive,
                                             maxAnimationFrames: maxFrames, maxAnimationPixels: maxAnimationPixels)
             limits.suggestClip = crop
             return .thumbnail(source: source, destinationBase: destinationBase, shape: shape, limits: limits)

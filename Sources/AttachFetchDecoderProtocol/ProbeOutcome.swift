@@ -30,9 +30,9 @@ package struct ProbeOutcome: Sendable, Codable {
     /// The poster-frame thumbnail, for video, with the frame's time.
     package var poster: ThumbnailOutcome?
     /// Set instead of a poster when the video is one iOS cannot play and converting is on.
-    package var conversion: PlayableMedia.Conversion?
+    package var conversion: PlayableConversion?
 
-    package init(probe: MediaProbe, resolvedType: MediaType, poster: ThumbnailOutcome? = nil, conversion: PlayableMedia.Conversion? = nil) {
+    package init(probe: MediaProbe, resolvedType: MediaType, poster: ThumbnailOutcome? = nil, conversion: PlayableConversion? = nil) {
         self.probe = probe
         self.resolvedType = resolvedType
         self.poster = poster

@@ -12,7 +12,7 @@ package struct ThumbnailOutcome: Sendable, Codable {
     package var time: Double?
     /// The size of the file written, as its writer knows it (so nobody asks the file).
     package var bytes: Int64?
-    /// Asked for (`Thumbnailer.Limits.suggestClip`): the square, in the unit square of the
+    /// Asked for (`ThumbnailLimits.suggestClip`): the square, in the unit square of the
     /// whole image, that a thumbnail of it should show.
     package var suggestedClip: ClippingRectangle?
     /// The EXIF orientation (1-8) the source states, which the thumbnail applied; nil for 1 or

@@ -2,4 +2,4 @@
 // C decoder that sees downloaded bytes runs here, confined, never in the pipeline's process.
 import AttachFetchMedia
 
-DecoderWorker.main(arguments: Array(CommandLine.arguments.dropFirst()))
+DecoderWorkerProgram.main(arguments: Array(CommandLine.arguments.dropFirst()))

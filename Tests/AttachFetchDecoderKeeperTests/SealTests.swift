@@ -36,7 +36,7 @@ import Glibc
         #expect(throws: AnswerCheck.FactsFailure.unsealable) { try AnswerCheck.facts(of: output, hashing: true, sealingIn: "/proc").get() }
         // The keeper's check of a whole answer: refused, ioError, naming why.
         let job = DecodeJob.thumbnail(source: scratch.path + "/source.jpg", destinationBase: scratch.path + "/made", shape: .squareCenter,
-                                      limits: Thumbnailer.Limits(maxEdge: 320, maxPixels: 1 << 26, maxProgressivePixels: 1 << 24,
+                                      limits: ThumbnailLimits(maxEdge: 320, maxPixels: 1 << 26, maxProgressivePixels: 1 << 24,
                                                                  maxAnimationFrames: 500, maxAnimationPixels: 1 << 27))
         var answer = DecodeAnswer(failure: Reason(code: .ioError, message: ""))
         answer.failure = nil

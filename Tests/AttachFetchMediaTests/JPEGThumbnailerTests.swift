@@ -11,7 +11,7 @@ import TestHelpers
 @Suite struct JPEGThumbnailerTests {
     /// The pipeline's default budgets (`AttachFetchConfiguration`); none is reached but the
     /// pixel budget, which one test lowers.
-    static let limits = Thumbnailer.Limits(maxEdge: 320, maxPixels: 50_000_000, maxProgressivePixels: 16_000_000,
+    static let limits = ThumbnailLimits(maxEdge: 320, maxPixels: 50_000_000, maxProgressivePixels: 16_000_000,
                                            maxAnimationFrames: 500, maxAnimationPixels: 100_000_000)
 
     /// A black JPEG of that size, written by libvips.
@@ -31,7 +31,7 @@ import TestHelpers
         return (image.width, image.height, [UInt8](UnsafeRawBufferPointer(start: memory, count: size)))
     }
 
-    func bothPaths(_ source: String, shape: Thumbnailer.Shape, in scratch: Scratch) throws -> (fast: ThumbnailOutcome, vips: ThumbnailOutcome) {
+    func bothPaths(_ source: String, shape: ThumbnailShape, in scratch: Scratch) throws -> (fast: ThumbnailOutcome, vips: ThumbnailOutcome) {
         let fast = try #require(JPEGThumbnailer.make(source: source, destinationBase: "\(scratch.path)/fast", shape: shape,
                                                     limits: Self.limits), "the fast path did not take \(source)").get()
         let vips = try Thumbnailer.makeWithLibvips(source: source, destinationBase: "\(scratch.path)/vips", shape: shape,
@@ -39,9 +39,9 @@ import TestHelpers
         return (fast, vips)
     }
 
-    @Test(arguments: [Thumbnailer.Shape.clip(.whole), .clip(try! ClippingRectangle(x: 0.1, y: 0.2, width: 0.5, height: 0.6)),
+    @Test(arguments: [ThumbnailShape.clip(.whole), .clip(try! ClippingRectangle(x: 0.1, y: 0.2, width: 0.5, height: 0.6)),
                       .squareCenter])
-    func plainJPEGThumbnailMatchesLibvips(shape: Thumbnailer.Shape) async throws {
+    func plainJPEGThumbnailMatchesLibvips(shape: ThumbnailShape) async throws {
         let scratch = Scratch()
         try Vips.ensureStarted()
         let (fast, vips) = try bothPaths("\(testMediaDirectory)/photo.jpg", shape: shape, in: scratch)

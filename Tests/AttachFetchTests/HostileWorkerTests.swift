@@ -212,7 +212,7 @@ import Glibc
         let launch = DecoderProcess.Launch(executable: try Self.worker("stale", in: tools), memoryBytes: 1 << 30,
                                            cpuSecondsPerJob: 10, fileSizeBytes: 1 << 26, takesReserved: false)
         let worker = try DecoderProcess(launch)
-        let limits = Thumbnailer.Limits(AttachFetchConfiguration())
+        let limits = ThumbnailLimits(AttachFetchConfiguration())
         func job(_ name: String) -> DecodeJob {
             .thumbnail(source: "\(work.path)/source.jpg", destinationBase: "\(work.path)/\(name)", shape: .squareCenter, limits: limits)
         }

@@ -265,7 +265,7 @@ extension ProcessWideSuites {
             var configuration = AttachFetchConfiguration()
             configuration.thumbnailMaxEdge = 123
             configuration.maxAnimationFrames = 7
-            let limits = Thumbnailer.Limits(configuration)
+            let limits = ThumbnailLimits(configuration)
             let clip = try ClippingRectangle(x: 0.125, y: 0.25, width: 0.5, height: 0.75)
             let jobs: [DecodeJob] = [
                 .thumbnail(source: "/tmp/a/.part-1", destinationBase: "/tmp/a/thumb-ü", shape: .squareCenter, limits: limits),

@@ -367,7 +367,7 @@ import Testing
         let overflow = try #require(HEIFImageSize.largest(Self.casesDirectory + "/avif-ispe-overflow.avif"))
         #expect(overflow.width == 0xFFFF_FFFF && HEIFImageSize.area(overflow.width, overflow.height) == Int.max)
         #expect(HEIFImageSize.largest(Self.casesDirectory + "/avif-largesize.avif") == nil)
-        let limits = Thumbnailer.Limits(AttachFetchConfiguration())
+        let limits = ThumbnailLimits(AttachFetchConfiguration())
         #expect(throws: Reason.self) {
             try Thumbnailer.checkBudgets(width: Int.max / 2, height: 3, interlaced: false, frames: Int.max / 4, limits: limits)
         }

@@ -141,7 +141,7 @@ import Testing
         let svg = "\(scratch.path)/image.svg"
         try Data("<svg xmlns='http://www.w3.org/2000/svg' width='10' height='10'><rect width='10' height='10'/></svg>".utf8)
             .write(to: URL(fileURLWithPath: svg))
-        let limits = Thumbnailer.Limits(AttachFetchConfiguration())
+        let limits = ThumbnailLimits(AttachFetchConfiguration())
         // WebP and HEIF are enabled, for conversion only; PDF, SVG and the rest stay blocked.
         for source in ["\(testMediaDirectory)/document.pdf", svg] {
             let result = Thumbnailer.make(source: source, destinationBase: "\(scratch.path)/thumb", shape: .clip(.whole), limits: limits)

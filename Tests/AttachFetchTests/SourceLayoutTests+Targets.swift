@@ -70,4 +70,61 @@ extension SourceLayoutTests {
         #expect(shared.isEmpty, "\(shared.values.map { $0.sorted().joined(separator: ", ") }.sorted().joined(separator: "\n"))")
         #expect(empty.isEmpty, "empty: \(empty.sorted())")
     }
+
+    /// A type lives in the module that declares it: no module extends an enum without cases (a
+    /// namespace) that another module declares, which would put a type's name in one layer and
+    /// its code in another. Values shared across layers (a job's settings) are types of their own.
+    @Test func noNamespaceIsDeclaredInOneModuleAndFilledInAnother() throws {
+        var files: [(module: String, text: String)] = []
+        let enumerator = try #require(FileManager.default.enumerator(at: Self.sources, includingPropertiesForKeys: nil))
+        for case let url as URL in enumerator where url.pathExtension == "swift" {
+            let module = url.path.dropFirst(Self.sources.path.count + 1).split(separator: "/")[0]
+            // Comments dropped: their words are not declarations.
+            let text = try String(contentsOf: url, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+                .filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("//") }.joined(separator: "\n")
+            files.append((String(module), text))
+        }
+        let enumDeclaration = try Regex(#"(?m)^\s*(?:(?:public|package|internal|private|fileprivate|indirect)\s+)*enum\s+(\w+)[^{]*\{"#)
+        var namespaces: [String: Set<String>] = [:]
+        for file in files {
+            for match in file.text.matches(of: enumDeclaration) {
+                guard let name = match.output[1].substring else { continue }
+                if !Self.body(of: file.text, openingAt: file.text.index(before: match.range.upperBound)).hasTopLevelCase {
+                    namespaces[String(name), default: []].insert(file.module)
+                }
+            }
+        }
+        let extensionDeclaration = try Regex(#"(?m)^\s*(?:(?:public|package|internal|private|fileprivate)\s+)?extension\s+(\w+)\b"#)
+        var filledElsewhere: [String] = []
+        for file in files {
+            for match in file.text.matches(of: extensionDeclaration) {
+                guard let name = match.output[1].substring.map(String.init), let declared = namespaces[name],
+                      !declared.contains(file.module) else { continue }
+                filledElsewhere.append("\(name): declared in \(declared.sorted()), extended in \(file.module)")
+            }
+        }
+        #expect(filledElsewhere.isEmpty, "\(Set(filledElsewhere).sorted().joined(separator: "\n"))")
+    }
+
+    /// The text between the brace at `open` and its match, and whether a `case` line stands at
+    /// its first level.
+    static func body(of text: String, openingAt open: String.Index) -> (text: Substring, hasTopLevelCase: Bool) {
+        var depth = 0
+        var index = open
+        var atLineStart = false, hasCase = false
+        while index < text.endIndex {
+            let character = text[index]
+            if character == "{" { depth += 1 } else if character == "}" {
+                depth -= 1
+                if depth == 0 { return (text[open...index], hasCase) }
+            } else if character == "\n" {
+                atLineStart = true
+            } else if atLineStart && character != " " {
+                atLineStart = false
+                if depth == 1 && text[index...].hasPrefix("case ") { hasCase = true }
+            }
+            index = text.index(after: index)
+        }
+        return (text[open...], hasCase)
+    }
 }

@@ -5,7 +5,7 @@ import Glibc
 
 // The media layer's settings, as the pipeline fills them from its configuration.
 
-extension Thumbnailer.Limits {
+extension ThumbnailLimits {
     /// The decode budgets, from the configuration.
     init(_ configuration: AttachFetchConfiguration) {
         self.init(maxEdge: configuration.thumbnailMaxEdge, maxPixels: configuration.maxImagePixels,
@@ -14,10 +14,10 @@ extension Thumbnailer.Limits {
     }
 }
 
-extension ImageNormalizer.Limits {
+extension NormalizeLimits {
     init(_ configuration: AttachFetchConfiguration) {
         self.init(maxBytes: configuration.sizeLimits.image, maxAttempts: configuration.maxNormalizeAttempts,
-                  decode: Thumbnailer.Limits(configuration))
+                  decode: ThumbnailLimits(configuration))
     }
 
     /// Android's: a still image (JPEG, or PNG with transparency) within 1 MB.
@@ -31,10 +31,10 @@ extension ImageNormalizer.Limits {
     }
 }
 
-extension MediaProber.Limits {
+extension ProbeLimits {
     init(_ configuration: AttachFetchConfiguration) {
         self.init(maxDecodedFrames: configuration.maxVideoDecodeFrames, maxPackets: configuration.maxVideoDecodeFrames * 4,
-                  thumbnail: Thumbnailer.Limits(configuration), convertsUnplayable: configuration.normalize,
+                  thumbnail: ThumbnailLimits(configuration), convertsUnplayable: configuration.normalize,
                   transcodesUnplayable: configuration.normalize && configuration.transcode)
     }
 }

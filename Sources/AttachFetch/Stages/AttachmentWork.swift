@@ -14,7 +14,7 @@ struct AttachmentWork: Sendable {
 
     /// What the caller asked for beyond the URL, and where the stages write.
     struct Plan: Sendable {
-        var shape: Thumbnailer.Shape = .clip(.whole)
+        var shape: ThumbnailShape = .clip(.whole)
         var thumbnailTime: Double?
         /// Avatars: only images are admitted.
         var imagesOnly = false
@@ -61,7 +61,7 @@ struct AttachmentWork: Sendable {
     /// delivered: the ledger frees it with the other working files).
     var androidFrame: String?
     /// What the probe found the video needs before iOS plays it; cleared once it is done.
-    var conversion: PlayableMedia.Conversion?
+    var conversion: PlayableConversion?
     /// The delivered file was made playable after the probe: probe it again.
     var reprobe = false
 
@@ -71,8 +71,8 @@ struct AttachmentWork: Sendable {
     }
 
     /// What a transcode of the delivered file may make, of `kind`.
-    func transcodeLimits(_ kind: AttachmentDescriptor.Kind, _ configuration: AttachFetchConfiguration) -> MediaTranscoder.Limits {
-        var limits = MediaTranscoder.Limits(maxBytes: configuration.sizeLimits.limit(for: kind), maxLongEdge: transcoding(configuration).maxLongEdge,
+    func transcodeLimits(_ kind: AttachmentDescriptor.Kind, _ configuration: AttachFetchConfiguration) -> TranscodeLimits {
+        var limits = TranscodeLimits(maxBytes: configuration.sizeLimits.limit(for: kind), maxLongEdge: transcoding(configuration).maxLongEdge,
                                             maxPixels: configuration.maxImagePixels)
         limits.audioOnlyMaxBytes = configuration.sizeLimits.limit(for: .audio)
         return limits

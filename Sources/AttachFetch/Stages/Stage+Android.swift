@@ -30,7 +30,7 @@ extension Stage {
         job: { work, configuration in
             let file = work.admitted
             guard work.plan.platforms.contains(.android), file.type.kind == .video, let poster = work.thumbnail else { return nil }
-            var limits = MediaProber.Limits(configuration)
+            var limits = ProbeLimits(configuration)
             limits.thumbnail.maxEdge = androidFrameEdge
             // The delivered file plays already: the probe is for the frame alone.
             (limits.convertsUnplayable, limits.transcodesUnplayable) = (false, false)
@@ -58,7 +58,7 @@ extension Stage {
         job: { work, configuration in
             let file = work.admitted
             guard work.plan.platforms.contains(.android) else { return nil }
-            var limits = ImageNormalizer.Limits(android: configuration)
+            var limits = NormalizeLimits(android: configuration)
             limits.crop = work.plan.crop
             if file.type.kind == .video, let frame = work.androidFrame ?? work.thumbnail?.file {
                 let type: MediaType = (frame as NSString).pathExtension == "png" ? .png : .jpeg

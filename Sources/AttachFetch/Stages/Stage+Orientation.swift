@@ -13,7 +13,7 @@ extension Stage {
         job: { work, configuration in
             let file = work.admitted
             guard file.type == .jpeg, work.thumbnail?.orientationsDisagree == true else { return nil }
-            var limits = ImageNormalizer.Limits(configuration)
+            var limits = NormalizeLimits(configuration)
             limits.turnsLosslessly = true
             return .normalize(source: file.path, type: file.type, destinationBase: work.convertedOutput(), limits: limits)
         },

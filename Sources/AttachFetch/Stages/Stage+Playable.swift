@@ -10,7 +10,7 @@ extension Stage {
             job: { work, configuration in
                 let file = work.admitted
                 guard file.type.kind != .image, when(work) else { return nil }
-                var limits = MediaProber.Limits(configuration)
+                var limits = ProbeLimits(configuration)
                 limits.transcodesUnplayable = configuration.normalize && work.transcoding(configuration).enabled
                 limits.thumbnail.suggestClip = work.plan.crop
                 return .probe(source: file.path, type: file.type, thumbnailTime: work.plan.thumbnailTime,

@@ -106,7 +106,7 @@ extension Stage {
         job: { work, configuration in
             let file = work.admitted
             guard MediaPolicy.needsConversion(file.type, bytes: work.source.bytes, limits: configuration.sizeLimits) else { return nil }
-            var limits = ImageNormalizer.Limits(configuration)
+            var limits = NormalizeLimits(configuration)
             // GIF and AVIF sequences: FFmpeg decodes no animated WebP.
             if [.gif, .avif].contains(file.type), work.transcoding(configuration).enabled {
                 limits.animationAsVideo = work.transcodeLimits(.video, configuration)
@@ -132,7 +132,7 @@ extension Stage {
             let file = work.admitted
             guard MediaPolicy.needsRemux(file.type) else { return nil }
             let fallback = work.transcoding(configuration).enabled
-                ? MediaTranscoder.Fallback(type: file.type, limits: work.transcodeLimits(file.type.kind, configuration))
+                ? TranscodeFallback(type: file.type, limits: work.transcodeLimits(file.type.kind, configuration))
                 : nil
             return .remux(source: file.path, destinationBase: work.convertedOutput(), orTranscode: fallback)
         },
@@ -166,7 +166,7 @@ extension Stage {
         job: { work, configuration in
             let file = work.admitted
             guard file.type.kind == .image else { return nil }
-            var limits = Thumbnailer.Limits(configuration)
+            var limits = ThumbnailLimits(configuration)
             limits.suggestClip = work.plan.crop
             return .thumbnail(source: file.path, destinationBase: work.thumbnailOutput(), shape: work.plan.shape, limits: limits)
         },

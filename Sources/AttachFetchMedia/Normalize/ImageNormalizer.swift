@@ -5,14 +5,14 @@ internal import CVips
 /// into a JPEG (PNG when some pixel is transparent, GIF for an animation that still fits),
 /// downscaling in a bounded number of attempts until it fits. EXIF orientation is applied to
 /// the pixels, so the result needs no metadata. Blocking: call it from a worker thread.
-extension ImageNormalizer {
+package enum ImageNormalizer {
     /// JPEG quality of a delivered image: high, since this is the picture people see.
     static let jpegQuality = 85
 
     /// - Parameter shouldStop: checked before each attempt; true when nobody waits any more.
     /// - Returns: nil for an animation that does not fit as a GIF, when `animationAsVideo` asks
     ///   for it as a video (the caller transcodes it).
-    package static func normalize(source: String, type: MediaType, destinationBase: String, limits: Limits,
+    package static func normalize(source: String, type: MediaType, destinationBase: String, limits: NormalizeLimits,
                           shouldStop: () -> Bool = { false }) -> Result<NormalizedImage?, Reason> {
         do throws(Reason) {
             return .success(try normalizeThrowing(source: source, type: type, destinationBase: destinationBase,
@@ -22,7 +22,7 @@ extension ImageNormalizer {
         }
     }
 
-    private static func normalizeThrowing(source: String, type: MediaType, destinationBase: String, limits: Limits,
+    private static func normalizeThrowing(source: String, type: MediaType, destinationBase: String, limits: NormalizeLimits,
                                           shouldStop: () -> Bool) throws(Reason) -> NormalizedImage? {
         if [.heic, .heif, .avif].contains(type) { _ = Vips.heifLoader }
         // An AVIF sequence moves as a video when transcoding is on, as a GIF too large does.
@@ -111,7 +111,7 @@ extension ImageNormalizer {
     /// profile kept unless the output is sRGB; nil where TurboJPEG cannot, or the result is over
     /// the limit. A copy is about the source's size, so a source over the limit is not tried; an
     /// upright one is copied only to lose disagreeing tags (not for a variant).
-    private static func losslessTurn(_ source: String, orientation: Int, limits: Limits) -> [UInt8]? {
+    private static func losslessTurn(_ source: String, orientation: Int, limits: NormalizeLimits) -> [UInt8]? {
         guard orientation != 1 || !limits.convertsToSRGB, let jpeg = JPEGThumbnailer.readJPEGFile(source),
               Int64(jpeg.count) <= limits.maxBytes, let layout = JPEGLayout(jpeg),
               let turned = TurboHandle.turned(jpeg, orientation: orientation,
@@ -123,7 +123,7 @@ extension ImageNormalizer {
     /// A 2:1 crop (`PictureCropper`), made narrower until it fits `limits.maxBytes`.
     private static func twoToOne(_ source: String, header: (image: VipsImageRef, width: Int, height: Int), toSRGB: Bool,
                                  colour: SourceColour, crop: PictureCrop,
-                                 limits: Limits, shouldStop: () -> Bool,
+                                 limits: NormalizeLimits, shouldStop: () -> Bool,
                                  deliver: (EncodedImage) throws(Reason) -> NormalizedImage) throws(Reason) -> NormalizedImage {
         var maxWidth = limits.cropWidth
         var lastSize = 0

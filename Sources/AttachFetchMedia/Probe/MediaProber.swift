@@ -6,7 +6,7 @@ import Glibc
 
 /// Probes audio and video with FFmpeg's libraries and makes a video's poster-frame thumbnail.
 /// Blocking: call it from a worker thread.
-extension MediaProber {
+package enum MediaProber {
     /// Demuxers per sniffed type: FFmpeg may probe a file only as what libmagic said it is.
     static func demuxers(for type: MediaType) -> String {
         switch type {
@@ -52,7 +52,7 @@ extension MediaProber {
     ///   - thumbnailBase: where a poster thumbnail goes when there is video; nil for none.
     ///   - shouldStop: checked between packets; true when nobody waits for the result any more.
     package static func probe(source: String, type: MediaType, thumbnailTime: Double?, thumbnailBase: String?,
-                      shape: Thumbnailer.Shape, limits: Limits,
+                      shape: ThumbnailShape, limits: ProbeLimits,
                       shouldStop: () -> Bool = { false }) -> Result<ProbeOutcome, Reason> {
         do throws(Reason) {
             return .success(try probeThrowing(source: source, type: type, thumbnailTime: thumbnailTime,
@@ -63,7 +63,7 @@ extension MediaProber {
     }
 
     private static func probeThrowing(source: String, type: MediaType, thumbnailTime: Double?, thumbnailBase: String?,
-                                      shape: Thumbnailer.Shape, limits: Limits,
+                                      shape: ThumbnailShape, limits: ProbeLimits,
                                       shouldStop: () -> Bool) throws(Reason) -> ProbeOutcome {
         let input = try AVInput(path: source, demuxers: demuxers(for: type), decoders: decoderList)
         var probe = MediaProbe(duration: input.duration)
@@ -146,7 +146,7 @@ extension MediaProber {
     /// transcoder decodes, sound MPEG-4 cannot carry, a stated sample format iOS does not play
     /// (each re-encoded, or refused with transcoding off); nil: decode and judge.
     private static func decidedByHeaders(video: UnsafeMutablePointer<AVStream>?, audio: UnsafeMutablePointer<AVStream>?, probe: MediaProbe,
-                                         resolvedType: MediaType, limits: Limits) throws(Reason) -> ProbeOutcome? {
+                                         resolvedType: MediaType, limits: ProbeLimits) throws(Reason) -> ProbeOutcome? {
         // A codec only the transcoder decodes (AV1, VP9 in MPEG-4): re-encoded, not probed here;
         // with transcoding off, refused as what it is, not as a codec nothing decodes.
         if let videoStream = video, let codec = avcodec_find_decoder(videoStream.pointee.codecpar.pointee.codec_id),
@@ -179,7 +179,7 @@ extension MediaProber {
     /// The video's shown size (its rotation and sample aspect applied) and, with
     /// `thumbnailBase`, the poster's thumbnail, made from the frame the decode pass chose.
     private static func describeVideo(_ outcome: inout ProbeOutcome, video: AVDecoder, decode: ProbeDecode, input: AVInput,
-                                      thumbnailBase: String?, shape: Thumbnailer.Shape, limits: Limits) throws(Reason) {
+                                      thumbnailBase: String?, shape: ThumbnailShape, limits: ProbeLimits) throws(Reason) {
         let poster = decode.poster
         let turns = rotation(of: video.stream)
         let display = displaySize(poster.pointer, stream: video.stream, input: input)

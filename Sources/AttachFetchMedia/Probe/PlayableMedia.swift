@@ -4,7 +4,7 @@ internal import CFFmpeg
 /// (docs/media.md#what-ios-plays). Apple's sources: the HLS authoring specification for Apple
 /// devices (H.264 up to High profile, 8-bit 4:2:0; HEVC Main and Main 10, which "must be
 /// signaled as hvc1"), and AVFoundation's `AVURLAsset.audiovisualTypes`.
-extension PlayableMedia {
+package enum PlayableMedia {
     enum Verdict: Equatable, Sendable {
         case plays
         /// HEVC tagged `hev1`: AVFoundation plays HEVC only tagged `hvc1`.

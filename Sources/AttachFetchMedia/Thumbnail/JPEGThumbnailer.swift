@@ -13,16 +13,16 @@ enum JPEGThumbnailer {
     /// Larger files go to libvips, which streams them instead of reading them into memory.
     static let maxFileBytes = 16 << 20
 
-    package static func make(source: String, destinationBase: String, shape: Thumbnailer.Shape,
-                     limits: Thumbnailer.Limits) -> Result<ThumbnailOutcome, Reason>? {
+    package static func make(source: String, destinationBase: String, shape: ThumbnailShape,
+                     limits: ThumbnailLimits) -> Result<ThumbnailOutcome, Reason>? {
         var layout: JPEGLayout?
         return make(source: source, destinationBase: destinationBase, shape: shape, limits: limits, layout: &layout)
     }
 
     /// - Parameter read: set to the file's layout when the file was read whole, for the
     ///   libvips path to use rather than read it again.
-    static func make(source: String, destinationBase: String, shape: Thumbnailer.Shape,
-                     limits: Thumbnailer.Limits, layout read: inout JPEGLayout?) -> Result<ThumbnailOutcome, Reason>? {
+    static func make(source: String, destinationBase: String, shape: ThumbnailShape,
+                     limits: ThumbnailLimits, layout read: inout JPEGLayout?) -> Result<ThumbnailOutcome, Reason>? {
         guard let data = readJPEGFile(source), let layout = JPEGLayout(data) else { return nil }
         read = layout
         guard layout.isComplete, layout.isBaseline, layout.orientation == 1, !layout.orientationsDisagree,

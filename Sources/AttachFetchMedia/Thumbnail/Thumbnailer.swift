@@ -29,12 +29,12 @@ struct EncodedImage {
 
 /// Makes clipped thumbnails with libvips. Stateless; safe to call from many threads
 /// (libvips is thread-safe once started). Blocking: call it from a worker thread.
-extension Thumbnailer {
+package enum Thumbnailer {
     /// Decodes `source` in full (so truncated or corrupt files fail), and writes a thumbnail of
     /// the clipping rectangle, longest edge `maxEdge`, to `destinationBase` + ".jpg" (or ".png"
     /// when the image has alpha).
-    package static func make(source: String, destinationBase: String, shape: Shape,
-                     limits: Limits) -> Result<ThumbnailOutcome, Reason> {
+    package static func make(source: String, destinationBase: String, shape: ThumbnailShape,
+                     limits: ThumbnailLimits) -> Result<ThumbnailOutcome, Reason> {
         do throws(Reason) {
             return .success(try makeThrowing(source: source, destinationBase: destinationBase, shape: shape, limits: limits))
         } catch {
@@ -42,18 +42,18 @@ extension Thumbnailer {
         }
     }
 
-    /// The square a thumbnail of the whole image should show (`Limits.suggestClip`), chosen on
+    /// The square a thumbnail of the whole image should show (`ThumbnailLimits.suggestClip`), chosen on
     /// the thumbnail's pixels, already in memory; nil when not asked, for a clipped thumbnail,
     /// or when it cannot be chosen (the thumbnail stands).
-    static func suggestedSquare(width: Int, height: Int, shape: Shape, limits: Limits, cues: () -> AttentionCues?,
+    static func suggestedSquare(width: Int, height: Int, shape: ThumbnailShape, limits: ThumbnailLimits, cues: () -> AttentionCues?,
                                 image: () -> VipsImageRef?) -> ClippingRectangle? {
         guard let crop = limits.suggestClip, crop.crops, case .clip(let clip) = shape, clip == .whole else { return nil }
         return try? PictureCropper.square(width: width, height: height, crop: crop, cues: cues, image: image)
     }
 
     /// The same, for a frame already in memory (a video's poster frame).
-    static func make(image: VipsImageRef, destinationBase: String, shape: Shape,
-                     limits: Limits) -> Result<ThumbnailOutcome, Reason> {
+    static func make(image: VipsImageRef, destinationBase: String, shape: ThumbnailShape,
+                     limits: ThumbnailLimits) -> Result<ThumbnailOutcome, Reason> {
         do throws(Reason) {
             let box = try boxSize(width: image.width, height: image.height, shape: shape, maxEdge: limits.maxEdge)
             var out: UnsafeMutablePointer<VipsImage>?
@@ -68,8 +68,8 @@ extension Thumbnailer {
         }
     }
 
-    private static func makeThrowing(source: String, destinationBase: String, shape: Shape,
-                                     limits: Limits) throws(Reason) -> ThumbnailOutcome {
+    private static func makeThrowing(source: String, destinationBase: String, shape: ThumbnailShape,
+                                     limits: ThumbnailLimits) throws(Reason) -> ThumbnailOutcome {
         var layout: JPEGLayout?
         if let fast = JPEGThumbnailer.make(source: source, destinationBase: destinationBase, shape: shape, limits: limits, layout: &layout) {
             return try fast.get()
@@ -79,8 +79,8 @@ extension Thumbnailer {
 
     /// The general path: any image libvips' enabled loaders read.
     /// - Parameter jpegLayout: the JPEG's layout where the fast path read it already.
-    static func makeWithLibvips(source: String, destinationBase: String, shape: Shape,
-                                limits: Limits, jpegLayout: JPEGLayout? = nil) throws(Reason) -> ThumbnailOutcome {
+    static func makeWithLibvips(source: String, destinationBase: String, shape: ThumbnailShape,
+                                limits: ThumbnailLimits, jpegLayout: JPEGLayout? = nil) throws(Reason) -> ThumbnailOutcome {
         let header = try openHeader(source, limits: limits)
         let box = try boxSize(width: header.width, height: header.height, shape: shape, maxEdge: limits.maxEdge)
         let colour = SourceColour(header.image, source: source)
@@ -123,7 +123,7 @@ extension Thumbnailer {
 
     /// An image's header (no pixels decoded yet), its size as displayed (EXIF orientation
     /// applied), after every budget the header alone can check.
-    static func openHeader(_ source: String, limits: Limits) throws(Reason) -> (image: VipsImageRef, width: Int, height: Int) {
+    static func openHeader(_ source: String, limits: ThumbnailLimits) throws(Reason) -> (image: VipsImageRef, width: Int, height: Int) {
         do throws(AttachFetchError) { try Vips.ensureStarted() } catch {
             throw Reason(code: .ioError, message: error.message)
         }
@@ -148,7 +148,7 @@ extension Thumbnailer {
 
     /// The box the whole image is scaled into so that the clipped region's longest edge becomes
     /// `maxEdge` (never enlarged), and the clip in the unit square.
-    static func boxSize(width: Int, height: Int, shape: Shape,
+    static func boxSize(width: Int, height: Int, shape: ThumbnailShape,
                                 maxEdge: Int) throws(Reason) -> (width: Int, height: Int, clip: ClippingRectangle) {
         guard width > 0, height > 0 else { throw Reason(code: .corruptMedia, message: "the image has no pixels") }
         let clip: ClippingRectangle
@@ -169,7 +169,7 @@ extension Thumbnailer {
 
     /// Cuts the clip out of the scaled image, renders it, and writes the thumbnail file.
     private static func finish(_ scaled: VipsImageRef, clip: ClippingRectangle, sourceWidth: Int, sourceHeight: Int,
-                               destinationBase: String, shape: Shape, limits: Limits) throws(Reason) -> ThumbnailOutcome {
+                               destinationBase: String, shape: ThumbnailShape, limits: ThumbnailLimits) throws(Reason) -> ThumbnailOutcome {
         var image = scaled
         if clip != .whole {
             let area = clipRegion(clip, width: image.width, height: image.height)
@@ -248,7 +248,7 @@ extension Thumbnailer {
 
     /// Every size check that the header alone can answer, before any pixel is decoded.
     static func checkBudgets(width: Int, height: Int, interlaced: Bool, frames: Int,
-                             limits: Limits) throws(Reason) {
+                             limits: ThumbnailLimits) throws(Reason) {
         // Sides come from headers an attacker wrote: products saturate rather than overflow.
         let pixels = HEIFImageSize.area(width, height)
         guard pixels <= limits.maxPixels else {

@@ -74,7 +74,7 @@ extension MediaTranscoder {
 
     /// The first audio stream whose decoder and encoder open: a file whose first sound is one
     /// FFmpeg cannot decode may carry a second that it can. None open: the first one's reason.
-    static func openAudio(_ input: AVInput, limits: Limits) throws(Reason) -> (AVDecoder, AudioEncoder)? {
+    static func openAudio(_ input: AVInput, limits: TranscodeLimits) throws(Reason) -> (AVDecoder, AudioEncoder)? {
         var firstProblem: Reason?
         for stream in input.streams where stream.pointee.codecpar.pointee.codec_type == AVMEDIA_TYPE_AUDIO {
             do throws(Reason) {

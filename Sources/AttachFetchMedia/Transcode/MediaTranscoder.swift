@@ -20,7 +20,7 @@ import Glibc
 /// then (once the first stream, the video if any, has a frame: flushing the encoder makes
 /// a clip of whatever it was given); both say so (`trimmed`).
 /// Blocking: a decode job.
-extension MediaTranscoder {
+package enum MediaTranscoder {
     /// The decoders of the codecs transcoded from; no other decoder runs.
     package static let decoders: Set<String> = [
         "opus", "vorbis", "flac", "aac", "aac_fixed", "mp3float", "mp3", "mp2float", "mp2", "ac3", "eac3", "dca", "alac",
@@ -32,7 +32,7 @@ extension MediaTranscoder {
         "ape", "mpc7", "mpc8", "dsd_lsbf", "dsd_msbf", "dsd_lsbf_planar", "dsd_msbf_planar",
     ]
 
-    package static func transcode(source: String, type: MediaType, destinationBase: String, limits: Limits,
+    package static func transcode(source: String, type: MediaType, destinationBase: String, limits: TranscodeLimits,
                           shouldStop: () -> Bool = { false }) -> Result<TranscodedMedia, Reason> {
         // An MP3 iOS plays; it is only too long (`MediaPolicy.needsCut`).
         if type == .mp3 {
@@ -66,7 +66,7 @@ extension MediaTranscoder {
         case tooSlow(Double, measured: Int)
     }
 
-    private static func transcodeStreams(source: String, type: MediaType, file: String, limits: Limits, rung firstRung: Int,
+    private static func transcodeStreams(source: String, type: MediaType, file: String, limits: TranscodeLimits, rung firstRung: Int,
                                          shouldStop: () -> Bool) throws(Reason) -> Attempt {
         let input = try AVInput(path: source, demuxers: MediaProber.demuxers(for: type), decoders: decoders.sorted().joined(separator: ","))
         // An animated GIF is video here.

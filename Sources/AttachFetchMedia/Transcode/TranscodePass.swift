@@ -10,7 +10,7 @@ extension MediaTranscoder {
     /// made and used by one decode job.
     final class TranscodePass {
         private let input: AVInput
-        private let file: String, type: MediaType, limits: Limits
+        private let file: String, type: MediaType, limits: TranscodeLimits
         private let tracks: [Track]
         private let audioEncoder: AudioEncoder?
         private let videoStream: UnsafeMutablePointer<AVStream>?
@@ -34,7 +34,7 @@ extension MediaTranscoder {
         private var lastError: Int32 = 0, readError: Int32 = 0, packetBytes: Int64 = 0
         private var trimmed = false, outOfTime = false
 
-        init(input: AVInput, file: String, type: MediaType, limits: Limits, tracks: [Track], audioEncoder: AudioEncoder?,
+        init(input: AVInput, file: String, type: MediaType, limits: TranscodeLimits, tracks: [Track], audioEncoder: AudioEncoder?,
              videoStream: UnsafeMutablePointer<AVStream>?, sourceSize: (width: Int, height: Int)?, videoBudget: Int64?,
              origin: Int64, stated: Double?, rung: Int) throws(Reason) {
             (self.input, self.file, self.type, self.limits, self.tracks) = (input, file, type, limits, tracks)

@@ -11,13 +11,14 @@ import Foundation
 import Glibc
 #endif
 
-/// The decoder worker: a process that runs decode jobs for an `AttachmentPipeline`, one at a
-/// time, read from standard input and answered on standard output (a socket the pipeline
-/// holds). It is started once per pipeline thread and reused; when it dies (a decoder's
-/// crash, a limit), only the job it was running fails and the pipeline starts another.
+/// The program `attach-fetch-decoder` runs: a decoder worker (`DecoderWorker`), which runs
+/// decode jobs for an `AttachmentPipeline`, one at a time, read from standard input and
+/// answered on standard output (a socket the pipeline holds), or the fork server the workers
+/// are forked from. A worker is started once per pipeline thread and reused; when it dies (a
+/// decoder's crash, a limit), only the job it was running fails and the pipeline starts another.
 ///
 /// Before it touches any downloaded byte it confines itself (`DecoderSandbox.confine`).
-extension DecoderWorker {
+public enum DecoderWorkerProgram {
     /// Free heap bytes above which a worker hands pages back after a job.
     static let trimThreshold = 16 << 20
 
@@ -26,17 +27,17 @@ extension DecoderWorker {
 
     /// The entry point of `attach-fetch-decoder`. Never returns.
     public static func main(arguments: [String]) -> Never {
-        if arguments.first == forkServerArgument { serveForks(arguments: Array(arguments.dropFirst())) }
-        guard let limits = Limits(arguments: arguments) else {
-            printError("attach-fetch-decoder is started by attach-fetch's pipeline of protocol \(protocolVersion), not by hand\n")
-            exit(otherVersionStatus)
+        if arguments.first == DecoderWorker.forkServerArgument { serveForks(arguments: Array(arguments.dropFirst())) }
+        guard let limits = DecoderWorker.Limits(arguments: arguments) else {
+            printError("attach-fetch-decoder is started by attach-fetch's pipeline of protocol \(DecoderWorker.protocolVersion), not by hand\n")
+            exit(DecoderWorker.otherVersionStatus)
         }
         serve(limits)
     }
 
     /// Waits for the limits the pipeline that takes this worker sends first, then serves.
     private static func serve(awaitingLimitsFrom parent: pid_t) -> Never {
-        guard let frame = Frame.read(from: 0), let limits = Limits(handshake: frame), limits.parent == parent else { exit(0) }
+        guard let frame = Frame.read(from: 0), let limits = DecoderWorker.Limits(handshake: frame), limits.parent == parent else { exit(0) }
         serve(limits)
     }
 
@@ -84,7 +85,7 @@ extension DecoderWorker {
     }
 
     /// In a worker just forked from the fork server: its socket becomes its standard input and
-    /// output, every other descriptor is closed, and it says who it is (`ForkedHello`) before
+    /// output, every other descriptor is closed, and it says who it is (`DecoderWorker.ForkedHello`) before
     /// it waits for the limits of the pipeline that takes it.
     private static func becomeForkedWorker(socket: Int32, parent: pid_t) -> Never {
         // A fork clears the parent-death signal; the parent is now the pipeline's thread.
@@ -92,7 +93,7 @@ extension DecoderWorker {
         if getppid() != parent { exit(5) }
         guard dup2(socket, 0) == 0, dup2(socket, 1) == 1 else { exit(4) }
         _ = af_close_from(3)
-        guard Frame.write(ForkedHello(pid: getpid()).encoded, to: 1) else { exit(4) }
+        guard Frame.write(DecoderWorker.ForkedHello(pid: getpid()).encoded, to: 1) else { exit(4) }
         serve(awaitingLimitsFrom: parent)
     }
 
@@ -103,7 +104,7 @@ extension DecoderWorker {
 
     /// Confines this process with `limits`, then answers jobs on standard input and output
     /// until the pipeline closes the socket. Never returns.
-    static func serve(_ limits: Limits) -> Never {
+    static func serve(_ limits: DecoderWorker.Limits) -> Never {
         // Before any job: the keeper sends none until it has this and has checked the rest.
         guard Frame.write(DecoderSandbox.confine(limits).encoded, to: 1) else { exit(4) }
         do throws(AttachFetchError) { try Vips.ensureStarted() } catch {
