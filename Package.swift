@@ -184,10 +184,12 @@ let package = Package(
         ),
         // libFuzzer target for sniff -> decode -> thumbnail on arbitrary bytes (scripts/fuzz.sh);
         // built normally it replays inputs given as files.
-        .executableTarget(name: "attach-fetch-fuzz", dependencies: ["AttachFetch"]),
+        .executableTarget(name: "attach-fetch-fuzz", dependencies: ["AttachFetch", "FuzzDriver"]),
+        // What both fuzz targets' main does: libFuzzer's driver, or the replay of saved inputs.
+        .target(name: "FuzzDriver"),
         // libFuzzer target for ContentDecoder on random keys, headers and chunkings
         // (scripts/fuzz-decoder.sh). The codec alone, so that it builds in seconds.
-        .executableTarget(name: "content-decoder-fuzz", dependencies: ["EncryptedContent"]),
+        .executableTarget(name: "content-decoder-fuzz", dependencies: ["EncryptedContent", "FuzzDriver"]),
         // Writes the docs' tables of reason codes from ReasonCode.contracts; Core's tests run it
         // with --check.
         .executableTarget(name: "contract-lists", dependencies: ["AttachFetchCore"]),

@@ -6,6 +6,7 @@
 // crashing input can be replayed.
 import AttachFetch
 import Foundation
+import FuzzDriver
 
 /// One inspector (libmagic handle, libvips started) and one scratch directory per process.
 private final class FuzzState {
@@ -45,37 +46,14 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     return 0
 }
 
-#if FUZZING
-/// libFuzzer's entry point (clang's compiler-rt), used instead of its own main() because
-/// SwiftPM gives every executable target a Swift main.
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<Int32>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-) -> CInt
-#endif
-
 @main
 struct FuzzMain {
     static func main() {
-        #if FUZZING
-        var argc = CommandLine.argc
-        var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
-        exit(LLVMFuzzerRunDriver(&argc, &argv, { data, size in fuzzOneInput(data, size) }))
-        #else
-        let paths = CommandLine.arguments.dropFirst().drop { $0 == "--isolated" }
-        guard !paths.isEmpty else {
-            FileHandle.standardError.write(Data("usage: attach-fetch-fuzz [--isolated] FILE...   (replays inputs through the fuzzed path; --isolated: in a decoder worker process)\n".utf8))
-            exit(2)
-        }
-        for path in paths {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                FileHandle.standardError.write(Data("cannot read \(path)\n".utf8))
-                exit(2)
-            }
+        FuzzDriver.run(target: fuzzOneInput,
+                       usage: "attach-fetch-fuzz [--isolated] FILE...   (replays inputs through the fuzzed path; --isolated: in a decoder worker process)",
+                       options: ["--isolated"]) { path, bytes in
             // One line per input: its path, status and reason code (tests and scripts read it).
-            let descriptor = data.withUnsafeBytes { state.run($0) }
+            let descriptor = bytes.withUnsafeBytes { state.run($0) }
             print("ok \(path) \(descriptor.status.rawValue) \(descriptor.reason?.code.rawValue ?? "-") \(descriptor.reason?.message ?? "")")
         }
         // This process's own peak resident set (the kernel's VmHWM, which starts anew at exec;
@@ -84,6 +62,5 @@ struct FuzzMain {
         if let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) {
             print("peak-rss-kb \(line.split(separator: " ").dropFirst().first ?? "?")")
         }
-        #endif
     }
 }

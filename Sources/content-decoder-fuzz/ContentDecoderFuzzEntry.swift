@@ -16,6 +16,7 @@
 // a record size over the maximum accepted, or a stream longer than `maxContentLength`.
 import EncryptedContent
 import Foundation
+import FuzzDriver
 
 /// SplitMix64: chunk sizes and plaintext from the input's seed, the same on every replay.
 struct Random {
@@ -143,38 +144,12 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     return 0
 }
 
-#if FUZZING
-/// libFuzzer's entry point (clang's compiler-rt), used instead of its own main() because
-/// SwiftPM gives every executable target a Swift main.
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<Int32>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
-) -> CInt
-#endif
-
 @main
 struct FuzzMain {
     static func main() {
-        #if FUZZING
-        var argc = CommandLine.argc
-        var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
-        exit(LLVMFuzzerRunDriver(&argc, &argv, { data, size in fuzzOneInput(data, size) }))
-        #else
-        let paths = CommandLine.arguments.dropFirst()
-        guard !paths.isEmpty else {
-            FileHandle.standardError.write(Data("usage: content-decoder-fuzz FILE...   (replays inputs through the fuzzed decoder)\n".utf8))
-            exit(2)
-        }
-        for path in paths {
-            guard let data = FileManager.default.contents(atPath: path) else {
-                FileHandle.standardError.write(Data("cannot read \(path)\n".utf8))
-                exit(2)
-            }
-            run(Array(data))
+        FuzzDriver.run(target: fuzzOneInput, usage: "content-decoder-fuzz FILE...   (replays inputs through the fuzzed decoder)") { path, bytes in
+            run(bytes)
             print("ok \(path)")
         }
-        #endif
     }
 }
