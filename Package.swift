@@ -211,15 +211,19 @@ let package = Package(
             path: "Tests/LoopbackHTTPServer"
         ),
         // What the test targets share: a scratch directory, a thread off the pool, polling, a
-        // clock the test moves, and a loopback server of TestMedia.
+        // clock the test moves, a loopback server of TestMedia and raw loopback sockets.
         .target(name: "TestHelpers", dependencies: ["AttachFetchCore", "LoopbackHTTPServer", "CRawSystemCall"], path: "Tests/TestHelpers"),
         // The service's test helpers: a server on loopback, HTTP exchanges checked against the
-        // OpenAPI document, a caching origin, raw loopback sockets. For the service's tests and
+        // OpenAPI document, a caching origin, a captured log. For the service's tests and
         // the whole-pipeline tests that also talk to a service.
         .target(name: "ServiceTestHelpers",
                 dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchService", "LoopbackHTTPServer", "TestHelpers",
                                .product(name: "Logging", package: "swift-log", condition: serverOnly)],
                 path: "Tests/ServiceTestHelpers"),
+        // A real S3 store for the tests (SeaweedFS on loopback, signatures checked), for the object
+        // store's own tests and the pipeline's publishing and shared-result tests.
+        .target(name: "ObjectStoreTestHelpers", dependencies: ["AttachFetchObjectStore", "TestHelpers"],
+                path: "Tests/ObjectStoreTestHelpers"),
         // Serves TestMedia/ on a loopback port for the README's demo.
         .executableTarget(name: "loopback-media-server", dependencies: ["LoopbackHTTPServer"]),
         // A process's resident memory and its peak, for the tests and the check programs.
@@ -259,6 +263,9 @@ let package = Package(
         .testTarget(name: "AttachFetchMediaTests", dependencies: ["AttachFetchMedia", "CFFmpeg", "CVips", "CVipsShims", "CTestSupport", "TestHelpers"]),
         .testTarget(name: "DecoderSandboxTests", dependencies: ["DecoderSandbox", "AttachFetchDecoderProtocol", "CAttachFetchShims"]),
         .testTarget(name: "AttachFetchRuntimeTests", dependencies: ["AttachFetchRuntime", "AttachFetchCore", "TestHelpers"]),
+        .testTarget(name: "AttachFetchObjectStoreTests",
+                    dependencies: ["AttachFetchObjectStore", "AttachFetchCore", "ObjectStoreTestHelpers", "TestHelpers",
+                                   .product(name: "Logging", package: "swift-log", condition: serverOnly)]),
         .testTarget(name: "AttachFetchDecoderKeeperTests",
                     dependencies: ["AttachFetchDecoderKeeper", "AttachFetchDecoderProtocol", "AttachFetchCore", "TestHelpers"]),
         .testTarget(
@@ -273,7 +280,7 @@ let package = Package(
         // The pipeline and the CLI end to end, and what needs every layer at once.
         .testTarget(
             name: "AttachFetchTests",
-            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchRuntime", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchDecoderKeeper", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "ResidentMemory", "TestHelpers", "ServiceTestHelpers", "CAttachFetchShims", "CVipsShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "CRawSystemCall", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "openapi-document", "media-check", "batch-memory-check", "hostile-decoder", "filter-check",
+            dependencies: ["AttachFetch", "AttachFetchCore", "AttachFetchRuntime", "AttachFetchTransfer", "AttachFetchMedia", "AttachFetchDecoderKeeper", "AttachFetchService", "AttachFetchDevice", "EncryptedContent", "LoopbackHTTPServer", "ResidentMemory", "TestHelpers", "ServiceTestHelpers", "ObjectStoreTestHelpers", "CAttachFetchShims", "CVipsShims", "CCurl", "CVips", "CFFmpeg", "CTestSupport", "CRawSystemCall", "attach-fetch", "attach-fetch-fuzz", "attach-fetch-decoder", "openapi-document", "media-check", "batch-memory-check", "hostile-decoder", "filter-check",
                            .product(name: "Logging", package: "swift-log", condition: serverOnly)]
         ),
     ],

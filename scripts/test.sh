@@ -24,7 +24,8 @@ if [ -z "${ATTACH_FETCH_TEST_TMPDIR:-}" ]; then
     exit "$run_status"
 fi
 # --quick: the inner loop (docs/performance.md#the-test-suite). The per-layer test targets alone
-# (Core, Transfer, Media, Device, Runtime, the sandbox, the keeper), after the same install, import check and build: no guards,
+# (Core, Transfer, Media, Device, Runtime, the sandbox, the keeper, the object store against its
+# SeaweedFS), after the same install, import check and build: no guards,
 # no browser, no corpus, no API tests, no whole-pipeline suite.
 if [ "${1:-}" = "--quick" ]; then
     shift
@@ -32,7 +33,7 @@ if [ "${1:-}" = "--quick" ]; then
     python3 scripts/check-imports.py
     swift build --build-tests -debug-info-format none
     exec "$(swift build --show-bin-path)/attach-fetchPackageTests.xctest" --testing-library swift-testing \
-        --filter '^(AttachFetchCoreTests|AttachFetchTransferTests|AttachFetchMediaTests|AttachFetchDeviceTests|AttachFetchRuntimeTests|DecoderSandboxTests|AttachFetchDecoderKeeperTests)\.' < /dev/null
+        --filter '^(AttachFetchCoreTests|AttachFetchTransferTests|AttachFetchMediaTests|AttachFetchDeviceTests|AttachFetchRuntimeTests|DecoderSandboxTests|AttachFetchDecoderKeeperTests|AttachFetchObjectStoreTests)\.' < /dev/null
 fi
 # Each step's end, on standard error (docs/performance.md#the-test-suite): the seconds since the
 # start, and the CPU-seconds (user + system) that the finished child processes have used so far

@@ -8,6 +8,12 @@ import Testing
 /// `Deadline.race`, the one race the pipeline's batches and the device's fetcher run under,
 /// and the fetcher's answers at the edges: nothing to fetch, a deadline in the far future or
 /// in the past.
+///
+/// The device's deadline is a `Date`, with no clock to inject: these run on the real clock.
+/// Where a test bounds how long something took, the bound is what it tells apart (answered at
+/// once, or at the deadline, against waiting for a job that sleeps 20 s or more), with the
+/// slack in the test's name: on a busy machine the cooperative pool's threads can be held by
+/// other tests' blocking work for seconds.
 @Suite struct DeadlineRaceTests {
     static func elapsed(_ work: () async throws -> Void) async rethrows -> Duration {
         let start = ContinuousClock.now
@@ -15,7 +21,8 @@ import Testing
         return .now - start
     }
 
-    @Test func noJobsAnswerAtOnceAndTheSentinelNeverStarts() async {
+    @Test("noJobsAnswerAtOnceAndTheSentinelNeverStarts, within 10 s of slack (the sentinel would sleep 20 s)")
+    func noJobsAnswerAtOnceAndTheSentinelNeverStarts() async {
         let started = Flag()
         let took = await Self.elapsed {
             await Deadline.race([@Sendable () async -> Int](), waitForDeadline: {
@@ -23,7 +30,7 @@ import Testing
                 try? await Task.sleep(for: .seconds(20))
             }, each: { _, _ in Issue.record("no job, no result") })
         }
-        #expect(took < .seconds(2), "\(took)")
+        #expect(took < .seconds(10), "\(took)")
         #expect(!started.isSet)
     }
 
@@ -38,7 +45,8 @@ import Testing
         #expect(took < .seconds(10), "the sentinel is cancelled, not waited for: \(took)")
     }
 
-    @Test func theDeadlineCancelsWhatIsStillRunningAndEachJobReturnsWhatItHas() async {
+    @Test("theDeadlineCancelsWhatIsStillRunningAndEachJobReturnsWhatItHas, within 10 s of slack (the job would sleep 30 s)")
+    func theDeadlineCancelsWhatIsStillRunningAndEachJobReturnsWhatItHas() async {
         var results: [Int: String] = [:]
         let took = await Self.elapsed {
             await Deadline.race([
@@ -47,13 +55,13 @@ import Testing
             ], until: Date().addingTimeInterval(0.3), each: { results[$0] = $1 })
         }
         #expect(results == [0: "done", 1: "cancelled"])
-        // The real clock is the point: the device's deadline is a `Date`, with no clock to
-        // inject. The race must wait for it (300 ms, less 10 of rounding between `Date` and the
-        // monotonic clock) and no longer than a busy machine could explain.
-        #expect(took >= .milliseconds(290) && took < .seconds(5), "\(took)")
+        // The race waits for the deadline (300 ms, less 10 of rounding between `Date` and the
+        // monotonic clock), and cancels the job that would sleep 30 s.
+        #expect(took >= .milliseconds(290) && took < .seconds(10), "\(took)")
     }
 
-    @Test(arguments: [Date.distantPast, Date(timeIntervalSince1970: 0), Date().addingTimeInterval(-1)])
+    @Test("aDeadlineInThePastHasComeAlready, within 2 s of slack",
+          arguments: [Date.distantPast, Date(timeIntervalSince1970: 0), Date().addingTimeInterval(-1)])
     func aDeadlineInThePastHasComeAlready(deadline: Date) async {
         var came: Bool?
         let took = await Self.elapsed { came = await Deadline.sleep(until: deadline) }
@@ -63,7 +71,8 @@ import Testing
 
     /// `distantFuture` (and beyond) would overflow a `UInt64` of nanoseconds: it is slept
     /// towards in steps of a day at most, and a cancellation still ends the wait at once.
-    @Test(arguments: [Date.distantFuture, Date(timeIntervalSinceReferenceDate: 1e300), Date(timeIntervalSinceReferenceDate: .infinity)])
+    @Test("aFarDeadlineNeitherTrapsNorOutlivesACancellation, within 10 s of slack (the sleep would last a day)",
+          arguments: [Date.distantFuture, Date(timeIntervalSinceReferenceDate: 1e300), Date(timeIntervalSinceReferenceDate: .infinity)])
     func aFarDeadlineNeitherTrapsNorOutlivesACancellation(deadline: Date) async throws {
         let now = Date()
         #expect(Deadline.nextStep(until: deadline, now: now) == UInt64(Deadline.longestSleep * 1e9))
@@ -78,28 +87,29 @@ import Testing
             sleeper.cancel()
             #expect(await sleeper.value == false, "cancelled, not come")
         }
-        // A second of margin for a busy machine; the sleep alone would last a day.
-        #expect(took < .seconds(2), "\(took)")
+        #expect(took < .seconds(10), "\(took)")
     }
 
     // MARK: The device's fetcher at the edges
 
-    @Test func aNotificationWithoutMediaIsAnsweredWithAnEmptyListAtOnce() async throws {
+    @Test("aNotificationWithoutMediaIsAnsweredWithAnEmptyListAtOnce, within 10 s of slack (the deadline is 20 s)")
+    func aNotificationWithoutMediaIsAnsweredWithAnEmptyListAtOnce() async throws {
         let fetcher = EncryptedAttachmentFetcher(directory: try scratchDirectory())
         let userInfo: [AnyHashable: Any] = ["aps": ["alert": ["title": "No picture"], "mutable-content": 1]]
         var results: [Result<FetchedAttachment, DeviceFetchError>]?
         let took = try await Self.elapsed { results = try await fetcher.fetch(userInfo: userInfo, deadline: Date().addingTimeInterval(20)) }
         #expect(results?.isEmpty == true)
-        #expect(took < .seconds(2), "\(took) under a 20 s deadline")
+        #expect(took < .seconds(10), "\(took) under a 20 s deadline")
         print("no media: answered in \(took) under a 20 s deadline")
         // An empty attachments list is the same.
         let empty = try await Self.elapsed {
             _ = try await fetcher.fetch(userInfo: ["attach-fetch": ["v": 1, "attachments": [Any]()]], deadline: .distantFuture)
         }
-        #expect(empty < .seconds(2), "\(empty)")
+        #expect(empty < .seconds(10), "\(empty)")
     }
 
-    @Test func aDistantFutureDeadlineFetchesEverythingAndAPastOneEndsItAtOnce() async throws {
+    @Test("aDistantFutureDeadlineFetchesEverythingAndAPastOneEndsItAtOnce, within 5 s of slack (the slow origin answers in 10 s)")
+    func aDistantFutureDeadlineFetchesEverythingAndAPastOneEndsItAtOnce() async throws {
         let key = randomKey()
         let plaintext = randomBytes(200_000)
         let object = try encrypt(plaintext, key: key, recordSize: 4_096)
@@ -124,7 +134,7 @@ import Testing
             let lateTook = try await Self.elapsed { late = try await fetcher.fetch(userInfo: slow, deadline: .distantPast) }
             guard case .failure(let error) = late.first else { Issue.record("a fetch past its deadline succeeded"); return }
             #expect(error.code == .deadlineExceeded, "\(error)")
-            #expect(lateTook < .seconds(2), "\(lateTook)")
+            #expect(lateTook < .seconds(5), "\(lateTook)")
             print("distantFuture: answered in \(took); a past deadline: in \(lateTook)")
             #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == [fetched.fileURL.lastPathComponent])
         }

