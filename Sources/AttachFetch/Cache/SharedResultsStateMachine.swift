@@ -186,7 +186,8 @@ struct SharedResultsStateMachine<Waiter> {
             }
         }
         if let budget = completion, entries[key]?.provisional == true {
-            let work = Batch(start: .now, deadline: clock.now + budget, clock: clock)
+            // From the instant given, as every other time here: the machine reads no clock.
+            let work = Batch(start: .now, deadline: now + budget, clock: clock)
             flights[key] = Flight(id: next(), work: work, creator: 0, wholeClip: true)
             action.completion = (flights[key]!.id, work)
         }
