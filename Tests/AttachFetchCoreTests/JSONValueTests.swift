@@ -5,7 +5,7 @@ import Testing
 
 /// `JSONWriter` on plain values and `JSONValue` (a payload carried into a document): keys
 /// sorted, slashes unescaped, what JSON cannot carry refused with the reason, and any value
-/// read back as it was written. The documents themselves are the pipeline's `JSONWriterTests`.
+/// read back as it was written. The documents themselves are the service's `JSONWriterTests`.
 @Suite struct JSONValueTests {
     @Test func keysAreSortedAndSlashesAreNotEscaped() throws {
         #expect(try JSONWriter.string(WrittenTwice()) == #"{"a":2,"b":{"c":[1,{}]},"z":"last"}"#)

@@ -89,11 +89,11 @@ extension ContractListTests {
     @Test func theFieldTablesAreTheCodableFields() throws {
         let written = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(AttachmentDescriptor.specimen)) as? [String: Any])
         var problems: [String] = []
-        let table = try JSONWriterTests.descriptorFieldTable()
+        let table = try DocumentedNames.descriptorFieldTable()
         problems += [Self.difference("docs/descriptor.md, ## Fields", expected: written.keys, found: table.keys)].compactMap { $0 }
         for (row, key) in [("timings", "timings"), ("thumbnail", "thumbnail"), ("variants", "variants")] {
             let object = (written[key] as? [String: Any]).map { key == "variants" ? $0.values.first as? [String: Any] ?? [:] : $0 } ?? [:]
-            let unnamed = Set(object.keys).subtracting(JSONWriterTests.namesIn(table[row] ?? ""))
+            let unnamed = Set(object.keys).subtracting(DocumentedNames.namesIn(table[row] ?? ""))
             if !unnamed.isEmpty { problems.append("docs/descriptor.md, the `\(row)` row: missing \(unnamed.sorted())") }
         }
         let docc = "Sources/AttachFetch/AttachFetch.docc/DescriptorContract.md"

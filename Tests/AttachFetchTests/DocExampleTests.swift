@@ -181,7 +181,7 @@ import Testing
             let payload = try PushPayload(data: Data(example.utf8))
             let media = payload.media()
             #expect(!media.isEmpty, "\(cells[0]): no media found in \(example)")
-            let keys = JSONWriterTests.namesInBackticks(cells[1])
+            let keys = DocumentedNames.namesInBackticks(cells[1])
             for item in media {
                 // Keys with dots in them are quoted in a path ("com.batch".at.u); the table writes them bare.
                 let path = item.path.replacingOccurrences(of: #"\[\d+\]"#, with: "", options: .regularExpression)

@@ -2,6 +2,7 @@
 @testable import AttachFetchService
 import Foundation
 import Testing
+import TestHelpers
 
 /// `JSONWriter` writes every JSON document of the project (plain values and `JSONValue`:
 /// Core's `JSONValueTests`). Every document type, with every optional field present
@@ -166,13 +167,13 @@ import Testing
         // docs/descriptor.md's field table names exactly the fields the writer writes, both ways:
         // the descriptor's in the first column, and the timings', the thumbnail's and the
         // variants' in their rows.
-        let table = try Self.descriptorFieldTable()
+        let table = try DocumentedNames.descriptorFieldTable()
         // `present: always` exactly for the fields every generated document has.
         let always = Set(table.filter { $0.value.split(separator: "|").dropFirst().first?.trimmingCharacters(in: .whitespaces) == "always" }.keys)
         #expect(always == alwaysWritten, "documented as always present: \(always.sorted()); written in every document: \(alwaysWritten.sorted())")
         #expect(Set(table.keys) == seen["descriptor"], "documented, not written: \(Set(table.keys).subtracting(seen["descriptor"] ?? [])); written, not documented: \((seen["descriptor"] ?? []).subtracting(table.keys))")
         for (row, name) in [("timings", "timings"), ("thumbnail", "thumbnail"), ("variants", "variant")] {
-            let documented = Self.namesIn(table[row] ?? "")
+            let documented = DocumentedNames.namesIn(table[row] ?? "")
             let missing = (seen[name] ?? []).subtracting(documented)
             #expect(missing.isEmpty, "\(row): written, not documented in its row: \(missing)")
         }
@@ -193,40 +194,6 @@ import Testing
         var json = CompactJSON()
         linted.write(to: &json)
         #expect(!json.failed && String(decoding: json.bytes, as: UTF8.self) == #"{"attachments":[],"deadlineMs":1000,"elapsedMs":0}"#)
-    }
-
-    /// The field table of docs/descriptor.md: each field named in a row's first column, with
-    /// that row's text.
-    static func descriptorFieldTable() throws -> [String: String] {
-        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("docs/descriptor.md").path
-        let text = try String(contentsOfFile: path, encoding: .utf8)
-        guard let start = text.range(of: "## Fields\n"), let end = text.range(of: "\n## ", range: start.upperBound..<text.endIndex) else { return [:] }
-        var fields: [String: String] = [:]
-        for line in text[start.upperBound..<end.lowerBound].split(separator: "\n") where line.hasPrefix("| `") {
-            let columns = line.split(separator: "|", omittingEmptySubsequences: true)
-            guard let first = columns.first else { continue }
-            for name in namesIn(String(first)) { fields[name] = String(line) }
-        }
-        return fields
-    }
-
-    /// Every whole backticked string in `text` (a key path such as `message.apns.fcm_options.image`).
-    static func namesInBackticks(_ text: String) -> Set<String> {
-        Set(text.split(separator: "`", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }
-            .map { String($0.element) })
-    }
-
-    /// Every name written in backticks or inside `{…}` in `text`.
-    static func namesIn(_ text: String) -> Set<String> {
-        var names: Set<String> = []
-        for piece in text.split(separator: "`", omittingEmptySubsequences: false).enumerated() where piece.offset % 2 == 1 {
-            let inner = piece.element.trimmingCharacters(in: CharacterSet(charactersIn: "{}"))
-            for word in inner.split(whereSeparator: { ", :".contains($0) }) where word.allSatisfy({ $0.isLetter || $0.isNumber }) {
-                names.insert(String(word))
-            }
-        }
-        return names
     }
 
     @Test func aDescriptorWithANumberJSONCannotCarryIsRefusedAsTheEncoderRefusesIt() {
