@@ -1,11 +1,4 @@
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
 import Foundation
-#endif
-#if canImport(Glibc)
-import Glibc
-#endif
 
 #if FUZZING
 /// libFuzzer's entry point (clang's compiler-rt), used instead of its own main() because
@@ -34,12 +27,12 @@ public enum FuzzDriver {
         #else
         let paths = CommandLine.arguments.dropFirst().drop { options.contains($0) }
         guard !paths.isEmpty else {
-            standardError("usage: \(usage)\n")
+            FileHandle.standardError.write(Data("usage: \(usage)\n".utf8))
             exit(2)
         }
         for path in paths {
             guard let data = FileManager.default.contents(atPath: path) else {
-                standardError("cannot read \(path)\n")
+                FileHandle.standardError.write(Data("cannot read \(path)\n".utf8))
                 exit(2)
             }
             replay(path, Array(data))
@@ -48,8 +41,3 @@ public enum FuzzDriver {
     }
 }
 
-/// `text` on standard error, unbuffered.
-private func standardError(_ text: String) {
-    var bytes = Array(text.utf8)
-    _ = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
-}

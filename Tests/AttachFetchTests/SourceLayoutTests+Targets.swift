@@ -89,7 +89,7 @@ extension SourceLayoutTests {
         for file in files {
             for match in file.text.matches(of: enumDeclaration) {
                 guard let name = match.output[1].substring else { continue }
-                if !Self.body(of: file.text, openingAt: file.text.index(before: match.range.upperBound)).hasTopLevelCase {
+                if !Self.hasTopLevelCase(file.text, bodyOpeningAt: file.text.index(before: match.range.upperBound)) {
                     namespaces[String(name), default: []].insert(file.module)
                 }
             }
@@ -106,25 +106,24 @@ extension SourceLayoutTests {
         #expect(filledElsewhere.isEmpty, "\(Set(filledElsewhere).sorted().joined(separator: "\n"))")
     }
 
-    /// The text between the brace at `open` and its match, and whether a `case` line stands at
-    /// its first level.
-    static func body(of text: String, openingAt open: String.Index) -> (text: Substring, hasTopLevelCase: Bool) {
+    /// Whether a `case` line stands at the first level of the body whose brace is at `open`.
+    static func hasTopLevelCase(_ text: String, bodyOpeningAt open: String.Index) -> Bool {
         var depth = 0
         var index = open
-        var atLineStart = false, hasCase = false
+        var atLineStart = false
         while index < text.endIndex {
             let character = text[index]
             if character == "{" { depth += 1 } else if character == "}" {
                 depth -= 1
-                if depth == 0 { return (text[open...index], hasCase) }
+                if depth == 0 { return false }
             } else if character == "\n" {
                 atLineStart = true
             } else if atLineStart && character != " " {
                 atLineStart = false
-                if depth == 1 && text[index...].hasPrefix("case ") { hasCase = true }
+                if depth == 1 && text[index...].hasPrefix("case ") { return true }
             }
             index = text.index(after: index)
         }
-        return (text[open...], hasCase)
+        return false
     }
 }
